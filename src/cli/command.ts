@@ -1,0 +1,10 @@
+/** One `nuo` subcommand. `run` returns the process exit code; it throws only for unexpected failures. */
+export interface Command {
+  name: string;
+  summary: string;
+  usage: string;
+  run(argv: string[]): Promise<number>;
+}
+
+/** A user mistake (bad flag, unknown node): printed without a stack trace, exit code 2. */
+export class UsageError extends Error {}

@@ -1,0 +1,357 @@
+/**
+ * A real Kubernetes control plane on loopback for tests, the demo and benchmarks: etcd,
+ * kube-apiserver (TLS, RBAC, service-account tokens, default admission including
+ * ValidatingAdmissionPolicy), kube-controller-manager, kube-scheduler and KWOK playing the kubelets.
+ */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { type ClusterBinaries, ensureClusterBinaries } from '../../../tools/cluster/build.ts';
+import { pollUntil } from '../../util/poll.ts';
+import { adminKubeconfig, tokenKubeconfig } from './kubeconfig.ts';
+import { freePort, get, type Tls } from './net.ts';
+import { createNodes, type NodeSpec } from './nodes.ts';
+import { createPki, type Pki } from './pki.ts';
+import { Component } from './process.ts';
+import { reapAbandonedClusters } from './reaper.ts';
+
+export interface ClusterOptions {
+  /** KWOK nodes to create and wait Ready for (default 0). */
+  nodes?: number;
+  /** Zones the nodes are spread over round-robin, labelled topology.kubernetes.io/zone (default 1). */
+  zones?: number;
+  /** Node name prefix (default "node"). */
+  nodePrefix?: string;
+  /** Called with progress lines; default silent. */
+  log?: (line: string) => void;
+  /** Start-up deadline for each component (default 60 s; the first start after a build is slower). */
+  startTimeoutMs?: number;
+}
+
+export const CLUSTER_DIR_PREFIX = 'nuo-cluster-';
+
+export interface LocalCluster {
+  /** Temp dir holding the PKI, configs and logs/ (removed by stop()). */
+  dir: string;
+  server: string;
+  binaries: ClusterBinaries;
+  /** Admin (system:masters) kubeconfig file and loaded object. */
+  kubeconfigPath: string;
+  kubeconfig: KubeConfig;
+  components: Record<ComponentName, Component>;
+  /** Creates KWOK nodes and waits until they are Ready. */
+  addNodes(specs: NodeSpec[]): Promise<void>;
+  /** A kubeconfig that authenticates as a ServiceAccount (created if missing) with a bound token. */
+  serviceAccountKubeconfig(
+    namespace: string,
+    name: string,
+  ): Promise<{ kubeconfig: KubeConfig; path: string }>;
+  /** The last lines of every component's log, for a failing test's output. */
+  logTails(lines?: number): string;
+  /** Restarts one component (e.g. to simulate an API server outage), waiting until it is healthy. */
+  restart(name: ComponentName): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export type ComponentName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok';
+
+const CONTROLLERS = [
+  'disruption',
+  'replicaset',
+  'deployment',
+  'job',
+  'daemonset',
+  'garbage-collector',
+  'node-lifecycle',
+  'serviceaccount',
+  'serviceaccount-token',
+  'namespace',
+  'statefulset',
+  'root-ca-certificate-publisher',
+  'endpointslice',
+  'ttl-after-finished',
+  'cronjob',
+  'pod-garbage-collector',
+];
+
+export async function startCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
+  const log = options.log ?? (() => {});
+  const started = Date.now();
+  await reapAbandonedClusters(tmpdir(), CLUSTER_DIR_PREFIX);
+  const binaries = await ensureClusterBinaries(log);
+  const dir = await mkdtemp(join(tmpdir(), CLUSTER_DIR_PREFIX));
+  const logs = join(dir, 'logs');
+  mkdirSync(logs);
+  const pidFile = join(dir, 'pids');
+  writeFileSync(join(dir, 'owner'), String(process.pid));
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  process.on('exit', removeDir);
+
+  const components = {} as Record<ComponentName, Component>;
+  const argsOf = {} as Record<ComponentName, string[]>;
+  const health = {} as Record<ComponentName, () => Promise<boolean>>;
+  const timeoutMs = options.startTimeoutMs ?? 60_000;
+
+  const launch = async (name: ComponentName) => {
+    const component = new Component({
+      name,
+      binary: binaries.path[name],
+      args: argsOf[name],
+      logFile: join(logs, `${name}.log`),
+      pidFile,
+    });
+    components[name] = component;
+    await pollUntil(
+      `${name} to become healthy (log: ${component.logFile})`,
+      async () => {
+        if (component.exitCode !== undefined) {
+          throw new Error(`${name} exited with ${component.exitCode}:\n${component.tail(20)}`);
+        }
+        return (await health[name]().catch(() => false)) ? true : undefined;
+      },
+      { timeoutMs, intervalMs: 100 },
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}\n--- ${name} log tail ---\n${component.tail(40)}`);
+    });
+  };
+
+  const stopAll = async () => {
+    const order: ComponentName[] = [
+      'kwok',
+      'kube-scheduler',
+      'kube-controller-manager',
+      'kube-apiserver',
+      'etcd',
+    ];
+    for (const name of order) await components[name]?.stop();
+  };
+
+  try {
+    const pki = await createPki(dir);
+    const tlsAdmin: Tls = {
+      ca: await readFile(pki.caCert),
+      cert: await readFile(pki.adminCert),
+      key: await readFile(pki.adminKey),
+    };
+    const ports = {
+      etcdPort: await freePort(),
+      peerPort: await freePort(),
+      apiPort: await freePort(),
+      cmPort: await freePort(),
+      schedPort: await freePort(),
+      kwokPort: await freePort(),
+    };
+    const { etcdPort, apiPort, cmPort, schedPort, kwokPort } = ports;
+    const server = `https://127.0.0.1:${apiPort}`;
+    const kubeconfigPath = join(dir, 'admin.kubeconfig');
+    await writeFile(kubeconfigPath, adminKubeconfig(server, pki, tlsAdmin));
+    // An explicit, empty KWOK configuration so a ~/.kwok/kwok.yaml on the machine cannot change the
+    // simulation; KWOK then uses its built-in node and pod stages.
+    await writeFile(
+      join(dir, 'kwok.yaml'),
+      'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n',
+    );
+    const schedulerConfig = join(dir, 'scheduler.json');
+    await writeFile(
+      schedulerConfig,
+      JSON.stringify({
+        apiVersion: 'kubescheduler.config.k8s.io/v1',
+        kind: 'KubeSchedulerConfiguration',
+        clientConnection: { kubeconfig: kubeconfigPath, qps: 1000, burst: 2000 },
+        leaderElection: { leaderElect: false },
+      }),
+    );
+    Object.assign(argsOf, componentArgs({ dir, pki, kubeconfigPath, schedulerConfig, ports }));
+    health.etcd = async () => (await get(`http://127.0.0.1:${etcdPort}/health`)).body.includes('"true"');
+    health['kube-apiserver'] = async () => (await get(`${server}/readyz`, tlsAdmin)).status === 200;
+    health['kube-controller-manager'] = async () =>
+      (await get(`https://127.0.0.1:${cmPort}/healthz`, { insecure: true })).status === 200;
+    health['kube-scheduler'] = async () =>
+      (await get(`https://127.0.0.1:${schedPort}/healthz`, { insecure: true })).status === 200;
+    health.kwok = async () => (await get(`http://127.0.0.1:${kwokPort}/healthz`)).status === 200;
+
+    await launch('etcd');
+    log(`etcd healthy (${Date.now() - started} ms)`);
+    await launch('kube-apiserver');
+    log(`kube-apiserver ready at ${server} (${Date.now() - started} ms)`);
+    await Promise.all([launch('kube-controller-manager'), launch('kube-scheduler'), launch('kwok')]);
+    log(`controller-manager, scheduler and kwok healthy (${Date.now() - started} ms)`);
+
+    const kubeconfig = new KubeConfig();
+    kubeconfig.loadFromFile(kubeconfigPath);
+    const core = kubeconfig.makeApiClient(CoreV1Api);
+    // Pods cannot be admitted before the namespace's default ServiceAccount exists.
+    await pollUntil(
+      'the default ServiceAccount',
+      async () =>
+        (await core.readNamespacedServiceAccount({ name: 'default', namespace: 'default' }))
+          ? true
+          : undefined,
+      { timeoutMs },
+    );
+
+    const cluster: LocalCluster = {
+      dir,
+      server,
+      binaries,
+      kubeconfigPath,
+      kubeconfig,
+      components,
+      addNodes: (specs) => createNodes(core, specs),
+      async serviceAccountKubeconfig(namespace, name) {
+        await core
+          .createNamespacedServiceAccount({ namespace, body: { metadata: { name } } })
+          .catch((err) => {
+            if ((err as { code?: number }).code !== 409) throw err;
+          });
+        const review = await core.createNamespacedServiceAccountToken({
+          name,
+          namespace,
+          body: { spec: { audiences: [], expirationSeconds: 3600 } },
+        });
+        const token = review.status?.token;
+        if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
+        const path = join(dir, `sa-${namespace}-${name}.kubeconfig`);
+        const text = tokenKubeconfig(server, readFileSync(pki.caCert), `${namespace}-${name}`, token);
+        await writeFile(path, text);
+        const kc = new KubeConfig();
+        kc.loadFromString(text);
+        return { kubeconfig: kc, path };
+      },
+      logTails(lines = 40) {
+        return Object.values(components)
+          .map((c) => `--- ${c.name} (${c.logFile}) ---\n${c.tail(lines)}`)
+          .join('\n');
+      },
+      async restart(name) {
+        await components[name].stop();
+        await launch(name);
+      },
+      async stop() {
+        await stopAll();
+        process.off('exit', removeDir);
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+
+    const nodeCount = options.nodes ?? 0;
+    if (nodeCount > 0) {
+      const zones = options.zones ?? 1;
+      const prefix = options.nodePrefix ?? 'node';
+      await cluster.addNodes(
+        Array.from({ length: nodeCount }, (_, i) => ({
+          name: `${prefix}-${String(i).padStart(String(nodeCount - 1).length, '0')}`,
+          zone: `zone-${String.fromCharCode(97 + (i % zones))}`,
+        })),
+      );
+      log(`${nodeCount} nodes Ready (${Date.now() - started} ms)`);
+    }
+    return cluster;
+  } catch (err) {
+    const tails = Object.values(components)
+      .map((c) => `--- ${c.name} ---\n${c.tail(15)}`)
+      .join('\n');
+    await stopAll();
+    process.off('exit', removeDir);
+    removeDir();
+    throw new Error(`local cluster failed to start: ${(err as Error).message}\n${tails}`);
+  }
+}
+
+interface ArgsInput {
+  dir: string;
+  pki: Pki;
+  kubeconfigPath: string;
+  schedulerConfig: string;
+  ports: {
+    etcdPort: number;
+    peerPort: number;
+    apiPort: number;
+    cmPort: number;
+    schedPort: number;
+    kwokPort: number;
+  };
+}
+
+function componentArgs({
+  dir,
+  pki,
+  kubeconfigPath,
+  schedulerConfig,
+  ports,
+}: ArgsInput): Record<ComponentName, string[]> {
+  const etcdUrl = `http://127.0.0.1:${ports.etcdPort}`;
+  const peerUrl = `http://127.0.0.1:${ports.peerPort}`;
+  return {
+    etcd: [
+      '--name=nuo',
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=nuo=${peerUrl}`,
+      // A throwaway test store: durability buys nothing and fsync dominates on a shared disk.
+      '--unsafe-no-fsync',
+      '--quota-backend-bytes=8589934592',
+      '--log-level=warn',
+    ],
+    'kube-apiserver': [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${ports.apiPort}`,
+      `--tls-cert-file=${pki.serverCert}`,
+      `--tls-private-key-file=${pki.serverKey}`,
+      `--client-ca-file=${pki.caCert}`,
+      '--authorization-mode=RBAC',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${pki.serviceAccountPub}`,
+      `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+      '--service-cluster-ip-range=10.96.0.0/16',
+      // The release's default admission chain, which includes ValidatingAdmissionPolicy; named to be explicit.
+      '--enable-admission-plugins=ValidatingAdmissionPolicy',
+      '--allow-privileged=true',
+      '--event-ttl=1h',
+      `--cert-dir=${join(dir, 'apiserver-certs')}`,
+    ],
+    'kube-controller-manager': [
+      `--kubeconfig=${kubeconfigPath}`,
+      `--authentication-kubeconfig=${kubeconfigPath}`,
+      `--authorization-kubeconfig=${kubeconfigPath}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${ports.cmPort}`,
+      `--cert-dir=${join(dir, 'cm-certs')}`,
+      `--controllers=${CONTROLLERS.join(',')}`,
+      `--service-account-private-key-file=${pki.serviceAccountKey}`,
+      `--root-ca-file=${pki.caCert}`,
+      '--leader-elect=false',
+      '--kube-api-qps=1000',
+      '--kube-api-burst=2000',
+      '--concurrent-deployment-syncs=20',
+      '--concurrent-replicaset-syncs=20',
+    ],
+    'kube-scheduler': [
+      `--config=${schedulerConfig}`,
+      `--authentication-kubeconfig=${kubeconfigPath}`,
+      `--authorization-kubeconfig=${kubeconfigPath}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${ports.schedPort}`,
+      `--cert-dir=${join(dir, 'scheduler-certs')}`,
+    ],
+    kwok: [
+      `--kubeconfig=${kubeconfigPath}`,
+      `--config=${join(dir, 'kwok.yaml')}`,
+      '--manage-all-nodes=false',
+      '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+      '--manage-nodes-with-label-selector=',
+      `--server-address=127.0.0.1:${ports.kwokPort}`,
+      '--node-ip=127.0.0.1',
+      '--cidr=10.244.0.1/16',
+      // Heartbeats through Leases, as kubelets do: cheap enough for thousands of nodes.
+      '--node-lease-duration-seconds=40',
+    ],
+  };
+}

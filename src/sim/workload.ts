@@ -1,0 +1,81 @@
+/** Sample workloads for the demo and tests: Deployments spread over zones, guarded by PDBs. */
+import {
+  AppsV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  PolicyV1Api,
+  type V1Deployment,
+} from '@kubernetes/client-node';
+import { pollUntil } from '../util/poll.ts';
+
+export function deployment(namespace: string, name: string, replicas: number): V1Deployment {
+  const labels = { app: name };
+  return {
+    metadata: { name, namespace, labels },
+    spec: {
+      replicas,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [
+            { name, image: 'registry.example/nuo-demo:1', resources: { requests: { cpu: '10m' } } },
+          ],
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: 'topology.kubernetes.io/zone',
+              whenUnsatisfiable: 'ScheduleAnyway',
+              labelSelector: { matchLabels: labels },
+            },
+          ],
+          terminationGracePeriodSeconds: 1,
+        },
+      },
+    },
+  };
+}
+
+/** Waits until the Deployment reports all replicas available. */
+export async function waitAvailable(apps: AppsV1Api, namespace: string, name: string, timeoutMs = 120_000) {
+  await pollUntil(
+    `deployment ${namespace}/${name} to become available`,
+    async () => {
+      const d = await apps.readNamespacedDeployment({ name, namespace });
+      const want = d.spec?.replicas ?? 0;
+      return d.status?.availableReplicas === want && d.status?.updatedReplicas === want ? true : undefined;
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
+}
+
+export async function deployDemoWorkload(
+  kubeconfig: KubeConfig,
+  { namespace = 'demo', replicasPerApp }: { namespace?: string; replicasPerApp: number },
+): Promise<string> {
+  const core = kubeconfig.makeApiClient(CoreV1Api);
+  const apps = kubeconfig.makeApiClient(AppsV1Api);
+  const policy = kubeconfig.makeApiClient(PolicyV1Api);
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  const apps_ = [
+    { name: 'web', replicas: replicasPerApp },
+    { name: 'api', replicas: Math.max(2, Math.ceil(replicasPerApp / 2)) },
+  ];
+  for (const app of apps_) {
+    await apps.createNamespacedDeployment({ namespace, body: deployment(namespace, app.name, app.replicas) });
+    await policy.createNamespacedPodDisruptionBudget({
+      namespace,
+      body: {
+        metadata: { name: app.name, namespace },
+        spec: { maxUnavailable: 1, selector: { matchLabels: { app: app.name } } },
+      },
+    });
+  }
+  for (const app of apps_) await waitAvailable(apps, namespace, app.name);
+  const pods = await core.listNamespacedPod({ namespace });
+  const nodes = new Set(pods.items.map((p) => p.spec?.nodeName).filter(Boolean));
+  return apps_
+    .map((a) => `  deployment ${namespace}/${a.name}: ${a.replicas} replicas available, PDB maxUnavailable=1`)
+    .concat(`  ${pods.items.length} pods placed by kube-scheduler on ${nodes.size} nodes`)
+    .join('\n');
+}
