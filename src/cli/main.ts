@@ -1,8 +1,9 @@
 import { clusterCommand } from './cluster.ts';
 import { type Command, UsageError } from './command.ts';
 import { demoCommand } from './demo.ts';
+import { drainCommand, uncordonCommand } from './drain.ts';
 
-const commands: Command[] = [demoCommand, clusterCommand];
+const commands: Command[] = [demoCommand, drainCommand, uncordonCommand, clusterCommand];
 
 function help(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

@@ -1,0 +1,64 @@
+/**
+ * Every annotation and label nuo reads or writes on a Node, with its only writer. One writer per key
+ * keeps the protocol race-free: the agent never writes an operator key and vice versa.
+ */
+
+export const PREFIX = 'nuo.dev/';
+
+/** Node annotations. */
+export const Annotations = {
+  /** agent: "true" when the node needs a reboot; `rebootNeededReason` says why. */
+  rebootNeeded: 'nuo.dev/reboot-needed',
+  /** agent: human-readable reason for reboot-needed (e.g. "update_engine: UPDATED_NEED_REBOOT"). */
+  rebootNeededReason: 'nuo.dev/reboot-needed-reason',
+  /** person / CLI: RFC 3339 time; reboot this node once even if nothing detected a need. */
+  rebootRequested: 'nuo.dev/reboot-requested',
+  /** person / CLI: "true" to leave this node alone. */
+  paused: 'nuo.dev/paused',
+  /** operator: the node's phase. */
+  state: 'nuo.dev/state',
+  /** operator: why the node is in its phase (or waits), human readable. */
+  stateReason: 'nuo.dev/state-reason',
+  /** operator: RFC 3339 time the phase was entered. */
+  stateSince: 'nuo.dev/state-since',
+  /** operator: "true" once the node is drained: the agent may reboot now. */
+  rebootOk: 'nuo.dev/reboot-ok',
+  /** agent: "true" while the agent is rebooting the node. */
+  rebootInProgress: 'nuo.dev/reboot-in-progress',
+  /** agent: the boot ID before the reboot; a different boot ID afterwards confirms it happened. */
+  bootIdBefore: 'nuo.dev/boot-id-before',
+  /**
+   * operator (drain engine): "true" when nuo made the node unschedulable, so nuo undoes that cordon and
+   * nothing else. Written in the same conditional patch as spec.unschedulable.
+   */
+  cordonedByNuo: 'nuo.dev/cordoned-by-nuo',
+  /** operator: consecutive failed attempts (loop and flap protection). */
+  failures: 'nuo.dev/failures',
+  /** agent: mirror of the OS update engine's status, as CLUO did. */
+  status: 'nuo.dev/status',
+  /** agent: the version the update engine staged. */
+  newVersion: 'nuo.dev/new-version',
+  /** agent: when the update engine last checked for updates. */
+  lastCheckedTime: 'nuo.dev/last-checked-time',
+} as const;
+
+/** Node labels. */
+export const Labels = {
+  /** operator: "true" while before-reboot hooks should run (hook selector, CLUO semantics). */
+  beforeReboot: 'nuo.dev/before-reboot',
+  /** operator: "true" while after-reboot hooks should run. */
+  afterReboot: 'nuo.dev/after-reboot',
+  /** agent: ID from the host's /etc/os-release. */
+  osId: 'nuo.dev/os-id',
+  /** agent: VERSION_ID from the host's /etc/os-release. */
+  osVersion: 'nuo.dev/os-version',
+} as const;
+
+/** operator: `plan.nuo.dev/<plan>` = hash of the plan applied to the node. */
+export const planLabel = (plan: string) => `plan.nuo.dev/${plan}`;
+
+/** Kubernetes' own keys nuo reads. */
+export const Kubernetes = {
+  /** Set by the kubelet on mirror pods of static pods; such pods cannot be evicted. */
+  mirrorPod: 'kubernetes.io/config.mirror',
+} as const;

@@ -1,0 +1,311 @@
+/**
+ * The drain executor: cordon, plan, evict in parallel through the Eviction API, and wait until every
+ * evicted pod is really gone (same UID) — bounded by a timeout and an AbortSignal. It never uncordons:
+ * after a failed drain the caller decides (the operator undoes only its own cordon).
+ */
+import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
+import { apiStatus, describeError, statusCode } from '../kube/errors.ts';
+import { cordon } from './cordon.ts';
+import { type DrainOptions, drainOptions } from './options.ts';
+import { type DrainPlan, PodAction, planDrain } from './plan.ts';
+import { type DrainEvent, type DrainProgress, type PodState, ProgressTracker } from './progress.ts';
+
+export const DrainOutcome = {
+  drained: 'drained',
+  /** A pod's decision was "refuse": nothing was evicted. */
+  refused: 'refused',
+  timedOut: 'timed-out',
+  aborted: 'aborted',
+} as const;
+export type DrainOutcome = (typeof DrainOutcome)[keyof typeof DrainOutcome];
+
+export interface DrainResult {
+  node: string;
+  outcome: DrainOutcome;
+  /** True when this drain cordoned the node (and recorded cordoned-by-nuo). */
+  cordoned: boolean;
+  plan: DrainPlan;
+  pods: PodState[];
+  /** PDBs ("namespace/name") that refused an eviction at the end, with the pods they held. */
+  blockingPdbs: Record<string, string[]>;
+  /** The most eviction requests that were in flight at once (bounded by `concurrency`). */
+  maxInFlight: number;
+  elapsedMs: number;
+  message: string;
+}
+
+export interface DrainRequest {
+  node: string;
+  options?: Partial<DrainOptions>;
+  signal?: AbortSignal;
+  /** Cordon, list and plan only; evict nothing. */
+  dryRun?: boolean;
+  onEvent?: (event: DrainEvent) => void;
+  onProgress?: (progress: DrainProgress) => void;
+}
+
+const RETRY_MIN_MS = 250;
+const RETRY_MAX_MS = 5000;
+/** A re-list catches deletions a broken watch missed. */
+const RESYNC_MS = 5000;
+
+/** Lists a node's pods with a field selector (never a cluster-wide list), page by page. */
+export async function podsOnNode(core: CoreV1Api, node: string, labelSelector = ''): Promise<V1Pod[]> {
+  const pods: V1Pod[] = [];
+  let _continue: string | undefined;
+  do {
+    const page = await core.listPodForAllNamespaces({
+      fieldSelector: `spec.nodeName=${node}`,
+      labelSelector: labelSelector || undefined,
+      limit: 500,
+      _continue,
+    });
+    pods.push(...page.items);
+    _continue = page.metadata?._continue || undefined;
+  } while (_continue);
+  return pods;
+}
+
+async function existingDaemonSets(apps: AppsV1Api, pods: V1Pod[]): Promise<Set<string>> {
+  const wanted = new Set<string>();
+  for (const pod of pods) {
+    const ref = pod.metadata?.ownerReferences?.find((r) => r.controller && r.kind === 'DaemonSet');
+    if (ref) wanted.add(`${pod.metadata?.namespace}/${ref.name}`);
+  }
+  const found = new Set<string>();
+  await Promise.all(
+    [...wanted].map(async (key) => {
+      const [namespace, name] = key.split('/') as [string, string];
+      try {
+        await apps.readNamespacedDaemonSet({ namespace, name });
+        found.add(key);
+      } catch (err) {
+        if (statusCode(err) !== 404) throw err;
+      }
+    }),
+  );
+  return found;
+}
+
+/** "The disruption budget web needs 2 healthy pods and has 2 currently" → "web". */
+export function blockingPdbName(err: unknown): string | undefined {
+  const status = apiStatus(err);
+  for (const cause of status?.details?.causes ?? []) {
+    const match =
+      cause.reason === 'DisruptionBudget' ? cause.message?.match(/disruption budget (\S+)/) : null;
+    if (match?.[1]) return match[1];
+  }
+  return undefined;
+}
+
+export class Drainer {
+  readonly #core: CoreV1Api;
+  readonly #apps: AppsV1Api;
+  readonly #kubeconfig: KubeConfig;
+
+  constructor(kubeconfig: KubeConfig) {
+    this.#kubeconfig = kubeconfig;
+    this.#core = kubeconfig.makeApiClient(CoreV1Api);
+    this.#apps = kubeconfig.makeApiClient(AppsV1Api);
+  }
+
+  async drain(request: DrainRequest): Promise<DrainResult> {
+    const options = drainOptions(request.options);
+    const started = Date.now();
+    const emit = request.onEvent ?? (() => {});
+    const { node } = request;
+
+    const stop = new AbortController();
+    const timer =
+      options.timeoutSeconds > 0
+        ? setTimeout(() => stop.abort(DrainOutcome.timedOut), options.timeoutSeconds * 1000)
+        : undefined;
+    const onAbort = () => stop.abort(DrainOutcome.aborted);
+    request.signal?.addEventListener('abort', onAbort, { once: true });
+    if (request.signal?.aborted) onAbort();
+
+    try {
+      let cordoned = false;
+      if (request.dryRun) {
+        await this.#core.readNode({ name: node });
+      } else {
+        cordoned = (await cordon(this.#core, node)).changed;
+        emit({ type: 'cordoned', node, changed: cordoned });
+      }
+      const pods = await podsOnNode(this.#core, node, options.podSelector);
+      const plan = planDrain({
+        pods,
+        options,
+        daemonSets: await existingDaemonSets(this.#apps, pods),
+        now: new Date(),
+      });
+      const tracker = new ProgressTracker(node, plan, started, request.onProgress, emit);
+      for (const d of plan.decisions) {
+        if (d.action === PodAction.skip || d.action === PodAction.refuse) emit({ type: d.action, pod: d });
+      }
+      const flight = { now: 0, max: 0 };
+      const finish = (outcome: DrainOutcome): DrainResult => {
+        const result = tracker.result();
+        return {
+          node,
+          outcome,
+          cordoned,
+          plan,
+          pods: result.pods,
+          blockingPdbs: result.blockingPdbs,
+          maxInFlight: flight.max,
+          elapsedMs: Date.now() - started,
+          message: tracker.summary(outcome),
+        };
+      };
+      if (!plan.canProceed) return finish(DrainOutcome.refused);
+      if (request.dryRun) return finish(DrainOutcome.drained);
+
+      await Promise.all([
+        this.#evictAll(tracker, options, stop.signal, emit, flight),
+        this.#waitGone(node, tracker, stop.signal),
+      ]).catch((err) => {
+        if (!stop.signal.aborted) throw err;
+      });
+      if (tracker.left() === 0) return finish(DrainOutcome.drained);
+      return finish(
+        stop.signal.reason === DrainOutcome.aborted ? DrainOutcome.aborted : DrainOutcome.timedOut,
+      );
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onAbort);
+      stop.abort(DrainOutcome.aborted);
+    }
+  }
+
+  /** Evicts with at most `concurrency` requests in flight; blocked pods go to the back of the queue. */
+  async #evictAll(
+    tracker: ProgressTracker,
+    options: DrainOptions,
+    signal: AbortSignal,
+    emit: (e: DrainEvent) => void,
+    flight: { now: number; max: number },
+  ): Promise<void> {
+    const queue = tracker.toEvict().map((pod) => ({ pod, notBefore: 0, delay: RETRY_MIN_MS }));
+    const worker = async () => {
+      while (queue.length > 0 && !signal.aborted) {
+        queue.sort((a, b) => a.notBefore - b.notBefore);
+        const item = queue.shift();
+        if (!item) return;
+        const wait = item.notBefore - Date.now();
+        if (wait > 0) await sleep(wait, signal);
+        if (signal.aborted) return;
+        if (tracker.isGone(item.pod.uid)) continue;
+        flight.now++;
+        flight.max = Math.max(flight.max, flight.now);
+        try {
+          await this.#evictOne(item.pod, options);
+          tracker.evicted(item.pod.uid);
+          emit({ type: 'evicted', pod: item.pod });
+        } catch (err) {
+          const code = statusCode(err);
+          if (code === 404 || code === 409) {
+            // 404: already gone. 409: the UID precondition failed, so a new pod now has its name.
+            tracker.gone(item.pod.uid);
+            continue;
+          }
+          const pdb = code === 429 ? blockingPdbName(err) : undefined;
+          const reason =
+            code === 429
+              ? `blocked by PodDisruptionBudget ${pdb ? `${item.pod.namespace}/${pdb}` : '(unnamed)'}`
+              : describeError(err);
+          tracker.blocked(item.pod.uid, reason, pdb ? `${item.pod.namespace}/${pdb}` : undefined);
+          emit({ type: 'retry', pod: item.pod, reason, retryInMs: item.delay });
+          item.notBefore = Date.now() + item.delay;
+          item.delay = Math.min(item.delay * 2, RETRY_MAX_MS);
+          queue.push(item);
+        } finally {
+          flight.now--;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(options.concurrency, queue.length) }, worker));
+  }
+
+  async #evictOne(
+    pod: { namespace: string; name: string; uid: string },
+    options: DrainOptions,
+  ): Promise<void> {
+    const deleteOptions = {
+      preconditions: { uid: pod.uid },
+      ...(options.gracePeriodSeconds >= 0 ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
+    };
+    if (options.disableEviction) {
+      await this.#core.deleteNamespacedPod({ name: pod.name, namespace: pod.namespace, body: deleteOptions });
+      return;
+    }
+    await this.#core.createNamespacedPodEviction({
+      name: pod.name,
+      namespace: pod.namespace,
+      body: {
+        apiVersion: 'policy/v1',
+        kind: 'Eviction',
+        metadata: { name: pod.name, namespace: pod.namespace },
+        deleteOptions,
+      },
+    });
+  }
+
+  /**
+   * Marks pods gone as the watch reports their deletion (or a new UID under their name); a periodic
+   * re-list covers a watch that broke. Resolves when nothing is left.
+   */
+  async #waitGone(node: string, tracker: ProgressTracker, signal: AbortSignal): Promise<void> {
+    const watch = new Watch(this.#kubeconfig);
+    let watching: AbortController | undefined;
+    const resync = async () => {
+      const present = new Set((await podsOnNode(this.#core, node)).map((p) => p.metadata?.uid));
+      for (const uid of tracker.waitingUids()) if (!present.has(uid)) tracker.gone(uid);
+    };
+    const startWatch = async () => {
+      if (signal.aborted || tracker.left() === 0) return;
+      try {
+        watching = await watch.watch(
+          '/api/v1/pods',
+          { fieldSelector: `spec.nodeName=${node}`, allowWatchBookmarks: true },
+          (type, obj: V1Pod) => {
+            if (type === 'DELETED' && obj.metadata?.uid) tracker.gone(obj.metadata.uid);
+          },
+          () => {
+            watching = undefined;
+          },
+        );
+      } catch {
+        watching = undefined;
+      }
+    };
+    try {
+      await startWatch();
+      // Deletions between the pod list and the watch's start are only visible to a list.
+      await resync();
+      while (!signal.aborted && tracker.left() > 0) {
+        await Promise.race([tracker.changed(), sleep(RESYNC_MS, signal)]);
+        if (signal.aborted || tracker.left() === 0) break;
+        if (tracker.sinceChangeMs() >= RESYNC_MS) {
+          await resync().catch(() => {});
+          if (!watching) await startWatch();
+        }
+      }
+    } finally {
+      watching?.abort();
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,123 @@
+/**
+ * The drain planner: what to do with each pod on a node, decided from the pods alone (no I/O), with the
+ * filters of `kubectl drain` in its order: already-deleted, DaemonSet, mirror, local storage, unmanaged.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { Kubernetes } from '../api/keys.ts';
+import type { DrainOptions } from './options.ts';
+
+export const PodAction = {
+  /** Evict (or delete, with disableEviction) and wait until it is gone. */
+  evict: 'evict',
+  /** Already terminating: no eviction, but the drain waits until it is gone. */
+  wait: 'wait',
+  /** Left in place; does not block the drain. */
+  skip: 'skip',
+  /** Blocks the whole drain: nothing is evicted until the options allow it. */
+  refuse: 'refuse',
+} as const;
+export type PodAction = (typeof PodAction)[keyof typeof PodAction];
+
+export interface PodDecision {
+  namespace: string;
+  name: string;
+  uid: string;
+  action: PodAction;
+  /** Why, for skip/refuse and for evictions that override a safety check (force, emptyDir). */
+  reason?: string;
+}
+
+export interface DrainPlan {
+  decisions: PodDecision[];
+  /** True when no pod refuses: the drain may start evicting. */
+  canProceed: boolean;
+}
+
+export interface PlanInput {
+  pods: V1Pod[];
+  options: Pick<
+    DrainOptions,
+    'force' | 'ignoreDaemonSets' | 'deleteEmptyDirData' | 'skipWaitForDeleteTimeoutSeconds'
+  >;
+  /** "namespace/name" of the DaemonSets that exist; a pod of a missing one is an orphan. */
+  daemonSets: ReadonlySet<string>;
+  now: Date;
+}
+
+export const Reasons = {
+  finished: 'pod has finished (Succeeded/Failed); it holds no resources',
+  mirror: 'mirror pod of a static pod: the kubelet owns it and it cannot be evicted',
+  daemonSet: 'DaemonSet-managed: the DaemonSet would recreate it on this node',
+  daemonSetRefused: 'DaemonSet-managed (use ignoreDaemonSets / --ignore-daemonsets to leave it in place)',
+  orphanDaemonSetRefused: 'its DaemonSet no longer exists (use force / --force to delete it)',
+  orphanDaemonSetForced: 'its DaemonSet no longer exists; evicting because of force',
+  localStorageRefused:
+    'uses emptyDir local storage (use deleteEmptyDirData / --delete-emptydir-data to evict it; the data is lost)',
+  localStorageDeleted: 'uses emptyDir local storage; its data is lost',
+  unmanagedRefused:
+    'declares no controller: nothing would recreate it (use force / --force to evict it anyway)',
+  unmanagedForced: 'declares no controller; evicting because of force',
+  terminating: 'already terminating',
+} as const;
+
+export function isFinished(pod: V1Pod): boolean {
+  return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+}
+
+function controllerOf(pod: V1Pod) {
+  return pod.metadata?.ownerReferences?.find((ref) => ref.controller === true);
+}
+
+/** Decides one pod: the first filter that does not simply allow eviction settles it. */
+export function decidePod(
+  pod: V1Pod,
+  input: Omit<PlanInput, 'pods'>,
+): Omit<PodDecision, 'namespace' | 'name' | 'uid'> {
+  const { options, daemonSets, now } = input;
+  const deletedAt = pod.metadata?.deletionTimestamp;
+  if (deletedAt) {
+    const ageSeconds = (now.getTime() - new Date(deletedAt).getTime()) / 1000;
+    if (options.skipWaitForDeleteTimeoutSeconds > 0 && ageSeconds > options.skipWaitForDeleteTimeoutSeconds) {
+      return {
+        action: PodAction.skip,
+        reason: `terminating for ${Math.floor(ageSeconds)}s, longer than skipWaitForDeleteTimeout (${options.skipWaitForDeleteTimeoutSeconds}s)`,
+      };
+    }
+    return { action: PodAction.wait, reason: Reasons.terminating };
+  }
+  if (isFinished(pod)) return { action: PodAction.skip, reason: Reasons.finished };
+  if (pod.metadata?.annotations?.[Kubernetes.mirrorPod] !== undefined) {
+    return { action: PodAction.skip, reason: Reasons.mirror };
+  }
+  let override: string | undefined;
+  const controller = controllerOf(pod);
+  if (controller?.kind === 'DaemonSet') {
+    if (!daemonSets.has(`${pod.metadata?.namespace}/${controller.name}`)) {
+      if (!options.force) return { action: PodAction.refuse, reason: Reasons.orphanDaemonSetRefused };
+      override = Reasons.orphanDaemonSetForced;
+    } else if (options.ignoreDaemonSets) {
+      return { action: PodAction.skip, reason: Reasons.daemonSet };
+    } else {
+      return { action: PodAction.refuse, reason: Reasons.daemonSetRefused };
+    }
+  }
+  if (pod.spec?.volumes?.some((v) => v.emptyDir !== undefined)) {
+    if (!options.deleteEmptyDirData) return { action: PodAction.refuse, reason: Reasons.localStorageRefused };
+    override ??= Reasons.localStorageDeleted;
+  }
+  if (!controller) {
+    if (!options.force) return { action: PodAction.refuse, reason: Reasons.unmanagedRefused };
+    override ??= Reasons.unmanagedForced;
+  }
+  return override ? { action: PodAction.evict, reason: override } : { action: PodAction.evict };
+}
+
+export function planDrain(input: PlanInput): DrainPlan {
+  const decisions = input.pods.map((pod) => ({
+    namespace: pod.metadata?.namespace ?? '',
+    name: pod.metadata?.name ?? '',
+    uid: pod.metadata?.uid ?? '',
+    ...decidePod(pod, input),
+  }));
+  return { decisions, canProceed: decisions.every((d) => d.action !== PodAction.refuse) };
+}

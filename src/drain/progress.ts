@@ -1,0 +1,206 @@
+/**
+ * Drain progress: per-pod state, pods left, and which PodDisruptionBudgets block — in a form that node
+ * status, events, metrics and the CLI can all use.
+ */
+import { type DrainPlan, PodAction, type PodDecision } from './plan.ts';
+
+export const PodPhase = {
+  /** Eviction not yet accepted. */
+  pending: 'pending',
+  /** Eviction accepted (or already terminating); waiting for the pod to be gone. */
+  terminating: 'terminating',
+  gone: 'gone',
+  skipped: 'skipped',
+  refused: 'refused',
+} as const;
+export type PodPhase = (typeof PodPhase)[keyof typeof PodPhase];
+
+export interface PodState {
+  namespace: string;
+  name: string;
+  uid: string;
+  action: PodAction;
+  phase: PodPhase;
+  /** The plan's reason, or the latest reason an eviction was refused. */
+  reason?: string;
+  /** "namespace/name" of the PDB that last refused this pod's eviction. */
+  blockingPdb?: string;
+}
+
+export interface DrainProgress {
+  node: string;
+  total: number;
+  left: number;
+  evicted: number;
+  /** PDB → number of pods it currently holds back. */
+  blockingPdbs: Record<string, number>;
+  elapsedMs: number;
+}
+
+export type DrainEvent =
+  | { type: 'cordoned'; node: string; changed: boolean }
+  | { type: 'skip' | 'refuse'; pod: PodDecision }
+  | { type: 'evicted'; pod: Pick<PodDecision, 'namespace' | 'name' | 'uid'> }
+  | { type: 'gone'; pod: Pick<PodDecision, 'namespace' | 'name' | 'uid'> }
+  | {
+      type: 'retry';
+      pod: Pick<PodDecision, 'namespace' | 'name' | 'uid'>;
+      reason: string;
+      retryInMs: number;
+    };
+
+export class ProgressTracker {
+  readonly #states = new Map<string, PodState>();
+  readonly #node: string;
+  readonly #started: number;
+  readonly #onProgress: ((p: DrainProgress) => void) | undefined;
+  readonly #onEvent: ((e: DrainEvent) => void) | undefined;
+  #lastChange = Date.now();
+  #wake: (() => void) | undefined;
+
+  constructor(
+    node: string,
+    plan: DrainPlan,
+    started: number,
+    onProgress?: (p: DrainProgress) => void,
+    onEvent?: (e: DrainEvent) => void,
+  ) {
+    this.#node = node;
+    this.#started = started;
+    this.#onProgress = onProgress;
+    this.#onEvent = onEvent;
+    for (const d of plan.decisions) {
+      const phase =
+        d.action === PodAction.evict
+          ? PodPhase.pending
+          : d.action === PodAction.wait
+            ? PodPhase.terminating
+            : d.action === PodAction.skip
+              ? PodPhase.skipped
+              : PodPhase.refused;
+      this.#states.set(d.uid, { ...d, phase });
+    }
+  }
+
+  toEvict(): PodState[] {
+    return [...this.#states.values()].filter((s) => s.phase === PodPhase.pending);
+  }
+
+  /** UIDs the drain still waits for (pending or terminating). */
+  waitingUids(): string[] {
+    return [...this.#states.values()]
+      .filter((s) => s.phase === PodPhase.pending || s.phase === PodPhase.terminating)
+      .map((s) => s.uid);
+  }
+
+  left(): number {
+    return this.waitingUids().length;
+  }
+
+  isGone(uid: string): boolean {
+    return this.#states.get(uid)?.phase === PodPhase.gone;
+  }
+
+  evicted(uid: string): void {
+    const s = this.#states.get(uid);
+    if (!s || s.phase !== PodPhase.pending) return;
+    s.phase = PodPhase.terminating;
+    s.blockingPdb = undefined;
+    s.reason = undefined;
+    this.#changed();
+  }
+
+  gone(uid: string): void {
+    const s = this.#states.get(uid);
+    if (!s || (s.phase !== PodPhase.pending && s.phase !== PodPhase.terminating)) return;
+    s.phase = PodPhase.gone;
+    s.blockingPdb = undefined;
+    this.#onEvent?.({ type: 'gone', pod: s });
+    this.#changed();
+  }
+
+  blocked(uid: string, reason: string, pdb: string | undefined): void {
+    const s = this.#states.get(uid);
+    if (!s || s.phase !== PodPhase.pending) return;
+    s.reason = reason;
+    s.blockingPdb = pdb;
+    this.#report();
+  }
+
+  /** Resolves at the next state change. */
+  changed(): Promise<void> {
+    return new Promise((resolve) => {
+      const previous = this.#wake;
+      this.#wake = () => {
+        previous?.();
+        resolve();
+      };
+    });
+  }
+
+  sinceChangeMs(): number {
+    return Date.now() - this.#lastChange;
+  }
+
+  progress(): DrainProgress {
+    const states = [...this.#states.values()];
+    const blockingPdbs: Record<string, number> = {};
+    for (const s of states) {
+      if (s.phase === PodPhase.pending && s.blockingPdb)
+        blockingPdbs[s.blockingPdb] = (blockingPdbs[s.blockingPdb] ?? 0) + 1;
+    }
+    const counted = states.filter((s) => s.action === PodAction.evict || s.action === PodAction.wait);
+    return {
+      node: this.#node,
+      total: counted.length,
+      left: this.left(),
+      evicted: counted.filter((s) => s.phase === PodPhase.gone || s.phase === PodPhase.terminating).length,
+      blockingPdbs,
+      elapsedMs: Date.now() - this.#started,
+    };
+  }
+
+  result(): { pods: PodState[]; blockingPdbs: Record<string, string[]> } {
+    const pods = [...this.#states.values()].map((s) => ({ ...s }));
+    const blockingPdbs: Record<string, string[]> = {};
+    for (const s of pods) {
+      if (s.phase === PodPhase.pending && s.blockingPdb) {
+        blockingPdbs[s.blockingPdb] = [...(blockingPdbs[s.blockingPdb] ?? []), `${s.namespace}/${s.name}`];
+      }
+    }
+    return { pods, blockingPdbs };
+  }
+
+  summary(outcome: string): string {
+    const p = this.progress();
+    const seconds = (p.elapsedMs / 1000).toFixed(1);
+    if (outcome === 'refused') {
+      const refused = [...this.#states.values()].filter((s) => s.phase === PodPhase.refused);
+      return `refused: ${refused.length} pod(s) cannot be evicted with these options: ${refused
+        .map((s) => `${s.namespace}/${s.name}: ${s.reason}`)
+        .join('; ')}`;
+    }
+    if (outcome === 'drained') return `drained ${p.total} pod(s) in ${seconds}s`;
+    const pdbs = Object.entries(p.blockingPdbs).map(([pdb, n]) => `${pdb} (${n} pod(s))`);
+    const waiting = p.left - Object.values(p.blockingPdbs).reduce((a, b) => a + b, 0);
+    return [
+      `${outcome} after ${seconds}s with ${p.left} of ${p.total} pod(s) left`,
+      pdbs.length ? `blocked by PodDisruptionBudget ${pdbs.join(', ')}` : '',
+      waiting > 0 ? `${waiting} pod(s) not yet terminated` : '',
+    ]
+      .filter(Boolean)
+      .join('; ');
+  }
+
+  #changed(): void {
+    this.#lastChange = Date.now();
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+    this.#report();
+  }
+
+  #report(): void {
+    this.#onProgress?.(this.progress());
+  }
+}

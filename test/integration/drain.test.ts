@@ -1,0 +1,328 @@
+/**
+ * The drain engine against the real control plane: PDBs answered by the disruption controller,
+ * replacements placed by the scheduler, pods deleted by KWOK.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { AppsV1Api, CoreV1Api, PolicyV1Api, type V1Pod } from '@kubernetes/client-node';
+import { Annotations } from '../../src/api/keys.ts';
+import { UncordonResult, uncordon } from '../../src/drain/cordon.ts';
+import { Drainer, DrainOutcome, podsOnNode } from '../../src/drain/evict.ts';
+import { PodAction } from '../../src/drain/plan.ts';
+import type { DrainEvent } from '../../src/drain/progress.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
+import { deployment, waitAvailable } from '../../src/sim/workload.ts';
+import { pollUntil } from '../../src/util/poll.ts';
+import { useCluster } from './support.ts';
+
+const NODES = ['node-0', 'node-1', 'node-2', 'node-3'];
+const cluster = await useCluster({ nodes: NODES.length, zones: 2 });
+const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
+const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
+const drainer = new Drainer(cluster.kubeconfig);
+
+async function setUnschedulable(node: string, unschedulable: boolean) {
+  await core.patchNode({ name: node, body: { spec: { unschedulable } } }, mergePatch);
+}
+
+/** Runs `create` with every node but `target` cordoned, so the scheduler puts the new pods on `target`. */
+async function onlyOn<T>(target: string, create: () => Promise<T>): Promise<T> {
+  const others = NODES.filter((n) => n !== target);
+  for (const n of others) await setUnschedulable(n, true);
+  try {
+    return await create();
+  } finally {
+    for (const n of others) await setUnschedulable(n, false);
+  }
+}
+
+async function namespace(name: string) {
+  await core.createNamespace({ body: { metadata: { name } } });
+  await pollUntil(`default ServiceAccount in ${name}`, () =>
+    core.readNamespacedServiceAccount({ name: 'default', namespace: name }).then(() => true),
+  );
+  return name;
+}
+
+async function deployOn(node: string, ns: string, name: string, replicas: number) {
+  await onlyOn(node, async () => {
+    await apps.createNamespacedDeployment({ namespace: ns, body: deployment(ns, name, replicas) });
+    await waitAvailable(apps, ns, name);
+  });
+}
+
+async function pdb(
+  ns: string,
+  name: string,
+  spec: { minAvailable?: number; maxUnavailable?: number },
+  healthy: number,
+) {
+  await policy.createNamespacedPodDisruptionBudget({
+    namespace: ns,
+    body: { metadata: { name }, spec: { ...spec, selector: { matchLabels: { app: name } } } },
+  });
+  await pollUntil(`PDB ${ns}/${name} observed`, async () => {
+    const p = await policy.readNamespacedPodDisruptionBudget({ name, namespace: ns });
+    return p.status?.observedGeneration === 1 && p.status.currentHealthy === healthy ? true : undefined;
+  });
+}
+
+function barePod(ns: string, name: string, node: string, extra: Partial<V1Pod['spec']> = {}): V1Pod {
+  return {
+    metadata: { name, namespace: ns },
+    spec: { nodeName: node, containers: [{ name: 'c', image: 'registry.example/x:1' }], ...extra },
+  };
+}
+
+async function resetNode(node: string) {
+  await uncordon(core, node);
+  await setUnschedulable(node, false);
+}
+
+describe('drain', () => {
+  test('a PDB blocks evictions, then allows them as replacements come up on other nodes', async () => {
+    const ns = await namespace('pdb-flow');
+    await deployOn('node-0', ns, 'web', 4);
+    await pdb(ns, 'web', { maxUnavailable: 1 }, 4);
+    const events: DrainEvent[] = [];
+    // Independent check of the PDB's promise while the drain runs: never fewer than 3 available.
+    let minAvailable = Number.POSITIVE_INFINITY;
+    const watcher = setInterval(async () => {
+      const d = await apps.readNamespacedDeployment({ name: 'web', namespace: ns }).catch(() => undefined);
+      if (d) minAvailable = Math.min(minAvailable, d.status?.availableReplicas ?? 0);
+    }, 50);
+    const result = await drainer.drain({ node: 'node-0', onEvent: (e) => events.push(e) });
+    clearInterval(watcher);
+
+    assert.equal(result.outcome, DrainOutcome.drained, result.message);
+    assert.equal(result.cordoned, true);
+    const retries = events.filter((e) => e.type === 'retry');
+    assert.ok(retries.length > 0, 'at least one eviction was refused by the PDB');
+    assert.ok(
+      retries.every((e) => e.type === 'retry' && e.reason === `blocked by PodDisruptionBudget ${ns}/web`),
+      JSON.stringify(retries),
+    );
+    assert.ok(minAvailable >= 3, `availability never dropped below 3 (saw ${minAvailable})`);
+    const pods = (await core.listNamespacedPod({ namespace: ns })).items;
+    assert.equal(pods.filter((p) => p.spec?.nodeName === 'node-0').length, 0);
+    await waitAvailable(apps, ns, 'web');
+    await resetNode('node-0');
+  });
+
+  test('DaemonSet pods stay with ignoreDaemonSets, and refuse the drain without it', async () => {
+    const ns = await namespace('ds');
+    const labels = { app: 'agent' };
+    await apps.createNamespacedDaemonSet({
+      namespace: ns,
+      body: {
+        metadata: { name: 'agent' },
+        spec: {
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: { containers: [{ name: 'a', image: 'registry.example/a:1' }] },
+          },
+        },
+      },
+    });
+    const dsPod = await pollUntil('the DaemonSet pod on node-1 to run', async () => {
+      const pods = await podsOnNode(core, 'node-1', 'app=agent');
+      return pods.find((p) => p.status?.phase === 'Running');
+    });
+
+    const refused = await drainer.drain({ node: 'node-1', options: { ignoreDaemonSets: false } });
+    assert.equal(refused.outcome, DrainOutcome.refused);
+    assert.match(refused.message, /DaemonSet-managed \(use ignoreDaemonSets/);
+
+    const result = await drainer.drain({ node: 'node-1', options: { ignoreDaemonSets: true } });
+    assert.equal(result.outcome, DrainOutcome.drained, result.message);
+    const skipped = result.pods.find((p) => p.uid === dsPod.metadata?.uid);
+    assert.equal(skipped?.action, PodAction.skip);
+    const after = await podsOnNode(core, 'node-1', 'app=agent');
+    assert.deepEqual(
+      after.map((p) => p.metadata?.uid),
+      [dsPod.metadata?.uid],
+      'the same DaemonSet pod is still there',
+    );
+    await apps.deleteNamespacedDaemonSet({ name: 'agent', namespace: ns });
+    await resetNode('node-1');
+  });
+
+  test('an unmanaged pod refuses the drain without force and is evicted with it', async () => {
+    const ns = await namespace('bare');
+    await core.createNamespacedPod({ namespace: ns, body: barePod(ns, 'lonely', 'node-2') });
+    await pollUntil('the bare pod to run', async () =>
+      (await core.readNamespacedPod({ name: 'lonely', namespace: ns })).status?.phase === 'Running'
+        ? true
+        : undefined,
+    );
+    const refused = await drainer.drain({ node: 'node-2' });
+    assert.equal(refused.outcome, DrainOutcome.refused);
+    assert.match(refused.message, new RegExp(`${ns}/lonely: declares no controller`));
+    assert.ok(await core.readNamespacedPod({ name: 'lonely', namespace: ns }), 'nothing was evicted');
+
+    const forced = await drainer.drain({ node: 'node-2', options: { force: true } });
+    assert.equal(forced.outcome, DrainOutcome.drained, forced.message);
+    assert.equal((await core.listNamespacedPod({ namespace: ns })).items.length, 0);
+    await resetNode('node-2');
+  });
+
+  test('an emptyDir pod refuses the drain without deleteEmptyDirData', async () => {
+    const ns = await namespace('scratch');
+    await onlyOn('node-2', async () => {
+      const d = deployment(ns, 'cache', 1);
+      const spec = d.spec?.template.spec;
+      if (spec) spec.volumes = [{ name: 'tmp', emptyDir: {} }];
+      await apps.createNamespacedDeployment({ namespace: ns, body: d });
+      await waitAvailable(apps, ns, 'cache');
+    });
+    const refused = await drainer.drain({ node: 'node-2' });
+    assert.equal(refused.outcome, DrainOutcome.refused);
+    assert.match(refused.message, /uses emptyDir local storage/);
+    const ok = await drainer.drain({ node: 'node-2', options: { deleteEmptyDirData: true } });
+    assert.equal(ok.outcome, DrainOutcome.drained, ok.message);
+    await resetNode('node-2');
+  });
+
+  test('a timeout fails naming the blocking PDB and leaves the node cordoned for the caller', async () => {
+    const ns = await namespace('stuck');
+    await deployOn('node-3', ns, 'db', 2);
+    await pdb(ns, 'db', { minAvailable: 2 }, 2);
+    const result = await drainer.drain({ node: 'node-3', options: { timeoutSeconds: 3 } });
+    assert.equal(result.outcome, DrainOutcome.timedOut);
+    assert.deepEqual(Object.keys(result.blockingPdbs), [`${ns}/db`]);
+    assert.equal(result.blockingPdbs[`${ns}/db`]?.length, 2);
+    assert.match(result.message, new RegExp(`blocked by PodDisruptionBudget ${ns}/db \\(2 pod\\(s\\)\\)`));
+    const node = await core.readNode({ name: 'node-3' });
+    assert.equal(node.spec?.unschedulable, true, "still cordoned: uncordon is the caller's decision");
+    assert.equal(node.metadata?.annotations?.[Annotations.cordonedByNuo], 'true');
+    assert.equal((await podsOnNode(core, 'node-3', 'app=db')).length, 2, 'no pod was lost');
+    await policy.deleteNamespacedPodDisruptionBudget({ name: 'db', namespace: ns });
+    await resetNode('node-3');
+  });
+
+  test('an AbortSignal stops the drain cleanly', async () => {
+    const ns = await namespace('abort');
+    await deployOn('node-3', ns, 'q', 1);
+    await pdb(ns, 'q', { minAvailable: 1 }, 1);
+    const controller = new AbortController();
+    const draining = drainer.drain({
+      node: 'node-3',
+      signal: controller.signal,
+      onEvent: (e) => {
+        if (e.type === 'retry') controller.abort();
+      },
+    });
+    const result = await draining;
+    assert.equal(result.outcome, DrainOutcome.aborted);
+    assert.deepEqual(Object.keys(result.blockingPdbs), [`${ns}/q`]);
+    await policy.deleteNamespacedPodDisruptionBudget({ name: 'q', namespace: ns });
+    await resetNode('node-3');
+  });
+
+  test("an admin's cordon is never recorded as nuo's nor removed", async () => {
+    await setUnschedulable('node-1', true);
+    const result = await drainer.drain({ node: 'node-1' });
+    assert.equal(result.outcome, DrainOutcome.drained, result.message);
+    assert.equal(result.cordoned, false);
+    const node = await core.readNode({ name: 'node-1' });
+    assert.equal(node.metadata?.annotations?.[Annotations.cordonedByNuo], undefined);
+    assert.equal(await uncordon(core, 'node-1'), UncordonResult.notOurs);
+    assert.equal((await core.readNode({ name: 'node-1' })).spec?.unschedulable, true);
+    await setUnschedulable('node-1', false);
+  });
+
+  test('a dry run cordons nothing and evicts nothing', async () => {
+    const ns = await namespace('dry');
+    await deployOn('node-0', ns, 'api', 3);
+    const result = await drainer.drain({ node: 'node-0', dryRun: true });
+    assert.equal(result.outcome, DrainOutcome.drained);
+    assert.equal(
+      result.plan.decisions.filter((d) => d.action === PodAction.evict && d.namespace === ns).length,
+      3,
+    );
+    assert.notEqual((await core.readNode({ name: 'node-0' })).spec?.unschedulable, true);
+    assert.equal((await podsOnNode(core, 'node-0', 'app=api')).length, 3);
+    await apps.deleteNamespacedDeployment({ name: 'api', namespace: ns });
+  });
+
+  test('110 pods on one node drain in parallel, within the concurrency bound', async () => {
+    const ns = await namespace('many');
+    const existing = (await podsOnNode(core, 'node-3')).filter((p) => !p.metadata?.deletionTimestamp).length;
+    const replicas = 110 - existing;
+    await deployOn('node-3', ns, 'fleet', replicas);
+    assert.equal((await podsOnNode(core, 'node-3')).length, 110, 'the node is full');
+    const result = await drainer.drain({ node: 'node-3', options: { concurrency: 40 } });
+    assert.equal(result.outcome, DrainOutcome.drained, result.message);
+    assert.equal(result.pods.filter((p) => p.action === PodAction.evict).length, 110);
+    assert.ok(result.maxInFlight > 1, `evictions overlapped (max in flight ${result.maxInFlight})`);
+    assert.ok(result.maxInFlight <= 40, `never more than 40 in flight (saw ${result.maxInFlight})`);
+    assert.equal((await podsOnNode(core, 'node-3')).length, 0);
+    await resetNode('node-3');
+  });
+});
+
+describe('nuo drain / nuo uncordon', () => {
+  const bin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
+  const nuo = (...args: string[]) =>
+    spawnSync(process.execPath, [bin, ...args, '--kubeconfig', cluster.kubeconfigPath], { encoding: 'utf8' });
+
+  test('drains with kubectl-like output and undoes its own cordon', async () => {
+    const ns = await namespace('cli');
+    await deployOn('node-2', ns, 'svc', 2);
+    const drained = nuo('drain', 'node-2', '--ignore-daemonsets', '--timeout', '1m');
+    assert.equal(drained.status, 0, drained.stderr);
+    assert.match(drained.stdout, /^node\/node-2 cordoned$/m);
+    assert.match(drained.stdout, new RegExp(`^evicting pod ${ns}/svc-`, 'm'));
+    assert.match(drained.stdout, /^pod\/svc-\S+ evicted$/m);
+    assert.match(drained.stdout, /^node\/node-2 drained$/m);
+    const uncordoned = nuo('uncordon', 'node-2');
+    assert.equal(uncordoned.status, 0, uncordoned.stderr);
+    assert.match(uncordoned.stdout, /node\/node-2 uncordoned/);
+    assert.equal((await core.readNode({ name: 'node-2' })).spec?.unschedulable, false);
+  });
+
+  test('fails clearly for an unknown node and for bad flags, changing nothing', () => {
+    const missing = nuo('drain', 'no-such-node');
+    assert.equal(missing.status, 1);
+    assert.match(missing.stderr, /Error from server \(NotFound\): nodes "no-such-node" not found/);
+    const badTimeout = nuo('drain', 'node-0', '--timeout', 'soon');
+    assert.equal(badTimeout.status, 2);
+    assert.match(badTimeout.stderr, /--timeout: invalid duration "soon"/);
+    const server = nuo('drain', 'node-0', '--dry-run=server');
+    assert.equal(server.status, 2);
+    assert.match(server.stderr, /--dry-run=server is not supported/);
+  });
+
+  test('refuses to uncordon an admin cordon', async () => {
+    await setUnschedulable('node-0', true);
+    const r = nuo('uncordon', 'node-0');
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /cordoned by someone else, not nuo: leaving it cordoned/);
+    assert.equal((await core.readNode({ name: 'node-0' })).spec?.unschedulable, true);
+    await setUnschedulable('node-0', false);
+  });
+
+  test('reports a missing kubeconfig and an unreachable API server instead of crashing', async () => {
+    const run = (kubeconfig: string) =>
+      spawnSync(process.execPath, [bin, 'uncordon', 'node-0', '--kubeconfig', kubeconfig], {
+        encoding: 'utf8',
+      });
+    const missing = run('/nonexistent');
+    assert.equal(missing.status, 2);
+    assert.match(missing.stderr, /kubeconfig \/nonexistent does not exist/);
+    const dead = join(cluster.dir, 'unreachable.kubeconfig');
+    await writeFile(
+      dead,
+      (await readFile(cluster.kubeconfigPath, 'utf8')).replace(cluster.server, 'https://127.0.0.1:1'),
+    );
+    const unreachable = run(dead);
+    assert.equal(unreachable.status, 1);
+    assert.match(unreachable.stderr, /cannot reach the Kubernetes API at https:\/\/127\.0\.0\.1:1/);
+  });
+});

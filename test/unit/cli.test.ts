@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const bin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
+const nuo = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
+
+test('nuo --help lists the commands and exits 0', () => {
+  const r = nuo('--help');
+  assert.equal(r.status, 0);
+  assert.match(r.stdout, /Commands:/);
+  assert.match(r.stdout, /demo/);
+});
+
+test('bad input exits 2 with a message that names the problem', () => {
+  const cases: Array<{ args: string[]; message: RegExp }> = [
+    { args: ['frobnicate'], message: /unknown command "frobnicate"/ },
+    { args: ['demo', '--nodes', 'many'], message: /--nodes must be an integer ≥ 1, got "many"/ },
+    { args: ['demo', '--zones', '0'], message: /--zones must be an integer ≥ 1, got "0"/ },
+    { args: ['demo', '--bogus'], message: /Unknown option '--bogus'/ },
+    { args: ['cluster', 'down'], message: /expected the subcommand "up"/ },
+  ];
+  for (const { args, message } of cases) {
+    const r = nuo(...args);
+    assert.equal(r.status, 2, `${args.join(' ')} exits 2`);
+    assert.match(r.stderr, message, args.join(' '));
+  }
+});

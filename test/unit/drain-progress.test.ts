@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ApiException } from '@kubernetes/client-node';
+import { blockingPdbName } from '../../src/drain/evict.ts';
+import { PodAction } from '../../src/drain/plan.ts';
+import { ProgressTracker } from '../../src/drain/progress.ts';
+
+const pod = (uid: string, action: PodAction) => ({ namespace: 'ns', name: `p-${uid}`, uid, action });
+
+test('blockingPdbName reads the PDB from a 429 eviction answer', () => {
+  const body = JSON.stringify({
+    kind: 'Status',
+    reason: 'TooManyRequests',
+    message: "Cannot evict pod as it would violate the pod's disruption budget.",
+    details: {
+      causes: [
+        {
+          reason: 'DisruptionBudget',
+          message: 'The disruption budget web needs 2 healthy pods and has 2 currently',
+        },
+      ],
+    },
+  });
+  assert.equal(blockingPdbName(new ApiException(429, 'x', body, {})), 'web');
+  assert.equal(blockingPdbName(new ApiException(429, 'x', '{}', {})), undefined);
+  assert.equal(blockingPdbName(new Error('socket hang up')), undefined);
+});
+
+test('ProgressTracker counts pods left, blocking PDBs and summarises a timeout', () => {
+  const plan = {
+    canProceed: true,
+    decisions: [
+      pod('a', PodAction.evict),
+      pod('b', PodAction.evict),
+      pod('c', PodAction.wait),
+      pod('d', PodAction.skip),
+    ],
+  };
+  const seen: number[] = [];
+  const t = new ProgressTracker('n1', plan, Date.now(), (p) => seen.push(p.left));
+  assert.equal(t.left(), 3);
+  assert.deepEqual(
+    t.toEvict().map((s) => s.uid),
+    ['a', 'b'],
+  );
+  t.blocked('a', 'blocked by PodDisruptionBudget ns/web', 'ns/web');
+  t.evicted('b');
+  t.gone('c');
+  t.gone('d'); // skipped pods are not waited for: no change
+  assert.equal(t.left(), 2);
+  assert.deepEqual(t.progress().blockingPdbs, { 'ns/web': 1 });
+  assert.deepEqual(t.result().blockingPdbs, { 'ns/web': ['ns/p-a'] });
+  assert.match(
+    t.summary('timed-out'),
+    /^timed-out after \d+\.\ds with 2 of 3 pod\(s\) left; blocked by PodDisruptionBudget ns\/web \(1 pod\(s\)\); 1 pod\(s\) not yet terminated$/,
+  );
+  t.gone('a');
+  t.gone('b');
+  assert.equal(t.left(), 0);
+  assert.deepEqual(seen, [3, 3, 2, 1, 0]);
+});
+
+test('ProgressTracker.changed resolves on the next change', async () => {
+  const t = new ProgressTracker(
+    'n1',
+    { canProceed: true, decisions: [pod('a', PodAction.evict)] },
+    Date.now(),
+  );
+  const changed = t.changed();
+  t.evicted('a');
+  await changed;
+  assert.equal(t.left(), 1);
+});
