@@ -22,6 +22,7 @@ export const BINARY_NAMES = [
   'kube-scheduler',
   'kubectl',
   'kwok',
+  'kwok-stages',
 ] as const;
 export type BinaryName = (typeof BINARY_NAMES)[number];
 
@@ -79,11 +80,11 @@ async function plan(): Promise<{ binaries: ClusterBinaries; targets: Target[] }>
       ldflags: k8sLdflags,
     })),
     { name: 'kwok', moduleDir: kwokDir, pkg: 'sigs.k8s.io/kwok/cmd/kwok', ldflags: '-s -w' },
+    { name: 'kwok-stages', moduleDir: kwokDir, pkg: 'nuo.dev/tools/cluster/kwok/stages', ldflags: '-s -w' },
   ];
   const hash = createHash('sha256');
-  for (const dir of [k8sDir, etcdDir, kwokDir]) {
-    hash.update(await readFile(join(dir, 'go.mod')));
-    hash.update(await readFile(join(dir, 'go.sum')));
+  for (const file of ['go.mod', 'go.sum', 'etcd/go.mod', 'etcd/go.sum', 'kwok/go.mod', 'kwok/go.sum', 'kwok/stages/main.go']) {
+    hash.update(await readFile(join(here, file)));
   }
   hash.update(JSON.stringify(targets.map((t) => [t.name, t.pkg, t.ldflags])));
   const key = `k8s-${versions.kubernetes}_etcd-${versions.etcd}_kwok-${versions.kwok}_${hash.digest('hex').slice(0, 12)}`;

@@ -3,10 +3,12 @@
  * kube-apiserver (TLS, RBAC, service-account tokens, default admission including
  * ValidatingAdmissionPolicy), kube-controller-manager, kube-scheduler and KWOK playing the kubelets.
  */
+import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { type ClusterBinaries, ensureClusterBinaries } from '../../../tools/cluster/build.ts';
 import { pollUntil } from '../../util/poll.ts';
@@ -29,6 +31,8 @@ export interface ClusterOptions {
   /** Start-up deadline for each component (default 60 s; the first start after a build is slower). */
   startTimeoutMs?: number;
 }
+
+const run = promisify(execFile);
 
 export const CLUSTER_DIR_PREFIX = 'nuo-cluster-';
 
@@ -65,6 +69,7 @@ const CONTROLLERS = [
   'daemonset',
   'garbage-collector',
   'node-lifecycle',
+  'taint-eviction',
   'serviceaccount',
   'serviceaccount-token',
   'namespace',
@@ -74,7 +79,7 @@ const CONTROLLERS = [
   'ttl-after-finished',
   'cronjob',
   'pod-garbage-collector',
-];
+].map((name) => `${name}-controller`);
 
 export async function startCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
   const log = options.log ?? (() => {});
@@ -147,11 +152,23 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
     const server = `https://127.0.0.1:${apiPort}`;
     const kubeconfigPath = join(dir, 'admin.kubeconfig');
     await writeFile(kubeconfigPath, adminKubeconfig(server, pki, tlsAdmin));
-    // An explicit, empty KWOK configuration so a ~/.kwok/kwok.yaml on the machine cannot change the
-    // simulation; KWOK then uses its built-in node and pod stages.
+    // An explicit KWOK configuration (so a ~/.kwok/kwok.yaml cannot change the simulation) with KWOK's
+    // own fast node and pod stages and Lease heartbeats, printed by the kwok-stages tool.
+    const stages = (await run(binaries.path['kwok-stages'], [])).stdout;
     await writeFile(
       join(dir, 'kwok.yaml'),
-      'apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n',
+      `${JSON.stringify({
+        apiVersion: 'config.kwok.x-k8s.io/v1alpha1',
+        kind: 'KwokConfiguration',
+        // KWOK's defaults are 4 workers each; thousands of nodes need more to keep their Leases fresh.
+        options: {
+          nodeLeaseDurationSeconds: 40,
+          nodeLeaseParallelism: 16,
+          nodePlayStageParallelism: 16,
+          podPlayStageParallelism: 16,
+          podsOnNodeSyncParallelism: 4,
+        },
+      })}\n---\n${stages}`,
     );
     const schedulerConfig = join(dir, 'scheduler.json');
     await writeFile(
@@ -302,10 +319,20 @@ function componentArgs({
       `--etcd-servers=${etcdUrl}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
+      // The endpoint reconciler refuses a loopback address; nothing here reaches the API through the
+      // kubernetes Service, so it has nothing to reconcile.
+      '--endpoint-reconciler-type=none',
       `--secure-port=${ports.apiPort}`,
       `--tls-cert-file=${pki.serverCert}`,
       `--tls-private-key-file=${pki.serverKey}`,
       `--client-ca-file=${pki.caCert}`,
+      // Published in kube-system/extension-apiserver-authentication, where the controller-manager and
+      // scheduler look for it when they authenticate their own health and metrics endpoints.
+      `--requestheader-client-ca-file=${pki.caCert}`,
+      '--requestheader-allowed-names=front-proxy-client',
+      '--requestheader-username-headers=X-Remote-User',
+      '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
       '--authorization-mode=RBAC',
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-account-key-file=${pki.serviceAccountPub}`,
