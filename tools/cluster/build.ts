@@ -83,7 +83,15 @@ async function plan(): Promise<{ binaries: ClusterBinaries; targets: Target[] }>
     { name: 'kwok-stages', moduleDir: kwokDir, pkg: 'nuo.dev/tools/cluster/kwok/stages', ldflags: '-s -w' },
   ];
   const hash = createHash('sha256');
-  for (const file of ['go.mod', 'go.sum', 'etcd/go.mod', 'etcd/go.sum', 'kwok/go.mod', 'kwok/go.sum', 'kwok/stages/main.go']) {
+  for (const file of [
+    'go.mod',
+    'go.sum',
+    'etcd/go.mod',
+    'etcd/go.sum',
+    'kwok/go.mod',
+    'kwok/go.sum',
+    'kwok/stages/main.go',
+  ]) {
     hash.update(await readFile(join(here, file)));
   }
   hash.update(JSON.stringify(targets.map((t) => [t.name, t.pkg, t.ldflags])));

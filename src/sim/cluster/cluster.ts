@@ -375,6 +375,8 @@ function componentArgs({
       '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
       '--manage-nodes-with-label-selector=',
       `--server-address=127.0.0.1:${ports.kwokPort}`,
+      // INFO logs every pod and node patch: gigabytes at thousands of nodes.
+      '--v=WARN',
       '--node-ip=127.0.0.1',
       '--cidr=10.244.0.1/16',
       // Heartbeats through Leases, as kubelets do: cheap enough for thousands of nodes.
