@@ -3,12 +3,20 @@
  * evicted pod is really gone (same UID) — bounded by a timeout and an AbortSignal. It never uncordons:
  * after a failed drain the caller decides (the operator undoes only its own cordon).
  */
-import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type V1Pod,
+  type V1PodDisruptionBudget,
+  Watch,
+} from '@kubernetes/client-node';
 import { apiStatus, describeError, statusCode } from '../kube/errors.ts';
 import { cordon } from './cordon.ts';
 import { type DrainOptions, drainOptions } from './options.ts';
 import { type DrainPlan, PodAction, planDrain } from './plan.ts';
 import { type DrainEvent, type DrainProgress, type PodState, ProgressTracker } from './progress.ts';
+import { RetryQueue } from './retry-queue.ts';
 
 export const DrainOutcome = {
   drained: 'drained',
@@ -178,7 +186,10 @@ export class Drainer {
     }
   }
 
-  /** Evicts with at most `concurrency` requests in flight; blocked pods go to the back of the queue. */
+  /**
+   * Evicts with at most `concurrency` requests in flight. A refused pod is retried with backoff, or as
+   * soon as a watch sees its PDB allow a disruption again.
+   */
   async #evictAll(
     tracker: ProgressTracker,
     options: DrainOptions,
@@ -186,45 +197,69 @@ export class Drainer {
     emit: (e: DrainEvent) => void,
     flight: { now: number; max: number },
   ): Promise<void> {
-    const queue = tracker.toEvict().map((pod) => ({ pod, notBefore: 0, delay: RETRY_MIN_MS }));
+    const queue = new RetryQueue(tracker.toEvict(), RETRY_MIN_MS);
+    const pdbWatches = new Map<string, AbortController | undefined>();
+    let finished = false;
+    const watchPdb = (key: string) => {
+      if (pdbWatches.has(key) || signal.aborted || finished) return;
+      pdbWatches.set(key, undefined);
+      const [namespace, name] = key.split('/') as [string, string];
+      new Watch(this.#kubeconfig)
+        .watch(
+          `/apis/policy/v1/namespaces/${namespace}/poddisruptionbudgets`,
+          { fieldSelector: `metadata.name=${name}` },
+          (_type, pdb: V1PodDisruptionBudget) => {
+            if ((pdb.status?.disruptionsAllowed ?? 0) > 0) queue.wake(key);
+          },
+          () => pdbWatches.delete(key),
+        )
+        .then((controller) => {
+          if (signal.aborted || finished) controller.abort();
+          else pdbWatches.set(key, controller);
+        })
+        .catch(() => pdbWatches.delete(key));
+    };
     const worker = async () => {
-      while (queue.length > 0 && !signal.aborted) {
-        queue.sort((a, b) => a.notBefore - b.notBefore);
-        const item = queue.shift();
-        if (!item) return;
-        const wait = item.notBefore - Date.now();
-        if (wait > 0) await sleep(wait, signal);
-        if (signal.aborted) return;
-        if (tracker.isGone(item.pod.uid)) continue;
+      for (let item = await queue.take(signal); item; item = await queue.take(signal)) {
+        const pod = item.value;
+        if (tracker.isGone(pod.uid)) continue;
         flight.now++;
         flight.max = Math.max(flight.max, flight.now);
         try {
-          await this.#evictOne(item.pod, options);
-          tracker.evicted(item.pod.uid);
-          emit({ type: 'evicted', pod: item.pod });
+          await this.#evictOne(pod, options);
+          tracker.evicted(pod.uid);
+          emit({ type: 'evicted', pod });
         } catch (err) {
           const code = statusCode(err);
           if (code === 404 || code === 409) {
             // 404: already gone. 409: the UID precondition failed, so a new pod now has its name.
-            tracker.gone(item.pod.uid);
+            tracker.gone(pod.uid);
             continue;
           }
-          const pdb = code === 429 ? blockingPdbName(err) : undefined;
+          const name = code === 429 ? blockingPdbName(err) : undefined;
+          const pdb = name ? `${pod.namespace}/${name}` : undefined;
           const reason =
-            code === 429
-              ? `blocked by PodDisruptionBudget ${pdb ? `${item.pod.namespace}/${pdb}` : '(unnamed)'}`
-              : describeError(err);
-          tracker.blocked(item.pod.uid, reason, pdb ? `${item.pod.namespace}/${pdb}` : undefined);
-          emit({ type: 'retry', pod: item.pod, reason, retryInMs: item.delay });
-          item.notBefore = Date.now() + item.delay;
-          item.delay = Math.min(item.delay * 2, RETRY_MAX_MS);
-          queue.push(item);
+            code === 429 ? `blocked by PodDisruptionBudget ${pdb ?? '(unnamed)'}` : describeError(err);
+          tracker.blocked(pod.uid, reason, pdb);
+          emit({ type: 'retry', pod, reason, retryInMs: item.delay });
+          if (pdb) watchPdb(pdb);
+          queue.push({
+            value: pod,
+            pdb,
+            notBefore: Date.now() + item.delay,
+            delay: Math.min(item.delay * 2, RETRY_MAX_MS),
+          });
         } finally {
           flight.now--;
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(options.concurrency, queue.length) }, worker));
+    try {
+      await Promise.all(Array.from({ length: Math.min(options.concurrency, queue.size) }, worker));
+    } finally {
+      finished = true;
+      for (const controller of pdbWatches.values()) controller?.abort();
+    }
   }
 
   async #evictOne(
