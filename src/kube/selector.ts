@@ -1,0 +1,83 @@
+/**
+ * Kubernetes label selectors ("a=b,c!=d,e in (f,g),h notin (i),j,!k") matched locally, so the operator
+ * can watch every node and still tell eligible from ineligible ones (a node leaving the selector while
+ * it holds a slot must stay visible).
+ */
+type Requirement =
+  | { op: 'eq' | 'ne'; key: string; value: string }
+  | { op: 'in' | 'notin'; key: string; values: string[] }
+  | { op: 'exists' | 'absent'; key: string };
+
+export type Selector = (labels: Record<string, string> | undefined) => boolean;
+
+/** Splits on commas that are not inside parentheses. */
+function terms(text: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let current = '';
+  for (const ch of text) {
+    if (ch === '(') depth++;
+    if (ch === ')') depth--;
+    if (ch === ',' && depth === 0) {
+      out.push(current.trim());
+      current = '';
+    } else current += ch;
+  }
+  if (current.trim()) out.push(current.trim());
+  return out;
+}
+
+const KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+
+function requirement(term: string): Requirement {
+  let m = term.match(/^(\S+?)\s*(==|=|!=)\s*(\S*)$/);
+  if (m) {
+    const [, key = '', op, value = ''] = m;
+    check(key, [value], term);
+    return { op: op === '!=' ? 'ne' : 'eq', key, value };
+  }
+  m = term.match(/^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/);
+  if (m) {
+    const [, key = '', op, list = ''] = m;
+    const values = list.split(',').map((v) => v.trim());
+    check(key, values, term);
+    return { op: op as 'in' | 'notin', key, values };
+  }
+  m = term.match(/^(!?)(\S+)$/);
+  if (m) {
+    const [, not, key = ''] = m;
+    check(key, [], term);
+    return { op: not ? 'absent' : 'exists', key };
+  }
+  throw new Error(`invalid label selector term "${term}"`);
+}
+
+function check(key: string, values: string[], term: string) {
+  if (!KEY.test(key)) throw new Error(`invalid label key "${key}" in selector term "${term}"`);
+  for (const v of values)
+    if (!VALUE.test(v)) throw new Error(`invalid label value "${v}" in selector term "${term}"`);
+}
+
+export function parseSelector(text: string): Selector {
+  const reqs = terms(text.trim()).map(requirement);
+  return (labels = {}) =>
+    reqs.every((r) => {
+      const has = Object.hasOwn(labels, r.key);
+      const v = labels[r.key];
+      switch (r.op) {
+        case 'eq':
+          return v === r.value;
+        case 'ne':
+          return v !== r.value;
+        case 'in':
+          return has && r.values.includes(v as string);
+        case 'notin':
+          return !has || !r.values.includes(v as string);
+        case 'exists':
+          return has;
+        default:
+          return !has;
+      }
+    });
+}

@@ -1,0 +1,321 @@
+/**
+ * The operator's decisions: cluster snapshot + configuration + now → actions. Pure and synchronous so
+ * every rule can be unit-tested exhaustively; the controller applies the actions with conditional writes.
+ *
+ * The slot ledger (one object, written conditionally) is the authority on who holds a slot: admitting a
+ * node is a write to the ledger, so two deciders — a new leader and a stale one — can never both spend the
+ * last slot. Node phases are the per-node protocol and the human-readable mirror.
+ */
+import { Phase, SLOT_PHASES } from '../api/phases.ts';
+import type { Selector } from '../kube/selector.ts';
+import { budgetSlots, type MaxUnavailable } from './budget.ts';
+import type { NodeView } from './node-view.ts';
+
+export interface Slot {
+  /** When the node was admitted (RFC 3339). */
+  since: string;
+}
+
+export interface Ledger {
+  slots: Record<string, Slot>;
+  /** When the last node was admitted (for the minimum spacing between grants). */
+  lastGrant?: string;
+}
+
+export interface DecideConfig {
+  maxUnavailable: MaxUnavailable;
+  eligible: Selector;
+  minGrantSpacingMs: number;
+  drainTimeoutMs: number;
+  rebootTimeoutMs: number;
+  returnTimeoutMs: number;
+  soakMs: number;
+  beforeRebootAnnotations: string[];
+  afterRebootAnnotations: string[];
+  retryBackoffMs: number;
+  retryBackoffMaxMs: number;
+  paused: boolean;
+}
+
+export interface Health {
+  /** The node's DaemonSet pods are all Ready. */
+  daemonSetPodsReady: boolean;
+  detail: string;
+}
+
+export interface Snapshot {
+  nodes: NodeView[];
+  ledger: Ledger;
+  /** Nodes with a drain running in this process. */
+  draining: ReadonlySet<string>;
+  /** Health of nodes in AfterReboot (gathered by the controller for those nodes only). */
+  health: ReadonlyMap<string, Health>;
+}
+
+export type Action =
+  /** Reserve a slot in the ledger, then move the node to BeforeReboot. */
+  | { type: 'admit'; node: string; reason: string }
+  /** Change the node's phase (and reason), with the protocol keys that go with it. */
+  | { type: 'transition'; node: string; to: Phase; reason: string; clearGrant?: boolean; failed?: boolean }
+  /** Update only the reason of a waiting node (written only when it changed). */
+  | { type: 'explain'; node: string; reason: string }
+  /** Run the drain engine for a node in Draining. */
+  | { type: 'drain'; node: string }
+  /** Release the slot of a node whose attempt was aborted (hook timeout), uncordon nuo's cordon, Pending. */
+  | { type: 'abort'; node: string; reason: string }
+  /** Finished: uncordon nuo's cordon, clear the protocol keys, Idle, release the slot. */
+  | { type: 'complete'; node: string; reason: string }
+  /** A ledger entry without a live attempt behind it (deleted node, or a node already Idle). */
+  | { type: 'release'; node: string; reason: string }
+  /** A freshly needing node enters Pending. */
+  | { type: 'pending'; node: string; reason: string };
+
+export interface Decision {
+  actions: Action[];
+  budget: { slots: number; used: number; eligible: number; holders: string[]; unavailable: string[] };
+}
+
+const ms = (d: Date | undefined) => d?.getTime() ?? Number.NaN;
+
+export function needsReboot(n: NodeView): string | undefined {
+  if (n.rebootNeeded) return `reboot needed${n.rebootNeededReason ? `: ${n.rebootNeededReason}` : ''}`;
+  if (n.rebootRequested) return `reboot requested at ${n.rebootRequested.toISOString()}`;
+  return undefined;
+}
+
+/** When a node with `failures` consecutive failures may try again. */
+export function retryAt(n: NodeView, c: Pick<DecideConfig, 'retryBackoffMs' | 'retryBackoffMaxMs'>): number {
+  if (n.failures === 0 || !n.stateSince) return 0;
+  const wait = Math.min(c.retryBackoffMs * 2 ** Math.min(n.failures - 1, 30), c.retryBackoffMaxMs);
+  return ms(n.stateSince) + wait;
+}
+
+/** Disrupted = holds a slot, or is NotReady, or is cordoned by someone other than nuo. */
+function unavailableWithoutSlot(n: NodeView): boolean {
+  return !n.ready || (n.unschedulable && !n.cordonedByNuo);
+}
+
+function hooksDone(n: NodeView, keys: string[]): string[] {
+  return keys.filter((k) => n.annotations[k] !== 'true');
+}
+
+export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision {
+  const t = now.getTime();
+  const actions: Action[] = [];
+  const byName = new Map(snapshot.nodes.map((n) => [n.name, n]));
+  const eligible = snapshot.nodes.filter((n) => c.eligible(n.labels));
+  const holders = new Set(Object.keys(snapshot.ledger.slots));
+
+  // Ledger entries with nothing behind them: the node is gone, or came back to a phase without a slot
+  // (a crash between "node Idle" and "release"). Freed only after this check, never guessed.
+  for (const [name, slot] of Object.entries(snapshot.ledger.slots)) {
+    const n = byName.get(name);
+    if (!n) {
+      actions.push({ type: 'release', node: name, reason: 'node no longer exists' });
+      holders.delete(name);
+    } else if (
+      n.state === Phase.idle ||
+      (n.state === Phase.pending && ms(n.stateSince) >= Date.parse(slot.since))
+    ) {
+      // Pending since before its admission: the admission's node write is still to come (kept below).
+      // Pending since after it: the attempt was aborted and the node already written back.
+      actions.push({ type: 'release', node: name, reason: `node is ${n.state} after its attempt` });
+      holders.delete(name);
+    }
+  }
+
+  const unavailable = eligible
+    .filter((n) => !holders.has(n.name) && unavailableWithoutSlot(n))
+    .map((n) => n.name);
+  const slots = budgetSlots(c.maxUnavailable, eligible.length);
+  let used = holders.size + unavailable.length;
+
+  // Nodes in an attempt: move each along its phases.
+  for (const name of holders) {
+    const n = byName.get(name) as NodeView;
+    if (n.paused) {
+      if (n.stateReason !== 'paused: holds its slot, no further action') {
+        actions.push({ type: 'explain', node: name, reason: 'paused: holds its slot, no further action' });
+      }
+      continue;
+    }
+    const since = ms(n.stateSince);
+    const age = Number.isNaN(since) ? 0 : t - since;
+    switch (n.state) {
+      case undefined:
+      case Phase.pending:
+        // Admitted in the ledger but the node write did not happen (crash between the two): redo it.
+        actions.push({ type: 'transition', node: name, to: Phase.beforeReboot, reason: 'admitted' });
+        break;
+      case Phase.beforeReboot: {
+        const missing = hooksDone(n, c.beforeRebootAnnotations);
+        if (missing.length === 0) {
+          actions.push({
+            type: 'transition',
+            node: name,
+            to: Phase.draining,
+            reason: 'before-reboot hooks done; draining',
+          });
+        } else if (age > c.drainTimeoutMs) {
+          actions.push({
+            type: 'abort',
+            node: name,
+            reason: `before-reboot hooks not done in time: ${missing.join(', ')}`,
+          });
+        } else {
+          const reason = `waiting for before-reboot hooks: ${missing.join(', ')}`;
+          if (n.stateReason !== reason) actions.push({ type: 'explain', node: name, reason });
+        }
+        break;
+      }
+      case Phase.draining:
+        if (!snapshot.draining.has(name)) actions.push({ type: 'drain', node: name });
+        break;
+      case Phase.rebootGranted:
+        if (n.rebootInProgress && n.bootIdBefore && n.bootId !== n.bootIdBefore) {
+          actions.push({
+            type: 'transition',
+            node: name,
+            to: Phase.afterReboot,
+            reason: 'rebooted: boot ID changed',
+            clearGrant: true,
+          });
+        } else if (n.rebootInProgress) {
+          actions.push({
+            type: 'transition',
+            node: name,
+            to: Phase.rebooting,
+            reason: 'agent is rebooting the node',
+          });
+        } else if (age > c.rebootTimeoutMs) {
+          actions.push({
+            type: 'transition',
+            node: name,
+            to: Phase.failed,
+            reason: `the agent did not start the reboot within ${c.rebootTimeoutMs / 1000}s of the grant`,
+            failed: true,
+          });
+        }
+        break;
+      case Phase.rebooting:
+        if (n.bootIdBefore && n.bootId !== n.bootIdBefore) {
+          actions.push({
+            type: 'transition',
+            node: name,
+            to: Phase.afterReboot,
+            reason: 'rebooted: boot ID changed',
+            clearGrant: true,
+          });
+        } else if (age > c.rebootTimeoutMs) {
+          actions.push({
+            type: 'transition',
+            node: name,
+            to: Phase.failed,
+            reason: `no reboot: boot ID unchanged ${c.rebootTimeoutMs / 1000}s after the agent started it`,
+            failed: true,
+          });
+        }
+        break;
+      case Phase.afterReboot: {
+        if (!n.ready) {
+          if (age > c.returnTimeoutMs) {
+            actions.push({
+              type: 'transition',
+              node: name,
+              to: Phase.failed,
+              reason: `not Ready within ${c.returnTimeoutMs / 1000}s of the reboot`,
+              failed: true,
+            });
+          } else if (n.stateReason !== 'waiting for the node to become Ready') {
+            actions.push({ type: 'explain', node: name, reason: 'waiting for the node to become Ready' });
+          }
+          break;
+        }
+        const waits: string[] = [];
+        const missing = hooksDone(n, c.afterRebootAnnotations);
+        if (missing.length > 0) waits.push(`after-reboot hooks: ${missing.join(', ')}`);
+        const readyFor = t - ms(n.readySince);
+        if (!(readyFor >= c.soakMs))
+          waits.push(`soak (Ready ${Math.max(0, Math.floor(readyFor / 1000))}s of ${c.soakMs / 1000}s)`);
+        const health = snapshot.health.get(name);
+        if (!health?.daemonSetPodsReady) waits.push(`DaemonSet pods: ${health?.detail ?? 'not checked yet'}`);
+        if (n.rebootInProgress) waits.push('the agent to report after boot');
+        if (waits.length === 0) {
+          actions.push({ type: 'complete', node: name, reason: 'rebooted and healthy' });
+        } else {
+          // The soak countdown changes every second: only the first entry into waiting is written.
+          const reason = `health gate: waiting for ${waits.map((w) => w.replace(/ \(Ready \d+s of/, ' (of')).join('; ')}`;
+          if (n.stateReason !== reason) actions.push({ type: 'explain', node: name, reason });
+        }
+        break;
+      }
+      case Phase.failed:
+        // Recover open: a node that came back after all resumes at the health gate; else fail closed.
+        if (n.bootIdBefore && n.bootId !== n.bootIdBefore && n.ready) {
+          actions.push({
+            type: 'transition',
+            node: name,
+            to: Phase.afterReboot,
+            reason: 'came back after the timeout: boot ID changed',
+            clearGrant: true,
+          });
+        }
+        break;
+      case Phase.idle:
+        break;
+    }
+  }
+
+  // Nodes not in an attempt: enter Pending when they need a reboot; admit the oldest while slots remain.
+  const waiting: NodeView[] = [];
+  for (const n of eligible) {
+    if (holders.has(n.name)) continue;
+    const need = needsReboot(n);
+    if (!need) {
+      if (n.state !== undefined && n.state !== Phase.idle) {
+        actions.push({ type: 'transition', node: n.name, to: Phase.idle, reason: 'no reboot needed' });
+      }
+      continue;
+    }
+    if (n.state !== Phase.pending) {
+      actions.push({ type: 'pending', node: n.name, reason: need });
+      continue;
+    }
+    waiting.push(n);
+  }
+  waiting.sort(
+    (a, b) => ms(a.stateSince) - ms(b.stateSince) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  );
+  const lastGrant = snapshot.ledger.lastGrant
+    ? Date.parse(snapshot.ledger.lastGrant)
+    : Number.NEGATIVE_INFINITY;
+  let admittedThisPass = 0;
+  for (const n of waiting) {
+    let wait: string | undefined;
+    const retry = retryAt(n, c);
+    if (n.paused) wait = 'paused';
+    else if (c.paused) wait = 'waiting: nuo is paused cluster-wide';
+    else if (unavailableWithoutSlot(n) && !n.ready) wait = 'waiting: node is NotReady';
+    else if (t < retry)
+      wait = `waiting: retry after ${new Date(retry).toISOString()} (${n.failures} failure(s))`;
+    else if (used >= slots) wait = `waiting for a free slot (maxUnavailable ${slots})`;
+    else if (c.minGrantSpacingMs > 0 && (admittedThisPass > 0 || t - lastGrant < c.minGrantSpacingMs)) {
+      wait = `waiting: minimum spacing between grants (${c.minGrantSpacingMs / 1000}s)`;
+    }
+    if (wait) {
+      if (n.stateReason !== wait) actions.push({ type: 'explain', node: n.name, reason: wait });
+      continue;
+    }
+    actions.push({ type: 'admit', node: n.name, reason: needsReboot(n) ?? 'admitted' });
+    // A node cordoned by someone else already counts as unavailable; admitting it uses no new slot.
+    if (!unavailableWithoutSlot(n)) used++;
+    admittedThisPass++;
+  }
+
+  return {
+    actions,
+    budget: { slots, used, eligible: eligible.length, holders: [...holders], unavailable },
+  };
+}
+
+export { SLOT_PHASES };

@@ -1,0 +1,95 @@
+/**
+ * A Node read through the nuo protocol. Malformed values never throw: each becomes a `problem` (shown on
+ * the node and in status) and the safe reading (paused when unsure; not needed; no request).
+ */
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations, Labels } from '../api/keys.ts';
+import { isPhase, type Phase } from '../api/phases.ts';
+
+export interface NodeView {
+  name: string;
+  resourceVersion: string;
+  labels: Record<string, string>;
+  ready: boolean;
+  /** When the Ready condition last changed (for the soak). */
+  readySince?: Date;
+  unschedulable: boolean;
+  cordonedByNuo: boolean;
+  bootId: string;
+  rebootNeeded: boolean;
+  rebootNeededReason?: string;
+  rebootRequested?: Date;
+  paused: boolean;
+  state?: Phase;
+  stateReason?: string;
+  stateSince?: Date;
+  rebootOk: boolean;
+  rebootInProgress: boolean;
+  bootIdBefore?: string;
+  failures: number;
+  annotations: Record<string, string>;
+  hasBeforeRebootLabel: boolean;
+  hasAfterRebootLabel: boolean;
+  problems: string[];
+}
+
+function time(value: string | undefined, key: string, problems: string[]): Date | undefined {
+  if (value === undefined) return undefined;
+  const t = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(t.getTime())) {
+    problems.push(`${key}="${value}" is not an RFC 3339 time; ignored`);
+    return undefined;
+  }
+  return t;
+}
+
+function bool(value: string | undefined, key: string, problems: string[], whenMalformed: boolean): boolean {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  problems.push(`${key}="${value}" must be "true" or "false"; read as ${whenMalformed}`);
+  return whenMalformed;
+}
+
+export function viewNode(node: V1Node): NodeView {
+  const a = node.metadata?.annotations ?? {};
+  const labels = node.metadata?.labels ?? {};
+  const problems: string[] = [];
+  const readyCondition = node.status?.conditions?.find((c) => c.type === 'Ready');
+  const stateRaw = a[Annotations.state];
+  let state: Phase | undefined;
+  if (isPhase(stateRaw)) state = stateRaw;
+  else if (stateRaw !== undefined) problems.push(`${Annotations.state}="${stateRaw}" is not a known phase`);
+  const failuresRaw = a[Annotations.failures];
+  let failures = 0;
+  if (failuresRaw !== undefined) {
+    if (/^\d+$/.test(failuresRaw)) failures = Number(failuresRaw);
+    else problems.push(`${Annotations.failures}="${failuresRaw}" is not a count; read as 0`);
+  }
+  const lastTransition = readyCondition?.lastTransitionTime;
+  return {
+    name: node.metadata?.name ?? '',
+    resourceVersion: node.metadata?.resourceVersion ?? '',
+    labels,
+    ready: readyCondition?.status === 'True',
+    readySince: lastTransition ? new Date(lastTransition) : undefined,
+    unschedulable: node.spec?.unschedulable === true,
+    cordonedByNuo: a[Annotations.cordonedByNuo] === 'true',
+    bootId: node.status?.nodeInfo?.bootID ?? '',
+    rebootNeeded: bool(a[Annotations.rebootNeeded], Annotations.rebootNeeded, problems, false),
+    rebootNeededReason: a[Annotations.rebootNeededReason],
+    rebootRequested: time(a[Annotations.rebootRequested], Annotations.rebootRequested, problems),
+    // A person who wrote anything into paused meant to pause: fail closed.
+    paused: bool(a[Annotations.paused], Annotations.paused, problems, true),
+    state,
+    stateReason: a[Annotations.stateReason],
+    stateSince: time(a[Annotations.stateSince], Annotations.stateSince, problems),
+    rebootOk: a[Annotations.rebootOk] === 'true',
+    rebootInProgress: bool(a[Annotations.rebootInProgress], Annotations.rebootInProgress, problems, true),
+    bootIdBefore: a[Annotations.bootIdBefore],
+    failures,
+    annotations: a,
+    hasBeforeRebootLabel: labels[Labels.beforeReboot] === 'true',
+    hasAfterRebootLabel: labels[Labels.afterReboot] === 'true',
+    problems,
+  };
+}

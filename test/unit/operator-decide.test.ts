@@ -1,0 +1,435 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { parseSelector } from '../../src/kube/selector.ts';
+import { budgetSlots, parseMaxUnavailable } from '../../src/operator/budget.ts';
+import {
+  type Action,
+  type DecideConfig,
+  decide,
+  type Ledger,
+  type Snapshot,
+} from '../../src/operator/decide.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+
+const NOW = new Date('2026-11-21T12:00:00Z');
+const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
+
+const config: DecideConfig = {
+  maxUnavailable: parseMaxUnavailable('1'),
+  eligible: parseSelector(''),
+  minGrantSpacingMs: 0,
+  drainTimeoutMs: 600_000,
+  rebootTimeoutMs: 600_000,
+  returnTimeoutMs: 600_000,
+  soakMs: 30_000,
+  beforeRebootAnnotations: [],
+  afterRebootAnnotations: [],
+  retryBackoffMs: 60_000,
+  retryBackoffMaxMs: 3_600_000,
+  paused: false,
+};
+
+interface NodeOpts {
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  ready?: boolean;
+  readySince?: string;
+  unschedulable?: boolean;
+  bootId?: string;
+}
+function node(name: string, o: NodeOpts = {}): V1Node {
+  return {
+    metadata: { name, resourceVersion: '1', annotations: o.annotations ?? {}, labels: o.labels ?? {} },
+    spec: { unschedulable: o.unschedulable },
+    status: {
+      nodeInfo: { bootID: o.bootId ?? 'boot-1' } as never,
+      conditions: [
+        {
+          type: 'Ready',
+          status: o.ready === false ? 'False' : 'True',
+          lastTransitionTime: (o.readySince ?? ago(3600)) as never,
+        },
+      ],
+    },
+  };
+}
+const state = (phase: string, since: number, extra: Record<string, string> = {}) => ({
+  [Annotations.state]: phase,
+  [Annotations.stateSince]: ago(since),
+  ...extra,
+});
+const needs = { [Annotations.rebootNeeded]: 'true' };
+
+function run(
+  nodes: V1Node[],
+  opts: { ledger?: Ledger; cfg?: Partial<DecideConfig>; draining?: string[]; healthy?: string[] } = {},
+) {
+  const snapshot: Snapshot = {
+    nodes: nodes.map(viewNode),
+    ledger: opts.ledger ?? { slots: {} },
+    draining: new Set(opts.draining ?? []),
+    health: new Map((opts.healthy ?? []).map((n) => [n, { daemonSetPodsReady: true, detail: 'all ready' }])),
+  };
+  return decide(snapshot, { ...config, ...opts.cfg }, NOW);
+}
+const ofType = (actions: Action[], type: Action['type']) =>
+  actions.filter((a) => a.type === type).map((a) => a.node);
+
+describe('budget arithmetic', () => {
+  test('counts and percentages', () => {
+    const table: Array<[string, number, number]> = [
+      ['1', 10, 1],
+      ['3', 2, 3],
+      ['10%', 100, 10],
+      ['10%', 5, 1],
+      ['25%', 10, 2],
+      ['100%', 7, 7],
+      ['50%', 0, 0],
+      ['2', 0, 0],
+    ];
+    for (const [text, eligible, want] of table) {
+      assert.equal(budgetSlots(parseMaxUnavailable(text), eligible), want, `${text} of ${eligible}`);
+    }
+  });
+  test('rejects nonsense', () => {
+    for (const bad of ['0', '-1', '0%', '101%', 'one', '1.5', '']) {
+      assert.throws(() => parseMaxUnavailable(bad), /positive count|percentage must be/, bad);
+    }
+  });
+});
+
+describe('label selectors', () => {
+  test('match as Kubernetes does', () => {
+    const labels = { role: 'worker', zone: 'a', gpu: '' };
+    const table: Array<[string, boolean]> = [
+      ['', true],
+      ['role=worker', true],
+      ['role==worker', true],
+      ['role!=worker', false],
+      ['role in (worker,infra)', true],
+      ['zone notin (a)', false],
+      ['gpu', true],
+      ['!gpu', false],
+      ['!missing', true],
+      ['missing!=x', true],
+      ['role=worker,zone in (b, c)', false],
+    ];
+    for (const [sel, want] of table) assert.equal(parseSelector(sel)(labels), want, sel);
+  });
+  test('reject malformed selectors with the bad term', () => {
+    assert.throws(() => parseSelector('role=wor ker'), /invalid label selector term|invalid label/);
+    assert.throws(() => parseSelector('-bad=x'), /invalid label key "-bad"/);
+  });
+});
+
+describe('decide: admission', () => {
+  test('a node that needs a reboot enters Pending first, then is admitted when a slot is free', () => {
+    assert.deepEqual(ofType(run([node('a', { annotations: needs })]).actions, 'pending'), ['a']);
+    const d = run([node('a', { annotations: { ...needs, ...state(Phase.pending, 10) } })]);
+    assert.deepEqual(ofType(d.actions, 'admit'), ['a']);
+  });
+
+  test('never admits more than the budget: oldest request first, ties by name', () => {
+    const pending = (name: string, since: number) =>
+      node(name, { annotations: { ...needs, ...state(Phase.pending, since) } });
+    const d = run([pending('c', 50), pending('b', 100), pending('a', 100), pending('d', 10)], {
+      cfg: { maxUnavailable: parseMaxUnavailable('2') },
+    });
+    assert.deepEqual(ofType(d.actions, 'admit'), ['a', 'b']);
+    const waits = d.actions.filter((a) => a.type === 'explain');
+    assert.deepEqual(
+      waits.map((a) => a.node),
+      ['c', 'd'],
+    );
+    assert.ok(
+      waits.every((a) => a.type === 'explain' && a.reason === 'waiting for a free slot (maxUnavailable 2)'),
+    );
+  });
+
+  test('NotReady nodes and nodes cordoned by someone else use up the budget', () => {
+    const p = { annotations: { ...needs, ...state(Phase.pending, 10) } };
+    const notReady = run([node('a', p), node('x', { ready: false })], {});
+    assert.deepEqual(ofType(notReady.actions, 'admit'), []);
+    assert.deepEqual(notReady.budget.unavailable, ['x']);
+    const adminCordon = run([node('a', p), node('x', { unschedulable: true })]);
+    assert.deepEqual(ofType(adminCordon.actions, 'admit'), []);
+    const nuoCordonWithoutSlot = run([
+      node('a', p),
+      node('x', { unschedulable: true, annotations: { [Annotations.cordonedByNuo]: 'true' } }),
+    ]);
+    assert.deepEqual(ofType(nuoCordonWithoutSlot.actions, 'admit'), ['a']);
+  });
+
+  test('slot holders in the ledger count, whatever their node says', () => {
+    const d = run(
+      [
+        node('a', { annotations: { ...needs, ...state(Phase.pending, 10) } }),
+        node('h', { annotations: state(Phase.draining, 5) }),
+      ],
+      { ledger: { slots: { h: { since: ago(6) } } }, draining: ['h'] },
+    );
+    assert.deepEqual(ofType(d.actions, 'admit'), []);
+    assert.equal(d.budget.used, 1);
+  });
+
+  test('paused nodes, a cluster-wide pause, backoff and spacing hold admission back', () => {
+    const p = (extra: Record<string, string> = {}) => ({
+      annotations: { ...needs, ...state(Phase.pending, 10), ...extra },
+    });
+    assert.deepEqual(ofType(run([node('a', p({ [Annotations.paused]: 'true' }))]).actions, 'admit'), []);
+    assert.deepEqual(
+      ofType(run([node('a', p({ [Annotations.paused]: 'yes' }))]).actions, 'admit'),
+      [],
+      'malformed paused reads as paused',
+    );
+    assert.deepEqual(ofType(run([node('a', p())], { cfg: { paused: true } }).actions, 'admit'), []);
+    // 2 failures: backoff 2 min from entering Pending 10 s ago.
+    const backoff = run([node('a', p({ [Annotations.failures]: '2' }))]);
+    assert.deepEqual(ofType(backoff.actions, 'admit'), []);
+    assert.match(
+      (backoff.actions[0] as { reason: string }).reason,
+      /retry after 2026-11-21T12:01:50.000Z \(2 failure/,
+    );
+    const spaced = run([node('a', p()), node('b', p())], {
+      cfg: { maxUnavailable: parseMaxUnavailable('5'), minGrantSpacingMs: 60_000 },
+      ledger: { slots: {}, lastGrant: ago(120) },
+    });
+    assert.deepEqual(ofType(spaced.actions, 'admit'), ['a'], 'one grant per spacing interval');
+  });
+
+  test('nodes outside the selector are neither admitted nor counted', () => {
+    const p = { annotations: { ...needs, ...state(Phase.pending, 10) } };
+    const d = run(
+      [
+        node('w', { ...p, labels: { role: 'worker' } }),
+        node('m', { ...p, labels: { role: 'master' } }),
+        node('x', { ready: false }),
+      ],
+      {
+        cfg: { eligible: parseSelector('role=worker') },
+      },
+    );
+    assert.deepEqual(ofType(d.actions, 'admit'), ['w']);
+    assert.equal(d.budget.eligible, 1);
+  });
+
+  test('a manual reboot-requested time counts as a need; a malformed one is ignored', () => {
+    assert.deepEqual(
+      ofType(run([node('a', { annotations: { [Annotations.rebootRequested]: ago(5) } })]).actions, 'pending'),
+      ['a'],
+    );
+    assert.deepEqual(
+      run([node('a', { annotations: { [Annotations.rebootRequested]: 'tomorrow' } })]).actions,
+      [],
+    );
+  });
+});
+
+describe('decide: phases', () => {
+  const holder = (name: string, annotations: Record<string, string>, o: NodeOpts = {}) =>
+    node(name, { ...o, annotations });
+  const ledger = (name: string, since = 600) => ({ slots: { [name]: { since: ago(since) } } });
+
+  test('BeforeReboot waits for every hook annotation, then drains; hooks that never finish abort', () => {
+    const cfg = { beforeRebootAnnotations: ['hook.example/a', 'hook.example/b'] };
+    const waiting = run([holder('a', { ...state(Phase.beforeReboot, 5), 'hook.example/a': 'true' })], {
+      ledger: ledger('a'),
+      cfg,
+    });
+    assert.deepEqual(waiting.actions, [
+      { type: 'explain', node: 'a', reason: 'waiting for before-reboot hooks: hook.example/b' },
+    ]);
+    const done = run(
+      [holder('a', { ...state(Phase.beforeReboot, 5), 'hook.example/a': 'true', 'hook.example/b': 'true' })],
+      { ledger: ledger('a'), cfg },
+    );
+    assert.equal(done.actions[0]?.type === 'transition' && done.actions[0].to, Phase.draining);
+    const late = run([holder('a', state(Phase.beforeReboot, 601))], { ledger: ledger('a'), cfg });
+    assert.deepEqual(ofType(late.actions, 'abort'), ['a']);
+  });
+
+  test('Draining starts a drain only when none is running here', () => {
+    assert.deepEqual(
+      ofType(run([holder('a', state(Phase.draining, 5))], { ledger: ledger('a') }).actions, 'drain'),
+      ['a'],
+    );
+    assert.deepEqual(
+      run([holder('a', state(Phase.draining, 5))], { ledger: ledger('a'), draining: ['a'] }).actions,
+      [],
+    );
+  });
+
+  test('a reboot is confirmed only by a changed boot ID', () => {
+    const inProgress = { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: 'boot-1' };
+    const started = run([holder('a', { ...state(Phase.rebootGranted, 5), ...inProgress })], {
+      ledger: ledger('a'),
+    });
+    assert.equal(started.actions[0]?.type === 'transition' && started.actions[0].to, Phase.rebooting);
+    const sameBoot = run([holder('a', { ...state(Phase.rebooting, 5), ...inProgress }, { ready: true })], {
+      ledger: ledger('a'),
+    });
+    assert.deepEqual(sameBoot.actions, [], 'Ready but the same boot: not rebooted');
+    const back = run([holder('a', { ...state(Phase.rebooting, 5), ...inProgress }, { bootId: 'boot-2' })], {
+      ledger: ledger('a'),
+    });
+    assert.deepEqual(back.actions[0], {
+      type: 'transition',
+      node: 'a',
+      to: Phase.afterReboot,
+      reason: 'rebooted: boot ID changed',
+      clearGrant: true,
+    });
+  });
+
+  test('no reboot within the timeout fails closed: Failed, slot kept', () => {
+    const neverStarted = run([holder('a', state(Phase.rebootGranted, 601))], { ledger: ledger('a') });
+    assert.equal(neverStarted.actions[0]?.type === 'transition' && neverStarted.actions[0].to, Phase.failed);
+    const neverBack = run(
+      [
+        holder('a', {
+          ...state(Phase.rebooting, 601),
+          [Annotations.bootIdBefore]: 'boot-1',
+          [Annotations.rebootInProgress]: 'true',
+        }),
+      ],
+      { ledger: ledger('a') },
+    );
+    assert.equal(neverBack.actions[0]?.type === 'transition' && neverBack.actions[0].to, Phase.failed);
+    const failed = run(
+      [
+        holder('a', state(Phase.failed, 5)),
+        node('b', { annotations: { ...needs, ...state(Phase.pending, 10) } }),
+      ],
+      { ledger: ledger('a') },
+    );
+    assert.deepEqual(ofType(failed.actions, 'admit'), [], 'the Failed node keeps its slot; others wait');
+    assert.deepEqual(ofType(failed.actions, 'release'), []);
+  });
+
+  test('the health gate waits for Ready, soak, DaemonSet pods, hooks and the agent', () => {
+    const base = { ...state(Phase.afterReboot, 100), [Annotations.bootIdBefore]: 'boot-1' };
+    const fresh = { bootId: 'boot-2', readySince: ago(10) };
+    const soaking = run([holder('a', base, fresh)], { ledger: ledger('a'), healthy: ['a'] });
+    assert.match((soaking.actions[0] as { reason: string }).reason, /^health gate: waiting for soak/);
+    const healthy = { bootId: 'boot-2', readySince: ago(60) };
+    const noDs = run([holder('a', base, healthy)], { ledger: ledger('a') });
+    assert.match((noDs.actions[0] as { reason: string }).reason, /DaemonSet pods: not checked yet/);
+    const agent = run([holder('a', { ...base, [Annotations.rebootInProgress]: 'true' }, healthy)], {
+      ledger: ledger('a'),
+      healthy: ['a'],
+    });
+    assert.match((agent.actions[0] as { reason: string }).reason, /the agent to report after boot/);
+    const hooks = run([holder('a', base, healthy)], {
+      ledger: ledger('a'),
+      healthy: ['a'],
+      cfg: { afterRebootAnnotations: ['hook.example/ok'] },
+    });
+    assert.match((hooks.actions[0] as { reason: string }).reason, /after-reboot hooks: hook.example\/ok/);
+    const done = run([holder('a', base, healthy)], { ledger: ledger('a'), healthy: ['a'] });
+    assert.deepEqual(done.actions, [{ type: 'complete', node: 'a', reason: 'rebooted and healthy' }]);
+    const notReady = run(
+      [
+        holder(
+          'a',
+          { ...state(Phase.afterReboot, 601), [Annotations.bootIdBefore]: 'boot-1' },
+          { bootId: 'boot-2', ready: false },
+        ),
+      ],
+      { ledger: ledger('a') },
+    );
+    assert.equal(notReady.actions[0]?.type === 'transition' && notReady.actions[0].to, Phase.failed);
+  });
+
+  test('a paused slot holder keeps its slot and is left alone', () => {
+    const d = run([holder('a', { ...state(Phase.draining, 5), [Annotations.paused]: 'true' })], {
+      ledger: ledger('a'),
+    });
+    assert.deepEqual(d.actions, [
+      { type: 'explain', node: 'a', reason: 'paused: holds its slot, no further action' },
+    ]);
+  });
+
+  test('ledger entries with nothing behind them are released; an admission in flight is kept', () => {
+    const gone = run([], { ledger: ledger('ghost') });
+    assert.deepEqual(ofType(gone.actions, 'release'), ['ghost']);
+    const idle = run([holder('a', state(Phase.idle, 5))], { ledger: ledger('a') });
+    assert.deepEqual(ofType(idle.actions, 'release'), ['a']);
+    const aborted = run([holder('a', { ...needs, ...state(Phase.pending, 5) })], { ledger: ledger('a', 60) });
+    assert.deepEqual(ofType(aborted.actions, 'release'), ['a'], 'Pending since after its admission: aborted');
+    const admitting = run([holder('a', { ...needs, ...state(Phase.pending, 60) })], {
+      ledger: ledger('a', 5),
+    });
+    assert.deepEqual(ofType(admitting.actions, 'release'), []);
+    assert.equal(admitting.actions[0]?.type === 'transition' && admitting.actions[0].to, Phase.beforeReboot);
+  });
+
+  test('malformed annotations become problems, never exceptions', () => {
+    const v = viewNode(
+      node('a', {
+        annotations: {
+          [Annotations.rebootNeeded]: 'maybe',
+          [Annotations.state]: 'Exploding',
+          [Annotations.failures]: 'many',
+          [Annotations.stateSince]: 'yesterday',
+        },
+      }),
+    );
+    assert.equal(v.rebootNeeded, false);
+    assert.equal(v.state, undefined);
+    assert.equal(v.failures, 0);
+    assert.equal(v.problems.length, 4);
+    assert.doesNotThrow(() => run([node('a', { annotations: v.annotations })]));
+  });
+});
+
+describe('decide: the budget is never exceeded (randomised)', () => {
+  test('for 2,000 random clusters, disrupted nodes never exceed the slots after admission', () => {
+    let seed = 42;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const phases = [
+      Phase.pending,
+      Phase.beforeReboot,
+      Phase.draining,
+      Phase.rebootGranted,
+      Phase.rebooting,
+      Phase.afterReboot,
+      Phase.failed,
+      Phase.idle,
+    ];
+    for (let i = 0; i < 2000; i++) {
+      const count = 1 + Math.floor(rand() * 12);
+      const max = rand() < 0.5 ? String(1 + Math.floor(rand() * 4)) : `${5 + Math.floor(rand() * 60)}%`;
+      const nodes: V1Node[] = [];
+      const slots: Ledger['slots'] = {};
+      for (let n = 0; n < count; n++) {
+        const phase = phases[Math.floor(rand() * phases.length)] as string;
+        const name = `n${n}`;
+        nodes.push(
+          node(name, {
+            ready: rand() > 0.15,
+            unschedulable: rand() < 0.1,
+            annotations: { ...(rand() < 0.7 ? needs : {}), ...state(phase, Math.floor(rand() * 100)) },
+          }),
+        );
+        if (phase !== Phase.pending && phase !== Phase.idle && rand() < 0.5)
+          slots[name] = { since: ago(200) };
+      }
+      const d = run(nodes, { cfg: { maxUnavailable: parseMaxUnavailable(max) }, ledger: { slots } });
+      const admitted = ofType(d.actions, 'admit');
+      const before = new Set([...d.budget.holders, ...d.budget.unavailable]);
+      const after = new Set([...before, ...admitted]);
+      if (admitted.length > 0) {
+        assert.ok(
+          after.size <= d.budget.slots,
+          `case ${i}: admitted ${admitted} with ${[...before]} already disrupted, ${d.budget.slots} slots`,
+        );
+      }
+    }
+  });
+});
