@@ -49,4 +49,6 @@ export interface Rebooter {
 export interface BootId {
   /** The current boot's ID (Linux: /proc/sys/kernel/random/boot_id). */
   read(): Promise<string>;
+  /** When this boot started (Linux: btime in /proc/stat); lets the agent refuse grants older than its boot. */
+  bootedAt(): Promise<Date>;
 }

@@ -34,6 +34,9 @@ export interface ClusterOptions {
 
 const run = promisify(execFile);
 
+/** Nodes annotated `${KWOK_CUSTOM_STATUS}=custom` keep the status their simulated host writes. */
+export const KWOK_CUSTOM_STATUS = 'kwok.x-k8s.io/status';
+
 export const CLUSTER_DIR_PREFIX = 'nuo-cluster-';
 
 export interface LocalCluster {
@@ -374,6 +377,9 @@ function componentArgs({
       '--manage-all-nodes=false',
       '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
       '--manage-nodes-with-label-selector=',
+      // A simulated node host takes over the status of a node it is rebooting (NotReady, new boot ID).
+      `--disregard-status-with-annotation-selector=${KWOK_CUSTOM_STATUS}=custom`,
+      '--disregard-status-with-label-selector=',
       `--server-address=127.0.0.1:${ports.kwokPort}`,
       // INFO logs every pod and node patch: gigabytes at thousands of nodes.
       '--v=WARN',

@@ -1,0 +1,98 @@
+/**
+ * The agent's decision for one look at its node: pure, so every case of safety rule 6 (no reboot loops)
+ * is a table test. Inputs are the node's annotations and the agent's own facts; output is at most one
+ * patch of the agent's own keys and whether to reboot now.
+ */
+import { Annotations } from '../api/keys.ts';
+import { Phase } from '../api/phases.ts';
+import { type Detection, Need } from './os.ts';
+
+export interface StepInput {
+  annotations: Record<string, string>;
+  bootId: string;
+  bootedAt: Date;
+  detection: Detection;
+  /** This agent process already asked its Rebooter to reboot. */
+  rebootRequested: boolean;
+}
+
+export interface Step {
+  /** Annotation changes (null removes); only the agent's keys. */
+  patch?: Record<string, string | null>;
+  /** Call the Rebooter after the patch succeeded. */
+  reboot?: boolean;
+  log?: { level: 'info' | 'warn'; message: string };
+}
+
+/** Marks a grant the node outlived without rebooting for it: the operator sees a changed boot ID. */
+export const REBOOTED_BEFORE_GRANT = 'rebooted-before-grant';
+
+function needPatch(a: Record<string, string>, d: Detection): Record<string, string | null> {
+  const patch: Record<string, string | null> = {};
+  const set = (key: string, value: string | null) => {
+    if ((a[key] ?? null) !== value) patch[key] = value;
+  };
+  // Unknown changes nothing: an error is never a reason to reboot, nor to forget a real need.
+  if (d.need === Need.needed) {
+    set(Annotations.rebootNeeded, 'true');
+    set(Annotations.rebootNeededReason, d.reason);
+  } else if (d.need === Need.notNeeded) {
+    set(Annotations.rebootNeeded, null);
+    set(Annotations.rebootNeededReason, null);
+  }
+  if (d.update) {
+    set(Annotations.status, d.update.status);
+    if (d.update.newVersion !== undefined) set(Annotations.newVersion, d.update.newVersion);
+    if (d.update.lastCheckedTime) set(Annotations.lastCheckedTime, d.update.lastCheckedTime.toISOString());
+  }
+  return patch;
+}
+
+export function agentStep(input: StepInput): Step {
+  const a = input.annotations;
+  const granted = a[Annotations.rebootOk] === 'true';
+  const inProgress = a[Annotations.rebootInProgress] === 'true';
+  const before = a[Annotations.bootIdBefore];
+
+  if (inProgress && before !== input.bootId) {
+    // After the boot. Keep the marker until the operator withdrew the grant, so the grant can never be
+    // mistaken for a new one; then clear it together with a fresh reboot-needed.
+    if (granted) return {};
+    return {
+      patch: {
+        [Annotations.rebootInProgress]: null,
+        [Annotations.bootIdBefore]: null,
+        ...needPatch(a, input.detection),
+      },
+      log: { level: 'info', message: `back after reboot (boot ${input.bootId}, before ${before})` },
+    };
+  }
+  if (inProgress) {
+    // Same boot: the reboot was asked for but has not happened. Ask once per agent process (the agent
+    // may have restarted between writing the marker and calling the Rebooter).
+    if (granted && !input.rebootRequested) {
+      return {
+        reboot: true,
+        log: { level: 'warn', message: 'reboot-in-progress but still the same boot: rebooting again' },
+      };
+    }
+    return {};
+  }
+  if (granted) {
+    const grantedAt =
+      a[Annotations.state] === Phase.rebootGranted ? Date.parse(a[Annotations.stateSince] ?? '') : Number.NaN;
+    if (!Number.isNaN(grantedAt) && grantedAt < input.bootedAt.getTime()) {
+      return {
+        patch: { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: REBOOTED_BEFORE_GRANT },
+        log: { level: 'warn', message: 'the grant is older than this boot: not rebooting again' },
+      };
+    }
+    if (input.rebootRequested) return {};
+    return {
+      patch: { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: input.bootId },
+      reboot: true,
+    };
+  }
+  const patch = needPatch(a, input.detection);
+  return Object.keys(patch).length > 0 ? { patch } : {};
+}

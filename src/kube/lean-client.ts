@@ -1,0 +1,213 @@
+/**
+ * The agent's Kubernetes client: get, patch and watch one Node over node:https. The agent needs nothing
+ * else, and @kubernetes/client-node costs ~130 MiB RSS to import — more than the whole agent may use.
+ * Credentials: a kubeconfig's server, CA and client certificate or token (the simulated nodes), or the
+ * in-cluster ServiceAccount (a real DaemonSet).
+ */
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:https';
+import { createInterface } from 'node:readline';
+import { parse as parseYaml } from 'yaml';
+
+export interface LeanCredentials {
+  server: string;
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  /** Read per request: projected ServiceAccount tokens rotate. */
+  token?: () => string;
+}
+
+export interface LeanNode {
+  metadata: {
+    name: string;
+    resourceVersion: string;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+  };
+  spec?: { unschedulable?: boolean };
+  status?: { nodeInfo?: { bootID?: string } };
+}
+
+/** An API failure with the HTTP status, so callers can tell 409 (re-read) from the rest. */
+export class LeanApiError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+export function inClusterCredentials(): LeanCredentials {
+  const host = process.env.KUBERNETES_SERVICE_HOST;
+  const port = process.env.KUBERNETES_SERVICE_PORT ?? '443';
+  if (!host) throw new Error('not running in a cluster (KUBERNETES_SERVICE_HOST unset): pass --kubeconfig');
+  return {
+    server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    ca: readFileSync(`${SA_DIR}/ca.crt`),
+    token: () => readFileSync(`${SA_DIR}/token`, 'utf8').trim(),
+  };
+}
+
+/** The current context of a kubeconfig with embedded or file credentials (no exec plugins). */
+export function kubeconfigCredentials(path: string): LeanCredentials {
+  const doc = parseYaml(readFileSync(path, 'utf8')) as {
+    'current-context'?: string;
+    contexts?: Array<{ name: string; context: { cluster: string; user: string } }>;
+    clusters?: Array<{ name: string; cluster: Record<string, string> }>;
+    users?: Array<{ name: string; user: Record<string, string> }>;
+  };
+  const context = doc.contexts?.find((c) => c.name === doc['current-context'])?.context;
+  const cluster = doc.clusters?.find((c) => c.name === context?.cluster)?.cluster;
+  const user = doc.users?.find((u) => u.name === context?.user)?.user ?? {};
+  if (!cluster?.server) throw new Error(`${path}: no cluster for the current context`);
+  const data = (inline: string | undefined, file: string | undefined) =>
+    inline ? Buffer.from(inline, 'base64') : file ? readFileSync(file) : undefined;
+  const token = user.token;
+  return {
+    server: cluster.server,
+    ca: data(cluster['certificate-authority-data'], cluster['certificate-authority']),
+    cert: data(user['client-certificate-data'], user['client-certificate']),
+    key: data(user['client-key-data'], user['client-key']),
+    token: token ? () => token : undefined,
+  };
+}
+
+export class LeanClient {
+  readonly #creds: LeanCredentials;
+  readonly #agent: Agent;
+
+  constructor(creds: LeanCredentials) {
+    if (!/^https:\/\//.test(creds.server))
+      throw new Error(`API server must be an https:// URL, got "${creds.server}"`);
+    this.#creds = creds;
+    this.#agent = new Agent({
+      keepAlive: true,
+      ca: creds.ca,
+      cert: creds.cert,
+      key: creds.key,
+      maxSockets: 4,
+    });
+  }
+
+  #headers(extra: Record<string, string> = {}): Record<string, string> {
+    const token = this.#creds.token?.();
+    return { Accept: 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}), ...extra };
+  }
+
+  #call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType?: string,
+    timeoutMs = 30_000,
+  ): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const req = request(
+        `${this.#creds.server}${path}`,
+        {
+          method,
+          agent: this.#agent,
+          timeout: timeoutMs,
+          headers: this.#headers(payload ? { 'Content-Type': contentType ?? 'application/json' } : {}),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString();
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300) {
+              resolve(JSON.parse(text) as T);
+              return;
+            }
+            let message = text;
+            try {
+              message = (JSON.parse(text) as { message?: string }).message ?? text;
+            } catch {
+              // not a Status object
+            }
+            reject(new LeanApiError(status, `${method} ${path}: HTTP ${status}: ${message}`));
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs} ms`)));
+      req.on('error', (err) => reject(new Error(`${method} ${path}: ${err.message}`)));
+      req.end(payload);
+    });
+  }
+
+  getNode(name: string): Promise<LeanNode> {
+    return this.#call('GET', `/api/v1/nodes/${encodeURIComponent(name)}`);
+  }
+
+  /** A JSON merge patch; include metadata.resourceVersion to make it conditional (409 on conflict). */
+  patchNode(name: string, patch: object): Promise<LeanNode> {
+    return this.#call(
+      'PATCH',
+      `/api/v1/nodes/${encodeURIComponent(name)}`,
+      patch,
+      'application/merge-patch+json',
+    );
+  }
+
+  /**
+   * Watches one node from `resourceVersion` until the server ends the watch, the signal aborts, or an
+   * error occurs (then it rejects; the caller re-lists and watches again).
+   */
+  watchNode(
+    name: string,
+    resourceVersion: string,
+    onNode: (type: string, node: LeanNode) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const query = new URLSearchParams({
+      watch: 'true',
+      fieldSelector: `metadata.name=${name}`,
+      resourceVersion,
+      allowWatchBookmarks: 'true',
+      timeoutSeconds: String(240 + Math.floor(Math.random() * 120)),
+    });
+    return new Promise((resolve, reject) => {
+      const req = request(
+        `${this.#creds.server}/api/v1/nodes?${query}`,
+        { method: 'GET', agent: this.#agent, headers: this.#headers(), signal },
+        (res) => {
+          if (res.statusCode !== 200) {
+            res.resume();
+            reject(new LeanApiError(res.statusCode ?? 0, `watch node ${name}: HTTP ${res.statusCode}`));
+            return;
+          }
+          const lines = createInterface({ input: res });
+          lines.on('line', (line) => {
+            if (!line.trim()) return;
+            const event = JSON.parse(line) as { type: string; object: LeanNode & { code?: number } };
+            if (event.type === 'ERROR') {
+              req.destroy();
+              reject(
+                new LeanApiError(
+                  event.object.code ?? 500,
+                  `watch node ${name}: ${JSON.stringify(event.object)}`,
+                ),
+              );
+              return;
+            }
+            onNode(event.type, event.object);
+          });
+          res.on('end', () => resolve());
+          res.on('error', (err) => reject(err));
+        },
+      );
+      req.on('error', (err) => (signal.aborted ? resolve() : reject(err)));
+      req.end();
+    });
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+}

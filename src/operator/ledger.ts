@@ -1,0 +1,89 @@
+/**
+ * The slot ledger: one ConfigMap recording which nodes hold a slot of the disruption budget. Every change
+ * is a conditional replace (resourceVersion), so admissions are serialised by the API server itself: a
+ * stale or second operator that decided on an old view gets 409 and must re-read and re-decide.
+ */
+import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
+import { statusCode } from '../kube/errors.ts';
+import type { Ledger } from './decide.ts';
+
+export const LEDGER_NAME = 'nuo-slots';
+const KEY = 'ledger.json';
+
+export class LedgerConflict extends Error {}
+
+export interface LedgerVersion {
+  ledger: Ledger;
+  resourceVersion: string;
+}
+
+function parse(cm: V1ConfigMap): Ledger {
+  const text = cm.data?.[KEY];
+  if (!text) return { slots: {} };
+  try {
+    const doc = JSON.parse(text) as Ledger;
+    if (typeof doc !== 'object' || doc === null || typeof doc.slots !== 'object' || doc.slots === null) {
+      throw new Error('no "slots" object');
+    }
+    return doc;
+  } catch (err) {
+    // Never guess who holds a slot: refuse to act until a person repairs or deletes the ledger.
+    throw new Error(
+      `ConfigMap ${cm.metadata?.namespace}/${LEDGER_NAME} is corrupt (${(err as Error).message}); nuo admits no node until it is repaired`,
+    );
+  }
+}
+
+export class LedgerStore {
+  readonly #core: CoreV1Api;
+  readonly #namespace: string;
+
+  constructor(core: CoreV1Api, namespace: string) {
+    this.#core = core;
+    this.#namespace = namespace;
+  }
+
+  async read(): Promise<LedgerVersion> {
+    try {
+      const cm = await this.#core.readNamespacedConfigMap({ name: LEDGER_NAME, namespace: this.#namespace });
+      return { ledger: parse(cm), resourceVersion: cm.metadata?.resourceVersion ?? '' };
+    } catch (err) {
+      if (statusCode(err) !== 404) throw err;
+      try {
+        const cm = await this.#core.createNamespacedConfigMap({
+          namespace: this.#namespace,
+          body: {
+            metadata: { name: LEDGER_NAME, labels: { 'app.kubernetes.io/name': 'nuo' } },
+            data: { [KEY]: JSON.stringify({ slots: {} }) },
+          },
+        });
+        return { ledger: { slots: {} }, resourceVersion: cm.metadata?.resourceVersion ?? '' };
+      } catch (createErr) {
+        if (statusCode(createErr) === 409) return this.read();
+        throw createErr;
+      }
+    }
+  }
+
+  /** Replaces the ledger if it is still at `from`; throws LedgerConflict otherwise. */
+  async write(from: LedgerVersion, ledger: Ledger): Promise<LedgerVersion> {
+    try {
+      const cm = await this.#core.replaceNamespacedConfigMap({
+        name: LEDGER_NAME,
+        namespace: this.#namespace,
+        body: {
+          metadata: {
+            name: LEDGER_NAME,
+            resourceVersion: from.resourceVersion,
+            labels: { 'app.kubernetes.io/name': 'nuo' },
+          },
+          data: { [KEY]: JSON.stringify(ledger) },
+        },
+      });
+      return { ledger, resourceVersion: cm.metadata?.resourceVersion ?? '' };
+    } catch (err) {
+      if (statusCode(err) === 409) throw new LedgerConflict('the slot ledger changed meanwhile');
+      throw err;
+    }
+  }
+}

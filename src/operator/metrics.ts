@@ -1,0 +1,77 @@
+/** Prometheus metrics of the operator (prom-client), served on /metrics by `nuo operator`. */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Decision } from './decide.ts';
+import type { NodeView } from './node-view.ts';
+
+export class OperatorMetrics {
+  readonly registry = new Registry();
+  readonly leader = new Gauge({
+    name: 'nuo_leader',
+    help: '1 while this replica leads',
+    registers: [this.registry],
+  });
+  readonly admissions = new Counter({
+    name: 'nuo_admissions_total',
+    help: 'nodes admitted to a slot',
+    registers: [this.registry],
+  });
+  readonly completions = new Counter({
+    name: 'nuo_reboots_completed_total',
+    help: 'reboots completed',
+    registers: [this.registry],
+  });
+  readonly failures = new Counter({
+    name: 'nuo_failures_total',
+    help: 'failed or aborted attempts',
+    registers: [this.registry],
+  });
+  readonly conflicts = new Counter({
+    name: 'nuo_conflicts_total',
+    help: '409 conflicts (re-read and re-decide)',
+    registers: [this.registry],
+  });
+  readonly evictions = new Counter({
+    name: 'nuo_evictions_total',
+    help: 'pods evicted by drains',
+    registers: [this.registry],
+  });
+  readonly drainSeconds = new Histogram({
+    name: 'nuo_drain_duration_seconds',
+    help: 'drain duration by outcome',
+    labelNames: ['outcome'],
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600],
+    registers: [this.registry],
+  });
+  readonly reconcileSeconds = new Histogram({
+    name: 'nuo_reconcile_duration_seconds',
+    help: 'one reconcile pass',
+    buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+    registers: [this.registry],
+  });
+  readonly slots = new Gauge({
+    name: 'nuo_budget_slots',
+    help: 'slots allowed by maxUnavailable',
+    registers: [this.registry],
+  });
+  readonly used = new Gauge({
+    name: 'nuo_budget_used',
+    help: 'slots in use (holders, NotReady, cordoned by others)',
+    registers: [this.registry],
+  });
+  readonly phase = new Gauge({
+    name: 'nuo_nodes',
+    help: 'nodes by phase',
+    labelNames: ['phase'],
+    registers: [this.registry],
+  });
+
+  observe(decision: Decision, nodes: NodeView[], ms: number): void {
+    this.reconcileSeconds.observe(ms / 1000);
+    this.slots.set(decision.budget.slots);
+    this.used.set(decision.budget.used);
+    const counts = new Map<string, number>();
+    for (const n of nodes) counts.set(n.state ?? 'Idle', (counts.get(n.state ?? 'Idle') ?? 0) + 1);
+    this.phase.reset();
+    for (const [phase, count] of counts) this.phase.set({ phase }, count);
+  }
+}

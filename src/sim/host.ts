@@ -1,0 +1,187 @@
+/**
+ * Simulated node hosts: the OS side of the agent on the local cluster. A host has a boot ID and a
+ * "reboot needed" flag; its reboot stops the node's agent (as a real reboot kills the DaemonSet pod),
+ * makes the Node NotReady, and after `rebootMs` brings it back Ready with a new boot ID and a fresh agent.
+ * Many hosts live in one process, so hundreds of nodes fit on one machine.
+ */
+import { randomUUID } from 'node:crypto';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { NodeAgent } from '../agent/agent.ts';
+import { type BootId, type Detection, type Detector, Need, type Rebooter } from '../agent/os.ts';
+import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
+import type { LeanClient } from '../kube/lean-client.ts';
+import { KWOK_CUSTOM_STATUS } from './cluster/cluster.ts';
+
+export const RebootBehaviour = {
+  /** NotReady, new boot ID, Ready again after rebootMs. */
+  normal: 'normal',
+  /** Goes down and never comes back. */
+  neverReturns: 'never-returns',
+  /** Accepts the reboot request and does nothing (a broken reboot). */
+  ignored: 'ignored',
+} as const;
+export type RebootBehaviour = (typeof RebootBehaviour)[keyof typeof RebootBehaviour];
+
+export interface SimHostOptions {
+  nodeName: string;
+  /** Admin API access for what a kubelet would write (node status). */
+  core: CoreV1Api;
+  /** The agent's lean client. */
+  client: LeanClient;
+  rebootMs: number;
+  behaviour?: RebootBehaviour;
+  agentCheckIntervalMs?: number;
+  log?: (level: 'info' | 'warn' | 'error', message: string) => void;
+  /** Called for every reboot that really happens (for the independent checker). */
+  onReboot?: (node: string, bootIdBefore: string) => void;
+}
+
+export class SimHost implements Detector, Rebooter, BootId {
+  readonly name = 'simulated';
+  readonly nodeName: string;
+  needsReboot = false;
+  behaviour: RebootBehaviour;
+  #bootId = randomUUID();
+  #bootedAt = new Date();
+  #agentStop: AbortController | undefined;
+  #agentDone: Promise<void> = Promise.resolve();
+  #pendingBoot: ReturnType<typeof setTimeout> | undefined;
+  #onChange: (() => void) | undefined;
+  #stopped = false;
+  readonly #o: SimHostOptions;
+  reboots = 0;
+
+  constructor(options: SimHostOptions) {
+    if (!(options.rebootMs >= 0)) throw new Error(`rebootMs must be ≥ 0, got ${options.rebootMs}`);
+    this.#o = options;
+    this.nodeName = options.nodeName;
+    this.behaviour = options.behaviour ?? RebootBehaviour.normal;
+  }
+
+  get bootIdValue(): string {
+    return this.#bootId;
+  }
+
+  // Detector
+  async check(): Promise<Detection> {
+    return this.needsReboot
+      ? { need: Need.needed, reason: 'simulated: OS update staged' }
+      : { need: Need.notNeeded, reason: 'simulated: up to date' };
+  }
+
+  watch(onChange: () => void): () => void {
+    this.#onChange = onChange;
+    return () => {
+      this.#onChange = undefined;
+    };
+  }
+
+  /** Stages an update: the agent reports reboot-needed at once. */
+  stageUpdate(): void {
+    this.needsReboot = true;
+    this.#onChange?.();
+  }
+
+  // BootId
+  async read(): Promise<string> {
+    return this.#bootId;
+  }
+
+  async bootedAt(): Promise<Date> {
+    return this.#bootedAt;
+  }
+
+  // Rebooter
+  async reboot(): Promise<void> {
+    if (this.behaviour === RebootBehaviour.ignored) return;
+    this.#o.onReboot?.(this.nodeName, this.#bootId);
+    this.reboots++;
+    // The agent dies with the OS; don't wait for it here, since it is the caller.
+    this.#agentStop?.abort();
+    await this.#setStatus(false);
+    if (this.behaviour === RebootBehaviour.neverReturns) return;
+    this.#pendingBoot = setTimeout(() => void this.#boot(), this.#o.rebootMs);
+  }
+
+  async #boot(): Promise<void> {
+    if (this.#stopped) return;
+    this.#bootId = randomUUID();
+    this.#bootedAt = new Date();
+    this.needsReboot = false;
+    await this.#setStatus(true);
+    this.#startAgent();
+  }
+
+  /** Writes what the kubelet would: Ready condition and boot ID; KWOK leaves it alone meanwhile. */
+  async #setStatus(ready: boolean): Promise<void> {
+    const name = this.nodeName;
+    if (!ready) {
+      await this.#o.core.patchNode({ name, body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: 'custom' } } } }, mergePatch);
+    }
+    const now = new Date().toISOString();
+    await this.#o.core.patchNodeStatus(
+      {
+        name,
+        body: {
+          status: {
+            nodeInfo: { bootID: this.#bootId },
+            conditions: [
+              {
+                type: 'Ready',
+                status: ready ? 'True' : 'False',
+                reason: ready ? 'KubeletReady' : 'Rebooting',
+                message: ready ? 'simulated kubelet is posting ready status' : 'simulated host is rebooting',
+                lastHeartbeatTime: now,
+                lastTransitionTime: now,
+              },
+            ],
+          },
+        },
+      },
+      strategicMergePatch,
+    );
+    if (ready) {
+      await this.#o.core.patchNode({ name, body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: null } } } }, mergePatch);
+    }
+  }
+
+  /** Publishes the first boot ID and starts the agent. */
+  async start(): Promise<void> {
+    await this.#o.core.patchNodeStatus(
+      { name: this.nodeName, body: { status: { nodeInfo: { bootID: this.#bootId } } } },
+      strategicMergePatch,
+    );
+    this.#startAgent();
+  }
+
+  #startAgent(): void {
+    const stop = new AbortController();
+    this.#agentStop = stop;
+    const agent = new NodeAgent({
+      nodeName: this.nodeName,
+      client: this.#o.client,
+      detector: this,
+      rebooter: this,
+      bootId: this,
+      checkIntervalMs: this.#o.agentCheckIntervalMs ?? 10_000,
+      log: this.#o.log,
+    });
+    this.#agentDone = agent.run(stop.signal).catch((err) => this.#o.log?.('error', `agent ${this.nodeName}: ${err}`));
+  }
+
+  /** Kills the agent without touching the host (a crashed or restarted DaemonSet pod). */
+  async killAgent(): Promise<void> {
+    this.#agentStop?.abort();
+    await this.#agentDone;
+  }
+
+  restartAgent(): void {
+    this.#startAgent();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#pendingBoot);
+    await this.killAgent();
+  }
+}
