@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { NodeAgent } from '../agent/agent.ts';
 import { type BootId, type Detection, type Detector, Need, type Rebooter } from '../agent/os.ts';
-import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
 import type { LeanClient } from '../kube/lean-client.ts';
+import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
 import { KWOK_CUSTOM_STATUS } from './cluster/cluster.ts';
 
 export const RebootBehaviour = {
@@ -116,7 +116,10 @@ export class SimHost implements Detector, Rebooter, BootId {
   async #setStatus(ready: boolean): Promise<void> {
     const name = this.nodeName;
     if (!ready) {
-      await this.#o.core.patchNode({ name, body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: 'custom' } } } }, mergePatch);
+      await this.#o.core.patchNode(
+        { name, body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: 'custom' } } } },
+        mergePatch,
+      );
     }
     const now = new Date().toISOString();
     await this.#o.core.patchNodeStatus(
@@ -141,7 +144,10 @@ export class SimHost implements Detector, Rebooter, BootId {
       strategicMergePatch,
     );
     if (ready) {
-      await this.#o.core.patchNode({ name, body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: null } } } }, mergePatch);
+      await this.#o.core.patchNode(
+        { name, body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: null } } } },
+        mergePatch,
+      );
     }
   }
 
@@ -166,7 +172,9 @@ export class SimHost implements Detector, Rebooter, BootId {
       checkIntervalMs: this.#o.agentCheckIntervalMs ?? 10_000,
       log: this.#o.log,
     });
-    this.#agentDone = agent.run(stop.signal).catch((err) => this.#o.log?.('error', `agent ${this.nodeName}: ${err}`));
+    this.#agentDone = agent
+      .run(stop.signal)
+      .catch((err) => this.#o.log?.('error', `agent ${this.nodeName}: ${err}`));
   }
 
   /** Kills the agent without touching the host (a crashed or restarted DaemonSet pod). */
