@@ -1,33 +1,63 @@
 import { parseArgs } from 'node:util';
-import { deployDemoWorkload } from '../sim/workload.ts';
-import { positiveInt, runLocalCluster } from './cluster.ts';
-import type { Command } from './command.ts';
+import { runDemo } from '../sim/demo.ts';
+import { parseDuration } from '../util/duration.ts';
+import { positiveInt } from './cluster.ts';
+import { type Command, UsageError } from './command.ts';
+
+function duration(flag: string, value: string | undefined, fallback: string): number {
+  try {
+    return parseDuration(value ?? fallback);
+  } catch (err) {
+    throw new UsageError(`--${flag}: ${(err as Error).message}`);
+  }
+}
 
 export const demoCommand: Command = {
   name: 'demo',
-  summary: 'local cluster with simulated nodes and a sample workload (the reboot rollout is not built yet)',
+  summary: 'roll a reboot through a local cluster of simulated nodes, under the budget, with live progress',
   usage: [
-    'Usage: nuo demo [--nodes N] [--zones Z]',
+    'Usage: nuo demo [flags]',
     '',
-    'Starts the local cluster (12 nodes in 3 zones by default) and deploys Deployments with',
-    'PodDisruptionBudgets placed by the real scheduler. The reboot coordinator that will roll a reboot',
-    'through these nodes is not built yet: today the demo shows the testing ground it will run on.',
+    'Starts a local control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK) with',
+    'simulated nodes running Deployments under PodDisruptionBudgets and a DaemonSet, marks every node as',
+    'needing a reboot, and runs `nuo operator` and one agent per node until every node has rebooted.',
+    'Prints nodes by phase while it runs and a summary at the end (exit 1 if any safety check failed).',
     '',
     'Flags:',
-    '  --nodes N   nodes (default 12)',
-    '  --zones Z   zones (default 3)',
+    '  --nodes N             nodes (default 12)',
+    '  --zones Z             zones (default 3)',
+    '  --max-unavailable K   nodes disrupted at once (default 3)',
+    '  --reboot-time D       how long a simulated reboot takes (default 5s)',
+    '  --soak D              Ready time required after a reboot (default 2s)',
+    '  --keep                keep the cluster up after the rollout until Ctrl-C',
   ].join('\n'),
   async run(argv) {
-    const { values } = parseArgs({
+    const { values, positionals } = parseArgs({
       args: argv,
       strict: true,
-      options: { nodes: { type: 'string' }, zones: { type: 'string' } },
+      allowPositionals: true,
+      options: {
+        nodes: { type: 'string' },
+        zones: { type: 'string' },
+        'max-unavailable': { type: 'string' },
+        'reboot-time': { type: 'string' },
+        soak: { type: 'string' },
+        keep: { type: 'boolean', default: false },
+      },
     });
+    if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     const nodes = positiveInt('nodes', values.nodes, 12, 1);
     const zones = positiveInt('zones', values.zones, 3, 1);
-    return runLocalCluster({ nodes, zones }, async (cluster) => {
-      const summary = await deployDemoWorkload(cluster.kubeconfig, { replicasPerApp: nodes });
-      process.stdout.write(`\n${summary}\n`);
+    const maxUnavailable = positiveInt('max-unavailable', values['max-unavailable'], 3, 1);
+    return runDemo({
+      nodes,
+      zones,
+      maxUnavailable,
+      rebootMs: duration('reboot-time', values['reboot-time'], '5s'),
+      soakMs: duration('soak', values.soak, '2s'),
+      keep: values.keep,
+      out: (text) => process.stdout.write(text),
+      tty: process.stdout.isTTY === true,
     });
   },
 };

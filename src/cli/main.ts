@@ -2,8 +2,20 @@ import { clusterCommand } from './cluster.ts';
 import { type Command, UsageError } from './command.ts';
 import { demoCommand } from './demo.ts';
 import { drainCommand, uncordonCommand } from './drain.ts';
+import { pauseCommand, rebootCommand, resumeCommand, statusCommand } from './nodes.ts';
+import { operatorCommand } from './operator.ts';
 
-const commands: Command[] = [demoCommand, drainCommand, uncordonCommand, clusterCommand];
+const commands: Command[] = [
+  demoCommand,
+  statusCommand,
+  rebootCommand,
+  pauseCommand,
+  resumeCommand,
+  drainCommand,
+  uncordonCommand,
+  operatorCommand,
+  clusterCommand,
+];
 
 function help(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

@@ -88,7 +88,6 @@ export class LeanClient {
       ca: creds.ca,
       cert: creds.cert,
       key: creds.key,
-      maxSockets: 4,
     });
   }
 
@@ -183,6 +182,8 @@ export class LeanClient {
             return;
           }
           const lines = createInterface({ input: res });
+          // An aborted watch errors the stream it reads; the request's handlers below settle the promise.
+          lines.on('error', () => {});
           lines.on('line', (line) => {
             if (!line.trim()) return;
             const event = JSON.parse(line) as { type: string; object: LeanNode & { code?: number } };
@@ -199,7 +200,7 @@ export class LeanClient {
             onNode(event.type, event.object);
           });
           res.on('end', () => resolve());
-          res.on('error', (err) => reject(err));
+          res.on('error', (err) => (signal.aborted ? resolve() : reject(err)));
         },
       );
       req.on('error', (err) => (signal.aborted ? resolve() : reject(err)));

@@ -4,7 +4,7 @@
  * ValidatingAdmissionPolicy), kube-controller-manager, kube-scheduler and KWOK playing the kubelets.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -241,8 +241,12 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
         return { kubeconfig: kc, path };
       },
       logTails(lines = 40) {
-        return Object.values(components)
-          .map((c) => `--- ${c.name} (${c.logFile}) ---\n${c.tail(lines)}`)
+        // Every log in logs/: the components', and those of operators and agents tests started.
+        return readdirSync(logs)
+          .map((file) => {
+            const text = readFileSync(join(logs, file), 'utf8').split('\n').slice(-lines).join('\n');
+            return `--- ${file} (${join(logs, file)}) ---\n${text}`;
+          })
           .join('\n');
       },
       async restart(name) {

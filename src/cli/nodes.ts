@@ -1,0 +1,158 @@
+/** Commands people type about nodes: status, reboot, pause, resume. */
+import { parseArgs } from 'node:util';
+import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { Annotations } from '../api/keys.ts';
+import { Phase, SLOT_PHASES } from '../api/phases.ts';
+import { statusCode } from '../kube/errors.ts';
+import { mergePatch } from '../kube/patch.ts';
+import { needsReboot } from '../operator/decide.ts';
+import { LedgerStore } from '../operator/ledger.ts';
+import { viewNode } from '../operator/node-view.ts';
+import { type Command, UsageError } from './command.ts';
+import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const err = (line: string) => process.stderr.write(`${line}\n`);
+
+function age(since: Date | undefined, now: Date): string {
+  if (!since) return '-';
+  const s = Math.max(0, Math.round((now.getTime() - since.getTime()) / 1000));
+  return s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : `${Math.round(s / 3600)}h`;
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  return rows
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  '))
+    .join('\n');
+}
+
+export const statusCommand: Command = {
+  name: 'status',
+  summary: 'phase of every node, who holds the budget and why others wait',
+  usage: [
+    'Usage: nuo status [flags]',
+    '',
+    'Flags:',
+    '  --namespace NS   where the operator keeps its ledger and lease (default nuo-system)',
+    ...kubeFlagsUsage,
+  ].join('\n'),
+  async run(argv) {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: true,
+      options: { namespace: { type: 'string', default: 'nuo-system' }, ...kubeFlags },
+    });
+    if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+    const kc = kubeconfigFrom(values);
+    const core = kc.makeApiClient(CoreV1Api);
+    try {
+      const now = new Date();
+      const nodes = (await core.listNode()).items.map(viewNode).sort((a, b) => a.name.localeCompare(b.name));
+      const ledger = await new LedgerStore(core, values.namespace).read().catch(() => undefined);
+      const lease = await kc
+        .makeApiClient(CoordinationV1Api)
+        .readNamespacedLease({ name: 'nuo-operator', namespace: values.namespace })
+        .catch(() => undefined);
+      const holders = Object.keys(ledger?.ledger.slots ?? {});
+      const unavailable = nodes.filter(
+        (n) => !holders.includes(n.name) && (!n.ready || (n.unschedulable && !n.cordonedByNuo)),
+      );
+      out(`leader: ${lease?.spec?.holderIdentity || '(none)'}`);
+      out(
+        `budget: ${holders.length} slot(s) held${holders.length ? ` by ${holders.join(', ')}` : ''}; ${unavailable.length} node(s) unavailable otherwise${unavailable.length ? ` (${unavailable.map((n) => `${n.name}: ${n.ready ? 'cordoned by someone else' : 'NotReady'}`).join(', ')})` : ''}`,
+      );
+      out('');
+      const rows = [['NODE', 'PHASE', 'SLOT', 'FOR', 'READY', 'SCHEDULABLE', 'REASON']];
+      for (const n of nodes) {
+        const phase = n.state ?? (needsReboot(n) ? 'needs reboot' : Phase.idle);
+        const reason = [
+          n.paused ? 'paused' : '',
+          n.stateReason ?? needsReboot(n) ?? '',
+          ...n.problems.map((p) => `malformed: ${p}`),
+        ]
+          .filter(Boolean)
+          .join('; ');
+        rows.push([
+          n.name,
+          phase,
+          holders.includes(n.name) ? 'held' : n.state && SLOT_PHASES.has(n.state) ? 'held?' : '-',
+          age(n.stateSince, now),
+          n.ready ? 'Ready' : 'NotReady',
+          n.unschedulable ? (n.cordonedByNuo ? 'cordoned by nuo' : 'cordoned') : 'yes',
+          reason || '-',
+        ]);
+      }
+      out(table(rows));
+      return 0;
+    } catch (e) {
+      err(explainApiError(e, kc));
+      return 1;
+    }
+  },
+};
+
+function nodeAnnotationCommand(
+  name: string,
+  summary: string,
+  explain: string,
+  annotations: () => Record<string, string | null>,
+  done: (node: string) => string,
+): Command {
+  return {
+    name,
+    summary,
+    usage: [`Usage: nuo ${name} NODE [flags]`, '', explain, '', 'Flags:', ...kubeFlagsUsage].join('\n'),
+    async run(argv) {
+      const { values, positionals } = parseArgs({
+        args: argv,
+        strict: true,
+        allowPositionals: true,
+        options: kubeFlags,
+      });
+      if (positionals.length !== 1)
+        throw new UsageError(`expected exactly one NODE, got ${positionals.length}`);
+      const node = positionals[0] as string;
+      const kc = kubeconfigFrom(values);
+      try {
+        await kc
+          .makeApiClient(CoreV1Api)
+          .patchNode({ name: node, body: { metadata: { annotations: annotations() } } }, mergePatch);
+        out(done(node));
+        return 0;
+      } catch (e) {
+        err(
+          statusCode(e) === 404
+            ? `Error from server (NotFound): nodes "${node}" not found`
+            : explainApiError(e, kc),
+        );
+        return 1;
+      }
+    },
+  };
+}
+
+export const rebootCommand = nodeAnnotationCommand(
+  'reboot',
+  'reboot a node once through the normal budgeted rollout',
+  `Sets ${Annotations.rebootRequested} to now: the operator reboots the node once, within the budget, as if a reboot were needed.`,
+  () => ({ [Annotations.rebootRequested]: new Date().toISOString() }),
+  (n) => `node/${n} reboot requested`,
+);
+
+export const pauseCommand = nodeAnnotationCommand(
+  'pause',
+  'leave a node alone (no new attempt; an attempt in flight holds its slot)',
+  `Sets ${Annotations.paused}=true.`,
+  () => ({ [Annotations.paused]: 'true' }),
+  (n) => `node/${n} paused`,
+);
+
+export const resumeCommand = nodeAnnotationCommand(
+  'resume',
+  'let nuo manage a paused node again',
+  `Removes ${Annotations.paused}.`,
+  () => ({ [Annotations.paused]: null }),
+  (n) => `node/${n} resumed`,
+);

@@ -1,0 +1,665 @@
+/**
+ * A list+watch cache that never silently stops (client-go's Reflector + Indexer, with a watchdog).
+ *
+ * - `start()` lists (paginated) and resolves once the cache holds that first list.
+ * - It then watches from the list's resourceVersion with bookmarks and a randomised server-side timeout,
+ *   so watches roll over regularly. A watch that ends normally is re-opened from the last
+ *   resourceVersion seen (events and bookmarks both advance it).
+ * - 410 Gone (an ERROR event or the HTTP status): the resourceVersion is too old to resume from, so it
+ *   relists at once.
+ * - Any other failure (connection refused, 5xx, 403, a broken stream): capped exponential backoff with
+ *   jitter, then a relist.
+ * - Watchdog: no event or bookmark for `watchdogMs` means the stream may be dead without the socket
+ *   knowing (a half-open TCP connection, a proxy that stopped forwarding): abort it and relist. The API
+ *   server sends a bookmark about once a minute to watches that allow them, so the default 90 s only
+ *   fires on a stream that is really stuck.
+ * - A relist replaces the cache and emits the differences (add, update, delete), so a consumer never
+ *   misses an object that was deleted while the watch was down.
+ *
+ * Objects from watch events are converted to the same @kubernetes/client-node model classes the typed
+ * list returns (Date fields as Date), so consumers see one shape whatever path an object came by.
+ */
+import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
+import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
+import {
+  type BackoffOptions,
+  backoffDelay,
+  type KubeLog,
+  silentLog,
+  sleep,
+  validateBackoff,
+} from './backoff.ts';
+import { describeError, statusCode } from './errors.ts';
+
+export type InformerEventType = 'add' | 'update' | 'delete';
+
+/**
+ * `obj` is the new state (for 'delete', the last state known: the deleted object from the watch event,
+ * or the cached object when a relist found it gone); `old` is the cached state it replaces.
+ */
+export type InformerHandler<T> = (type: InformerEventType, obj: T, old?: T) => void;
+
+export interface InformerListOptions {
+  resourceVersion?: string;
+  limit?: number;
+  _continue?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+export interface InformerListPage<T> {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { resourceVersion?: string; _continue?: string };
+  items: T[];
+}
+
+export interface InformerOptions<T extends KubernetesObject> {
+  kubeconfig: KubeConfig;
+  /** Collection path to watch, e.g. '/api/v1/nodes' or '/apis/nuo.dev/v1alpha1/plans'. */
+  path: string;
+  /**
+   * One page of the collection; receives the selectors too, so a typed client method fits as is:
+   * `list: (opts) => core.listNode(opts)`.
+   */
+  list: (opts: InformerListOptions) => Promise<InformerListPage<T>>;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** No event or bookmark for this long → abort the watch and relist (default 90 s). */
+  watchdogMs?: number;
+  /** Delay before relisting after a failure (default 200 ms doubling to 30 s, with jitter). */
+  backoff?: { initialMs: number; maxMs: number };
+  /** Server-side watch timeout, drawn at random per watch from [min, max] seconds (default [150, 300]). */
+  watchTimeoutSeconds?: { min: number; max: number };
+  /** Page size of a list (default 500). */
+  pageSize?: number;
+  /** A list page that has not answered in this long counts as failed (default 60 s). */
+  listTimeoutMs?: number;
+  /**
+   * The @kubernetes/client-node model watch objects are converted to (e.g. 'V1Node'); by default
+   * derived from each object's apiVersion and kind ('v1' + 'Node' → 'V1Node'). Objects of kinds the
+   * client does not know (custom resources) are kept as parsed JSON.
+   */
+  objectType?: string;
+  /** Name in log lines (default: the path). */
+  name?: string;
+  log?: KubeLog;
+}
+
+export interface InformerStats {
+  synced: boolean;
+  items: number;
+  /** Successful lists after the first one. */
+  relists: number;
+  /** Watches opened after the first one. */
+  watchRestarts: number;
+  /** Times the watchdog aborted a silent watch. */
+  watchdogFires: number;
+  /** List or watch failures (each followed by a backoff and a relist). */
+  errors: number;
+  /** Watch events handled (including bookmarks). */
+  events: number;
+  /** Date.now() of the last watch event or bookmark, undefined before the first. */
+  lastEventTime: number | undefined;
+  /** Date.now() of the last completed list. */
+  lastSyncTime: number | undefined;
+  /** The resourceVersion the next watch starts from. */
+  resourceVersion: string | undefined;
+}
+
+type WatchOutcome =
+  | { kind: 'ended'; events: number; ms: number }
+  | { kind: 'gone'; events: number; ms: number }
+  | { kind: 'watchdog'; events: number; ms: number }
+  | { kind: 'stopped'; events: number; ms: number };
+
+/** An ERROR event other than 410, or a watch that could not be opened. */
+export class WatchError extends Error {
+  readonly code: number | undefined;
+  constructor(message: string, code: number | undefined) {
+    super(message);
+    this.name = 'WatchError';
+    this.code = code;
+  }
+}
+
+/** Key of an object in the cache: "namespace/name", or "name" for cluster-scoped objects. */
+export function objectKey(obj: KubernetesObject): string {
+  const namespace = obj.metadata?.namespace;
+  const name = obj.metadata?.name ?? '';
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+/**
+ * Orders two resourceVersions: -1, 0 or 1 when both are decimal integers (etcd3 storage guarantees it
+ * for the built-in API server), undefined when they cannot be compared (then callers accept the newer
+ * arrival, as Kubernetes clients must treat resourceVersions as opaque in general).
+ */
+export function compareResourceVersions(
+  a: string | undefined,
+  b: string | undefined,
+): -1 | 0 | 1 | undefined {
+  if (a === undefined || b === undefined || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return undefined;
+  const x = BigInt(a);
+  const y = BigInt(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+const DEFAULT_BACKOFF = { initialMs: 200, maxMs: 30_000 };
+const JITTER = 0.5;
+/** A watch that ends normally this fast without a single event counts as a failure (no hot loop). */
+const QUICK_END_MS = 1_000;
+
+export class ResilientInformer<T extends KubernetesObject> {
+  readonly path: string;
+  readonly name: string;
+  readonly labelSelector: string | undefined;
+  readonly fieldSelector: string | undefined;
+  readonly watchdogMs: number;
+  readonly #kubeconfig: KubeConfig;
+  readonly #listFn: (opts: InformerListOptions) => Promise<InformerListPage<T>>;
+  readonly #backoff: BackoffOptions;
+  readonly #watchTimeout: { min: number; max: number };
+  readonly #pageSize: number;
+  readonly #listTimeoutMs: number;
+  readonly #objectType: string | undefined;
+  readonly #log: KubeLog;
+
+  #cache = new Map<string, T>();
+  readonly #handlers = new Set<InformerHandler<T>>();
+  #resourceVersion: string | undefined;
+  #synced = false;
+  #running: Promise<void> | undefined;
+  #started: Promise<void> | undefined;
+  #resolveStarted: (() => void) | undefined;
+  #rejectStarted: ((err: Error) => void) | undefined;
+  readonly #stop = new AbortController();
+  #abortWatch: (() => void) | undefined;
+
+  #lists = 0;
+  #watches = 0;
+  #watchdogFires = 0;
+  #errors = 0;
+  #events = 0;
+  #lastEventTime: number | undefined;
+  #lastSyncTime: number | undefined;
+
+  constructor(options: InformerOptions<T>) {
+    const {
+      kubeconfig,
+      path,
+      list,
+      labelSelector,
+      fieldSelector,
+      watchdogMs = 90_000,
+      backoff = DEFAULT_BACKOFF,
+      watchTimeoutSeconds = { min: 150, max: 300 },
+      pageSize = 500,
+      listTimeoutMs = 60_000,
+      objectType,
+    } = options;
+    if (!kubeconfig || typeof kubeconfig.getCurrentCluster !== 'function') {
+      throw new Error('ResilientInformer: kubeconfig must be a KubeConfig');
+    }
+    if (!kubeconfig.getCurrentCluster()) {
+      throw new Error('ResilientInformer: the kubeconfig has no current cluster');
+    }
+    if (typeof path !== 'string' || !path.startsWith('/') || path.includes('?')) {
+      throw new Error(
+        `ResilientInformer: path must be an API collection path like /api/v1/nodes (got ${path})`,
+      );
+    }
+    if (typeof list !== 'function') throw new Error('ResilientInformer: list must be a function');
+    for (const [what, value] of [
+      ['labelSelector', labelSelector],
+      ['fieldSelector', fieldSelector],
+      ['objectType', objectType],
+    ] as const) {
+      if (value !== undefined && typeof value !== 'string') {
+        throw new Error(`ResilientInformer: ${what} must be a string`);
+      }
+    }
+    if (!Number.isFinite(watchdogMs) || watchdogMs < 100) {
+      throw new Error(`ResilientInformer: watchdogMs must be at least 100 ms (got ${watchdogMs})`);
+    }
+    validateBackoff('ResilientInformer backoff', backoff);
+    const { min, max } = watchTimeoutSeconds;
+    if (!Number.isInteger(min) || !Number.isInteger(max) || min < 1 || max < min) {
+      throw new Error(
+        `ResilientInformer: watchTimeoutSeconds must be whole seconds with 1 ≤ min ≤ max (got ${min}..${max})`,
+      );
+    }
+    if (!Number.isInteger(pageSize) || pageSize < 1) {
+      throw new Error(`ResilientInformer: pageSize must be a positive integer (got ${pageSize})`);
+    }
+    if (!Number.isFinite(listTimeoutMs) || listTimeoutMs <= 0) {
+      throw new Error(`ResilientInformer: listTimeoutMs must be a positive number (got ${listTimeoutMs})`);
+    }
+    this.#kubeconfig = kubeconfig;
+    this.path = path;
+    this.#listFn = list;
+    this.labelSelector = labelSelector;
+    this.fieldSelector = fieldSelector;
+    this.watchdogMs = watchdogMs;
+    this.#backoff = { initialMs: backoff.initialMs, maxMs: backoff.maxMs, jitter: JITTER };
+    this.#watchTimeout = { min, max };
+    this.#pageSize = pageSize;
+    this.#listTimeoutMs = listTimeoutMs;
+    this.#objectType = objectType;
+    this.name = options.name ?? path;
+    this.#log = options.log ?? silentLog;
+  }
+
+  /** True once the first list is in the cache (stays true through later relists). */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /**
+   * Starts listing and watching; resolves once the first list is in the cache. Failures before that are
+   * retried with backoff (and logged); it rejects only if stop() is called first. Idempotent.
+   */
+  start(): Promise<void> {
+    if (this.#started) return this.#started;
+    if (this.#stop.signal.aborted) return Promise.reject(new Error(`informer ${this.name} was stopped`));
+    this.#started = new Promise<void>((resolve, reject) => {
+      this.#resolveStarted = resolve;
+      this.#rejectStarted = reject;
+    });
+    // Rejected only by stop(): whoever stopped it need not also handle the rejection.
+    this.#started.catch(() => {});
+    this.#running = this.#run();
+    return this.#started;
+  }
+
+  /** Stops watching; resolves once the loop has exited. The cache keeps its last contents. */
+  async stop(): Promise<void> {
+    if (!this.#stop.signal.aborted) this.#stop.abort();
+    this.#abortWatch?.();
+    this.#rejectStarted?.(new Error(`informer ${this.name} was stopped before it synced`));
+    this.#resolveStarted = undefined;
+    this.#rejectStarted = undefined;
+    await this.#running;
+  }
+
+  /** Every cached object. */
+  list(): T[] {
+    return [...this.#cache.values()];
+  }
+
+  get(name: string, namespace?: string): T | undefined {
+    return this.#cache.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  /**
+   * Calls `fn` for every change from now on (including the adds of the first list, if registered before
+   * it completes). A throwing handler is logged and does not affect the informer or other handlers.
+   * Returns a function that unregisters it.
+   */
+  onEvent(fn: InformerHandler<T>): () => void {
+    this.#handlers.add(fn);
+    return () => {
+      this.#handlers.delete(fn);
+    };
+  }
+
+  /**
+   * Read your writes: puts the object a write returned into the cache at once (emitting add/update),
+   * unless the cache already holds a newer or equal resourceVersion of it. Returns whether it was taken.
+   * The watch delivers the same change later; it is then recognised as not newer and ignored.
+   * Pass only objects this informer's selectors select (a write that makes an object leave the
+   * selection is corrected when the watch reports the object gone).
+   */
+  upsertFromWrite(obj: T): boolean {
+    if (!obj?.metadata?.name) throw new Error('upsertFromWrite: the object has no metadata.name');
+    const key = objectKey(obj);
+    const old = this.#cache.get(key);
+    if (old && !isNewer(obj, old)) return false;
+    this.#cache.set(key, obj);
+    this.#emit(old ? 'update' : 'add', obj, old);
+    return true;
+  }
+
+  stats(): InformerStats {
+    return {
+      synced: this.#synced,
+      items: this.#cache.size,
+      relists: Math.max(0, this.#lists - 1),
+      watchRestarts: Math.max(0, this.#watches - 1),
+      watchdogFires: this.#watchdogFires,
+      errors: this.#errors,
+      events: this.#events,
+      lastEventTime: this.#lastEventTime,
+      lastSyncTime: this.#lastSyncTime,
+      resourceVersion: this.#resourceVersion,
+    };
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stop.signal;
+    let failures = 0;
+    let needList = true;
+    while (!signal.aborted) {
+      try {
+        if (needList) {
+          await this.#relist();
+          needList = false;
+          if (signal.aborted) break;
+        }
+        const outcome = await this.#watchOnce();
+        if (signal.aborted || outcome.kind === 'stopped') break;
+        // A watch that delivered something, or lasted, was healthy: the failure streak is over.
+        const healthy = outcome.events > 0 || outcome.ms >= Math.min(this.watchdogMs, 10_000);
+        if (healthy) failures = 0;
+        if (outcome.kind === 'ended') {
+          if (healthy || outcome.ms >= QUICK_END_MS) {
+            this.#log('debug', `informer ${this.name}: watch ended; re-watching`, {
+              resourceVersion: this.#resourceVersion,
+            });
+            continue;
+          }
+          // Closed at once without an event: re-watch, but not in a tight loop.
+          failures++;
+          await sleep(backoffDelay(failures, this.#backoff), signal);
+          continue;
+        }
+        if (outcome.kind === 'gone') {
+          this.#log('info', `informer ${this.name}: resourceVersion expired (410 Gone); relisting`, {
+            resourceVersion: this.#resourceVersion,
+          });
+        } else {
+          this.#log(
+            'warn',
+            `informer ${this.name}: no event or bookmark for ${this.watchdogMs} ms; relisting`,
+            {
+              resourceVersion: this.#resourceVersion,
+            },
+          );
+        }
+        needList = true;
+        if (!healthy) {
+          // Relisting after every watch that failed at once would be a tight loop.
+          failures++;
+          await sleep(backoffDelay(failures, this.#backoff), signal);
+        }
+      } catch (err) {
+        if (signal.aborted) break;
+        failures++;
+        this.#errors++;
+        needList = true;
+        const delay = backoffDelay(failures, this.#backoff);
+        this.#log(
+          'warn',
+          `informer ${this.name}: ${describeError(err)}; relisting in ${Math.round(delay)} ms (failure ${failures})`,
+          { code: errorCode(err), failures, delayMs: Math.round(delay) },
+        );
+        await sleep(delay, signal);
+      }
+    }
+  }
+
+  /** Lists the whole collection (paginated) and replaces the cache with it, emitting the differences. */
+  async #relist(): Promise<void> {
+    const items = new Map<string, T>();
+    let resourceVersion: string | undefined;
+    let cont: string | undefined;
+    let restarted = false;
+    for (;;) {
+      let page: InformerListPage<T>;
+      try {
+        page = await this.#listPage({
+          limit: this.#pageSize,
+          ...(cont ? { _continue: cont } : {}),
+          ...(this.labelSelector !== undefined ? { labelSelector: this.labelSelector } : {}),
+          ...(this.fieldSelector !== undefined ? { fieldSelector: this.fieldSelector } : {}),
+        });
+      } catch (err) {
+        // The continue token expired (compaction) between pages: start over once with a fresh snapshot.
+        if (statusCode(err) === 410 && cont !== undefined && !restarted) {
+          restarted = true;
+          cont = undefined;
+          resourceVersion = undefined;
+          items.clear();
+          continue;
+        }
+        throw err;
+      }
+      if (this.#stop.signal.aborted) return;
+      if (!page || !Array.isArray(page.items)) throw new Error('list returned no items array');
+      const kind = page.kind?.endsWith('List') ? page.kind.slice(0, -'List'.length) : undefined;
+      for (const item of page.items) {
+        // Items of a list carry no apiVersion/kind on the wire; fill them in like watch objects have.
+        if (kind && item.kind === undefined) item.kind = kind;
+        if (page.apiVersion && item.apiVersion === undefined) item.apiVersion = page.apiVersion;
+        items.set(objectKey(item), item);
+      }
+      resourceVersion ??= page.metadata?.resourceVersion;
+      cont = page.metadata?._continue || undefined;
+      if (cont === undefined) break;
+    }
+
+    const changes: Array<[InformerEventType, T, T | undefined]> = [];
+    for (const [key, item] of items) {
+      const old = this.#cache.get(key);
+      if (!old) {
+        changes.push(['add', item, undefined]);
+      } else if (
+        compareResourceVersions(old.metadata?.resourceVersion, item.metadata?.resourceVersion) === 1
+      ) {
+        // The cache holds a newer version from upsertFromWrite than this snapshot: keep it.
+        items.set(key, old);
+      } else if (old.metadata?.resourceVersion !== item.metadata?.resourceVersion) {
+        changes.push(['update', item, old]);
+      }
+    }
+    for (const [key, old] of this.#cache) {
+      if (items.has(key)) continue;
+      if (compareResourceVersions(old.metadata?.resourceVersion, resourceVersion) === 1) {
+        // Written (by us) after this snapshot was taken; the watch from the snapshot will deliver it.
+        items.set(key, old);
+      } else {
+        changes.push(['delete', old, undefined]);
+      }
+    }
+    this.#cache = items;
+    this.#resourceVersion = resourceVersion;
+    this.#lists++;
+    this.#lastSyncTime = Date.now();
+    this.#log(this.#lists === 1 ? 'debug' : 'info', `informer ${this.name}: listed ${items.size} objects`, {
+      resourceVersion,
+      added: changes.filter(([t]) => t === 'add').length,
+      updated: changes.filter(([t]) => t === 'update').length,
+      deleted: changes.filter(([t]) => t === 'delete').length,
+    });
+    const first = !this.#synced;
+    this.#synced = true;
+    for (const [type, obj, old] of changes) this.#emit(type, obj, old);
+    if (first) {
+      this.#resolveStarted?.();
+      this.#resolveStarted = undefined;
+      this.#rejectStarted = undefined;
+    }
+  }
+
+  /**
+   * One page, bounded by listTimeoutMs and by stop(): a request hanging on a dead connection must not
+   * stall the informer. (The abandoned request's own outcome is ignored.)
+   */
+  #listPage(opts: InformerListOptions): Promise<InformerListPage<T>> {
+    const request = this.#listFn(opts);
+    request.catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    let onStop: (() => void) | undefined;
+    const bounded = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`list of ${this.path} did not answer within ${this.#listTimeoutMs} ms`)),
+        this.#listTimeoutMs,
+      );
+      onStop = () => reject(new Error(`informer ${this.name} stopped`));
+      this.#stop.signal.addEventListener('abort', onStop, { once: true });
+    });
+    bounded.catch(() => {});
+    return Promise.race([request, bounded]).finally(() => {
+      clearTimeout(timer);
+      if (onStop) this.#stop.signal.removeEventListener('abort', onStop);
+    });
+  }
+
+  /** One watch from the current resourceVersion, until it ends, fails, goes silent or is stopped. */
+  #watchOnce(): Promise<WatchOutcome> {
+    return new Promise<WatchOutcome>((resolve, reject) => {
+      const started = Date.now();
+      let settled = false;
+      let events = 0;
+      let controller: AbortController | undefined;
+      let watchdog: NodeJS.Timeout | undefined;
+      const finish = (outcome: WatchOutcome['kind'] | Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(watchdog);
+        this.#abortWatch = undefined;
+        controller?.abort();
+        if (outcome instanceof Error) reject(outcome);
+        else resolve({ kind: outcome, events, ms: Date.now() - started });
+      };
+      const armWatchdog = () => {
+        clearTimeout(watchdog);
+        watchdog = setTimeout(() => {
+          this.#watchdogFires++;
+          finish('watchdog');
+        }, this.watchdogMs);
+      };
+      this.#abortWatch = () => finish('stopped');
+      armWatchdog();
+
+      const { min, max } = this.#watchTimeout;
+      const query: Record<string, string | number | boolean | undefined> = {
+        allowWatchBookmarks: true,
+        timeoutSeconds: min + Math.floor(Math.random() * (max - min + 1)),
+        resourceVersion: this.#resourceVersion,
+        labelSelector: this.labelSelector,
+        fieldSelector: this.fieldSelector,
+      };
+      const watch = new Watch(this.#kubeconfig);
+      // The client's own inactivity timeout (30 s) would end quiet watches between bookmarks (about one
+      // a minute); the watchdog above is the inactivity timeout here.
+      (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = this.watchdogMs + 30_000;
+      this.#watches++;
+      watch
+        .watch(
+          this.path,
+          query,
+          (type: string, raw: unknown) => {
+            if (settled) return;
+            // An ERROR ends the watch; it does not show the watch was healthy.
+            if (type !== 'ERROR') events++;
+            this.#events++;
+            this.#lastEventTime = Date.now();
+            armWatchdog();
+            const outcome = this.#handleEvent(type, raw);
+            if (outcome) finish(outcome);
+          },
+          (err: unknown) => {
+            if (settled) return;
+            if (err == null) finish('ended');
+            else if (errorCode(err) === 410) finish('gone');
+            else finish(err instanceof Error ? err : new Error(String(err)));
+          },
+        )
+        .then(
+          (c) => {
+            controller = c;
+            if (settled) c.abort();
+          },
+          (err: unknown) => finish(err instanceof Error ? err : new Error(String(err))),
+        );
+    });
+  }
+
+  /** Applies one watch event; returns how the watch ends if the event ends it. */
+  #handleEvent(type: string, raw: unknown): 'gone' | Error | undefined {
+    if (type === 'ERROR') {
+      const status = raw as { code?: number; message?: string; reason?: string } | undefined;
+      if (status?.code === 410) return 'gone';
+      return new WatchError(
+        `watch error: ${status?.message ?? status?.reason ?? 'unknown'} (code ${status?.code})`,
+        status?.code,
+      );
+    }
+    const obj = this.#decode(raw);
+    const rv = obj?.metadata?.resourceVersion;
+    if (type === 'BOOKMARK') {
+      if (rv) this.#resourceVersion = rv;
+      return undefined;
+    }
+    if (!obj?.metadata?.name) {
+      this.#log('warn', `informer ${this.name}: ignoring a ${type} event without an object name`);
+      return undefined;
+    }
+    const key = objectKey(obj);
+    const old = this.#cache.get(key);
+    if (type === 'ADDED' || type === 'MODIFIED') {
+      // Not newer than the cache: an event for a version upsertFromWrite already put there.
+      if (!old || isNewer(obj, old)) {
+        this.#cache.set(key, obj);
+        this.#emit(old ? 'update' : 'add', obj, old);
+      }
+    } else if (type === 'DELETED') {
+      // A cached version newer than the deletion was written after it (re-created): keep it.
+      if (old && compareResourceVersions(rv, old.metadata?.resourceVersion) !== -1) {
+        this.#cache.delete(key);
+        this.#emit('delete', obj, old);
+      }
+    } else {
+      this.#log('debug', `informer ${this.name}: ignoring watch event type ${type}`);
+    }
+    if (rv) this.#resourceVersion = rv;
+    return undefined;
+  }
+
+  #decode(raw: unknown): T | undefined {
+    if (!raw || typeof raw !== 'object') return undefined;
+    const { apiVersion, kind } = raw as KubernetesObject;
+    const type = this.#objectType ?? modelName(apiVersion, kind);
+    if (!type) return raw as T;
+    try {
+      return ObjectSerializer.deserialize(raw, type, '') as T;
+    } catch {
+      return raw as T;
+    }
+  }
+
+  #emit(type: InformerEventType, obj: T, old: T | undefined): void {
+    for (const handler of [...this.#handlers]) {
+      try {
+        handler(type, obj, old);
+      } catch (err) {
+        this.#log('error', `informer ${this.name}: event handler failed: ${describeError(err)}`, {
+          event: type,
+          object: objectKey(obj),
+        });
+      }
+    }
+  }
+}
+
+/** True if `obj` is a newer version than `old` (or the two cannot be compared). */
+function isNewer(obj: KubernetesObject, old: KubernetesObject): boolean {
+  const order = compareResourceVersions(obj.metadata?.resourceVersion, old.metadata?.resourceVersion);
+  return order === undefined || order === 1;
+}
+
+/** The @kubernetes/client-node model class name of a built-in kind: ('apps/v1', 'Deployment') → 'V1Deployment'. */
+function modelName(apiVersion: string | undefined, kind: string | undefined): string | undefined {
+  if (!apiVersion || !kind) return undefined;
+  const version = apiVersion.slice(apiVersion.lastIndexOf('/') + 1);
+  if (!version) return undefined;
+  return `${version[0]?.toUpperCase()}${version.slice(1)}${kind}`;
+}
+
+function errorCode(err: unknown): number | undefined {
+  const code = statusCode(err) ?? (err as { statusCode?: unknown; code?: unknown } | undefined)?.statusCode;
+  if (typeof code === 'number') return code;
+  const own = (err as { code?: unknown } | undefined)?.code;
+  return typeof own === 'number' ? own : undefined;
+}

@@ -1,0 +1,603 @@
+/**
+ * Leader election on a coordination.k8s.io/v1 Lease, with client-go's leaderelection semantics.
+ *
+ * - A candidate takes a Lease held by someone else only after `leaseDurationSeconds` have passed, by
+ *   its own clock, since it last saw the Lease's record change (client-go's observedTime). The holder's
+ *   renewTime is never compared with the local clock, so clock skew between replicas does not matter.
+ * - Every write is conditional on the resourceVersion read (create, or replace); a 409 means someone
+ *   else wrote: re-read and decide again, never force.
+ * - The leader renews every retryPeriod. If no renewal succeeded for renewDeadline it steps down at
+ *   once, even while a request hangs: the signal given to onStartedLeading aborts and onStoppedLeading
+ *   runs. renewDeadline < leaseDuration, so that happens before any other candidate may take over.
+ *   `isLeader()` answers from the same clock: guard every actuation with it.
+ * - When `run(signal)` is aborted, the leader steps down and releases the Lease (conditionally), so a
+ *   standby can take over at once instead of waiting out the lease.
+ */
+import {
+  type ConfigurationOptions,
+  CoordinationV1Api,
+  type KubeConfig,
+  Observable,
+  type RequestContext,
+  type ResponseContext,
+  type V1Lease,
+  V1MicroTime,
+} from '@kubernetes/client-node';
+import { type KubeLog, silentLog, sleep } from './backoff.ts';
+import { describeError, statusCode } from './errors.ts';
+
+/** The election-relevant fields of a Lease. */
+export interface LeaseRecord {
+  /** '' when nobody holds it (released or never acquired). */
+  holderIdentity: string;
+  leaseDurationSeconds: number | undefined;
+  acquireTime: string | undefined;
+  renewTime: string | undefined;
+  leaseTransitions: number;
+}
+
+/** When (by the local, preferably monotonic, clock) the candidate first saw the Lease record as it is now. */
+export interface LeaseObservation {
+  fingerprint: string;
+  at: number;
+}
+
+export type LeaseDecision =
+  /** No Lease exists: create it, held by us. */
+  | { action: 'create' }
+  /** We hold it: renew it. */
+  | { action: 'renew' }
+  /** Free, released, or expired by our observation: take it over (leaseTransitions + 1). */
+  | { action: 'acquire'; from: string }
+  /** Someone else holds it and it has not expired by our observation. */
+  | { action: 'wait'; holder: string; expiresInMs: number };
+
+export function leaseRecord(lease: V1Lease): LeaseRecord {
+  const spec = lease.spec ?? {};
+  return {
+    holderIdentity: spec.holderIdentity ?? '',
+    leaseDurationSeconds: spec.leaseDurationSeconds,
+    acquireTime: timeText(spec.acquireTime),
+    renewTime: timeText(spec.renewTime),
+    leaseTransitions: spec.leaseTransitions ?? 0,
+  };
+}
+
+/**
+ * Records when the Lease record was first seen as it is: the previous observation if nothing changed,
+ * otherwise a new one at `now`. A holder that keeps renewing keeps changing renewTime, so its lease never
+ * looks expired; a holder that stopped leaves it unchanged, and the lease expires leaseDuration after
+ * we first saw that last renewal.
+ */
+export function observeLease(
+  previous: LeaseObservation | undefined,
+  record: LeaseRecord | undefined,
+  now: number,
+): LeaseObservation {
+  const fingerprint = record
+    ? JSON.stringify([
+        record.holderIdentity,
+        record.renewTime,
+        record.acquireTime,
+        record.leaseDurationSeconds,
+        record.leaseTransitions,
+      ])
+    : '';
+  return previous?.fingerprint === fingerprint ? previous : { fingerprint, at: now };
+}
+
+/**
+ * What a candidate does next, given the current Lease record, when it saw that record first
+ * (`observed`, from observeLease; undefined counts as "just now"), and the duration to assume when the
+ * record names none. Pure: the elector's timing rules, table-tested.
+ */
+export function decideLease(
+  record: LeaseRecord | undefined,
+  identity: string,
+  now: number,
+  observed: LeaseObservation | undefined,
+  fallbackDurationMs: number,
+): LeaseDecision {
+  if (!record) return { action: 'create' };
+  const holder = record.holderIdentity;
+  if (holder === identity) return { action: 'renew' };
+  if (holder === '') return { action: 'acquire', from: '' };
+  const seconds = record.leaseDurationSeconds;
+  const durationMs =
+    seconds !== undefined && Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : fallbackDurationMs;
+  const expiresAt = (observed?.at ?? now) + durationMs;
+  if (now < expiresAt) return { action: 'wait', holder, expiresInMs: expiresAt - now };
+  return { action: 'acquire', from: holder };
+}
+
+export interface LeaderElectorOptions {
+  kubeconfig: KubeConfig;
+  namespace: string;
+  /** Name of the Lease. */
+  name: string;
+  /** This candidate, unique among candidates (e.g. the pod name). */
+  identity: string;
+  /** How long others wait after the last renewal they saw before taking over (default 15 s). */
+  leaseDurationMs?: number;
+  /** The leader steps down if it could not renew for this long (default 10 s; < leaseDurationMs). */
+  renewDeadlineMs?: number;
+  /** Interval between attempts to acquire or renew (default 2 s; < renewDeadlineMs). */
+  retryPeriodMs?: number;
+  /** Called when this candidate becomes leader; `signal` aborts when it stops being leader. */
+  onStartedLeading: (signal: AbortSignal) => void | Promise<void>;
+  /** Called when this candidate stops being leader (after the signal aborted). */
+  onStoppedLeading: () => void;
+  /** Called when the observed holder changes ('' when nobody holds the Lease). */
+  onNewLeader?: (identity: string) => void;
+  /** Release the Lease when run() is aborted (default true; false is like a crash, for tests). */
+  releaseOnCancel?: boolean;
+  log?: KubeLog;
+}
+
+export interface LeaderElectorStats {
+  leading: boolean;
+  /** Holder identity last observed ('' free, undefined not yet read). */
+  leader: string | undefined;
+  /** Times this candidate became leader. */
+  acquisitions: number;
+  renewals: number;
+  /** Failed acquire or renew attempts (API errors). */
+  failures: number;
+  /** Date.now() of the start of the last successful acquire or renew. */
+  lastRenewTime: number | undefined;
+}
+
+type Attempt = 'leading' | 'not-leading';
+
+export class LeaderElector {
+  readonly namespace: string;
+  readonly name: string;
+  readonly identity: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  readonly releaseOnCancel: boolean;
+  readonly #api: CoordinationV1Api;
+  readonly #onStartedLeading: (signal: AbortSignal) => void | Promise<void>;
+  readonly #onStoppedLeading: () => void;
+  readonly #onNewLeader: ((identity: string) => void) | undefined;
+  readonly #log: KubeLog;
+
+  /** The Lease as last read or written by us (holds the resourceVersion for conditional writes). */
+  #lease: V1Lease | undefined;
+  #observed: LeaseObservation | undefined;
+  #leader: string | undefined;
+  #leading = false;
+  #leaderScope: AbortController | undefined;
+  /** Monotonic time (performance.now()) of the start of the last successful acquire or renew. */
+  #lastRenewAt: number | undefined;
+  /** The same instant by the wall clock, for stats. */
+  #lastRenewWall: number | undefined;
+  #running = false;
+  #lastError: string | undefined;
+  #acquisitions = 0;
+  #renewals = 0;
+  #failures = 0;
+
+  constructor(options: LeaderElectorOptions) {
+    const {
+      kubeconfig,
+      namespace,
+      name,
+      identity,
+      leaseDurationMs = 15_000,
+      renewDeadlineMs = 10_000,
+      retryPeriodMs = 2_000,
+      onStartedLeading,
+      onStoppedLeading,
+      releaseOnCancel = true,
+    } = options;
+    if (!kubeconfig || typeof kubeconfig.makeApiClient !== 'function') {
+      throw new Error('LeaderElector: kubeconfig must be a KubeConfig');
+    }
+    const dnsName = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+    if (typeof namespace !== 'string' || !dnsName.test(namespace)) {
+      throw new Error(`LeaderElector: namespace must be a valid namespace name (got "${namespace}")`);
+    }
+    if (typeof name !== 'string' || !dnsName.test(name) || name.length > 253) {
+      throw new Error(`LeaderElector: name must be a valid Lease name (got "${name}")`);
+    }
+    if (typeof identity !== 'string' || identity.trim() === '') {
+      throw new Error('LeaderElector: identity must be a non-empty string');
+    }
+    for (const [what, value] of [
+      ['leaseDurationMs', leaseDurationMs],
+      ['renewDeadlineMs', renewDeadlineMs],
+      ['retryPeriodMs', retryPeriodMs],
+    ] as const) {
+      if (!Number.isFinite(value) || value <= 0) {
+        throw new Error(`LeaderElector: ${what} must be a positive number of milliseconds (got ${value})`);
+      }
+    }
+    if (leaseDurationMs < 1000) {
+      throw new Error(`LeaderElector: leaseDurationMs must be at least 1000 (got ${leaseDurationMs})`);
+    }
+    if (renewDeadlineMs >= leaseDurationMs) {
+      throw new Error(
+        `LeaderElector: renewDeadlineMs (${renewDeadlineMs}) must be less than leaseDurationMs (${leaseDurationMs})`,
+      );
+    }
+    if (retryPeriodMs >= renewDeadlineMs) {
+      throw new Error(
+        `LeaderElector: retryPeriodMs (${retryPeriodMs}) must be less than renewDeadlineMs (${renewDeadlineMs})`,
+      );
+    }
+    if (typeof onStartedLeading !== 'function' || typeof onStoppedLeading !== 'function') {
+      throw new Error('LeaderElector: onStartedLeading and onStoppedLeading must be functions');
+    }
+    this.namespace = namespace;
+    this.name = name;
+    this.identity = identity;
+    this.leaseDurationMs = leaseDurationMs;
+    this.renewDeadlineMs = renewDeadlineMs;
+    this.retryPeriodMs = retryPeriodMs;
+    this.releaseOnCancel = releaseOnCancel;
+    this.#api = kubeconfig.makeApiClient(CoordinationV1Api);
+    this.#onStartedLeading = onStartedLeading;
+    this.#onStoppedLeading = onStoppedLeading;
+    this.#onNewLeader = options.onNewLeader;
+    this.#log = options.log ?? silentLog;
+  }
+
+  /**
+   * True only while this candidate leads and its last successful renewal is younger than
+   * renewDeadlineMs. Check it right before every actuation.
+   */
+  isLeader(): boolean {
+    return (
+      this.#leading &&
+      this.#lastRenewAt !== undefined &&
+      monotonic() - this.#lastRenewAt < this.renewDeadlineMs
+    );
+  }
+
+  /** The holder last observed ('' nobody, undefined before the first read). */
+  get leader(): string | undefined {
+    return this.#leader;
+  }
+
+  stats(): LeaderElectorStats {
+    return {
+      leading: this.isLeader(),
+      leader: this.#leader,
+      acquisitions: this.#acquisitions,
+      renewals: this.#renewals,
+      failures: this.#failures,
+      lastRenewTime: this.#lastRenewWall,
+    };
+  }
+
+  /**
+   * Campaigns, leads, and campaigns again after losing the lease, until `signal` aborts; then steps
+   * down, releases the Lease if it holds it (unless releaseOnCancel is false) and resolves.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.#running) throw new Error(`LeaderElector ${this.identity}: run() is already running`);
+    this.#running = true;
+    try {
+      while (!signal.aborted) {
+        if (!(await this.#acquire(signal))) break;
+        this.#startLeading();
+        const reason = await this.#renewUntilLost(signal);
+        this.#stepDown(reason);
+      }
+    } finally {
+      this.#stepDown('shutdown');
+      if (this.releaseOnCancel) await this.#release();
+      this.#running = false;
+    }
+  }
+
+  /** Tries every retryPeriod until it holds the Lease (true) or `signal` aborts (false). */
+  async #acquire(signal: AbortSignal): Promise<boolean> {
+    this.#log('debug', `leader election: ${this.identity} campaigning for ${this.#leaseName()}`);
+    while (!signal.aborted) {
+      const result = await this.#attempt(signal, false);
+      if (signal.aborted) return false;
+      // A write that took longer than the renew deadline is already stale: renew before leading.
+      const fresh = monotonic() - (this.#lastRenewAt ?? Number.NEGATIVE_INFINITY) < this.renewDeadlineMs;
+      if (result === 'leading' && fresh) return true;
+      if (result === 'leading') continue;
+      await sleep(this.retryPeriodMs * (1 + 0.2 * Math.random()), signal);
+    }
+    return false;
+  }
+
+  /**
+   * Renews every retryPeriod. Resolves with why leadership ended: the renew deadline passed (checked by a
+   * timer, so a hanging request cannot delay it), another holder took the Lease, or `signal` aborted.
+   */
+  #renewUntilLost(signal: AbortSignal): Promise<string> {
+    return new Promise<string>((resolve) => {
+      const scope = new AbortController();
+      let deadline: NodeJS.Timeout | undefined;
+      let why = '';
+      const end = (reason: string) => {
+        if (scope.signal.aborted) return;
+        clearTimeout(deadline);
+        signal.removeEventListener('abort', onAbort);
+        // Step down synchronously, before anything else can run: an actuation guarded by isLeader()
+        // or by the leader signal stops here. The promise resolves once the renew loop has exited.
+        this.#stepDown(reason);
+        scope.abort();
+        why = reason;
+      };
+      const onAbort = () => end('shutdown');
+      const armDeadline = () => {
+        clearTimeout(deadline);
+        const left = (this.#lastRenewAt ?? 0) + this.renewDeadlineMs - monotonic();
+        deadline = setTimeout(
+          () => end(`no successful renewal for ${this.renewDeadlineMs} ms`),
+          Math.max(0, left),
+        );
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      armDeadline();
+      void (async () => {
+        while (!scope.signal.aborted) {
+          await sleep(this.retryPeriodMs, scope.signal);
+          if (scope.signal.aborted) return;
+          const result = await this.#attempt(scope.signal, true);
+          if (scope.signal.aborted) return;
+          if (result === 'leading') armDeadline();
+          else if (this.#leader !== undefined && this.#leader !== this.identity) {
+            end(`the lease is now held by ${this.#leader || 'nobody'}`);
+          }
+        }
+      })().finally(() => resolve(why));
+    });
+  }
+
+  /**
+   * One acquire-or-renew: read the Lease (or, when renewing, start from the copy we last wrote), decide,
+   * write conditionally; on 409 re-read and decide again (at most a few times). API errors are logged
+   * and count as "not leading" for this attempt.
+   */
+  async #attempt(signal: AbortSignal, renewing: boolean): Promise<Attempt> {
+    const started = monotonic();
+    const startedWall = Date.now();
+    try {
+      // The leader renews from the copy it last wrote (a 409 tells if anyone else wrote since);
+      // a candidate always reads.
+      let fresh = !(renewing && this.#lease);
+      let lease = fresh ? await this.#read(signal) : this.#lease;
+      for (let tries = 0; tries < 3; tries++) {
+        const record = lease ? leaseRecord(lease) : undefined;
+        if (fresh) this.#observe(record);
+        const decision = decideLease(
+          record,
+          this.identity,
+          monotonic(),
+          this.#observed,
+          this.leaseDurationMs,
+        );
+        if (decision.action === 'wait') {
+          this.#lastError = undefined;
+          return 'not-leading';
+        }
+        try {
+          const written =
+            decision.action === 'create'
+              ? await this.#api.createNamespacedLease(
+                  { namespace: this.namespace, body: this.#leaseBody(undefined, decision) },
+                  withSignal(signal, this.renewDeadlineMs),
+                )
+              : await this.#api.replaceNamespacedLease(
+                  { namespace: this.namespace, name: this.name, body: this.#leaseBody(lease, decision) },
+                  withSignal(signal, this.renewDeadlineMs),
+                );
+          this.#lease = written;
+          this.#observe(leaseRecord(written));
+          this.#lastRenewAt = started;
+          this.#lastRenewWall = startedWall;
+          this.#lastError = undefined;
+          if (decision.action === 'renew' && renewing) this.#renewals++;
+          if (decision.action !== 'renew' || !renewing) {
+            this.#log(
+              'info',
+              `leader election: ${this.identity} holds ${this.#leaseName()} (${decision.action})`,
+              {
+                from: decision.action === 'acquire' ? decision.from : undefined,
+                transitions: written.spec?.leaseTransitions,
+              },
+            );
+          }
+          return 'leading';
+        } catch (err) {
+          // 409: someone else wrote since we read (or created it first): re-read and decide again.
+          if (statusCode(err) !== 409 || signal.aborted) throw err;
+          this.#log('debug', `leader election: conflict writing ${this.#leaseName()}; re-reading`);
+          lease = await this.#read(signal);
+          fresh = true;
+        }
+      }
+      return 'not-leading';
+    } catch (err) {
+      if (signal.aborted) return 'not-leading';
+      this.#failures++;
+      this.#reportError(err, renewing);
+      return 'not-leading';
+    }
+  }
+
+  async #read(signal: AbortSignal): Promise<V1Lease | undefined> {
+    try {
+      const lease = await this.#api.readNamespacedLease(
+        { namespace: this.namespace, name: this.name },
+        withSignal(signal, this.renewDeadlineMs),
+      );
+      this.#lease = lease;
+      return lease;
+    } catch (err) {
+      if (statusCode(err) === 404) {
+        this.#lease = undefined;
+        return undefined;
+      }
+      throw err;
+    }
+  }
+
+  #observe(record: LeaseRecord | undefined): void {
+    this.#observed = observeLease(this.#observed, record, monotonic());
+    const holder = record?.holderIdentity ?? '';
+    if (holder !== this.#leader) {
+      const first = this.#leader === undefined;
+      this.#leader = holder;
+      if (!first || holder !== '') {
+        this.#log('info', `leader election: ${this.#leaseName()} is held by ${holder || 'nobody'}`, {
+          holder,
+        });
+      }
+      try {
+        this.#onNewLeader?.(holder);
+      } catch (err) {
+        this.#log('error', `leader election: onNewLeader failed: ${describeError(err)}`);
+      }
+    }
+  }
+
+  #leaseBody(current: V1Lease | undefined, decision: LeaseDecision): V1Lease {
+    const now = new V1MicroTime(Date.now());
+    const spec = current?.spec ?? {};
+    const takeover = decision.action === 'acquire';
+    return {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: current?.metadata
+        ? { ...current.metadata, name: this.name, namespace: this.namespace }
+        : { name: this.name, namespace: this.namespace },
+      spec: {
+        ...spec,
+        holderIdentity: this.identity,
+        leaseDurationSeconds: Math.ceil(this.leaseDurationMs / 1000),
+        acquireTime: decision.action === 'renew' && spec.acquireTime ? spec.acquireTime : now,
+        renewTime: now,
+        leaseTransitions: (spec.leaseTransitions ?? 0) + (takeover ? 1 : 0),
+      },
+    };
+  }
+
+  #startLeading(): void {
+    this.#leading = true;
+    this.#acquisitions++;
+    const scope = new AbortController();
+    this.#leaderScope = scope;
+    this.#log('info', `leader election: ${this.identity} started leading ${this.#leaseName()}`);
+    try {
+      const result = this.#onStartedLeading(scope.signal);
+      if (result && typeof (result as Promise<void>).catch === 'function') {
+        (result as Promise<void>).catch((err: unknown) =>
+          this.#log('error', `leader election: onStartedLeading failed: ${describeError(err)}`),
+        );
+      }
+    } catch (err) {
+      this.#log('error', `leader election: onStartedLeading failed: ${describeError(err)}`);
+    }
+  }
+
+  #stepDown(reason: string): void {
+    if (!this.#leading) return;
+    this.#leading = false;
+    const scope = this.#leaderScope;
+    this.#leaderScope = undefined;
+    this.#log(
+      reason === 'shutdown' ? 'info' : 'warn',
+      `leader election: ${this.identity} stopped leading: ${reason}`,
+    );
+    scope?.abort(new Error(`leadership lost: ${reason}`));
+    try {
+      this.#onStoppedLeading();
+    } catch (err) {
+      this.#log('error', `leader election: onStoppedLeading failed: ${describeError(err)}`);
+    }
+  }
+
+  /** Gives the Lease up if we still hold it, conditionally: a 409 re-reads and retries once. */
+  async #release(): Promise<void> {
+    let lease = this.#lease;
+    for (let tries = 0; tries < 2 && lease?.spec?.holderIdentity === this.identity; tries++) {
+      const now = new V1MicroTime(Date.now());
+      try {
+        this.#lease = await this.#api.replaceNamespacedLease(
+          {
+            namespace: this.namespace,
+            name: this.name,
+            body: {
+              ...lease,
+              spec: {
+                ...lease.spec,
+                holderIdentity: '',
+                leaseDurationSeconds: 1,
+                acquireTime: now,
+                renewTime: now,
+              },
+            },
+          },
+          withSignal(undefined, this.renewDeadlineMs),
+        );
+        this.#log('info', `leader election: ${this.identity} released ${this.#leaseName()}`);
+        return;
+      } catch (err) {
+        if (statusCode(err) !== 409) {
+          this.#log('warn', `leader election: could not release ${this.#leaseName()}: ${describeError(err)}`);
+          return;
+        }
+        lease = await this.#read(AbortSignal.timeout(this.renewDeadlineMs)).catch(() => undefined);
+      }
+    }
+  }
+
+  #reportError(err: unknown, renewing: boolean): void {
+    const code = statusCode(err);
+    let text = `leader election: ${this.identity} could not ${renewing ? 'renew' : 'acquire'} ${this.#leaseName()}: ${describeError(err)}`;
+    if (code === 403) {
+      text += ` — forbidden: the identity needs get and update (and create, if the Lease does not exist yet) on leases.coordination.k8s.io "${this.name}" in namespace ${this.namespace}`;
+    }
+    // The same failure every retryPeriod would flood the log: report each distinct one once at warn/error.
+    const key = `${code}:${describeError(err)}`;
+    const repeat = key === this.#lastError;
+    this.#lastError = key;
+    this.#log(repeat ? 'debug' : code === 403 || code === 401 ? 'error' : 'warn', text, { code });
+  }
+
+  #leaseName(): string {
+    return `lease ${this.namespace}/${this.name}`;
+  }
+}
+
+/**
+ * Every duration the elector measures uses the monotonic clock: a wall-clock jump (NTP step, manual
+ * change) must neither extend a leader's belief that it still leads nor expire a rival's lease early.
+ */
+function monotonic(): number {
+  return performance.now();
+}
+
+/** Request options that abort the request when `signal` aborts or after `timeoutMs`. */
+function withSignal(signal: AbortSignal | undefined, timeoutMs: number): ConfigurationOptions {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+  return {
+    middleware: [
+      {
+        pre: (ctx: RequestContext) => {
+          ctx.setSignal(combined);
+          return new Observable(Promise.resolve(ctx));
+        },
+        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}
+
+function timeText(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (value instanceof Date) return value.toISOString();
+  return String(value);
+}

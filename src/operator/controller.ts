@@ -1,0 +1,434 @@
+/**
+ * The operator: the only component that decides. It watches Nodes, and while it leads it reconciles
+ * level-triggered — read the cluster, decide() with a pure function, apply each action with a conditional
+ * write — requeueing on conflicts with backoff. Everything it knows is in the API (node annotations and
+ * the slot ledger): a new leader continues exactly where the last one stopped.
+ */
+import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { Annotations, Labels } from '../api/keys.ts';
+import { Phase } from '../api/phases.ts';
+import { uncordon } from '../drain/cordon.ts';
+import { Drainer, DrainOutcome, podsOnNode } from '../drain/evict.ts';
+import type { KubeLog } from '../kube/backoff.ts';
+import { describeError, statusCode } from '../kube/errors.ts';
+import { ResilientInformer } from '../kube/informer.ts';
+import { LeaderElector } from '../kube/leader.ts';
+import { mergePatch } from '../kube/patch.ts';
+import { parseSelector } from '../kube/selector.ts';
+import { WorkQueue } from '../kube/workqueue.ts';
+import { parseMaxUnavailable } from './budget.ts';
+import type { OperatorConfig } from './config.ts';
+import { type Action, type DecideConfig, decide, type Health, type Ledger } from './decide.ts';
+import { EventRecorder } from './events.ts';
+import { LedgerConflict, type LedgerStore, type LedgerVersion, LedgerStore as Store } from './ledger.ts';
+import type { OperatorMetrics } from './metrics.ts';
+import { type NodeView, viewNode } from './node-view.ts';
+
+export interface OperatorOptions {
+  kubeconfig: KubeConfig;
+  config: OperatorConfig;
+  identity: string;
+  log: KubeLog;
+  metrics?: OperatorMetrics;
+  /** Leader election timings (defaults 15 s / 10 s / 2 s). */
+  lease?: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
+}
+
+class Conflict extends Error {}
+
+const RESYNC_ACTIVE_MS = 1000;
+const RESYNC_IDLE_MS = 30_000;
+const KEY = 'cluster';
+
+export class Operator {
+  readonly #o: OperatorOptions;
+  readonly #core: CoreV1Api;
+  readonly #drainer: Drainer;
+  readonly #ledger: LedgerStore;
+  readonly #events: EventRecorder;
+  readonly #decideConfig: DecideConfig;
+  readonly #informer: ResilientInformer<V1Node>;
+  readonly #queue: WorkQueue<typeof KEY>;
+  readonly #draining = new Map<string, AbortController>();
+  #elector: LeaderElector | undefined;
+  #leading: AbortSignal | undefined;
+  #resync: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(options: OperatorOptions) {
+    this.#o = options;
+    const c = options.config;
+    this.#core = options.kubeconfig.makeApiClient(CoreV1Api);
+    this.#drainer = new Drainer(options.kubeconfig);
+    this.#ledger = new Store(this.#core, c.namespace);
+    this.#events = new EventRecorder(this.#core, options.identity, options.log);
+    this.#decideConfig = {
+      maxUnavailable: parseMaxUnavailable(c.maxUnavailable),
+      eligible: parseSelector(c.nodeSelector),
+      minGrantSpacingMs: c.minGrantSpacingMs,
+      drainTimeoutMs: c.drainTimeoutMs,
+      rebootTimeoutMs: c.rebootTimeoutMs,
+      returnTimeoutMs: c.returnTimeoutMs,
+      soakMs: c.soakMs,
+      beforeRebootAnnotations: c.beforeRebootAnnotations,
+      afterRebootAnnotations: c.afterRebootAnnotations,
+      retryBackoffMs: c.retryBackoffMs,
+      retryBackoffMaxMs: c.retryBackoffMaxMs,
+      paused: c.paused,
+    };
+    this.#informer = new ResilientInformer<V1Node>({
+      kubeconfig: options.kubeconfig,
+      path: '/api/v1/nodes',
+      list: (opts) => this.#core.listNode(opts),
+      name: 'nodes',
+      log: options.log,
+    });
+    this.#queue = new WorkQueue<typeof KEY>({
+      process: () => this.#reconcile(),
+      name: 'reconcile',
+      baseDelayMs: 100,
+      maxDelayMs: 10_000,
+      log: options.log,
+    });
+  }
+
+  /** True while this replica may write: it leads and renewed its lease recently. */
+  #acting(): boolean {
+    return this.#leading !== undefined && !this.#leading.aborted && this.#elector?.isLeader() === true;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const { log } = this.#o;
+    this.#informer.onEvent(() => {
+      if (this.#acting()) this.#queue.add(KEY);
+    });
+    await this.#informer.start();
+    log('info', 'node cache synced', { nodes: this.#informer.list().length });
+    this.#elector = new LeaderElector({
+      kubeconfig: this.#o.kubeconfig,
+      namespace: this.#o.config.namespace,
+      name: 'nuo-operator',
+      identity: this.#o.identity,
+      ...this.#o.lease,
+      log,
+      onStartedLeading: (leading) => {
+        log('info', 'became leader', { identity: this.#o.identity });
+        this.#o.metrics?.leader.set(1);
+        this.#leading = leading;
+        this.#queue.add(KEY);
+      },
+      onStoppedLeading: () => {
+        log('warn', 'stopped leading: no further actions', { identity: this.#o.identity });
+        this.#o.metrics?.leader.set(0);
+        this.#leading = undefined;
+        for (const controller of this.#draining.values()) controller.abort();
+        clearTimeout(this.#resync);
+      },
+    });
+    try {
+      await this.#elector.run(signal);
+    } finally {
+      clearTimeout(this.#resync);
+      for (const controller of this.#draining.values()) controller.abort();
+      await this.#queue.shutdown();
+      await this.#informer.stop();
+    }
+  }
+
+  async #reconcile(): Promise<void> {
+    if (!this.#acting()) return;
+    clearTimeout(this.#resync);
+    const started = performance.now();
+    const ledger = await this.#ledger.read();
+    const nodes = this.#informer.list().map(viewNode);
+    const now = new Date();
+    const health = await this.#health(nodes, ledger.ledger);
+    const decision = decide(
+      { nodes, ledger: ledger.ledger, draining: new Set(this.#draining.keys()), health },
+      this.#decideConfig,
+      now,
+    );
+    const byName = new Map(nodes.map((n) => [n.name, n]));
+    let current = ledger;
+    try {
+      for (const action of decision.actions) {
+        if (!this.#acting()) return;
+        current = await this.#apply(action, byName.get(action.node), current, now);
+      }
+      await this.#reportProblems(nodes, ledger.ledger);
+    } catch (err) {
+      if (err instanceof Conflict || err instanceof LedgerConflict) {
+        this.#o.metrics?.conflicts.inc();
+        this.#queue.addRateLimited(KEY);
+        return;
+      }
+      throw err;
+    } finally {
+      this.#o.metrics?.observe(decision, nodes, performance.now() - started);
+    }
+    this.#queue.forget(KEY);
+    const active =
+      Object.keys(current.ledger.slots).length > 0 || nodes.some((n) => n.state === Phase.pending);
+    if (this.#acting())
+      this.#resync = setTimeout(() => this.#queue.add(KEY), active ? RESYNC_ACTIVE_MS : RESYNC_IDLE_MS);
+  }
+
+  /** DaemonSet pod readiness for nodes at the health gate (a field-selected list per such node). */
+  async #health(nodes: NodeView[], ledger: Ledger): Promise<Map<string, Health>> {
+    const health = new Map<string, Health>();
+    for (const n of nodes) {
+      if (n.state !== Phase.afterReboot || !ledger.slots[n.name] || !n.ready) continue;
+      const pods = (await podsOnNode(this.#core, n.name)).filter(
+        (p) =>
+          p.metadata?.ownerReferences?.some((r) => r.controller && r.kind === 'DaemonSet') &&
+          !p.metadata?.deletionTimestamp,
+      );
+      const notReady = pods.filter(
+        (p) => !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      );
+      health.set(n.name, {
+        daemonSetPodsReady: notReady.length === 0,
+        detail:
+          notReady.length === 0
+            ? `${pods.length} ready`
+            : `${pods.length - notReady.length}/${pods.length} ready (waiting for ${notReady.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).join(', ')})`,
+      });
+    }
+    return health;
+  }
+
+  /** One conditional merge patch of a node's annotations and labels; the result updates the cache. */
+  async #patch(
+    view: NodeView,
+    annotations: Record<string, string | null>,
+    labels?: Record<string, string | null>,
+  ) {
+    try {
+      const node = await this.#core.patchNode(
+        {
+          name: view.name,
+          body: {
+            metadata: { resourceVersion: view.resourceVersion, annotations, ...(labels ? { labels } : {}) },
+          },
+        },
+        mergePatch,
+      );
+      this.#informer.upsertFromWrite(node);
+      return node;
+    } catch (err) {
+      if (statusCode(err) === 409 || statusCode(err) === 404)
+        throw new Conflict(`node ${view.name} changed meanwhile`);
+      throw err;
+    }
+  }
+
+  #phase(to: Phase, reason: string, now: Date): Record<string, string> {
+    return {
+      [Annotations.state]: to,
+      [Annotations.stateReason]: reason,
+      [Annotations.stateSince]: now.toISOString(),
+    };
+  }
+
+  async #writeLedger(from: LedgerVersion, change: (l: Ledger) => Ledger): Promise<LedgerVersion> {
+    return this.#ledger.write(from, change(structuredClone(from.ledger)));
+  }
+
+  async #apply(
+    action: Action,
+    view: NodeView | undefined,
+    ledger: LedgerVersion,
+    now: Date,
+  ): Promise<LedgerVersion> {
+    const { log } = this.#o;
+    const c = this.#o.config;
+    if (action.type === 'release') {
+      log('info', 'slot released', { node: action.node, reason: action.reason });
+      return this.#writeLedger(ledger, (l) => {
+        delete l.slots[action.node];
+        return l;
+      });
+    }
+    if (!view) return ledger;
+    switch (action.type) {
+      case 'pending':
+        await this.#patch(view, this.#phase(Phase.pending, action.reason, now));
+        return ledger;
+      case 'explain':
+        await this.#patch(view, { [Annotations.stateReason]: action.reason });
+        return ledger;
+      case 'admit': {
+        const next = await this.#writeLedger(ledger, (l) => ({
+          slots: { ...l.slots, [action.node]: { since: now.toISOString() } },
+          lastGrant: now.toISOString(),
+        }));
+        await this.#enterBeforeReboot(view, now);
+        this.#o.metrics?.admissions.inc();
+        this.#events.normal(view.name, 'Admitted', `admitted for reboot: ${action.reason}`);
+        log('info', 'admitted', { node: view.name, reason: action.reason });
+        return next;
+      }
+      case 'transition': {
+        if (action.to === Phase.beforeReboot) {
+          await this.#enterBeforeReboot(view, now);
+          return ledger;
+        }
+        const annotations: Record<string, string | null> = this.#phase(action.to, action.reason, now);
+        const labels: Record<string, string | null> = {};
+        if (action.to === Phase.draining) labels[Labels.beforeReboot] = null;
+        if (action.clearGrant) annotations[Annotations.rebootOk] = null;
+        if (action.to === Phase.afterReboot && c.afterRebootAnnotations.length > 0)
+          labels[Labels.afterReboot] = 'true';
+        if (action.failed) annotations[Annotations.failures] = String(view.failures + 1);
+        if (action.to === Phase.idle) {
+          annotations[Annotations.failures] = null;
+          labels[Labels.beforeReboot] = null;
+          labels[Labels.afterReboot] = null;
+        }
+        await this.#patch(view, annotations, Object.keys(labels).length ? labels : undefined);
+        if (action.failed) {
+          this.#o.metrics?.failures.inc();
+          this.#events.warning(view.name, 'RebootFailed', action.reason);
+          log('error', 'node failed; its slot stays held', { node: view.name, reason: action.reason });
+        } else {
+          log('info', 'phase', { node: view.name, to: action.to, reason: action.reason });
+        }
+        return ledger;
+      }
+      case 'drain':
+        this.#startDrain(view.name);
+        return ledger;
+      case 'abort':
+        return this.#abort(view.name, action.reason);
+      case 'complete': {
+        await this.#uncordonOwn(view.name);
+        const fresh = viewNode(await this.#core.readNode({ name: view.name }));
+        await this.#patch(
+          fresh,
+          {
+            ...this.#phase(Phase.idle, action.reason, now),
+            [Annotations.rebootOk]: null,
+            [Annotations.failures]: null,
+            [Annotations.rebootRequested]: null,
+          },
+          { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
+        );
+        this.#o.metrics?.completions.inc();
+        this.#events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');
+        log('info', 'completed', { node: view.name });
+        return this.#release(view.name);
+      }
+    }
+    return ledger;
+  }
+
+  async #enterBeforeReboot(view: NodeView, now: Date) {
+    const hooks = this.#o.config.beforeRebootAnnotations.length > 0;
+    await this.#patch(
+      view,
+      this.#phase(Phase.beforeReboot, hooks ? 'admitted; before-reboot hooks run' : 'admitted', now),
+      hooks ? { [Labels.beforeReboot]: 'true' } : undefined,
+    );
+  }
+
+  async #uncordonOwn(name: string) {
+    // Recover open: keep trying until the uncordon lands (a 409 is retried inside).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await uncordon(this.#core, name);
+        return;
+      } catch (err) {
+        if (attempt >= 5 || !this.#acting()) throw err;
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
+    }
+  }
+
+  /** Gives the slot back after an attempt that did not reach the reboot: own cordon undone, Pending. */
+  async #abort(name: string, reason: string): Promise<LedgerVersion> {
+    await this.#uncordonOwn(name);
+    const fresh = viewNode(await this.#core.readNode({ name }));
+    await this.#patch(
+      fresh,
+      {
+        ...this.#phase(Phase.pending, `${reason}; retrying after backoff`, new Date()),
+        [Annotations.failures]: String(fresh.failures + 1),
+        [Annotations.rebootOk]: null,
+      },
+      { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
+    );
+    this.#o.metrics?.failures.inc();
+    this.#events.warning(name, 'AttemptAborted', reason);
+    this.#o.log('warn', 'attempt aborted; slot released', { node: name, reason });
+    return this.#release(name);
+  }
+
+  /** Frees a node's slot; removal is idempotent, so a conflict is simply re-read and retried. */
+  async #release(name: string): Promise<LedgerVersion> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#writeLedger(await this.#ledger.read(), (l) => {
+          delete l.slots[name];
+          return l;
+        });
+      } catch (err) {
+        if (!(err instanceof LedgerConflict) || attempt >= 10) throw err;
+      }
+    }
+  }
+
+  #startDrain(name: string): void {
+    const controller = new AbortController();
+    this.#leading?.addEventListener('abort', () => controller.abort(), { once: true });
+    this.#draining.set(name, controller);
+    const c = this.#o.config;
+    this.#o.log('info', 'draining', { node: name });
+    this.#drainer
+      .drain({
+        node: name,
+        signal: controller.signal,
+        options: {
+          force: c.drainForce,
+          ignoreDaemonSets: true,
+          deleteEmptyDirData: c.drainDeleteEmptyDirData,
+          gracePeriodSeconds: c.drainGracePeriodSeconds,
+          timeoutSeconds: Math.ceil(c.drainTimeoutMs / 1000),
+          concurrency: c.drainConcurrency,
+        },
+      })
+      .then(async (result) => {
+        this.#o.metrics?.drainSeconds.observe({ outcome: result.outcome }, result.elapsedMs / 1000);
+        this.#o.metrics?.evictions.inc(result.pods.filter((p) => p.phase === 'gone').length);
+        if (!this.#acting() || result.outcome === DrainOutcome.aborted) return;
+        const fresh = viewNode(await this.#core.readNode({ name }));
+        if (fresh.state !== Phase.draining) return;
+        if (result.outcome === DrainOutcome.drained) {
+          await this.#patch(fresh, {
+            ...this.#phase(Phase.rebootGranted, `${result.message}; reboot granted`, new Date()),
+            [Annotations.rebootOk]: 'true',
+          });
+          this.#events.normal(name, 'RebootGranted', result.message);
+          this.#o.log('info', 'reboot granted', { node: name, drain: result.message });
+        } else {
+          await this.#abort(name, `drain ${result.message}`);
+        }
+      })
+      .catch((err) => this.#o.log('error', 'drain task failed', { node: name, error: describeError(err) }))
+      .finally(() => {
+        this.#draining.delete(name);
+        if (this.#acting()) this.#queue.add(KEY);
+      });
+  }
+
+  /** Malformed annotations on nodes outside an attempt: said once in state-reason, never a crash. */
+  async #reportProblems(nodes: NodeView[], ledger: Ledger) {
+    for (const n of nodes) {
+      if (n.problems.length === 0 || ledger.slots[n.name]) continue;
+      const reason = `ignored malformed annotations: ${n.problems.join('; ')}`;
+      if (n.stateReason === reason) continue;
+      const current = this.#informer.get(n.name);
+      if (!current) continue;
+      await this.#patch(viewNode(current), { [Annotations.stateReason]: reason });
+      this.#events.warning(n.name, 'MalformedAnnotation', reason);
+    }
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * The independent safety checker: watches every Node on its own (sharing nothing with the operator) and
+ * records each violation of DESIGN.md's rules it can see — more nodes disrupted than the budget, a
+ * reboot without a grant, a node rebooted twice for one need, an admin's cordon removed, nuo's cordon
+ * left behind after the rollout.
+ */
+import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { Annotations } from '../api/keys.ts';
+import { ResilientInformer } from '../kube/informer.ts';
+import { isReady } from './cluster/nodes.ts';
+
+export interface Violation {
+  rule:
+    | 'budget'
+    | 'reboot-without-grant'
+    | 'double-reboot'
+    | 'admin-cordon-removed'
+    | 'cordon-left'
+    | 'not-finished';
+  at: Date;
+  detail: string;
+}
+
+export class SafetyChecker {
+  readonly violations: Violation[] = [];
+  maxDisrupted = 0;
+  readonly #budget: number;
+  readonly #informer: ResilientInformer<V1Node>;
+  readonly #adminCordoned = new Set<string>();
+  readonly #reboots = new Map<string, number>();
+  readonly #allowedReboots = new Map<string, number>();
+
+  constructor(kubeconfig: KubeConfig, budget: number) {
+    this.#budget = budget;
+    const core = kubeconfig.makeApiClient(CoreV1Api);
+    this.#informer = new ResilientInformer<V1Node>({
+      kubeconfig,
+      path: '/api/v1/nodes',
+      list: (opts) => core.listNode(opts),
+      name: 'checker',
+    });
+    this.#informer.onEvent((type, node, old) => this.#observe(type, node, old));
+  }
+
+  async start(): Promise<void> {
+    await this.#informer.start();
+    for (const n of this.#informer.list()) {
+      if (n.spec?.unschedulable && n.metadata?.annotations?.[Annotations.cordonedByNuo] !== 'true') {
+        this.#adminCordoned.add(n.metadata?.name ?? '');
+      }
+    }
+    this.#count();
+  }
+
+  /** Each node may reboot `times` more times (once per staged update). */
+  allowReboots(node: string, times = 1): void {
+    this.#allowedReboots.set(node, (this.#allowedReboots.get(node) ?? 0) + times);
+  }
+
+  /** Called by the simulated host at the moment it reboots. */
+  onReboot(node: string): void {
+    const n = this.#informer.get(node);
+    if (n?.metadata?.annotations?.[Annotations.rebootOk] !== 'true') {
+      this.#violate('reboot-without-grant', `${node} rebooted without nuo.dev/reboot-ok`);
+    }
+    const count = (this.#reboots.get(node) ?? 0) + 1;
+    this.#reboots.set(node, count);
+    if (count > (this.#allowedReboots.get(node) ?? 0)) {
+      this.#violate(
+        'double-reboot',
+        `${node} rebooted ${count} times for ${this.#allowedReboots.get(node) ?? 0} staged update(s)`,
+      );
+    }
+  }
+
+  rebootsOf(node: string): number {
+    return this.#reboots.get(node) ?? 0;
+  }
+
+  /** After the rollout: every cordon nuo made is gone, every admin cordon still there. */
+  finalCheck(): void {
+    for (const n of this.#informer.list()) {
+      const name = n.metadata?.name ?? '';
+      if (
+        n.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true' ||
+        (n.spec?.unschedulable && !this.#adminCordoned.has(name))
+      ) {
+        this.#violate('cordon-left', `${name} is still cordoned by nuo after the rollout`);
+      }
+    }
+  }
+
+  disrupted(): string[] {
+    return this.#informer
+      .list()
+      .filter((n) => !isReady(n) || n.spec?.unschedulable === true)
+      .map((n) => n.metadata?.name ?? '');
+  }
+
+  #observe(type: string, node: V1Node, old: V1Node | undefined): void {
+    const name = node.metadata?.name ?? '';
+    if (
+      type === 'update' &&
+      this.#adminCordoned.has(name) &&
+      old?.spec?.unschedulable &&
+      !node.spec?.unschedulable
+    ) {
+      this.#violate('admin-cordon-removed', `${name}: an admin's cordon was removed`);
+    }
+    this.#count();
+  }
+
+  #count(): void {
+    const disrupted = this.disrupted();
+    this.maxDisrupted = Math.max(this.maxDisrupted, disrupted.length);
+    if (disrupted.length > this.#budget) {
+      this.#violate(
+        'budget',
+        `${disrupted.length} nodes disrupted at once (budget ${this.#budget}): ${disrupted.join(', ')}`,
+      );
+    }
+  }
+
+  #violate(rule: Violation['rule'], detail: string): void {
+    this.violations.push({ rule, at: new Date(), detail });
+  }
+
+  async stop(): Promise<void> {
+    await this.#informer.stop();
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * `nuo demo`: a real control plane with simulated nodes running Deployments under PDBs; every node is
+ * marked as needing a reboot, and `nuo operator` plus one agent per node roll the reboot through them
+ * while the independent checker watches. Ends with a summary against the ideal lower bound.
+ */
+import {
+  AppsV1Api,
+  CoreV1Api,
+  PolicyV1Api,
+  type V1Pod,
+  type V1PodDisruptionBudget,
+} from '@kubernetes/client-node';
+import { Annotations } from '../api/keys.ts';
+import { Phase } from '../api/phases.ts';
+import { ResilientInformer } from '../kube/informer.ts';
+import { pollUntil } from '../util/poll.ts';
+import { type LocalCluster, startCluster } from './cluster/cluster.ts';
+import { Fleet } from './fleet.ts';
+import { deployDemoWorkload } from './workload.ts';
+
+export interface DemoOptions {
+  nodes: number;
+  zones: number;
+  maxUnavailable: number;
+  rebootMs: number;
+  soakMs: number;
+  /** Keep the cluster up after the rollout until Ctrl-C. */
+  keep: boolean;
+  out: (text: string) => void;
+  tty: boolean;
+}
+
+const PHASE_ORDER = [
+  Phase.idle,
+  Phase.pending,
+  Phase.beforeReboot,
+  Phase.draining,
+  Phase.rebootGranted,
+  Phase.rebooting,
+  Phase.afterReboot,
+  Phase.failed,
+] as const;
+
+interface Observed {
+  evictions: number;
+  pdbViolations: string[];
+}
+
+/** Counts evicted pods and PDB breaches in the demo namespace, independently of the operator. */
+async function observeWorkload(
+  cluster: LocalCluster,
+  namespace: string,
+): Promise<{ observed: Observed; stop: () => Promise<void> }> {
+  const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+  const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
+  const observed: Observed = { evictions: 0, pdbViolations: [] };
+  const pods = new ResilientInformer<V1Pod>({
+    kubeconfig: cluster.kubeconfig,
+    path: `/api/v1/namespaces/${namespace}/pods`,
+    list: (o) => core.listNamespacedPod({ namespace, ...o }),
+    name: 'demo-pods',
+  });
+  const pdbs = new ResilientInformer<V1PodDisruptionBudget>({
+    kubeconfig: cluster.kubeconfig,
+    path: `/apis/policy/v1/namespaces/${namespace}/poddisruptionbudgets`,
+    list: (o) => policy.listNamespacedPodDisruptionBudget({ namespace, ...o }),
+    name: 'demo-pdbs',
+  });
+  pods.onEvent((type, pod) => {
+    // Every pod that leaves a node during the rollout was evicted by a drain (nothing else deletes them).
+    if (type === 'delete' && pod.spec?.nodeName) observed.evictions++;
+  });
+  pdbs.onEvent((_type, pdb) => {
+    const s = pdb.status;
+    if (
+      s &&
+      s.observedGeneration === pdb.metadata?.generation &&
+      (s.currentHealthy ?? 0) < (s.desiredHealthy ?? 0)
+    ) {
+      observed.pdbViolations.push(
+        `${pdb.metadata?.name}: ${s.currentHealthy} healthy < ${s.desiredHealthy} desired`,
+      );
+    }
+  });
+  await Promise.all([pods.start(), pdbs.start()]);
+  return { observed, stop: async () => void (await Promise.all([pods.stop(), pdbs.stop()])) };
+}
+
+function bar(done: number, total: number, width = 30): string {
+  const filled = total === 0 ? width : Math.round((done / total) * width);
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
+}
+
+export async function runDemo(o: DemoOptions): Promise<number> {
+  const log = (line: string) => o.out(`${line}\n`);
+  const started = Date.now();
+  log(`Starting a local Kubernetes control plane with ${o.nodes} KWOK nodes in ${o.zones} zone(s)…`);
+  const cluster = await startCluster({ nodes: o.nodes, zones: o.zones, log: (l) => log(`  ${l}`) });
+  let fleet: Fleet | undefined;
+  let watch: Awaited<ReturnType<typeof observeWorkload>> | undefined;
+  try {
+    const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+    const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
+    await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
+    log(await deployDemoWorkload(cluster.kubeconfig, { replicasPerApp: o.nodes }));
+    await apps.createNamespacedDaemonSet({
+      namespace: 'demo',
+      body: {
+        metadata: { name: 'log-shipper' },
+        spec: {
+          selector: { matchLabels: { app: 'log-shipper' } },
+          template: {
+            metadata: { labels: { app: 'log-shipper' } },
+            spec: {
+              tolerations: [{ operator: 'Exists' }],
+              containers: [{ name: 'c', image: 'registry.example/shipper:1' }],
+            },
+          },
+        },
+      },
+    });
+    log('  daemonset demo/log-shipper: one pod per node (the health gate waits for it after each reboot)');
+    watch = await observeWorkload(cluster, 'demo');
+    fleet = new Fleet(cluster, { rebootMs: o.rebootMs, budget: o.maxUnavailable });
+    await fleet.start();
+    fleet.startOperator('demo', [`--max-unavailable=${o.maxUnavailable}`, `--soak=${o.soakMs}ms`]);
+    log(
+      `\nOperator: nuo operator --max-unavailable=${o.maxUnavailable} --soak=${o.soakMs / 1000}s (log: ${cluster.dir}/logs/operator-demo.log)`,
+    );
+    log(`Marking every node as needing a reboot (simulated reboot: ${o.rebootMs / 1000}s)…\n`);
+    const rolloutStart = Date.now();
+    fleet.stageUpdates();
+    const f = fleet;
+
+    let lastLine = '';
+    let lastPrint = 0;
+    const render = async (): Promise<true | undefined> => {
+      const nodes = (await core.listNode()).items;
+      const counts = new Map<string, number>();
+      for (const n of nodes) {
+        const state = n.metadata?.annotations?.[Annotations.state] ?? Phase.idle;
+        counts.set(state, (counts.get(state) ?? 0) + 1);
+      }
+      const done = nodes.filter(
+        (n) =>
+          f.checker.rebootsOf(n.metadata?.name ?? '') >= 1 &&
+          (n.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle &&
+          n.metadata?.annotations?.[Annotations.rebootNeeded] === undefined,
+      ).length;
+      const phases = PHASE_ORDER.filter((p) => counts.get(p))
+        .map((p) => `${p} ${counts.get(p)}`)
+        .join('  ');
+      const line = `${bar(done, nodes.length)} ${done}/${nodes.length} rebooted  ${((Date.now() - rolloutStart) / 1000).toFixed(0)}s  | ${phases} | disrupted now ${f.checker.disrupted().length}, max ${f.checker.maxDisrupted}/${o.maxUnavailable}`;
+      if (o.tty) o.out(`\r\x1b[2K${line}`);
+      else if (line !== lastLine && Date.now() - lastPrint > 2000) {
+        log(line);
+        lastPrint = Date.now();
+      }
+      lastLine = line;
+      return done === nodes.length ? true : undefined;
+    };
+    const timeoutMs = Math.max(
+      300_000,
+      Math.ceil(o.nodes / o.maxUnavailable) * (o.rebootMs + o.soakMs + 30_000),
+    );
+    await pollUntil('the rollout to finish', render, { timeoutMs, intervalMs: 250 });
+    if (o.tty) o.out('\n');
+    else log(lastLine);
+    const elapsed = (Date.now() - rolloutStart) / 1000;
+    f.checker.finalCheck();
+    const ideal = (Math.ceil(o.nodes / o.maxUnavailable) * (o.rebootMs + o.soakMs)) / 1000;
+    const budgetViolations = f.checker.violations.filter((v) => v.rule === 'budget').length;
+    const otherViolations = f.checker.violations.filter((v) => v.rule !== 'budget');
+    log(
+      [
+        '',
+        'Summary',
+        `  nodes rebooted            ${o.nodes} (each exactly once: ${[...f.hosts.values()].every((h) => f.checker.rebootsOf(h.nodeName) === 1) ? 'yes' : 'NO'})`,
+        `  elapsed                   ${elapsed.toFixed(1)}s`,
+        `  ideal lower bound         ${ideal.toFixed(1)}s = ceil(${o.nodes}/${o.maxUnavailable}) × (reboot ${o.rebootMs / 1000}s + soak ${o.soakMs / 1000}s); efficiency ${((ideal / elapsed) * 100).toFixed(0)}%`,
+        `  most nodes disrupted      ${f.checker.maxDisrupted} (maxUnavailable ${o.maxUnavailable})`,
+        `  pods evicted              ${watch.observed.evictions}`,
+        `  budget violations         ${budgetViolations}`,
+        `  PDB violations            ${watch.observed.pdbViolations.length}`,
+        `  other safety violations   ${otherViolations.length}${otherViolations.map((v) => `\n    ${v.rule}: ${v.detail}`).join('')}`,
+        `  total time with set-up    ${((Date.now() - started) / 1000).toFixed(1)}s`,
+        '',
+      ].join('\n'),
+    );
+    const ok = f.checker.violations.length === 0 && watch.observed.pdbViolations.length === 0;
+    if (o.keep) {
+      log(
+        `The cluster stays up: export KUBECONFIG=${cluster.kubeconfigPath}; node bin/nuo.js status. Ctrl-C stops it.`,
+      );
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+    }
+    return ok ? 0 : 1;
+  } finally {
+    await watch?.stop();
+    await fleet?.stop();
+    await cluster.stop();
+  }
+}

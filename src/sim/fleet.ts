@@ -1,0 +1,114 @@
+/**
+ * A rollout on the local cluster: simulated hosts for every node (agents included), operator processes
+ * started as real `nuo operator` children (so tests can SIGKILL them), and the independent checker.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { appendFileSync, openSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { kubeconfigCredentials, LeanClient } from '../kube/lean-client.ts';
+import { SafetyChecker } from './checker.ts';
+import type { LocalCluster } from './cluster/cluster.ts';
+import { type RebootBehaviour, SimHost } from './host.ts';
+
+const nuoBin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
+
+export interface FleetOptions {
+  rebootMs: number;
+  budget: number;
+  agentCheckIntervalMs?: number;
+  behaviours?: Record<string, RebootBehaviour>;
+  log?: (level: 'info' | 'warn' | 'error', message: string) => void;
+}
+
+export class Fleet {
+  readonly hosts = new Map<string, SimHost>();
+  readonly checker: SafetyChecker;
+  readonly #cluster: LocalCluster;
+  readonly #client: LeanClient;
+  readonly #operators = new Map<string, ChildProcess>();
+
+  constructor(cluster: LocalCluster, options: FleetOptions) {
+    this.#cluster = cluster;
+    this.#client = new LeanClient(kubeconfigCredentials(cluster.kubeconfigPath));
+    this.checker = new SafetyChecker(cluster.kubeconfig, options.budget);
+    const agentLog = join(cluster.dir, 'logs', 'agents.log');
+    // Agents log beside the control plane's components, so a failing test shows them too.
+    this.options = {
+      log: (level, message) => appendFileSync(agentLog, `${new Date().toISOString()} ${level} ${message}\n`),
+      ...options,
+    };
+  }
+
+  readonly options: FleetOptions;
+
+  async start(): Promise<void> {
+    await this.checker.start();
+    const core = this.#cluster.kubeconfig.makeApiClient(CoreV1Api);
+    const nodes = (await core.listNode()).items.map((n) => n.metadata?.name ?? '');
+    await Promise.all(
+      nodes.map(async (nodeName) => {
+        const host = new SimHost({
+          nodeName,
+          core,
+          client: this.#client,
+          rebootMs: this.options.rebootMs,
+          behaviour: this.options.behaviours?.[nodeName],
+          agentCheckIntervalMs: this.options.agentCheckIntervalMs,
+          log: this.options.log,
+          onReboot: (node) => this.checker.onReboot(node),
+        });
+        this.hosts.set(nodeName, host);
+        await host.start();
+      }),
+    );
+  }
+
+  /** Stages an OS update on the given nodes (all by default): each will need one reboot. */
+  stageUpdates(nodes: string[] = [...this.hosts.keys()]): void {
+    for (const n of nodes) {
+      this.checker.allowReboots(n);
+      this.hosts.get(n)?.stageUpdate();
+    }
+  }
+
+  /** Starts `nuo operator` as a child process; its log goes to the cluster's log directory. */
+  startOperator(identity: string, args: string[]): ChildProcess {
+    const log = openSync(join(this.#cluster.dir, 'logs', `operator-${identity}.log`), 'a');
+    const child = spawn(
+      process.execPath,
+      [
+        nuoBin,
+        'operator',
+        `--kubeconfig=${this.#cluster.kubeconfigPath}`,
+        `--identity=${identity}`,
+        '--metrics-port=0',
+        '--namespace=nuo-system',
+        ...args,
+      ],
+      { stdio: ['ignore', log, log] },
+    );
+    this.#operators.set(identity, child);
+    return child;
+  }
+
+  operator(identity: string): ChildProcess | undefined {
+    return this.#operators.get(identity);
+  }
+
+  async killOperator(identity: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const child = this.#operators.get(identity);
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill(signal);
+    await exited;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.#operators.keys()].map((id) => this.killOperator(id, 'SIGTERM')));
+    await Promise.all([...this.hosts.values()].map((h) => h.stop()));
+    await this.checker.stop();
+    this.#client.close();
+  }
+}
