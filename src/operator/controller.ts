@@ -38,6 +38,7 @@ class Conflict extends Error {}
 
 const RESYNC_ACTIVE_MS = 1000;
 const RESYNC_IDLE_MS = 30_000;
+const MIN_RESYNC_MS = 20;
 const KEY = 'cluster';
 
 export class Operator {
@@ -166,10 +167,15 @@ export class Operator {
       this.#o.metrics?.observe(decision, nodes, performance.now() - started);
     }
     this.#queue.forget(KEY);
+    // Look again exactly when a soak, timeout or backoff ends; meanwhile poll what has no node event
+    // (DaemonSet pods at the health gate) while slots are held, and rarely when idle.
     const active =
       Object.keys(current.ledger.slots).length > 0 || nodes.some((n) => n.state === Phase.pending);
-    if (this.#acting())
-      this.#resync = setTimeout(() => this.#queue.add(KEY), active ? RESYNC_ACTIVE_MS : RESYNC_IDLE_MS);
+    const wait = Math.min(
+      active ? RESYNC_ACTIVE_MS : RESYNC_IDLE_MS,
+      Math.max(MIN_RESYNC_MS, (decision.wakeAt ?? Number.POSITIVE_INFINITY) - Date.now()),
+    );
+    if (this.#acting()) this.#resync = setTimeout(() => this.#queue.add(KEY), wait);
   }
 
   /** DaemonSet pod readiness for nodes at the health gate (a field-selected list per such node). */

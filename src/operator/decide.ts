@@ -73,6 +73,8 @@ export type Action =
 export interface Decision {
   actions: Action[];
   budget: { slots: number; used: number; eligible: number; holders: string[]; unavailable: string[] };
+  /** The earliest time a time-based condition (soak, timeout, backoff, spacing) changes a decision. */
+  wakeAt?: number;
 }
 
 const ms = (d: Date | undefined) => d?.getTime() ?? Number.NaN;
@@ -102,6 +104,11 @@ function hooksDone(n: NodeView, keys: string[]): string[] {
 export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision {
   const t = now.getTime();
   const actions: Action[] = [];
+  let wakeAt = Number.POSITIVE_INFINITY;
+  /** Remembers a future moment at which waiting ends, so the controller looks again exactly then. */
+  const wake = (at: number) => {
+    if (at > t && at < wakeAt) wakeAt = at;
+  };
   const byName = new Map(snapshot.nodes.map((n) => [n.name, n]));
   const eligible = snapshot.nodes.filter((n) => c.eligible(n.labels));
   const holders = new Set(Object.keys(snapshot.ledger.slots));
@@ -141,6 +148,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     }
     const since = ms(n.stateSince);
     const age = Number.isNaN(since) ? 0 : t - since;
+    const timeoutAt = (timeoutMs: number) => wake(since + timeoutMs + 1);
     switch (n.state) {
       case undefined:
       case Phase.pending:
@@ -163,6 +171,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
             reason: `before-reboot hooks not done in time: ${missing.join(', ')}`,
           });
         } else {
+          timeoutAt(c.drainTimeoutMs);
           const reason = `waiting for before-reboot hooks: ${missing.join(', ')}`;
           if (n.stateReason !== reason) actions.push({ type: 'explain', node: name, reason });
         }
@@ -195,6 +204,8 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
             reason: `the agent did not start the reboot within ${c.rebootTimeoutMs / 1000}s of the grant`,
             failed: true,
           });
+        } else {
+          timeoutAt(c.rebootTimeoutMs);
         }
         break;
       case Phase.rebooting:
@@ -214,6 +225,8 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
             reason: `no reboot: boot ID unchanged ${c.rebootTimeoutMs / 1000}s after the agent started it`,
             failed: true,
           });
+        } else {
+          timeoutAt(c.rebootTimeoutMs);
         }
         break;
       case Phase.afterReboot: {
@@ -226,8 +239,11 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
               reason: `not Ready within ${c.returnTimeoutMs / 1000}s of the reboot`,
               failed: true,
             });
-          } else if (n.stateReason !== 'waiting for the node to become Ready') {
-            actions.push({ type: 'explain', node: name, reason: 'waiting for the node to become Ready' });
+          } else {
+            timeoutAt(c.returnTimeoutMs);
+            if (n.stateReason !== 'waiting for the node to become Ready') {
+              actions.push({ type: 'explain', node: name, reason: 'waiting for the node to become Ready' });
+            }
           }
           break;
         }
@@ -235,6 +251,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
         const missing = hooksDone(n, c.afterRebootAnnotations);
         if (missing.length > 0) waits.push(`after-reboot hooks: ${missing.join(', ')}`);
         const readyFor = t - ms(n.readySince);
+        wake(ms(n.readySince) + c.soakMs);
         if (!(readyFor >= c.soakMs))
           waits.push(`soak (Ready ${Math.max(0, Math.floor(readyFor / 1000))}s of ${c.soakMs / 1000}s)`);
         const health = snapshot.health.get(name);
@@ -293,6 +310,8 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   for (const n of waiting) {
     let wait: string | undefined;
     const retry = retryAt(n, c);
+    wake(retry);
+    if (c.minGrantSpacingMs > 0) wake(lastGrant + c.minGrantSpacingMs);
     if (n.paused) wait = 'paused';
     else if (c.paused) wait = 'waiting: nuo is paused cluster-wide';
     else if (unavailableWithoutSlot(n) && !n.ready) wait = 'waiting: node is NotReady';
@@ -315,6 +334,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   return {
     actions,
     budget: { slots, used, eligible: eligible.length, holders: [...holders], unavailable },
+    wakeAt: Number.isFinite(wakeAt) ? wakeAt : undefined,
   };
 }
 

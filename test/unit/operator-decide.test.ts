@@ -433,3 +433,24 @@ describe('decide: the budget is never exceeded (randomised)', () => {
     }
   });
 });
+
+describe('decide: wake-up time', () => {
+  test('is the earliest moment a soak, timeout or backoff ends', () => {
+    const soaking = run(
+      [
+        node('a', {
+          annotations: { ...state(Phase.afterReboot, 100), [Annotations.bootIdBefore]: 'boot-1' },
+          bootId: 'boot-2',
+          readySince: ago(10),
+        }),
+      ],
+      { ledger: { slots: { a: { since: ago(600) } } }, healthy: ['a'] },
+    );
+    assert.equal(soaking.wakeAt, NOW.getTime() + 20_000, 'soak of 30 s, Ready for 10 s');
+    const backoff = run([
+      node('b', { annotations: { ...needs, ...state(Phase.pending, 10), [Annotations.failures]: '1' } }),
+    ]);
+    assert.equal(backoff.wakeAt, NOW.getTime() + 50_000, 'retry 60 s after entering Pending 10 s ago');
+    assert.equal(run([node('c')]).wakeAt, undefined, 'nothing to wait for');
+  });
+});
