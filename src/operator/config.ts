@@ -237,12 +237,15 @@ export function loadOperatorConfig({ flags = {}, env = {}, file }: ConfigSources
   for (const [field, { value, source }] of raw)
     config[field.key] = convert(field, value, source === 'flag --' ? 'flag' : source, problems);
   const c = config as unknown as OperatorConfig;
-  if (problems.length === 0) {
+  const converted = problems.length;
+  if (typeof c.maxUnavailable === 'string') {
     try {
       parseMaxUnavailable(c.maxUnavailable);
     } catch (err) {
       problems.push(`max-unavailable: ${(err as Error).message}`);
     }
+  }
+  if (converted === 0) {
     for (const [name, ms] of [
       ['drain-timeout', c.drainTimeoutMs],
       ['reboot-timeout', c.rebootTimeoutMs],
