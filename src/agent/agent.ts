@@ -4,6 +4,7 @@
  * never twice for one grant, never because a check failed. It writes only its own keys, only on its own
  * Node, and only when a value changes (an idle agent makes no writes).
  */
+import { Annotations } from '../api/keys.ts';
 import { LeanApiError, type LeanClient, type LeanNode } from '../kube/lean-client.ts';
 import { type BootId, type Detection, type Detector, Need, type Rebooter } from './os.ts';
 import { agentStep } from './step.ts';
@@ -14,6 +15,8 @@ export interface AgentOptions {
   detector: Detector;
   rebooter: Rebooter;
   bootId: BootId;
+  /** Labels the agent keeps on its node (os-id, os-version). */
+  labels?: Record<string, string>;
   /** How often the detector is polled (push detectors also call back). */
   checkIntervalMs?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -30,7 +33,7 @@ export class NodeAgent {
 
   constructor(options: AgentOptions) {
     if (!options.nodeName) throw new Error('agent: the node name is required (--node-name or NODE_NAME)');
-    this.#o = { checkIntervalMs: 60_000, log: () => {}, ...options };
+    this.#o = { checkIntervalMs: 60_000, log: () => {}, labels: {}, ...options };
   }
 
   /** Runs until the signal aborts. */
@@ -42,10 +45,20 @@ export class NodeAgent {
     try {
       await this.#check();
       let backoff = 500;
+      let announced = false;
       while (!signal.aborted) {
         try {
           const node = await this.#o.client.getNode(this.#o.nodeName);
           await this.#schedule(() => this.#onNode(node));
+          if (!announced) {
+            // Once per process, after its first decision on the Node: says which boot this agent runs in
+            // (and lets tests know a restarted agent has looked at its Node).
+            announced = true;
+            this.#o.log(
+              'info',
+              `${this.#o.nodeName}: agent running (boot ${this.#bootId}); watching its node`,
+            );
+          }
           backoff = 500;
           await this.#o.client.watchNode(
             this.#o.nodeName,
@@ -71,6 +84,16 @@ export class NodeAgent {
     }
   }
 
+  /** Writes a problem the agent cannot fix itself on its node (e.g. a reboot that did not happen). */
+  reportProblem(message: string): Promise<void> {
+    this.#o.log('error', `${this.#o.nodeName}: ${message}`);
+    return this.#schedule(async () => {
+      this.#node = await this.#o.client.patchNode(this.#o.nodeName, {
+        metadata: { annotations: { [Annotations.agentProblem]: message } },
+      });
+    });
+  }
+
   /** Serialises handling: one decision at a time, on the latest node. */
   #schedule(fn: () => Promise<void>): Promise<void> {
     this.#busy = this.#busy.then(fn).catch((err) => this.#o.log('error', (err as Error).message));
@@ -92,10 +115,17 @@ export class NodeAgent {
       rebootRequested: this.#rebootRequested,
     });
     if (step.log) this.#o.log(step.log.level, `${this.#o.nodeName}: ${step.log.message}`);
-    if (step.patch) {
+    const labels = Object.fromEntries(
+      Object.entries(this.#o.labels).filter(([k, v]) => node.metadata.labels?.[k] !== v),
+    );
+    if (step.patch || Object.keys(labels).length > 0) {
       try {
         this.#node = await this.#o.client.patchNode(this.#o.nodeName, {
-          metadata: { resourceVersion: node.metadata.resourceVersion, annotations: step.patch },
+          metadata: {
+            resourceVersion: node.metadata.resourceVersion,
+            ...(step.patch ? { annotations: step.patch } : {}),
+            ...(Object.keys(labels).length > 0 ? { labels } : {}),
+          },
         });
       } catch (err) {
         // 409: the node changed under us; the watch delivers the new version and we decide again.

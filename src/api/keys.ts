@@ -34,6 +34,8 @@ export const Annotations = {
   cordonedByNuo: 'nuo.dev/cordoned-by-nuo',
   /** operator: consecutive failed attempts (loop and flap protection). */
   failures: 'nuo.dev/failures',
+  /** agent: a problem the agent cannot fix itself (e.g. a reboot that did not happen), human readable. */
+  agentProblem: 'nuo.dev/agent-problem',
   /** agent: mirror of the OS update engine's status, as CLUO did. */
   status: 'nuo.dev/status',
   /** agent: the version the update engine staged. */

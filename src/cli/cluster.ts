@@ -1,15 +1,7 @@
 import { parseArgs } from 'node:util';
 import { type ClusterOptions, type LocalCluster, startCluster } from '../sim/cluster/cluster.ts';
+import { positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
-
-export function positiveInt(flag: string, value: string | undefined, fallback: number, min = 0): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min) {
-    throw new UsageError(`--${flag} must be an integer ≥ ${min}, got "${value}"`);
-  }
-  return n;
-}
 
 /** Starts a local cluster, prints how to reach it, and keeps it up until Ctrl-C. */
 export async function runLocalCluster(

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { runDemo } from '../sim/demo.ts';
 import { parseDuration } from '../util/duration.ts';
-import { positiveInt } from './cluster.ts';
+import { positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
 
 function duration(flag: string, value: string | undefined, fallback: string): number {

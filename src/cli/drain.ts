@@ -6,7 +6,7 @@ import type { DrainOptions } from '../drain/options.ts';
 import { PodAction } from '../drain/plan.ts';
 import type { DrainEvent } from '../drain/progress.ts';
 import { parseDuration } from '../util/duration.ts';
-import { positiveInt } from './cluster.ts';
+import { positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
 import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
 

@@ -1,20 +1,66 @@
-import { clusterCommand } from './cluster.ts';
 import { type Command, UsageError } from './command.ts';
-import { demoCommand } from './demo.ts';
-import { drainCommand, uncordonCommand } from './drain.ts';
-import { pauseCommand, rebootCommand, resumeCommand, statusCommand } from './nodes.ts';
-import { operatorCommand } from './operator.ts';
 
-const commands: Command[] = [
-  demoCommand,
-  statusCommand,
-  rebootCommand,
-  pauseCommand,
-  resumeCommand,
-  drainCommand,
-  uncordonCommand,
-  operatorCommand,
-  clusterCommand,
+/**
+ * Commands load their module only when run: `nuo agent` must not pay for @kubernetes/client-node
+ * (~130 MiB RSS), which the operator and the people-facing commands use.
+ */
+interface Entry {
+  name: string;
+  summary: string;
+  load: () => Promise<Command>;
+}
+
+const commands: Entry[] = [
+  {
+    name: 'demo',
+    summary: 'roll a reboot through a local cluster of simulated nodes, with live progress',
+    load: async () => (await import('./demo.ts')).demoCommand,
+  },
+  {
+    name: 'status',
+    summary: 'phase of every node, who holds the budget and why others wait',
+    load: async () => (await import('./nodes.ts')).statusCommand,
+  },
+  {
+    name: 'reboot',
+    summary: 'reboot a node once through the normal budgeted rollout',
+    load: async () => (await import('./nodes.ts')).rebootCommand,
+  },
+  {
+    name: 'pause',
+    summary: 'leave a node alone (an attempt in flight keeps its slot)',
+    load: async () => (await import('./nodes.ts')).pauseCommand,
+  },
+  {
+    name: 'resume',
+    summary: 'let nuo manage a paused node again',
+    load: async () => (await import('./nodes.ts')).resumeCommand,
+  },
+  {
+    name: 'drain',
+    summary: 'cordon a node and evict its pods through the Eviction API (like kubectl drain, bounded)',
+    load: async () => (await import('./drain.ts')).drainCommand,
+  },
+  {
+    name: 'uncordon',
+    summary: "undo nuo's cordon of a node (never an admin's)",
+    load: async () => (await import('./drain.ts')).uncordonCommand,
+  },
+  {
+    name: 'operator',
+    summary: 'run the operator (leader-elected; decides, drains, grants reboots)',
+    load: async () => (await import('./operator.ts')).operatorCommand,
+  },
+  {
+    name: 'agent',
+    summary: 'run the node agent (detects reboot needs, reboots when granted)',
+    load: async () => (await import('./agent.ts')).agentCommand,
+  },
+  {
+    name: 'cluster',
+    summary: 'start a local Kubernetes control plane with KWOK nodes (for trying nuo out)',
+    load: async () => (await import('./cluster.ts')).clusterCommand,
+  },
 ];
 
 function help(): string {
@@ -37,11 +83,12 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${help()}\n`);
     return name === undefined ? 2 : 0;
   }
-  const command = commands.find((c) => c.name === name);
-  if (!command) {
+  const entry = commands.find((c) => c.name === name);
+  if (!entry) {
     process.stderr.write(`nuo: unknown command "${name}"\n\n${help()}\n`);
     return 2;
   }
+  const command = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     process.stdout.write(`${command.usage}\n`);
     return 0;

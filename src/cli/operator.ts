@@ -7,7 +7,7 @@ import { configUsage, FIELDS, loadOperatorConfig } from '../operator/config.ts';
 import { Operator } from '../operator/controller.ts';
 import { OperatorMetrics } from '../operator/metrics.ts';
 import { parseDuration } from '../util/duration.ts';
-import { positiveInt } from './cluster.ts';
+import { positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
 import { kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
 
