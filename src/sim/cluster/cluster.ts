@@ -43,6 +43,8 @@ export interface LocalCluster {
   /** Temp dir holding the PKI, configs and logs/ (removed by stop()). */
   dir: string;
   server: string;
+  /** The cluster CA certificate (PEM), for clients that build their own TLS config. */
+  caCert: Buffer;
   binaries: ClusterBinaries;
   /** Admin (system:masters) kubeconfig file and loaded object. */
   kubeconfigPath: string;
@@ -215,6 +217,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
     const cluster: LocalCluster = {
       dir,
       server,
+      caCert: tlsAdmin.ca as Buffer,
       binaries,
       kubeconfigPath,
       kubeconfig,
