@@ -50,7 +50,7 @@ export class NodeAgent {
         try {
           const node = await this.#o.client.getNode(this.#o.nodeName);
           await this.#schedule(() => this.#onNode(node));
-          if (!announced) {
+          if (!announced && !signal.aborted) {
             // Once per process, after its first decision on the Node: says which boot this agent runs in
             // (and lets tests know a restarted agent has looked at its Node).
             announced = true;

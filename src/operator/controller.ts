@@ -155,7 +155,6 @@ export class Operator {
         if (!this.#acting()) return;
         current = await this.#apply(action, byName.get(action.node), current, now);
       }
-      await this.#reportProblems(nodes, ledger.ledger);
     } catch (err) {
       if (err instanceof Conflict || err instanceof LedgerConflict) {
         this.#o.metrics?.conflicts.inc();
@@ -258,9 +257,11 @@ export class Operator {
     switch (action.type) {
       case 'pending':
         await this.#patch(view, this.#phase(Phase.pending, action.reason, now));
+        this.#warnMalformed(view, action.reason);
         return ledger;
       case 'explain':
         await this.#patch(view, { [Annotations.stateReason]: action.reason });
+        this.#warnMalformed(view, action.reason);
         return ledger;
       case 'admit': {
         const next = await this.#writeLedger(ledger, (l) => ({
@@ -325,6 +326,11 @@ export class Operator {
       }
     }
     return ledger;
+  }
+
+  /** decide() names malformed annotations in the reasons it writes; each such new reason is also an Event. */
+  #warnMalformed(view: NodeView, reason: string) {
+    if (view.problems.length > 0) this.#events.warning(view.name, 'MalformedAnnotation', reason);
   }
 
   async #enterBeforeReboot(view: NodeView, now: Date) {
@@ -423,18 +429,5 @@ export class Operator {
         this.#draining.delete(name);
         if (this.#acting()) this.#queue.add(KEY);
       });
-  }
-
-  /** Malformed annotations on nodes outside an attempt: said once in state-reason, never a crash. */
-  async #reportProblems(nodes: NodeView[], ledger: Ledger) {
-    for (const n of nodes) {
-      if (n.problems.length === 0 || ledger.slots[n.name]) continue;
-      const reason = `ignored malformed annotations: ${n.problems.join('; ')}`;
-      if (n.stateReason === reason) continue;
-      const current = this.#informer.get(n.name);
-      if (!current) continue;
-      await this.#patch(viewNode(current), { [Annotations.stateReason]: reason });
-      this.#events.warning(n.name, 'MalformedAnnotation', reason);
-    }
   }
 }

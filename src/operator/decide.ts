@@ -97,6 +97,20 @@ function unavailableWithoutSlot(n: NodeView): boolean {
   return !n.ready || (n.unschedulable && !n.cordonedByNuo);
 }
 
+export const MALFORMED = 'ignored malformed annotations: ';
+
+/**
+ * The reason to record for a node outside an attempt, naming its malformed annotations (safety rule 8).
+ * The problems are part of the one reason decide() writes: a second writer of state-reason (the
+ * controller used to add them after each pass) and decide() overwrote each other on every pass, a write
+ * storm for as long as the annotation stayed malformed.
+ */
+export function withProblems(n: NodeView, reason: string): string {
+  if (n.problems.length === 0) return reason;
+  const problems = `${MALFORMED}${n.problems.join('; ')}`;
+  return reason ? `${reason}; ${problems}` : problems;
+}
+
 function hooksDone(n: NodeView, keys: string[]): string[] {
   return keys.filter((k) => n.annotations[k] !== 'true');
 }
@@ -291,11 +305,17 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     if (!need) {
       if (n.state !== undefined && n.state !== Phase.idle) {
         actions.push({ type: 'transition', node: n.name, to: Phase.idle, reason: 'no reboot needed' });
+      } else {
+        // Idle: name malformed annotations; withdraw that once they are fixed.
+        const reason = withProblems(n, '');
+        if (reason ? n.stateReason !== reason : n.stateReason?.startsWith(MALFORMED)) {
+          actions.push({ type: 'explain', node: n.name, reason: reason || 'no reboot needed' });
+        }
       }
       continue;
     }
     if (n.state !== Phase.pending) {
-      actions.push({ type: 'pending', node: n.name, reason: need });
+      actions.push({ type: 'pending', node: n.name, reason: withProblems(n, need) });
       continue;
     }
     waiting.push(n);
@@ -322,7 +342,8 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
       wait = `waiting: minimum spacing between grants (${c.minGrantSpacingMs / 1000}s)`;
     }
     if (wait) {
-      if (n.stateReason !== wait) actions.push({ type: 'explain', node: n.name, reason: wait });
+      const reason = withProblems(n, wait);
+      if (n.stateReason !== reason) actions.push({ type: 'explain', node: n.name, reason });
       continue;
     }
     actions.push({ type: 'admit', node: n.name, reason: needsReboot(n) ?? 'admitted' });

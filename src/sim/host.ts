@@ -48,6 +48,8 @@ export class SimHost implements Detector, Rebooter, BootId {
   #pendingBoot: ReturnType<typeof setTimeout> | undefined;
   #onChange: (() => void) | undefined;
   #stopped = false;
+  /** False from the moment the host goes down for a reboot until its boot is complete. */
+  #up = true;
   readonly #o: SimHostOptions;
   reboots = 0;
 
@@ -96,6 +98,7 @@ export class SimHost implements Detector, Rebooter, BootId {
     if (this.behaviour === RebootBehaviour.ignored) return;
     this.#o.onReboot?.(this.nodeName, this.#bootId);
     this.reboots++;
+    this.#up = false;
     // The agent dies with the OS; don't wait for it here, since it is the caller.
     this.#agentStop?.abort();
     await this.#setStatus(false);
@@ -109,6 +112,7 @@ export class SimHost implements Detector, Rebooter, BootId {
     this.#bootedAt = new Date();
     this.needsReboot = false;
     await this.#setStatus(true);
+    this.#up = true;
     this.#startAgent();
   }
 
@@ -161,6 +165,11 @@ export class SimHost implements Detector, Rebooter, BootId {
   }
 
   #startAgent(): void {
+    // One agent per host, as one DaemonSet pod per node: a new agent replaces the running one (a restart
+    // during the boot, racing the boot's own start, used to leave an orphan agent with a stale view of
+    // the host acting on the node until the process ended), and none starts once the host is stopped.
+    if (this.#stopped) return;
+    this.#agentStop?.abort();
     const stop = new AbortController();
     this.#agentStop = stop;
     const agent = new NodeAgent({
@@ -183,8 +192,14 @@ export class SimHost implements Detector, Rebooter, BootId {
     await this.#agentDone;
   }
 
-  restartAgent(): void {
+  /**
+   * Starts a fresh agent, replacing a running one. A host that is down (rebooting) runs nothing: its boot
+   * starts the agent. Returns whether an agent was started.
+   */
+  restartAgent(): boolean {
+    if (!this.#up || this.#stopped) return false;
     this.#startAgent();
+    return true;
   }
 
   async stop(): Promise<void> {

@@ -221,10 +221,62 @@ describe('decide: admission', () => {
       ofType(run([node('a', { annotations: { [Annotations.rebootRequested]: ago(5) } })]).actions, 'pending'),
       ['a'],
     );
+    // Ignored as a need; only named in the node's reason.
     assert.deepEqual(
       run([node('a', { annotations: { [Annotations.rebootRequested]: 'tomorrow' } })]).actions,
-      [],
+      [
+        {
+          type: 'explain',
+          node: 'a',
+          reason: `ignored malformed annotations: ${Annotations.rebootRequested}="tomorrow" is not an RFC 3339 time; ignored`,
+        },
+      ],
     );
+  });
+
+  test('malformed annotations are named in the one reason decide() writes, which then stays put', () => {
+    // Regression: the controller used to write the problems into state-reason after decide() had written
+    // its own reason ("paused"), and each pass undid the other's write: a write storm, forever.
+    const cases: Record<string, string>[] = [
+      { ...needs, ...state(Phase.pending, 10), [Annotations.paused]: 'yes' },
+      { ...needs, ...state(Phase.pending, 10), [Annotations.failures]: 'lots' },
+      { ...state(Phase.idle, 10), [Annotations.rebootNeeded]: 'maybe' },
+      { [Annotations.rebootRequested]: 'tomorrow' },
+      { ...needs, [Annotations.failures]: 'lots' },
+    ];
+    const busy = { annotations: state(Phase.draining, 5) };
+    const opts = { ledger: { slots: { b: { since: ago(5) } } }, draining: ['b'] };
+    for (const initial of cases) {
+      // Apply a's writes pass after pass: it must settle within two passes (Pending, then its wait).
+      let annotations = { ...initial };
+      let passes = 0;
+      for (; passes < 5; passes++) {
+        const written = run([node('a', { annotations }), node('b', busy)], opts).actions.filter(
+          (a) => a.node === 'a',
+        );
+        if (written.length === 0) break;
+        assert.equal(written.length, 1, JSON.stringify(written));
+        const w = written[0] as Action & { reason: string };
+        assert.ok(w.type === 'pending' || w.type === 'explain', JSON.stringify(w));
+        annotations = { ...annotations, [Annotations.stateReason]: w.reason };
+        if (w.type === 'pending') annotations = { ...annotations, ...state(Phase.pending, 0) };
+      }
+      assert.ok(passes <= 2, `settled after ${passes} writes for ${JSON.stringify(initial)}`);
+      assert.match(
+        annotations[Annotations.stateReason] ?? '',
+        /ignored malformed annotations: nuo\.dev\/\S+="(yes|lots|maybe|tomorrow)"/,
+      );
+    }
+    // Once fixed, the reason about it is withdrawn.
+    const fixed = run([
+      node('a', {
+        annotations: {
+          ...state(Phase.idle, 10),
+          [Annotations.stateReason]: 'ignored malformed annotations: x',
+        },
+      }),
+    ]);
+    assert.deepEqual(fixed.actions, [{ type: 'explain', node: 'a', reason: 'no reboot needed' }]);
   });
 });
 
