@@ -18,7 +18,10 @@ export const Phase = {
 } as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];
 
-const all = new Set<string>(Object.values(Phase));
+/** Every phase, in the order a node passes through them (Failed last). */
+export const PHASES: readonly Phase[] = Object.values(Phase);
+
+const all = new Set<string>(PHASES);
 export const isPhase = (value: string | undefined): value is Phase => value !== undefined && all.has(value);
 
 /** Phases in which a node holds a slot of the disruption budget. */

@@ -11,12 +11,12 @@ import {
   type V1PodDisruptionBudget,
 } from '@kubernetes/client-node';
 import { Annotations } from '../api/keys.ts';
-import { Phase } from '../api/phases.ts';
+import { PHASES, Phase } from '../api/phases.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
 import { Fleet } from './fleet.ts';
-import { deployDemoWorkload } from './workload.ts';
+import { daemonSet, deployDemoWorkload } from './workload.ts';
 
 export interface DemoOptions {
   nodes: number;
@@ -29,17 +29,6 @@ export interface DemoOptions {
   out: (text: string) => void;
   tty: boolean;
 }
-
-const PHASE_ORDER = [
-  Phase.idle,
-  Phase.pending,
-  Phase.beforeReboot,
-  Phase.draining,
-  Phase.rebootGranted,
-  Phase.rebooting,
-  Phase.afterReboot,
-  Phase.failed,
-] as const;
 
 interface Observed {
   evictions: number;
@@ -103,22 +92,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
     await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
     log(await deployDemoWorkload(cluster.kubeconfig, { replicasPerApp: o.nodes }));
-    await apps.createNamespacedDaemonSet({
-      namespace: 'demo',
-      body: {
-        metadata: { name: 'log-shipper' },
-        spec: {
-          selector: { matchLabels: { app: 'log-shipper' } },
-          template: {
-            metadata: { labels: { app: 'log-shipper' } },
-            spec: {
-              tolerations: [{ operator: 'Exists' }],
-              containers: [{ name: 'c', image: 'registry.example/shipper:1' }],
-            },
-          },
-        },
-      },
-    });
+    await apps.createNamespacedDaemonSet({ namespace: 'demo', body: daemonSet('demo', 'log-shipper') });
     log('  daemonset demo/log-shipper: one pod per node (the health gate waits for it after each reboot)');
     watch = await observeWorkload(cluster, 'demo');
     fleet = new Fleet(cluster, { rebootMs: o.rebootMs, budget: o.maxUnavailable });
@@ -147,7 +121,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
           (n.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle &&
           n.metadata?.annotations?.[Annotations.rebootNeeded] === undefined,
       ).length;
-      const phases = PHASE_ORDER.filter((p) => counts.get(p))
+      const phases = PHASES.filter((p) => counts.get(p))
         .map((p) => `${p} ${counts.get(p)}`)
         .join('  ');
       const line = `${bar(done, nodes.length)} ${done}/${nodes.length} rebooted  ${((Date.now() - rolloutStart) / 1000).toFixed(0)}s  | ${phases} | disrupted now ${f.checker.disrupted().length}, max ${f.checker.maxDisrupted}/${o.maxUnavailable}`;

@@ -4,6 +4,7 @@ import {
   CoreV1Api,
   type KubeConfig,
   PolicyV1Api,
+  type V1DaemonSet,
   type V1Deployment,
 } from '@kubernetes/client-node';
 import { pollUntil } from '../util/poll.ts';
@@ -30,6 +31,24 @@ export function deployment(namespace: string, name: string, replicas: number): V
             },
           ],
           terminationGracePeriodSeconds: 1,
+        },
+      },
+    },
+  };
+}
+
+/** A DaemonSet on every node, tolerating every taint (like a log shipper or the nuo agent itself). */
+export function daemonSet(namespace: string, name: string): V1DaemonSet {
+  const labels = { app: name };
+  return {
+    metadata: { name, namespace, labels },
+    spec: {
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          tolerations: [{ operator: 'Exists' }],
+          containers: [{ name, image: 'registry.example/nuo-demo-daemon:1' }],
         },
       },
     },

@@ -10,7 +10,7 @@ import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { RebootBehaviour } from '../../src/sim/host.ts';
-import { deployment, waitAvailable } from '../../src/sim/workload.ts';
+import { daemonSet, deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
 
@@ -35,22 +35,7 @@ for (const [name, replicas] of [
     body: { metadata: { name }, spec: { maxUnavailable: 1, selector: { matchLabels: { app: name } } } },
   });
 }
-await apps.createNamespacedDaemonSet({
-  namespace: 'app',
-  body: {
-    metadata: { name: 'node-agent' },
-    spec: {
-      selector: { matchLabels: { app: 'node-agent' } },
-      template: {
-        metadata: { labels: { app: 'node-agent' } },
-        spec: {
-          tolerations: [{ operator: 'Exists' }],
-          containers: [{ name: 'a', image: 'registry.example/agent:1' }],
-        },
-      },
-    },
-  },
-});
+await apps.createNamespacedDaemonSet({ namespace: 'app', body: daemonSet('app', 'node-agent') });
 await waitAvailable(apps, 'app', 'web');
 await waitAvailable(apps, 'app', 'api');
 

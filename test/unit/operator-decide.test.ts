@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
-import { Phase } from '../../src/api/phases.ts';
+import { PHASES, Phase } from '../../src/api/phases.ts';
 import { parseSelector } from '../../src/kube/selector.ts';
 import { budgetSlots, parseMaxUnavailable } from '../../src/operator/budget.ts';
 import {
@@ -444,16 +444,7 @@ describe('decide: the budget is never exceeded (randomised)', () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed / 2 ** 31;
     };
-    const phases = [
-      Phase.pending,
-      Phase.beforeReboot,
-      Phase.draining,
-      Phase.rebootGranted,
-      Phase.rebooting,
-      Phase.afterReboot,
-      Phase.failed,
-      Phase.idle,
-    ];
+    const phases = PHASES;
     for (let i = 0; i < 2000; i++) {
       const count = 1 + Math.floor(rand() * 12);
       const max = rand() < 0.5 ? String(1 + Math.floor(rand() * 4)) : `${5 + Math.floor(rand() * 60)}%`;
