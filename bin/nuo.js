@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-// The `nuo` command. Node 24 runs the TypeScript sources directly (type stripping).
-import { main } from '../src/cli/main.ts';
-
-process.exitCode = await main(process.argv.slice(2));
+// The `nuo` command. Node 24 runs the TypeScript sources directly (type stripping); a container image
+// runs the compiled entry, dist/src/cli/run.js (`npm run build`).
+import '../src/cli/run.ts';

@@ -21,7 +21,7 @@ import { RebootDeadline } from '../agent/reboot/deadline.ts';
 import { LogindRebooter } from '../agent/reboot/logind.ts';
 import { DEFAULT_REBOOT_SIGNAL, SignalRebooter } from '../agent/reboot/signal.ts';
 import { Labels } from '../api/keys.ts';
-import { inClusterCredentials, kubeconfigCredentials, LeanClient } from '../kube/lean-client.ts';
+import { inClusterCredentials, LeanClient } from '../kube/lean-client.ts';
 import { argv, durationFlag, intList } from './args.ts';
 import { type Command, UsageError } from './command.ts';
 
@@ -138,7 +138,9 @@ export const agentCommand: Command = {
         `${JSON.stringify({ time: new Date().toISOString(), level, node: nodeName, msg: message })}\n`,
       );
     const client = new LeanClient(
-      values.kubeconfig ? kubeconfigCredentials(values.kubeconfig) : inClusterCredentials(),
+      values.kubeconfig
+        ? (await import('../kube/kubeconfig-credentials.ts')).kubeconfigCredentials(values.kubeconfig)
+        : inClusterCredentials(),
     );
     const labels: Record<string, string> = {};
     try {
