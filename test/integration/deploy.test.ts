@@ -47,6 +47,30 @@ describe('deploy/', () => {
     );
   });
 
+  test('every agent variant renders and is accepted by the API server, asking only for what it needs', () => {
+    const expectations: Record<string, { detector: string; hostPID: boolean }> = {
+      flatcar: { detector: 'update-engine', hostPID: false },
+      cos: { detector: 'cos-update-engine', hostPID: false },
+      command: { detector: 'command', hostPID: true },
+    };
+    for (const [variant, want] of Object.entries(expectations)) {
+      const dir = join(deployDir, 'variants', variant);
+      const rendered = kubectl('kustomize', dir);
+      assert.equal(rendered.status, 0, rendered.stderr);
+      const ds = rendered.stdout.split(/^---$/m).find((doc) => /^kind: DaemonSet$/m.test(doc)) ?? '';
+      assert.match(ds, new RegExp(`- --detector=${want.detector}$`, 'm'), variant);
+      assert.equal(/hostPID: true/.test(ds), want.hostPID, `${variant}: hostPID only where nsenter needs it`);
+      assert.equal(
+        /privileged: true/.test(ds),
+        want.hostPID,
+        `${variant}: privileged only where nsenter needs it`,
+      );
+      assert.doesNotMatch(ds, /path: \/$/m, `${variant}: never the whole host root`);
+      const applied = kubectl('apply', '--dry-run=server', '-k', dir);
+      assert.equal(applied.status, 0, `${variant}: ${applied.stderr}`);
+    }
+  });
+
   test("an agent's pod-bound token may change only its own Node's nuo.dev/ keys", async () => {
     const pod = await pollUntil('an agent pod on node-0', async () => {
       const pods = await core.listNamespacedPod({
