@@ -3,12 +3,18 @@
  * costs the agent ~9 MiB, and a real agent runs in-cluster without a kubeconfig.
  */
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { createRequire } from 'node:module';
 import type { LeanCredentials } from './lean-client.ts';
+
+/** Loaded on first use only (synchronously, through require): most kubeconfigs here are JSON. */
+const parseYaml = (text: string): unknown =>
+  (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text);
 
 /** The current context of a kubeconfig with embedded or file credentials (no exec plugins). */
 export function kubeconfigCredentials(path: string): LeanCredentials {
-  const doc = parseYaml(readFileSync(path, 'utf8')) as {
+  const text = readFileSync(path, 'utf8');
+  // JSON is valid YAML and needs no parser: the YAML library costs the agent ~9 MiB, so load it only when needed.
+  const doc = (text.trimStart().startsWith('{') ? JSON.parse(text) : parseYaml(text)) as {
     'current-context'?: string;
     contexts?: Array<{ name: string; context: { cluster: string; user: string } }>;
     clusters?: Array<{ name: string; cluster: Record<string, string> }>;
