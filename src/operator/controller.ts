@@ -413,6 +413,12 @@ export class Operator {
         if (!this.#acting() || result.outcome === DrainOutcome.aborted) return;
         const fresh = viewNode(await this.#core.readNode({ name }));
         if (fresh.state !== Phase.draining) return;
+        // Paused while draining: "leave this node alone" — keep it cordoned in its slot, grant nothing.
+        // After resume, reconcile drains again (nothing left to evict) and grants then.
+        if (fresh.paused) {
+          this.#o.log('info', 'drained, but paused: no grant until resumed', { node: name });
+          return;
+        }
         if (result.outcome === DrainOutcome.drained) {
           await this.#patch(fresh, {
             ...this.#phase(Phase.rebootGranted, `${result.message}; reboot granted`, new Date()),

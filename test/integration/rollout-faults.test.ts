@@ -551,6 +551,52 @@ describe('cli', () => {
     assertSafe(f);
   });
 
+  test('a node paused while draining is not granted when the drain ends; resumed, it completes', async () => {
+    const pinned = deployment('app', 'pinned-pause', 1);
+    if (pinned.spec?.template.spec)
+      pinned.spec.template.spec.nodeSelector = { 'kubernetes.io/hostname': 'node-1' };
+    await apps.createNamespacedDeployment({ namespace: 'app', body: pinned });
+    await policy.createNamespacedPodDisruptionBudget({
+      namespace: 'app',
+      body: {
+        metadata: { name: 'pinned-pause' },
+        spec: { minAvailable: 1, selector: { matchLabels: { app: 'pinned-pause' } } },
+      },
+    });
+    await waitAvailable(apps, 'app', 'pinned-pause');
+    await pollUntil('PDB app/pinned-pause to allow no disruption', async () => {
+      const p = await policy.readNamespacedPodDisruptionBudget({ name: 'pinned-pause', namespace: 'app' });
+      return p.status?.currentHealthy === 1 && p.status.disruptionsAllowed === 0 ? true : undefined;
+    });
+    try {
+      const f = await newFleet(1);
+      f.startOperator('op-p', ['--max-unavailable=1', ...FAST]);
+      f.stageUpdates(['node-1']);
+      await waitPhase('node-1', [Phase.draining]);
+      assert.equal((await nuo('pause', 'node-1')).code, 0);
+      await policy.deleteNamespacedPodDisruptionBudget({ name: 'pinned-pause', namespace: 'app' });
+      // The drain ends either way; then the operator either grants (the bug) or says it holds back.
+      await pollUntil('the drain to end while paused', async () =>
+        logged('op-p', 'drained, but paused: no grant until resumed', 'node-1').length > 0 ||
+        (await annotations('node-1'))[Annotations.rebootOk] !== undefined
+          ? true
+          : undefined,
+      );
+      const held = await annotations('node-1');
+      assert.equal(held[Annotations.state], Phase.draining);
+      assert.equal(held[Annotations.rebootOk], undefined, 'no grant while paused');
+      assert.equal(f.checker.rebootsOf('node-1'), 0);
+      assert.equal((await nuo('resume', 'node-1')).code, 0);
+      await rolloutDone(f, ['node-1']);
+      assertSafe(f);
+    } finally {
+      await policy
+        .deleteNamespacedPodDisruptionBudget({ name: 'pinned-pause', namespace: 'app' })
+        .catch(() => {});
+      await apps.deleteNamespacedDeployment({ name: 'pinned-pause', namespace: 'app' });
+    }
+  });
+
   test('an unknown node is a NotFound error with exit code 1', async () => {
     for (const command of ['reboot', 'pause', 'resume']) {
       const r = await nuo(command, 'node-404');
