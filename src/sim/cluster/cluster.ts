@@ -86,7 +86,27 @@ const CONTROLLERS = [
   'pod-garbage-collector',
 ].map((name) => `${name}-controller`);
 
+/** Thrown when a component exited during start-up (e.g. a loopback port taken between pick and bind). */
+class StartupExit extends Error {}
+
+/**
+ * Starts the cluster; a start-up in which a component exits (most often: another process took one of the
+ * free ports it was given) is retried on new ports, twice at most.
+ */
 export async function startCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce(options);
+    } catch (err) {
+      if (!(err instanceof StartupExit) || attempt >= 3) throw err;
+      (options.log ?? (() => {}))(
+        `a component exited during start-up; retrying on new ports (${err.message.split('\n')[0]})`,
+      );
+    }
+  }
+}
+
+async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> {
   const log = options.log ?? (() => {});
   const started = Date.now();
   await reapAbandonedClusters(tmpdir(), CLUSTER_DIR_PREFIX);
@@ -113,17 +133,16 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
       pidFile,
     });
     components[name] = component;
+    // An exit ends the wait at once (pollUntil would otherwise treat it as "not yet" until the deadline).
+    const exited = new AbortController();
+    void component.exited.then((code) => exited.abort(new StartupExit(`${name} exited with ${code}`)));
     await pollUntil(
       `${name} to become healthy (log: ${component.logFile})`,
-      async () => {
-        if (component.exitCode !== undefined) {
-          throw new Error(`${name} exited with ${component.exitCode}:\n${component.tail(20)}`);
-        }
-        return (await health[name]().catch(() => false)) ? true : undefined;
-      },
-      { timeoutMs, intervalMs: 100 },
+      async () => ((await health[name]().catch(() => false)) ? true : undefined),
+      { timeoutMs, intervalMs: 100, signal: exited.signal },
     ).catch((err: Error) => {
-      throw new Error(`${err.message}\n--- ${name} log tail ---\n${component.tail(40)}`);
+      const message = `${err.message}\n--- ${name} log tail ---\n${component.tail(40)}`;
+      throw component.exitCode !== undefined ? new StartupExit(message) : new Error(message);
     });
   };
 
@@ -283,7 +302,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
     await stopAll();
     process.off('exit', removeDir);
     removeDir();
-    throw new Error(`local cluster failed to start: ${(err as Error).message}\n${tails}`);
+    const message = `local cluster failed to start: ${(err as Error).message}\n${tails}`;
+    throw err instanceof StartupExit ? new StartupExit(message) : new Error(message);
   }
 }
 

@@ -18,8 +18,11 @@ export interface ComponentOptions {
 }
 
 const live = new Set<ChildProcess>();
+/** Set once this process is going away: its components' exits are expected, not news. */
+let exiting = false;
 
 function killAllNow(): void {
+  exiting = true;
   for (const child of live) {
     try {
       child.kill('SIGKILL');
@@ -73,7 +76,7 @@ export class Component {
       child.on('exit', (code, signal) => {
         this.#exitCode = code ?? (signal ? 128 : null);
         live.delete(child);
-        if (!this.#stopping) {
+        if (!this.#stopping && !exiting) {
           process.stderr.write(
             `nuo harness: ${this.name} exited unexpectedly (code ${code}, signal ${signal}); last log lines:\n${this.tail(30)}\n`,
           );
