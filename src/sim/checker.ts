@@ -29,10 +29,14 @@ export class SafetyChecker {
   readonly #adminCordoned = new Set<string>();
   readonly #reboots = new Map<string, number>();
   readonly #allowedReboots = new Map<string, number>();
+  readonly #core: CoreV1Api;
+  /** Confirmations still in flight; awaited by settle(). */
+  readonly #pending: Promise<void>[] = [];
 
   constructor(kubeconfig: KubeConfig, budget: number) {
     this.#budget = budget;
     const core = kubeconfig.makeApiClient(CoreV1Api);
+    this.#core = core;
     this.#informer = new ResilientInformer<V1Node>({
       kubeconfig,
       path: '/api/v1/nodes',
@@ -57,11 +61,23 @@ export class SafetyChecker {
     this.#allowedReboots.set(node, (this.#allowedReboots.get(node) ?? 0) + times);
   }
 
-  /** Called by the simulated host at the moment it reboots. */
+  /**
+   * Called by the simulated host at the moment it reboots. The grant must be in the API by then; the
+   * checker's own watch may lag the agent's by a few milliseconds, so a cache miss is confirmed with a
+   * read before it counts (the grant is withdrawn only after the boot ID changes, later than this read).
+   */
   onReboot(node: string): void {
-    const n = this.#informer.get(node);
-    if (n?.metadata?.annotations?.[Annotations.rebootOk] !== 'true') {
-      this.#violate('reboot-without-grant', `${node} rebooted without nuo.dev/reboot-ok`);
+    const granted = (n: V1Node | undefined) => n?.metadata?.annotations?.[Annotations.rebootOk] === 'true';
+    if (!granted(this.#informer.get(node))) {
+      this.#pending.push(
+        this.#core
+          .readNode({ name: node })
+          .then((n) => granted(n))
+          .catch(() => false)
+          .then((ok) => {
+            if (!ok) this.#violate('reboot-without-grant', `${node} rebooted without nuo.dev/reboot-ok`);
+          }),
+      );
     }
     const count = (this.#reboots.get(node) ?? 0) + 1;
     this.#reboots.set(node, count);
@@ -73,14 +89,29 @@ export class SafetyChecker {
     }
   }
 
+  /** The rollout did not finish within its bound (judged by the runner, which knows the bound). */
+  notFinished(detail: string): void {
+    this.#violate('not-finished', detail);
+  }
+
+  /** Waits for pending confirmations, so `violations` is complete. */
+  async settle(): Promise<void> {
+    await Promise.all(this.#pending);
+  }
+
   rebootsOf(node: string): number {
     return this.#reboots.get(node) ?? 0;
   }
 
-  /** After the rollout: every cordon nuo made is gone, every admin cordon still there. */
-  finalCheck(): void {
+  /**
+   * After the rollout: every cordon nuo made is gone, every admin cordon still there. `failedClosed`
+   * names nodes expected to keep nuo's cordon (a node that never came back is Failed and fails closed).
+   */
+  finalCheck(failedClosed: Iterable<string> = []): void {
+    const exempt = new Set(failedClosed);
     for (const n of this.#informer.list()) {
       const name = n.metadata?.name ?? '';
+      if (exempt.has(name)) continue;
       if (
         n.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true' ||
         (n.spec?.unschedulable && !this.#adminCordoned.has(name))
@@ -126,6 +157,7 @@ export class SafetyChecker {
   }
 
   async stop(): Promise<void> {
+    await this.settle();
     await this.#informer.stop();
   }
 }
