@@ -17,6 +17,8 @@ const nuoBin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
 
 export interface FleetOptions {
   rebootMs: number;
+  /** Per-node reboot durations overriding `rebootMs` (the chaos runner delays some reboots). */
+  rebootMsByNode?: Record<string, number>;
   budget: number;
   agentCheckIntervalMs?: number;
   behaviours?: Record<string, RebootBehaviour>;
@@ -54,7 +56,7 @@ export class Fleet {
           nodeName,
           core,
           client: this.#client,
-          rebootMs: this.options.rebootMs,
+          rebootMs: this.options.rebootMsByNode?.[nodeName] ?? this.options.rebootMs,
           behaviour: this.options.behaviours?.[nodeName],
           agentCheckIntervalMs: this.options.agentCheckIntervalMs,
           log: this.options.log,

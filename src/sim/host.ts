@@ -101,7 +101,7 @@ export class SimHost implements Detector, Rebooter, BootId {
     this.#up = false;
     // The agent dies with the OS; don't wait for it here, since it is the caller.
     this.#agentStop?.abort();
-    await this.#setStatus(false);
+    await this.#postStatus(false);
     if (this.behaviour === RebootBehaviour.neverReturns) return;
     this.#pendingBoot = setTimeout(() => void this.#boot(), this.#o.rebootMs);
   }
@@ -111,9 +111,31 @@ export class SimHost implements Detector, Rebooter, BootId {
     this.#bootId = randomUUID();
     this.#bootedAt = new Date();
     this.needsReboot = false;
-    await this.#setStatus(true);
+    await this.#postStatus(true);
+    if (this.#stopped) return;
     this.#up = true;
     this.#startAgent();
+  }
+
+  /**
+   * Posts the status until the API server takes it, as a kubelet keeps posting its own (e.g. through a
+   * kube-apiserver restart). A single failed write used to end the reboot there: the host never booted
+   * (no new boot ID, ever), and a failure in #boot was an unhandled rejection.
+   */
+  async #postStatus(ready: boolean): Promise<void> {
+    for (let delayMs = 200; ; delayMs = Math.min(delayMs * 2, 2000)) {
+      try {
+        await this.#setStatus(ready);
+        return;
+      } catch (err) {
+        if (this.#stopped) return;
+        this.#o.log?.(
+          'warn',
+          `host ${this.nodeName}: posting ${ready ? 'Ready' : 'NotReady'} status failed (${(err as Error).message}); retrying in ${delayMs} ms`,
+        );
+        await new Promise((r) => setTimeout(r, delayMs));
+      }
+    }
   }
 
   /** Writes what the kubelet would: Ready condition and boot ID; KWOK leaves it alone meanwhile. */

@@ -1,0 +1,180 @@
+/**
+ * The plan of one chaos run, derived from its seed alone (pure, no cluster): which nodes get an update,
+ * how long each takes to reboot, whether one of them never comes back, and which faults strike when.
+ * Same seed, nodes and budget ⇒ the same plan, draw for draw — the system's own timing may still vary,
+ * but the faults, their offsets and their targets do not, so a failing seed can be rerun.
+ */
+import { Random } from './random.ts';
+
+export const FaultKind = {
+  /** SIGKILL the operator replica that holds the Lease; a fresh replica replaces it (two always run). */
+  killLeader: 'kill-leader',
+  /** Kill one node's agent (a crashed DaemonSet pod) and start it again after `downMs`. */
+  restartAgent: 'restart-agent',
+  /** Restart kube-apiserver (an API outage of a few seconds); at most one per run. */
+  restartApiserver: 'restart-apiserver',
+} as const;
+export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
+export const FAULT_KINDS: readonly FaultKind[] = Object.values(FaultKind);
+
+export type Fault =
+  | { kind: typeof FaultKind.killLeader; atMs: number }
+  | { kind: typeof FaultKind.restartAgent; atMs: number; node: string; downMs: number }
+  | { kind: typeof FaultKind.restartApiserver; atMs: number };
+
+export interface PlannedUpdate {
+  node: string;
+  /** How long this node's simulated reboot takes. */
+  rebootMs: number;
+}
+
+export interface RunPlan {
+  seed: number;
+  /** Every node of the cluster (agents run on all of them; only `updates` need a reboot). */
+  nodes: string[];
+  maxUnavailable: number;
+  /** Nodes that get an OS update (each must reboot exactly once), by name. */
+  updates: PlannedUpdate[];
+  /**
+   * One updated node that goes down for its reboot and never returns, or none. The rollout is expected
+   * to stall on it: the operator must mark it Failed and keep its slot (fail closed) while the others
+   * finish with the slots left. Only planned when maxUnavailable ≥ 2, so the others can finish.
+   */
+  neverReturns?: string;
+  /** Faults by offset from the moment the updates are staged. */
+  faults: Fault[];
+  /** The rollout must be done within this long after staging, else the run records "not-finished". */
+  boundMs: number;
+}
+
+export interface PlanTimings {
+  soakMs: number;
+  /** Reboot durations are drawn in [rebootMinMs, rebootMaxMs]; about half are the minimum. */
+  rebootMinMs: number;
+  rebootMaxMs: number;
+  /** Per wave of the bound: ceil(n/K)·(max reboot + soak + slackPerWaveMs) + slackMs + evictionLimboMs. */
+  slackPerWaveMs: number;
+  slackMs: number;
+  /**
+   * Kubernetes' own recovery time for an eviction cut off mid-request (its client SIGKILLed, or the API
+   * server restarted): the Eviction API records the pod in the PDB's status.disruptedPods *before* it
+   * deletes the pod; if the delete never happens, the still-running pod counts as disrupted until the
+   * disruption controller drops the entry after its DeletionTimeout (2 min), and every eviction under
+   * that PDB gets 429 meanwhile. The rollout must wait that out (safety rule 5), so the bound allows it.
+   */
+  evictionLimboMs: number;
+}
+
+export const DEFAULT_TIMINGS: PlanTimings = {
+  soakMs: 1000,
+  rebootMinMs: 300,
+  rebootMaxMs: 3000,
+  slackPerWaveMs: 15_000,
+  slackMs: 60_000,
+  evictionLimboMs: 120_000,
+};
+
+/** Rounds to 100 ms, so plans print and compare cleanly. */
+const tenth = (ms: number) => Math.round(ms / 100) * 100;
+
+/**
+ * Derives one run's plan. The order of the draws is part of the contract (changing it changes every
+ * seed's plan): updates, reboot times, the node that never returns, then the faults.
+ */
+export function planRun(
+  seed: number,
+  nodes: readonly string[],
+  maxUnavailable: number,
+  timings: PlanTimings = DEFAULT_TIMINGS,
+): RunPlan {
+  if (nodes.length < 2) throw new Error(`a chaos run needs at least 2 nodes, got ${nodes.length}`);
+  if (!(Number.isInteger(maxUnavailable) && maxUnavailable >= 1)) {
+    throw new Error(`maxUnavailable must be a positive integer, got ${maxUnavailable}`);
+  }
+  const rnd = new Random(seed);
+  const sorted = [...nodes].sort();
+
+  // 1. Which nodes get an update: at least half of them (and at least 2), chosen by a partial shuffle.
+  const count = rnd.int(Math.max(2, Math.ceil(sorted.length / 2)), sorted.length);
+  const pool = [...sorted];
+  for (let i = 0; i < count; i++) {
+    const j = rnd.int(i, pool.length - 1);
+    [pool[i], pool[j]] = [pool[j] as string, pool[i] as string];
+  }
+  const chosen = pool.slice(0, count).sort();
+
+  // 2. Reboot times: about half reboot fast, the others are delayed up to rebootMaxMs.
+  const updates = chosen.map((node) => ({
+    node,
+    rebootMs: rnd.chance(0.5)
+      ? timings.rebootMinMs
+      : tenth(rnd.between(timings.rebootMinMs, timings.rebootMaxMs)),
+  }));
+
+  // 3. Zero or one node that never returns; with K = 1 its held slot would stall every other node.
+  let neverReturns: string | undefined;
+  if (maxUnavailable >= 2 && rnd.chance(0.35)) neverReturns = rnd.pick(chosen);
+
+  // 4. Faults at random moments within the rollout's expected span (waves of the usable slots).
+  const slots = neverReturns ? maxUnavailable - 1 : maxUnavailable;
+  const toFinish = neverReturns ? count - 1 : count;
+  const waves = Math.max(1, Math.ceil(toFinish / slots));
+  const meanReboot = updates.reduce((s, u) => s + u.rebootMs, 0) / updates.length;
+  const windowMs = Math.max(6000, waves * (meanReboot + timings.soakMs + 2500));
+  const at = () => tenth(rnd.between(1000, windowMs));
+  const faults: Fault[] = [];
+  const leaderKills = rnd.int(1, 2);
+  for (let i = 0; i < leaderKills; i++) faults.push({ kind: FaultKind.killLeader, atMs: at() });
+  const agentRestarts = rnd.int(1, 3);
+  for (let i = 0; i < agentRestarts; i++) {
+    faults.push({
+      kind: FaultKind.restartAgent,
+      atMs: at(),
+      // Mostly a node being updated (its agent matters to the rollout), sometimes any node.
+      node: rnd.chance(0.75) ? rnd.pick(chosen) : rnd.pick(sorted),
+      downMs: tenth(rnd.between(0, 2000)),
+    });
+  }
+  if (rnd.chance(0.5)) faults.push({ kind: FaultKind.restartApiserver, atMs: at() });
+  faults.sort((a, b) => a.atMs - b.atMs); // stable: ties keep their draw order
+
+  const maxReboot = Math.max(...updates.map((u) => u.rebootMs));
+  const boundMs =
+    waves * (maxReboot + timings.soakMs + timings.slackPerWaveMs) + timings.slackMs + timings.evictionLimboMs;
+  return {
+    seed,
+    nodes: sorted,
+    maxUnavailable,
+    updates,
+    ...(neverReturns ? { neverReturns } : {}),
+    faults,
+    boundMs,
+  };
+}
+
+export function describeFault(f: Fault): string {
+  const at = `+${(f.atMs / 1000).toFixed(1)}s`;
+  switch (f.kind) {
+    case FaultKind.killLeader:
+      return `${at} ${f.kind}`;
+    case FaultKind.restartAgent:
+      return `${at} ${f.kind} ${f.node} (down ${(f.downMs / 1000).toFixed(1)}s)`;
+    case FaultKind.restartApiserver:
+      return `${at} ${f.kind}`;
+  }
+}
+
+/** The plan in a few lines, printed before each run so a failure can be matched to its cause. */
+export function describePlan(p: RunPlan): string {
+  const updates = p.updates
+    .map(
+      (u) =>
+        `${u.node} ${(u.rebootMs / 1000).toFixed(1)}s${u.node === p.neverReturns ? ' NEVER RETURNS' : ''}`,
+    )
+    .join(', ');
+  return [
+    `  updates (${p.updates.length}/${p.nodes.length}, maxUnavailable ${p.maxUnavailable}): ${updates}`,
+    `  faults: ${p.faults.map(describeFault).join('; ')}`,
+    `  bound: ${(p.boundMs / 1000).toFixed(0)}s`,
+  ].join('\n');
+}

@@ -1,0 +1,512 @@
+/**
+ * The chaos runner (issue #6, part 1): rollouts on the real local control plane while faults strike at
+ * random moments — the operator leader SIGKILLed (two replicas always run), agents killed and restarted,
+ * kube-apiserver restarted — with reboots of random lengths and, sometimes, a node that never returns.
+ * An independent SafetyChecker per run records every breach of DESIGN.md's safety rules, and
+ * "not-finished" when the rollout misses its bound.
+ *
+ * Each run's plan comes from its seed alone (chaos-plan.ts): run i of `--seed S` uses seed S+i, so one
+ * failing run is replayed on its own with `--seed S+i --runs 1`. The plan (faults, offsets, targets) is
+ * the same on every replay; the timing of the system under test may differ.
+ */
+import { appendFileSync, cpSync, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api, type V1Node } from '@kubernetes/client-node';
+import { Annotations, Labels } from '../api/keys.ts';
+import { Phase } from '../api/phases.ts';
+import { statusCode } from '../kube/errors.ts';
+import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
+import { pollUntil } from '../util/poll.ts';
+import {
+  DEFAULT_TIMINGS,
+  describeFault,
+  describePlan,
+  FAULT_KINDS,
+  type Fault,
+  FaultKind,
+  type PlanTimings,
+  planRun,
+  type RunPlan,
+} from './chaos-plan.ts';
+import type { Violation } from './checker.ts';
+import { KWOK_CUSTOM_STATUS, type LocalCluster, startCluster } from './cluster/cluster.ts';
+import { isReady } from './cluster/nodes.ts';
+import { Fleet } from './fleet.ts';
+import { RebootBehaviour } from './host.ts';
+import { daemonSet, deployment, waitAvailable } from './workload.ts';
+
+export interface ChaosOptions {
+  /** A running cluster with exactly `nodes` nodes (reused across runs); default: start one and stop it. */
+  cluster?: LocalCluster;
+  runs: number;
+  /** Run i uses seed `seed + i`. */
+  seed: number;
+  nodes: number;
+  maxUnavailable: number;
+  log: (line: string) => void;
+  /** If any run has a violation, the cluster's logs/ (operators, agents, components) are copied here. */
+  keepLogsDir?: string;
+  /** Copy the logs to keepLogsDir whatever the outcome. */
+  keepLogsAlways?: boolean;
+  timings?: Partial<PlanTimings>;
+  /**
+   * Flags appended to every operator's command line (later flags win). For checking the harness itself:
+   * e.g. `--max-unavailable=4` against a checker budget of 2 must show up as budget violations.
+   */
+  extraOperatorArgs?: string[];
+}
+
+export type Rule = Violation['rule'];
+export const RULES: readonly Rule[] = [
+  'budget',
+  'reboot-without-grant',
+  'double-reboot',
+  'admin-cordon-removed',
+  'cordon-left',
+  'not-finished',
+];
+
+export interface RunResult {
+  index: number;
+  plan: RunPlan;
+  /** Faults actually injected, by kind. */
+  injected: Record<FaultKind, number>;
+  /** Faults that could not be injected, and why (e.g. no live leader to kill). */
+  skipped: string[];
+  violations: Violation[];
+  finished: boolean;
+  /** From staging the updates until the rollout was done and every fault had been injected. */
+  elapsedMs: number;
+  /** The planned never-returning node, seen Failed with its slot held (an expected stall, not a breach). */
+  expectedStall?: string;
+  /** What the operators logged about drains: the slowest one, and attempts aborted (and why). */
+  drains: { slowestMs: number; aborted: string[] };
+}
+
+export interface ChaosResult {
+  runs: RunResult[];
+  injected: Record<FaultKind, number>;
+  violations: Record<Rule, number>;
+  expectedStalls: number;
+  /** The command that replays these runs. */
+  reproduce: string;
+  /** Where the logs were kept (only when a run had a violation and keepLogsDir was given). */
+  logsKeptIn?: string;
+}
+
+/** Leader election and health gate fast enough for seconds-long runs (as the fault tests use). */
+const OPERATOR_ARGS = [
+  '--soak=1s',
+  '--lease-duration=3s',
+  '--renew-deadline=2s',
+  '--retry-period=500ms',
+  // A node that never returns is Failed after this; a slow but normal node recovers open if it returns.
+  '--reboot-timeout=20s',
+  '--return-timeout=20s',
+  // A drain blocked past its timeout (an eviction cut off by a fault holds the PDB for 2 min, see
+  // chaos-plan.ts evictionLimboMs) is aborted and retried soon, within the run's bound.
+  '--retry-backoff=5s',
+  '--drain-timeout=60s',
+];
+const NAMESPACE = 'chaos';
+const LEASE = 'nuo-operator';
+const LEDGER = 'nuo-slots';
+
+/** Node names as startCluster() makes them: node-0 … node-(n-1), zero-padded to the same width. */
+export function nodeNames(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `node-${String(i).padStart(String(count - 1).length, '0')}`);
+}
+
+export function reproduceCommand(o: Pick<ChaosOptions, 'runs' | 'seed' | 'nodes' | 'maxUnavailable'>) {
+  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}`;
+}
+
+const emptyKinds = (): Record<FaultKind, number> =>
+  Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const ignore =
+  (...codes: number[]) =>
+  (err: unknown) => {
+    if (!codes.includes(statusCode(err) ?? 0)) throw err;
+  };
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
+  if (!(Number.isInteger(o.runs) && o.runs >= 1)) throw new Error(`runs must be ≥ 1, got ${o.runs}`);
+  if (!Number.isInteger(o.seed)) throw new Error(`seed must be an integer, got ${o.seed}`);
+  const timings: PlanTimings = { ...DEFAULT_TIMINGS, ...o.timings };
+  const names = nodeNames(o.nodes);
+  const own = o.cluster === undefined;
+  if (own) o.log(`starting a local control plane with ${o.nodes} nodes…`);
+  const cluster = o.cluster ?? (await startCluster({ nodes: o.nodes, zones: 2 }));
+  const results: RunResult[] = [];
+  let logsKeptIn: string | undefined;
+  let failed = false;
+  try {
+    const env = await prepare(cluster, names);
+    for (let i = 0; i < o.runs; i++) {
+      const plan = planRun(o.seed + i, names, o.maxUnavailable, timings);
+      o.log(`run ${i + 1}/${o.runs} (seed ${plan.seed}):\n${describePlan(plan)}`);
+      const result = await runOne(cluster, env, i, plan, o.log, o.extraOperatorArgs ?? []);
+      results.push(result);
+      const outcome =
+        result.violations.length === 0
+          ? 'ok'
+          : `${result.violations.length} VIOLATION(S):${result.violations.map((v) => `\n    ${v.at.toISOString()} ${v.rule}: ${v.detail}`).join('')}`;
+      const d = result.drains;
+      o.log(
+        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s; slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}`,
+      );
+    }
+  } catch (err) {
+    failed = true;
+    throw err;
+  } finally {
+    // Evidence first: the cluster's directory goes with it.
+    if (o.keepLogsDir && (o.keepLogsAlways || failed || results.some((r) => r.violations.length > 0))) {
+      cpSync(join(cluster.dir, 'logs'), o.keepLogsDir, { recursive: true });
+      logsKeptIn = o.keepLogsDir;
+      o.log(`logs kept in ${o.keepLogsDir}`);
+    }
+    if (own) await cluster.stop();
+  }
+  const injected = emptyKinds();
+  const violations = Object.fromEntries(RULES.map((r) => [r, 0])) as Record<Rule, number>;
+  for (const r of results) {
+    for (const k of FAULT_KINDS) injected[k] += r.injected[k];
+    for (const v of r.violations) violations[v.rule]++;
+  }
+  return {
+    runs: results,
+    injected,
+    violations,
+    expectedStalls: results.filter((r) => r.expectedStall).length,
+    reproduce: reproduceCommand(o),
+    ...(logsKeptIn ? { logsKeptIn } : {}),
+  };
+}
+
+interface Env {
+  core: CoreV1Api;
+  apps: AppsV1Api;
+  coordination: CoordinationV1Api;
+}
+
+/** Namespaces and a workload the drains must respect: a Deployment under a PDB, and a DaemonSet. */
+async function prepare(cluster: LocalCluster, names: string[]): Promise<Env> {
+  const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+  const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
+  const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
+  const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
+  const present = new Set((await core.listNode()).items.map((n) => n.metadata?.name ?? ''));
+  const missing = names.filter((n) => !present.has(n));
+  if (missing.length > 0 || present.size !== names.length) {
+    throw new Error(
+      `the cluster must have exactly the nodes ${names.join(', ')}; it has ${[...present].join(', ')}`,
+    );
+  }
+  for (const name of ['nuo-system', NAMESPACE]) {
+    await core.createNamespace({ body: { metadata: { name } } }).catch(ignore(409));
+  }
+  await pollUntil(`default ServiceAccount in ${NAMESPACE}`, () =>
+    core.readNamespacedServiceAccount({ name: 'default', namespace: NAMESPACE }).then(() => true),
+  );
+  await apps
+    .createNamespacedDeployment({ namespace: NAMESPACE, body: deployment(NAMESPACE, 'web', names.length) })
+    .catch(ignore(409));
+  await policy
+    .createNamespacedPodDisruptionBudget({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name: 'web' },
+        spec: { maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } },
+      },
+    })
+    .catch(ignore(409));
+  await apps
+    .createNamespacedDaemonSet({ namespace: NAMESPACE, body: daemonSet(NAMESPACE, 'node-agent') })
+    .catch(ignore(409));
+  await waitAvailable(apps, NAMESPACE, 'web');
+  return { core, apps, coordination };
+}
+
+/**
+ * A clean slate before each run (as rollout-faults.test.ts does): no nuo key, hook label or nuo cordon on
+ * any node, no ledger, no Lease; and every node Ready under KWOK again — a node that never returned in
+ * the last run is still NotReady with its status held by its simulated host.
+ */
+async function resetNodes(env: Env): Promise<void> {
+  const { core } = env;
+  for (const n of (await core.listNode()).items) {
+    const name = n.metadata?.name ?? '';
+    const a = n.metadata?.annotations ?? {};
+    if (a[KWOK_CUSTOM_STATUS] !== undefined || !isReady(n)) {
+      const now = new Date().toISOString();
+      await core.patchNodeStatus(
+        {
+          name,
+          body: {
+            status: {
+              conditions: [
+                {
+                  type: 'Ready',
+                  status: 'True',
+                  reason: 'KubeletReady',
+                  message: 'chaos runner: reset between runs',
+                  lastHeartbeatTime: now,
+                  lastTransitionTime: now,
+                },
+              ],
+            },
+          },
+        },
+        strategicMergePatch,
+      );
+    }
+    const clear: Record<string, null> = {};
+    for (const key of Object.keys(a))
+      if (key.includes('nuo.dev/') || key === KWOK_CUSTOM_STATUS) clear[key] = null;
+    await core.patchNode(
+      {
+        name,
+        body: {
+          metadata: {
+            annotations: clear,
+            labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
+          },
+          ...(a[Annotations.cordonedByNuo] === 'true' ? { spec: { unschedulable: false } } : {}),
+        },
+      },
+      mergePatch,
+    );
+  }
+  await core.deleteNamespacedConfigMap({ name: LEDGER, namespace: 'nuo-system' }).catch(ignore(404));
+  await env.coordination.deleteNamespacedLease({ name: LEASE, namespace: 'nuo-system' }).catch(ignore(404));
+  await pollUntil(
+    'every node Ready and schedulable',
+    async () => {
+      const nodes = (await core.listNode()).items;
+      return nodes.every((n) => isReady(n) && !n.spec?.unschedulable) ? true : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 200 },
+  );
+  await waitAvailable(env.apps, NAMESPACE, 'web');
+}
+
+/** Where a run stands: done = every planned node rebooted once and Idle, the never-returning one Failed. */
+function progress(nodes: V1Node[], plan: RunPlan, fleet: Fleet): { done: boolean; states: string } {
+  const byName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
+  let done = true;
+  const states: string[] = [];
+  for (const { node } of plan.updates) {
+    const a = byName.get(node)?.metadata?.annotations ?? {};
+    const state = a[Annotations.state];
+    const reboots = fleet.checker.rebootsOf(node);
+    const ok =
+      node === plan.neverReturns
+        ? state === Phase.failed
+        : state === Phase.idle &&
+          a[Annotations.rebootNeeded] === undefined &&
+          a[Annotations.rebootRequested] === undefined &&
+          a[Annotations.rebootInProgress] === undefined &&
+          reboots === 1;
+    if (!ok) done = false;
+    states.push(`${node}=${state ?? '-'}(${reboots} reboot(s); ${a[Annotations.stateReason] ?? ''})`);
+  }
+  return { done, states: states.join(', ') };
+}
+
+async function runOne(
+  cluster: LocalCluster,
+  env: Env,
+  index: number,
+  plan: RunPlan,
+  log: (line: string) => void,
+  extraOperatorArgs: string[],
+): Promise<RunResult> {
+  await resetNodes(env);
+  const agentsLog = join(cluster.dir, 'logs', 'agents.log');
+  appendFileSync(
+    agentsLog,
+    `${new Date().toISOString()} info === chaos run ${index + 1} seed ${plan.seed} ===\n`,
+  );
+  const fleet = new Fleet(cluster, {
+    rebootMs: DEFAULT_TIMINGS.rebootMinMs,
+    rebootMsByNode: Object.fromEntries(plan.updates.map((u) => [u.node, u.rebootMs])),
+    budget: plan.maxUnavailable,
+    agentCheckIntervalMs: 2000,
+    ...(plan.neverReturns ? { behaviours: { [plan.neverReturns]: RebootBehaviour.neverReturns } } : {}),
+  });
+  const injected = emptyKinds();
+  const skipped: string[] = [];
+  const args = [`--max-unavailable=${plan.maxUnavailable}`, ...OPERATOR_ARGS, ...extraOperatorArgs];
+  // Replica identities name the run, so each operator's log file belongs to one run.
+  let replicas = 0;
+  const replicaIds: string[] = [];
+  const startReplica = () => {
+    const id = `chaos-s${plan.seed}-${++replicas}`;
+    fleet.startOperator(id, args);
+    replicaIds.push(id);
+    return id;
+  };
+  const alive = (id: string) => {
+    const c = fleet.operator(id);
+    return c !== undefined && c.exitCode === null && c.signalCode === null;
+  };
+  const cancelled = new AbortController();
+  let t0 = Date.now();
+  // Offset from staging, and the wall clock (UTC) to match against the components' logs.
+  const stamp = () => `+${((Date.now() - t0) / 1000).toFixed(1)}s ${new Date().toISOString().slice(11, 23)}`;
+
+  const inject = async (f: Fault): Promise<void> => {
+    switch (f.kind) {
+      case FaultKind.killLeader: {
+        // The leader is whoever holds the Lease among the live replicas (it may be mid-handover: wait).
+        const leader = await pollUntil(
+          'a live replica to hold the Lease',
+          async () => {
+            const lease = await env.coordination.readNamespacedLease({
+              name: LEASE,
+              namespace: 'nuo-system',
+            });
+            const holder = lease.spec?.holderIdentity;
+            return holder && replicaIds.includes(holder) && alive(holder) ? holder : undefined;
+          },
+          { timeoutMs: 30_000, intervalMs: 100, signal: cancelled.signal },
+        ).catch(() => undefined);
+        if (!leader) {
+          skipped.push(`${describeFault(f)}: no live leader within 30 s`);
+          return;
+        }
+        await fleet.killOperator(leader, 'SIGKILL');
+        const killedAt = stamp();
+        const replacement = startReplica();
+        injected[f.kind]++;
+        log(`  ${killedAt} ${f.kind}: SIGKILLed ${leader}; started ${replacement}`);
+        return;
+      }
+      case FaultKind.restartAgent: {
+        const host = fleet.hosts.get(f.node);
+        if (!host) throw new Error(`no host ${f.node}`);
+        await host.killAgent();
+        injected[f.kind]++;
+        await sleep(f.downMs);
+        const started = host.restartAgent();
+        log(
+          `  ${stamp()} ${f.kind}: ${f.node}'s agent killed, ${started ? `restarted after ${f.downMs} ms` : 'not restarted: the host is down (its boot starts the agent)'}`,
+        );
+        return;
+      }
+      case FaultKind.restartApiserver: {
+        const began = Date.now();
+        await cluster.restart('kube-apiserver');
+        injected[f.kind]++;
+        log(`  ${stamp()} ${f.kind}: healthy again after ${((Date.now() - began) / 1000).toFixed(1)}s`);
+        return;
+      }
+    }
+  };
+
+  try {
+    await fleet.start();
+    startReplica();
+    startReplica();
+    fleet.stageUpdates(plan.updates.map((u) => u.node));
+    t0 = Date.now();
+    const deadline = t0 + plan.boundMs;
+    const faults = Promise.all(
+      plan.faults.map(async (f) => {
+        await sleep(f.atMs);
+        if (cancelled.signal.aborted) return;
+        await inject(f).catch((err) => skipped.push(`${describeFault(f)}: ${(err as Error).message}`));
+      }),
+    );
+    // Done = the rollout is finished and every fault has struck (a late fault must not undo it either).
+    let last = '';
+    let overdue: ReturnType<typeof setTimeout> | undefined;
+    const finished = await Promise.race([
+      faults.then(() =>
+        pollUntil(
+          'the rollout to finish',
+          async () => {
+            const p = progress((await env.core.listNode()).items, plan, fleet);
+            last = p.states;
+            return p.done ? true : undefined;
+          },
+          { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 250 },
+        ),
+      ),
+      new Promise<false>((resolve) => {
+        overdue = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()) + 1000);
+      }),
+    ]).catch(() => false as const);
+    clearTimeout(overdue);
+    const elapsedMs = Date.now() - t0;
+    if (!finished) {
+      cancelled.abort();
+      log(await workloadReport(cluster, env).catch((err) => `  (workload report failed: ${err})`));
+      fleet.checker.notFinished(
+        `seed ${plan.seed}: not done within ${(plan.boundMs / 1000).toFixed(0)}s; ${last || 'no node state read'}`,
+      );
+    }
+    fleet.checker.finalCheck(plan.neverReturns ? [plan.neverReturns] : []);
+    await fleet.checker.settle(); // grant confirmations still in flight
+    // Let in-flight faults end (an API server restart completes) before the fleet is stopped.
+    await faults;
+    return {
+      index,
+      plan,
+      injected,
+      skipped,
+      violations: [...fleet.checker.violations],
+      finished: finished === true,
+      elapsedMs,
+      drains: drainSummary(cluster, replicaIds),
+      ...(plan.neverReturns && finished ? { expectedStall: plan.neverReturns } : {}),
+    };
+  } finally {
+    cancelled.abort();
+    await fleet.stop();
+  }
+}
+
+/** Pods, PDB and nodes as they are, for a run that did not finish (what blocks a drain is usually here). */
+async function workloadReport(cluster: LocalCluster, env: Env): Promise<string> {
+  const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
+  const pods = (await env.core.listNamespacedPod({ namespace: NAMESPACE })).items.map((p) => {
+    const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
+    return `    pod ${p.metadata?.name} on ${p.spec?.nodeName ?? '-'}: ${p.status?.phase} ready=${ready?.status}${ready?.reason ? `(${ready.reason})` : ''}${p.metadata?.deletionTimestamp ? ' DELETING' : ''}`;
+  });
+  const pdb = await policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace: NAMESPACE });
+  const nodes = (await env.core.listNode()).items.map(
+    (n) =>
+      `    node ${n.metadata?.name}: ready=${isReady(n)} unschedulable=${n.spec?.unschedulable === true} taints=${(n.spec?.taints ?? []).map((t) => t.key).join(',') || '-'}`,
+  );
+  const s = pdb.status;
+  const disrupted = Object.entries(s?.disruptedPods ?? {})
+    .map(([pod, at]) => `${pod} since ${new Date(at as unknown as string).toISOString()}`)
+    .join(', ');
+  return [
+    `  workload at the deadline: PDB web healthy ${s?.currentHealthy}/${s?.desiredHealthy} allowed ${s?.disruptionsAllowed}; disruptedPods: ${disrupted || 'none'}`,
+    ...pods,
+    ...nodes,
+  ].join('\n');
+}
+
+/** Drains as the run's operator replicas logged them (controller.ts: "reboot granted", "attempt aborted"). */
+function drainSummary(cluster: LocalCluster, identities: string[]): RunResult['drains'] {
+  let slowestMs = 0;
+  const aborted: string[] = [];
+  for (const id of identities) {
+    const file = join(cluster.dir, 'logs', `operator-${id}.log`);
+    if (!existsSync(file)) continue;
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (!line.startsWith('{')) continue;
+      const entry = JSON.parse(line) as { msg?: string; node?: string; drain?: string; reason?: string };
+      const took = entry.msg === 'reboot granted' ? entry.drain?.match(/ in ([\d.]+)s/) : null;
+      if (took?.[1]) slowestMs = Math.max(slowestMs, Number(took[1]) * 1000);
+      if (entry.msg === 'attempt aborted; slot released')
+        aborted.push(`${id} ${entry.node}: ${entry.reason}`);
+    }
+  }
+  return { slowestMs, aborted };
+}

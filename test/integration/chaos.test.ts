@@ -1,0 +1,52 @@
+/**
+ * A short chaos run on the real control plane (the long one is `npm run chaos`): rollouts while the
+ * operator leader is SIGKILLed, agents are restarted and kube-apiserver is restarted, with delayed
+ * reboots and a node that never returns. The independent checker of each run must see no violation.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { runChaos } from '../../src/sim/chaos.ts';
+import { FAULT_KINDS } from '../../src/sim/chaos-plan.ts';
+import { useCluster } from './support.ts';
+
+const NODES = 6;
+/** Runs seeds 3, 4 and 5: every kind of fault, an API server restart in each, one node never returns. */
+const SEED = 3;
+const RUNS = 3;
+
+const cluster = await useCluster({ nodes: NODES, zones: 2 });
+
+test(`chaos: ${RUNS} runs from seed ${SEED}, every fault kind injected, no violation`, async () => {
+  const lines: string[] = [];
+  const result = await runChaos({
+    cluster,
+    runs: RUNS,
+    seed: SEED,
+    nodes: NODES,
+    maxUnavailable: 2,
+    log: (line) => lines.push(line),
+  });
+  const transcript = `\n${lines.join('\n')}\nreproduce: ${result.reproduce}`;
+  const violations = result.runs.flatMap((r) =>
+    r.violations.map((v) => `seed ${r.plan.seed}: ${v.rule}: ${v.detail}`),
+  );
+  assert.deepEqual(violations, [], `the checkers saw no violation${transcript}`);
+  assert.equal(result.runs.filter((r) => r.finished).length, RUNS, `every run finished${transcript}`);
+  for (const kind of FAULT_KINDS) {
+    assert.ok(
+      result.injected[kind] > 0,
+      `${kind} was injected (${JSON.stringify(result.injected)})${transcript}`,
+    );
+  }
+  assert.deepEqual(
+    result.runs.flatMap((r) => r.skipped),
+    [],
+    `no planned fault was skipped${transcript}`,
+  );
+  // The plans are the seed's: the node that never returns was planned, and it ended Failed as expected.
+  assert.ok(
+    result.expectedStalls >= 1 &&
+      result.runs.every((r) => (r.expectedStall ?? undefined) === r.plan.neverReturns),
+    `the planned node that never returns ended Failed${transcript}`,
+  );
+});
