@@ -63,18 +63,9 @@ export class Operator {
     this.#ledger = new Store(this.#core, c.namespace);
     this.#events = new EventRecorder(this.#core, options.identity, options.log);
     this.#decideConfig = {
+      ...c,
       maxUnavailable: parseMaxUnavailable(c.maxUnavailable),
       eligible: parseSelector(c.nodeSelector),
-      minGrantSpacingMs: c.minGrantSpacingMs,
-      drainTimeoutMs: c.drainTimeoutMs,
-      rebootTimeoutMs: c.rebootTimeoutMs,
-      returnTimeoutMs: c.returnTimeoutMs,
-      soakMs: c.soakMs,
-      beforeRebootAnnotations: c.beforeRebootAnnotations,
-      afterRebootAnnotations: c.afterRebootAnnotations,
-      retryBackoffMs: c.retryBackoffMs,
-      retryBackoffMaxMs: c.retryBackoffMaxMs,
-      paused: c.paused,
     };
     this.#informer = new ResilientInformer<V1Node>({
       kubeconfig: options.kubeconfig,

@@ -9,6 +9,7 @@
 import { Phase, SLOT_PHASES } from '../api/phases.ts';
 import type { Selector } from '../kube/selector.ts';
 import { budgetSlots, type MaxUnavailable } from './budget.ts';
+import type { OperatorConfig } from './config.ts';
 import type { NodeView } from './node-view.ts';
 
 export interface Slot {
@@ -22,20 +23,20 @@ export interface Ledger {
   lastGrant?: string;
 }
 
-export interface DecideConfig {
+/** The operator's settings as decide() reads them: the budget and selector parsed, the rest as configured. */
+export type DecideConfig = Omit<
+  OperatorConfig,
+  | 'maxUnavailable'
+  | 'nodeSelector'
+  | 'namespace'
+  | 'drainForce'
+  | 'drainDeleteEmptyDirData'
+  | 'drainGracePeriodSeconds'
+  | 'drainConcurrency'
+> & {
   maxUnavailable: MaxUnavailable;
   eligible: Selector;
-  minGrantSpacingMs: number;
-  drainTimeoutMs: number;
-  rebootTimeoutMs: number;
-  returnTimeoutMs: number;
-  soakMs: number;
-  beforeRebootAnnotations: string[];
-  afterRebootAnnotations: string[];
-  retryBackoffMs: number;
-  retryBackoffMaxMs: number;
-  paused: boolean;
-}
+};
 
 export interface Health {
   /** The node's DaemonSet pods are all Ready. */
