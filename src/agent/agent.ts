@@ -5,9 +5,15 @@
  * Node, and only when a value changes (an idle agent makes no writes).
  */
 import { Annotations } from '../api/keys.ts';
+import { type BackoffOptions, backoffDelay, sleep } from '../kube/backoff.ts';
 import { LeanApiError, type LeanClient, type LeanNode } from '../kube/lean-client.ts';
 import { type BootId, type Detection, type Detector, Need, type Rebooter } from './os.ts';
 import { agentStep } from './step.ts';
+
+/** Retries of the Node watch: 500 ms doubling to 30 s, jittered so agents that failed together spread out. */
+const WATCH_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
+/** A watch that lasted this long (or delivered anything) was healthy: the next failure starts afresh. */
+const HEALTHY_WATCH_MS = 10_000;
 
 export interface AgentOptions {
   nodeName: string;
@@ -44,43 +50,84 @@ export class NodeAgent {
     const timer = setInterval(() => this.#schedule(() => this.#check()), this.#o.checkIntervalMs);
     try {
       await this.#check();
-      let backoff = 500;
-      let announced = false;
-      while (!signal.aborted) {
-        try {
-          const node = await this.#o.client.getNode(this.#o.nodeName);
+      await this.#follow(signal);
+    } finally {
+      clearInterval(timer);
+      stopWatching?.();
+    }
+  }
+
+  /**
+   * Follows the agent's Node as client-go's reflector does: list it (by field selector), watch from the
+   * list's resourceVersion, and watch again from the last resourceVersion seen (events and bookmarks) when
+   * a watch ends. Only 410 Gone relists: watching from the Node's own resourceVersion, which is as old as
+   * its last change, was answered 410 after every kube-apiserver restart, and the agent looped (~4
+   * requests/s per idle node). The backoff grows while attempts fail and is reset only by a watch that
+   * delivered events or lasted a while, never by a step that merely succeeded on the way to a failure.
+   */
+  async #follow(signal: AbortSignal): Promise<void> {
+    const name = this.#o.nodeName;
+    let announced = false;
+    let failures = 0;
+    /** Where the next watch starts; undefined: list first. */
+    let resourceVersion: string | undefined;
+    while (!signal.aborted) {
+      let listed = false;
+      let watchStarted = 0;
+      let events = 0;
+      let error: unknown;
+      try {
+        if (resourceVersion === undefined) {
+          const list = await this.#o.client.listNode(name);
+          listed = true;
+          const node = list.items[0];
+          if (!node) throw new Error(`node ${name} not found`);
           await this.#schedule(() => this.#onNode(node));
           if (!announced && !signal.aborted) {
             // Once per process, after its first decision on the Node: says which boot this agent runs in
             // (and lets tests know a restarted agent has looked at its Node).
             announced = true;
-            this.#o.log(
-              'info',
-              `${this.#o.nodeName}: agent running (boot ${this.#bootId}); watching its node`,
-            );
+            this.#o.log('info', `${name}: agent running (boot ${this.#bootId}); watching its node`);
           }
-          backoff = 500;
-          await this.#o.client.watchNode(
-            this.#o.nodeName,
-            node.metadata.resourceVersion,
-            (type, n) => {
-              if (type === 'ADDED' || type === 'MODIFIED') void this.#schedule(() => this.#onNode(n));
-            },
-            signal,
-          );
-        } catch (err) {
-          if (signal.aborted) break;
-          this.#o.log(
-            'warn',
-            `watching node ${this.#o.nodeName}: ${(err as Error).message}; retrying in ${backoff} ms`,
-          );
-          await new Promise((r) => setTimeout(r, backoff));
-          backoff = Math.min(backoff * 2, 30_000);
+          resourceVersion = list.metadata.resourceVersion;
+        }
+        watchStarted = Date.now();
+        await this.#o.client.watchNode(
+          name,
+          resourceVersion,
+          (type, n) => {
+            events++;
+            if (n.metadata?.resourceVersion) resourceVersion = n.metadata.resourceVersion;
+            if (type === 'ADDED' || type === 'MODIFIED') void this.#schedule(() => this.#onNode(n));
+          },
+          signal,
+        );
+      } catch (err) {
+        error = err;
+      }
+      if (signal.aborted) break;
+      const healthy = watchStarted > 0 && (events > 0 || Date.now() - watchStarted >= HEALTHY_WATCH_MS);
+      if (healthy) failures = 0;
+      // A watch that ran well and ended (timeoutSeconds): watch again at once from where it stopped.
+      if (healthy && error === undefined) continue;
+      if (error instanceof LeanApiError && error.status === 410) {
+        resourceVersion = undefined;
+        // Our resourceVersion left the API server's window (e.g. it restarted): relist at once, unless
+        // this attempt already was a fresh list, whose version the server refused too.
+        if (!listed) {
+          this.#o.log('info', `${name}: watch expired (410 Gone); listing the node again`);
+          continue;
         }
       }
-    } finally {
-      clearInterval(timer);
-      stopWatching?.();
+      failures++;
+      const delayMs = Math.round(backoffDelay(failures, WATCH_BACKOFF));
+      this.#o.log(
+        'warn',
+        error === undefined
+          ? `watching node ${name}: the watch ended at once with no events; watching again in ${delayMs} ms`
+          : `watching node ${name}: ${(error as Error).message}; retrying in ${delayMs} ms`,
+      );
+      await sleep(delayMs, signal);
     }
   }
 

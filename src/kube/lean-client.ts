@@ -28,6 +28,12 @@ export interface LeanNode {
   status?: { nodeInfo?: { bootID?: string } };
 }
 
+/** A list of nodes: its resourceVersion is the collection's, current when the list was served. */
+export interface LeanNodeList {
+  metadata: { resourceVersion: string };
+  items: LeanNode[];
+}
+
 /** An API failure with the HTTP status, so callers can tell 409 (re-read) from the rest. */
 export class LeanApiError extends Error {
   readonly status: number;
@@ -119,6 +125,16 @@ export class LeanClient {
     return this.#call('GET', `/api/v1/nodes/${encodeURIComponent(name)}`);
   }
 
+  /**
+   * Lists the one node `name` (a field selector). Watch from the list's resourceVersion, not from the
+   * node's own: the node's is as old as its last change, which after a kube-apiserver restart lies before
+   * the new watch cache's window (a watch from it is answered 410 Gone); the list's is current.
+   */
+  listNode(name: string): Promise<LeanNodeList> {
+    const query = new URLSearchParams({ fieldSelector: `metadata.name=${name}` });
+    return this.#call('GET', `/api/v1/nodes?${query}`);
+  }
+
   /** A JSON merge patch; include metadata.resourceVersion to make it conditional (409 on conflict). */
   patchNode(name: string, patch: object): Promise<LeanNode> {
     return this.#call(
@@ -131,7 +147,9 @@ export class LeanClient {
 
   /**
    * Watches one node from `resourceVersion` until the server ends the watch, the signal aborts, or an
-   * error occurs (then it rejects; the caller re-lists and watches again).
+   * error occurs (then it rejects; on 410 Gone the caller re-lists, on others it may watch again from the
+   * last resourceVersion it saw). `onNode` gets every event but ERROR, BOOKMARK included (its object
+   * carries only metadata.resourceVersion: where to watch from next).
    */
   watchNode(
     name: string,

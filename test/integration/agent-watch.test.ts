@@ -1,0 +1,142 @@
+/**
+ * The agent's watch of its own Node on a real control plane, through a kube-apiserver restart. A restarted
+ * API server's watch cache starts at the current resourceVersion; an idle Node's own resourceVersion is
+ * older than that, so an agent that watched from it was answered 410 Gone, re-read the Node (same old
+ * version), reset its backoff and watched again: ~4 requests/s per idle node, until the Node changed.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { NodeAgent } from '../../src/agent/agent.ts';
+import { Need } from '../../src/agent/os.ts';
+import { Annotations } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { kubeconfigCredentials } from '../../src/kube/kubeconfig-credentials.ts';
+import { LeanClient, type LeanNode } from '../../src/kube/lean-client.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
+import { pollUntil } from '../../src/util/poll.ts';
+import { useCluster } from './support.ts';
+
+const cluster = await useCluster({ nodes: 1 });
+const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+const NODE = 'node-0';
+
+/** A real LeanClient that records every request the agent makes through it. */
+class CountingClient extends LeanClient {
+  readonly requests: { at: number; what: string }[] = [];
+
+  #note(what: string): void {
+    this.requests.push({ at: Date.now(), what });
+  }
+
+  since(from: number): string[] {
+    return this.requests.filter((r) => r.at >= from).map((r) => `+${r.at - from} ms ${r.what}`);
+  }
+
+  override getNode(name: string) {
+    this.#note(`get ${name}`);
+    return super.getNode(name);
+  }
+
+  override listNode(name: string) {
+    this.#note(`list ${name}`);
+    return super.listNode(name);
+  }
+
+  override patchNode(name: string, patch: object) {
+    this.#note(`patch ${name}`);
+    return super.patchNode(name, patch);
+  }
+
+  override watchNode(
+    name: string,
+    resourceVersion: string,
+    onNode: (type: string, node: LeanNode) => void,
+    signal: AbortSignal,
+  ) {
+    this.#note(`watch ${name} from ${resourceVersion}`);
+    return super.watchNode(name, resourceVersion, onNode, signal);
+  }
+}
+
+test('an idle agent survives a kube-apiserver restart with a few requests, and still sees its node', async (t) => {
+  const client = new CountingClient(kubeconfigCredentials(cluster.kubeconfigPath));
+  const reboots: number[] = [];
+  const logs: string[] = [];
+  const agent = new NodeAgent({
+    nodeName: NODE,
+    client,
+    detector: { name: 'up-to-date', check: async () => ({ need: Need.notNeeded, reason: 'up to date' }) },
+    rebooter: {
+      name: 'recording',
+      reboot: async () => {
+        reboots.push(Date.now());
+      },
+    },
+    bootId: { read: async () => 'boot-1', bootedAt: async () => new Date(Date.now() - 3_600_000) },
+    // Only the watch can bring the node's changes to the agent.
+    checkIntervalMs: 3_600_000,
+    log: (level, message) => logs.push(`${new Date().toISOString()} ${level} ${message}`),
+  });
+  const stop = new AbortController();
+  const done = agent.run(stop.signal);
+  t.after(async () => {
+    stop.abort();
+    await done;
+    client.close();
+  });
+  await pollUntil('the agent to watch its node', () =>
+    client.requests.some((r) => r.what.startsWith('watch')) ? true : undefined,
+  );
+  const before = (await core.readNode({ name: NODE })).metadata?.resourceVersion;
+  // A write elsewhere moves the cluster's resourceVersion past every version the agent has seen, so the
+  // restarted API server's watch window starts after them (as it does in any cluster with other traffic).
+  await core.createNamespacedConfigMap({
+    namespace: 'default',
+    body: { metadata: { name: 'elsewhere' }, data: { a: 'b' } },
+  });
+
+  const restartedFrom = Date.now();
+  await cluster.restart('kube-apiserver');
+  const from = Date.now();
+  // The measurement is the agent's idleness over a window: there is no event to await here.
+  await delay(10_000);
+  const window = client.since(from);
+  const report = `restart took ${from - restartedFrom} ms; node resourceVersion ${before}; requests since the restart began:\n${client.since(restartedFrom).join('\n')}\nagent log:\n${logs.join('\n')}`;
+  t.diagnostic(`${window.length} requests in the 10 s after the restart; ${report}`);
+  assert.ok(window.length <= 5, `at most a handful of requests in the 10 s after the restart; ${report}`);
+  assert.ok(
+    client.since(restartedFrom).some((r) => r.includes('watch')),
+    `the agent watches again once the API server is back; ${report}`,
+  );
+  assert.ok(
+    logs.some((l) => l.includes('410')),
+    `the restarted API server refused the agent's last version (the case under test); ${report}`,
+  );
+  // The agent kept the node unchanged meanwhile (an idle agent writes nothing).
+  assert.equal((await core.readNode({ name: NODE })).metadata?.resourceVersion, before, report);
+
+  // A grant made after the restart reaches the agent through its watch: it marks the reboot and reboots.
+  await core.patchNode(
+    {
+      name: NODE,
+      body: {
+        metadata: {
+          annotations: {
+            [Annotations.rebootOk]: 'true',
+            [Annotations.state]: Phase.rebootGranted,
+            [Annotations.stateSince]: new Date().toISOString(),
+          },
+        },
+      },
+    },
+    mergePatch,
+  );
+  await pollUntil('the agent to reboot for the grant', () => (reboots.length > 0 ? true : undefined), {
+    timeoutMs: 15_000,
+  });
+  const node = await core.readNode({ name: NODE });
+  assert.equal(node.metadata?.annotations?.[Annotations.rebootInProgress], 'true', report);
+  assert.equal(node.metadata?.annotations?.[Annotations.bootIdBefore], 'boot-1', report);
+});
