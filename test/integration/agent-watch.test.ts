@@ -114,8 +114,8 @@ test('an idle agent survives a kube-apiserver restart with a few requests, and s
     logs.some((l) => l.includes('410')),
     `the restarted API server refused the agent's last version (the case under test); ${report}`,
   );
-  // The agent kept the node unchanged meanwhile (an idle agent writes nothing).
-  assert.equal((await core.readNode({ name: NODE })).metadata?.resourceVersion, before, report);
+  // An idle agent writes nothing (others, e.g. KWOK, may write the node meanwhile).
+  assert.ok(!client.since(restartedFrom).some((r) => r.includes('patch')), `no writes; ${report}`);
 
   // A grant made after the restart reaches the agent through its watch: it marks the reboot and reboots.
   await core.patchNode(
