@@ -8,3 +8,8 @@ export interface Command {
 
 /** A user mistake (bad flag, unknown node): printed without a stack trace, exit code 2. */
 export class UsageError extends Error {}
+
+/** A line of a command's output. */
+export const out = (line: string) => process.stdout.write(`${line}\n`);
+/** A line of a command's errors. */
+export const err = (line: string) => process.stderr.write(`${line}\n`);

@@ -7,11 +7,16 @@ import { PodAction } from '../drain/plan.ts';
 import type { DrainEvent } from '../drain/progress.ts';
 import { parseDuration } from '../util/duration.ts';
 import { positiveInt } from './args.ts';
-import { type Command, UsageError } from './command.ts';
-import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
-
-const out = (line: string) => process.stdout.write(`${line}\n`);
-const err = (line: string) => process.stderr.write(`${line}\n`);
+import { type Command, err, out, UsageError } from './command.ts';
+import {
+  explainApiError,
+  kubeconfigFrom,
+  kubeFlags,
+  kubeFlagsUsage,
+  nodeCommandArgs,
+  nodeCommandUsage,
+  singleNode,
+} from './kube.ts';
 
 /** kubectl accepts --dry-run, --dry-run=client and --dry-run=none; nuo has no server-side dry run. */
 function normaliseDryRun(argv: string[]): string[] {
@@ -102,9 +107,7 @@ export const drainCommand: Command = {
         ...kubeFlags,
       },
     });
-    if (positionals.length !== 1)
-      throw new UsageError(`expected exactly one NODE, got ${positionals.length}`);
-    const node = positionals[0] as string;
+    const node = singleNode(positionals);
     let timeoutMs: number;
     try {
       timeoutMs = parseDuration(values.timeout ?? '10m');
@@ -165,26 +168,13 @@ export const drainCommand: Command = {
 export const uncordonCommand: Command = {
   name: 'uncordon',
   summary: "undo nuo's cordon of a node (never an admin's)",
-  usage: [
-    'Usage: nuo uncordon NODE [flags]',
-    '',
+  usage: nodeCommandUsage(
+    'uncordon',
     'Makes NODE schedulable again if nuo cordoned it (nuo.dev/cordoned-by-nuo=true). A node that someone',
     'else cordoned stays cordoned: use kubectl uncordon for that.',
-    '',
-    'Flags:',
-    ...kubeFlagsUsage,
-  ].join('\n'),
+  ),
   async run(argv) {
-    const { positionals, values } = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: kubeFlags,
-    });
-    if (positionals.length !== 1)
-      throw new UsageError(`expected exactly one NODE, got ${positionals.length}`);
-    const node = positionals[0] as string;
-    const kc = kubeconfigFrom(values);
+    const { node, kc } = nodeCommandArgs(argv);
     try {
       const result = await uncordon(kc.makeApiClient(CoreV1Api), node);
       if (result === UncordonResult.uncordoned) out(`node/${node} uncordoned`);

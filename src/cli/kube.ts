@@ -1,4 +1,5 @@
 /** What every command that talks to a cluster shares: --kubeconfig/--context and API error wording. */
+import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeconfig } from '../kube/config.ts';
 import { apiStatus, describeError, statusCode } from '../kube/errors.ts';
@@ -20,6 +21,29 @@ export function kubeconfigFrom(values: { kubeconfig?: string; context?: string }
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/** The one NODE a command acts on. */
+export function singleNode(positionals: string[]): string {
+  if (positionals.length !== 1) throw new UsageError(`expected exactly one NODE, got ${positionals.length}`);
+  return positionals[0] as string;
+}
+
+/** The usage text of a command that takes one NODE and only the kubeconfig flags. */
+export function nodeCommandUsage(name: string, ...explain: string[]): string {
+  return [`Usage: nuo ${name} NODE [flags]`, '', ...explain, '', 'Flags:', ...kubeFlagsUsage].join('\n');
+}
+
+/** Parses `NODE [--kubeconfig FILE] [--context NAME]`: the node, and the kubeconfig to reach it with. */
+export function nodeCommandArgs(argv: string[]): { node: string; kc: KubeConfig } {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: true,
+    options: kubeFlags,
+  });
+  const node = singleNode(positionals);
+  return { node, kc: kubeconfigFrom(values) };
 }
 
 /** kubectl's wording for API failures, plus the server address when it cannot be reached at all. */

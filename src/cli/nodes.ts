@@ -8,11 +8,15 @@ import { mergePatch } from '../kube/patch.ts';
 import { needsReboot } from '../operator/decide.ts';
 import { LedgerStore } from '../operator/ledger.ts';
 import { viewNode } from '../operator/node-view.ts';
-import { type Command, UsageError } from './command.ts';
-import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
-
-const out = (line: string) => process.stdout.write(`${line}\n`);
-const err = (line: string) => process.stderr.write(`${line}\n`);
+import { type Command, err, out, UsageError } from './command.ts';
+import {
+  explainApiError,
+  kubeconfigFrom,
+  kubeFlags,
+  kubeFlagsUsage,
+  nodeCommandArgs,
+  nodeCommandUsage,
+} from './kube.ts';
 
 function age(since: Date | undefined, now: Date): string {
   if (!since) return '-';
@@ -103,18 +107,9 @@ function nodeAnnotationCommand(
   return {
     name,
     summary,
-    usage: [`Usage: nuo ${name} NODE [flags]`, '', explain, '', 'Flags:', ...kubeFlagsUsage].join('\n'),
+    usage: nodeCommandUsage(name, explain),
     async run(argv) {
-      const { values, positionals } = parseArgs({
-        args: argv,
-        strict: true,
-        allowPositionals: true,
-        options: kubeFlags,
-      });
-      if (positionals.length !== 1)
-        throw new UsageError(`expected exactly one NODE, got ${positionals.length}`);
-      const node = positionals[0] as string;
-      const kc = kubeconfigFrom(values);
+      const { node, kc } = nodeCommandArgs(argv);
       try {
         await kc
           .makeApiClient(CoreV1Api)

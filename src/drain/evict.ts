@@ -11,6 +11,7 @@ import {
   type V1PodDisruptionBudget,
   Watch,
 } from '@kubernetes/client-node';
+import { sleep } from '../kube/backoff.ts';
 import { apiStatus, describeError, statusCode } from '../kube/errors.ts';
 import { cordon } from './cordon.ts';
 import { type DrainOptions, drainOptions } from './options.ts';
@@ -330,17 +331,4 @@ export class Drainer {
       watching?.abort();
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -3,6 +3,8 @@
  * refused is woken early when that PDB allows a disruption again, instead of waiting out its backoff
  * (kubectl waits a fixed 5 s after every 429).
  */
+import { sleep } from '../kube/backoff.ts';
+
 export interface QueueItem<T> {
   value: T;
   notBefore: number;
@@ -56,21 +58,15 @@ export class RetryQueue<T> {
     return undefined;
   }
 
+  /** Sleeps until `ms` passed, the signal aborts, or a push or wake makes an item due. */
   #sleep(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const previous = this.#kick;
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-      this.#kick = () => {
-        previous?.();
-        done();
-      };
-    });
+    const previous = this.#kick;
+    const kicked = new AbortController();
+    this.#kick = () => {
+      previous?.();
+      kicked.abort();
+    };
+    return sleep(ms, AbortSignal.any([signal, kicked.signal]));
   }
 
   #wakeAll(): void {

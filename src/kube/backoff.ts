@@ -1,6 +1,7 @@
 /**
- * Capped exponential backoff and an abortable sleep, shared by the informer, the leader elector and the
- * work queue.
+ * Capped exponential backoff and an abortable sleep: the only ones, shared by the informer, the leader
+ * elector, the work queue, the drain (its eviction retry queue) and the agent (its Node watch and its
+ * D-Bus watches). No imports, so the agent can use it without pulling in @kubernetes/client-node.
  */
 
 export interface BackoffOptions {

@@ -20,10 +20,27 @@ test('bad input exits 2 with a message that names the problem', () => {
     { args: ['demo', '--zones', '0'], message: /--zones must be an integer ≥ 1, got "0"/ },
     { args: ['demo', '--bogus'], message: /Unknown option '--bogus'/ },
     { args: ['cluster', 'down'], message: /expected the subcommand "up"/ },
+    { args: ['reboot'], message: /nuo reboot: expected exactly one NODE, got 0/ },
+    { args: ['uncordon', 'a', 'b'], message: /nuo uncordon: expected exactly one NODE, got 2/ },
+    { args: ['drain'], message: /nuo drain: expected exactly one NODE, got 0/ },
+    { args: ['pause', '--bogus', 'a'], message: /Unknown option '--bogus'/ },
+    {
+      args: ['resume', 'a', '--kubeconfig', '/nonexistent/kc'],
+      message: /nuo resume: kubeconfig \/nonexistent\/kc does not exist/,
+    },
   ];
   for (const { args, message } of cases) {
     const r = nuo(...args);
     assert.equal(r.status, 2, `${args.join(' ')} exits 2`);
     assert.match(r.stderr, message, args.join(' '));
+  }
+});
+
+test('every node command shows its usage: one NODE and the kubeconfig flags', () => {
+  for (const command of ['reboot', 'pause', 'resume', 'uncordon']) {
+    const r = nuo(command, '--help');
+    assert.equal(r.status, 0, command);
+    assert.match(r.stdout, new RegExp(`^Usage: nuo ${command} NODE \\[flags\\]\n\n\\S`), command);
+    assert.match(r.stdout, /\n\nFlags:\n {2}--kubeconfig FILE .*\n {2}--context NAME/, command);
   }
 });

@@ -8,7 +8,7 @@
  * well-known name, which the bus daemon resolves against the current owner for every signal, so a restarted
  * service is followed without re-subscribing; every new connection subscribes afresh.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import { type BackoffOptions, backoffDelay, sleep, validateBackoff } from '../../kube/backoff.ts';
 import { parseBusAddress, systemBusAddress } from './address.ts';
 import {
   BusConnection,
@@ -21,22 +21,8 @@ import {
   type Signal,
 } from './connection.ts';
 
-export interface Backoff {
-  /** Delay before the first retry. */
-  initialMs: number;
-  /** The delay doubles per failed attempt up to this cap. */
-  maxMs: number;
-}
-
-export const DEFAULT_BACKOFF: Backoff = { initialMs: 500, maxMs: 30_000 };
-
-/**
- * The delay before retry number `attempt` (0-based). No jitter: each node has its own bus, so there is no
- * crowd of clients to spread out.
- */
-export function backoffDelay(attempt: number, backoff: Backoff): number {
-  return Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(Math.max(attempt, 0), 30));
-}
+/** No jitter: each node has its own bus, so there is no crowd of clients to spread out. */
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000 };
 
 function positiveInteger(what: string, value: number): number {
   if (!Number.isInteger(value) || value <= 0) {
@@ -45,18 +31,6 @@ function positiveInteger(what: string, value: number): number {
     );
   }
   return value;
-}
-
-export function validateBackoff(backoff: Partial<Backoff> | undefined): Backoff {
-  const merged = { ...DEFAULT_BACKOFF, ...backoff };
-  positiveInteger('backoff.initialMs', merged.initialMs);
-  positiveInteger('backoff.maxMs', merged.maxMs);
-  if (merged.initialMs > merged.maxMs) {
-    throw new Error(
-      `backoff.initialMs (${merged.initialMs}) must not exceed backoff.maxMs (${merged.maxMs})`,
-    );
-  }
-  return merged;
 }
 
 export interface SignalSpec {
@@ -86,12 +60,12 @@ export interface SystemBusClientOptions {
   env?: NodeJS.ProcessEnv;
   connectTimeoutMs?: number;
   callTimeoutMs?: number;
-  backoff?: Partial<Backoff>;
+  backoff?: Partial<BackoffOptions>;
 }
 
 export class SystemBusClient {
   readonly address: string;
-  readonly backoff: Backoff;
+  readonly backoff: BackoffOptions;
   readonly #connectTimeoutMs: number;
   readonly #callTimeoutMs: number;
   #conn: BusConnection | undefined;
@@ -104,7 +78,8 @@ export class SystemBusClient {
     parseBusAddress(this.address);
     this.#connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs ?? 5_000);
     this.#callTimeoutMs = positiveInteger('callTimeoutMs', options.callTimeoutMs ?? 10_000);
-    this.backoff = validateBackoff(options.backoff);
+    this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    validateBackoff('backoff', this.backoff);
   }
 
   /** The open connection, or a new one. Concurrent callers share one attempt. */
@@ -211,9 +186,9 @@ export class SystemBusClient {
           for (const cleanup of cleanups) cleanup();
         }
         if (abort.signal.aborted) break;
-        const retryInMs = backoffDelay(attempt++, this.backoff);
+        const retryInMs = backoffDelay(++attempt, this.backoff);
         emit({ kind: 'lost', reason, retryInMs });
-        await sleep(retryInMs, undefined, { signal: abort.signal }).catch(() => {});
+        await sleep(retryInMs, abort.signal);
       }
     };
 
