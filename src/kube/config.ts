@@ -2,7 +2,8 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { PooledKubeConfig } from './pooled-kubeconfig.ts';
 
 export function loadKubeconfig({
   kubeconfig,
@@ -11,7 +12,7 @@ export function loadKubeconfig({
   kubeconfig?: string;
   context?: string;
 } = {}): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new PooledKubeConfig();
   const fromEnv = process.env.KUBECONFIG;
   const home = join(homedir(), '.kube', 'config');
   if (kubeconfig) {

@@ -1,0 +1,101 @@
+/**
+ * Figures of a rollout from the phase changes an independent watch saw: time per phase, drain time, the
+ * slot time spent beyond drain + reboot + soak, and grant latency (from a slot freed while nodes were
+ * waiting to the admission that took it). Pure, so the arithmetic is unit-tested.
+ */
+import { Phase, SLOT_PHASES } from '../src/api/phases.ts';
+
+export interface Transition {
+  node: string;
+  phase: string;
+  /** Milliseconds on a monotonic clock. */
+  at: number;
+}
+
+export interface PhaseTime {
+  phase: Phase;
+  meanMs: number;
+  p99Ms: number;
+}
+
+export interface RolloutFigures {
+  phases: PhaseTime[];
+  drainMedianMs: number;
+  /** Grant latencies, sorted ascending. */
+  latencies: number[];
+  /** Percentile of the grant latencies (nearest rank); NaN without any. */
+  p: (percent: number) => number;
+  /** Mean slot time per completed attempt minus the drain and `fixedMs` (reboot + soak). */
+  overheadMeanMs: (fixedMs: number) => number;
+}
+
+/** Nearest-rank percentile of an ascending list. */
+export function percentile(sorted: readonly number[], percent: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((percent / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))] as number;
+}
+
+export function rolloutFigures(all: readonly Transition[], since: number): RolloutFigures {
+  const transitions = all.filter((t) => t.at >= since).sort((a, b) => a.at - b.at);
+  const durations = new Map<Phase, number[]>();
+  const slotTimes: Array<{ slotMs: number; drainMs: number }> = [];
+  const byNode = new Map<string, Transition[]>();
+  for (const t of transitions) byNode.set(t.node, [...(byNode.get(t.node) ?? []), t]);
+  for (const list of byNode.values()) {
+    let admittedAt: number | undefined;
+    let drainMs = 0;
+    for (let i = 0; i < list.length; i++) {
+      const t = list[i] as Transition;
+      const next = list[i + 1];
+      if (t.phase === Phase.beforeReboot) {
+        admittedAt = t.at;
+        drainMs = 0;
+      }
+      if (next && SLOT_PHASES.has(t.phase as Phase)) {
+        const d = next.at - t.at;
+        durations.set(t.phase as Phase, [...(durations.get(t.phase as Phase) ?? []), d]);
+        if (t.phase === Phase.draining) drainMs += d;
+      }
+      if (t.phase === Phase.idle && admittedAt !== undefined) {
+        slotTimes.push({ slotMs: t.at - admittedAt, drainMs });
+        admittedAt = undefined;
+      }
+    }
+  }
+
+  // A freed slot is owed to a waiting node: each admission is paired with the earliest slot freed while
+  // some node was Pending and not yet taken by an earlier admission.
+  const latencies: number[] = [];
+  const freed: number[] = [];
+  const pending = new Set<string>();
+  const holding = new Set<string>();
+  for (const t of transitions) {
+    if (t.phase === Phase.pending) pending.add(t.node);
+    else pending.delete(t.node);
+    if (t.phase === Phase.beforeReboot) {
+      const at = freed.shift();
+      if (at !== undefined) latencies.push(t.at - at);
+      holding.add(t.node);
+    } else if (t.phase === Phase.idle && holding.delete(t.node) && pending.size > 0) {
+      freed.push(t.at);
+    }
+  }
+  latencies.sort((a, b) => a - b);
+
+  const mean = (xs: readonly number[]) =>
+    xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : Number.NaN;
+  const drains = [...(durations.get(Phase.draining) ?? [])].sort((a, b) => a - b);
+  return {
+    phases: [...SLOT_PHASES]
+      .filter((p) => durations.has(p))
+      .map((phase) => {
+        const xs = [...(durations.get(phase) ?? [])].sort((a, b) => a - b);
+        return { phase, meanMs: mean(xs), p99Ms: percentile(xs, 99) };
+      }),
+    drainMedianMs: percentile(drains, 50) || 0,
+    latencies,
+    p: (percent) => percentile(latencies, percent),
+    overheadMeanMs: (fixedMs) => mean(slotTimes.map((s) => s.slotMs - s.drainMs - fixedMs)),
+  };
+}

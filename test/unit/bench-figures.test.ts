@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { replaceSection } from '../../bench/report.ts';
+import { percentile, rolloutFigures, type Transition } from '../../bench/rollout-figures.ts';
+
+describe('percentile (nearest rank)', () => {
+  const cases: Array<[number[], number, number]> = [
+    [[1, 2, 3, 4], 50, 2],
+    [[1, 2, 3, 4], 99, 4],
+    [[1, 2, 3, 4], 100, 4],
+    [[7], 1, 7],
+    [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 90, 9],
+  ];
+  for (const [xs, p, want] of cases)
+    it(`p${p} of [${xs}] is ${want}`, () => assert.equal(percentile(xs, p), want));
+  it('is NaN without samples', () => assert.ok(Number.isNaN(percentile([], 50))));
+});
+
+describe('rolloutFigures', () => {
+  // Two nodes, K = 1: a is admitted at 0, drains 0.1–0.4 s, back Idle at 2.0 s; b waits and is admitted at 2.05 s.
+  const phases = (node: string, t0: number): Transition[] => [
+    { node, phase: 'Pending', at: 0 },
+    { node, phase: 'BeforeReboot', at: t0 },
+    { node, phase: 'Draining', at: t0 + 100 },
+    { node, phase: 'RebootGranted', at: t0 + 400 },
+    { node, phase: 'Rebooting', at: t0 + 450 },
+    { node, phase: 'AfterReboot', at: t0 + 1450 },
+    { node, phase: 'Idle', at: t0 + 2000 },
+  ];
+  const f = rolloutFigures([...phases('a', 0), ...phases('b', 2050)], 0);
+
+  it('measures the grant latency from the freed slot to the next admission', () => {
+    assert.deepEqual(f.latencies, [50]);
+    assert.equal(f.p(99), 50);
+  });
+  it('measures the time in each slot phase and the median drain', () => {
+    assert.equal(f.drainMedianMs, 300);
+    assert.deepEqual(
+      f.phases.map((p) => [p.phase, p.meanMs]),
+      [
+        ['BeforeReboot', 100],
+        ['Draining', 300],
+        ['RebootGranted', 50],
+        ['Rebooting', 1000],
+        ['AfterReboot', 550],
+      ],
+    );
+  });
+  it('computes the slot time beyond drain and the fixed reboot + soak', () => {
+    // 2000 ms held, 300 ms drain, 1500 ms reboot + soak → 200 ms overhead.
+    assert.equal(f.overheadMeanMs(1500), 200);
+  });
+  it('ignores what happened before the rollout started', () => {
+    assert.deepEqual(rolloutFigures(phases('a', 0), 5000).latencies, []);
+    assert.equal(rolloutFigures(phases('a', 0), 5000).phases.length, 0);
+  });
+  it('counts no latency for admissions into slots that were free', () => {
+    assert.deepEqual(rolloutFigures([...phases('a', 0), ...phases('b', 10)], 0).latencies, []);
+  });
+  it('pairs each admission with the earliest slot freed while nodes waited', () => {
+    // K = 2: a and b hold slots, c and d wait; b frees at 2010, a at 2000; c admitted 2100, d 2300.
+    const f2 = rolloutFigures(
+      [...phases('a', 0), ...phases('b', 10), ...phases('c', 2100), ...phases('d', 2300)],
+      0,
+    );
+    assert.deepEqual(f2.latencies, [100, 290]);
+  });
+});
+
+describe('replaceSection', () => {
+  it('appends a new section', () => {
+    assert.equal(replaceSection('# T\n', 'x', 'body'), '# T\n\n<!-- bench:x -->\nbody\n<!-- /bench:x -->\n');
+  });
+  it('replaces only its own section', () => {
+    const doc = replaceSection(replaceSection('# T\n', 'x', 'one'), 'y', 'two');
+    const next = replaceSection(doc, 'x', 'three');
+    assert.match(next, /<!-- bench:x -->\nthree\n<!-- \/bench:x -->/);
+    assert.match(next, /<!-- bench:y -->\ntwo\n<!-- \/bench:y -->/);
+    assert.doesNotMatch(next, /one/);
+  });
+});
