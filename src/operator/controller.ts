@@ -16,6 +16,7 @@ import { LeaderElector } from '../kube/leader.ts';
 import { mergePatch } from '../kube/patch.ts';
 import { parseSelector } from '../kube/selector.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
+import { inParallel } from '../util/parallel.ts';
 import { parseMaxUnavailable } from './budget.ts';
 import type { OperatorConfig } from './config.ts';
 import { type Action, type DecideConfig, decide, type Health, type Ledger } from './decide.ts';
@@ -39,6 +40,8 @@ class Conflict extends Error {}
 const RESYNC_ACTIVE_MS = 1000;
 const RESYNC_IDLE_MS = 30_000;
 const MIN_RESYNC_MS = 20;
+/** Node writes in flight for notes (Pending, reasons); the API server's default inflight limit is 400. */
+const NOTE_WRITERS = 16;
 const KEY = 'cluster';
 
 export class Operator {
@@ -141,11 +144,20 @@ export class Operator {
     );
     const byName = new Map(nodes.map((n) => [n.name, n]));
     let current = ledger;
+    // Slot and phase changes go first and in order (each may depend on the ledger the last one wrote).
+    // Notes — entering Pending, a changed reason — touch only their own node: written NOTE_WRITERS at a
+    // time, so a rollout of 1,000 nodes is not stuck behind 1,000 serial reason updates before its first
+    // drain starts.
+    const notes = decision.actions.filter((a) => a.type === 'pending' || a.type === 'explain');
     try {
       for (const action of decision.actions) {
         if (!this.#acting()) return;
+        if (action.type === 'pending' || action.type === 'explain') continue;
         current = await this.#apply(action, byName.get(action.node), current, now);
       }
+      await inParallel(notes, NOTE_WRITERS, async (action) => {
+        if (this.#acting()) await this.#apply(action, byName.get(action.node), current, now);
+      });
     } catch (err) {
       if (err instanceof Conflict || err instanceof LedgerConflict) {
         this.#o.metrics?.conflicts.inc();
