@@ -27,6 +27,10 @@ export interface RolloutFigures {
   p: (percent: number) => number;
   /** Mean slot time per completed attempt minus the drain and `fixedMs` (reboot + soak). */
   overheadMeanMs: (fixedMs: number) => number;
+  /** From `since` to the first admission. */
+  firstAdmissionMs: number;
+  /** Slot time of all attempts, summed (divide by K × rollout time for the budget's utilisation). */
+  slotMsTotal: number;
 }
 
 /** Nearest-rank percentile of an ascending list. */
@@ -97,5 +101,7 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
     latencies,
     p: (percent) => percentile(latencies, percent),
     overheadMeanMs: (fixedMs) => mean(slotTimes.map((s) => s.slotMs - s.drainMs - fixedMs)),
+    firstAdmissionMs: (transitions.find((t) => t.phase === Phase.beforeReboot)?.at ?? Number.NaN) - since,
+    slotMsTotal: slotTimes.reduce((sum, s) => sum + s.slotMs, 0),
   };
 }

@@ -125,6 +125,8 @@ try {
       `| efficiency against ceil(N/K)·(R + soak), drain counted as 0 | ${pct(idealNoDrain / elapsedMs)} | |`,
       `| **grant latency** slot freed → next admission, p50 / p99 / max (${figures.latencies.length} waits) | **${figures.p(50).toFixed(0)} ms / ${figures.p(99).toFixed(0)} ms** / ${figures.p(100).toFixed(0)} ms | p99 < 1 s |`,
       `| slot-time overhead (slot held beyond drain + R + soak), mean per node | ${s(figures.overheadMeanMs(rebootMs + soakMs))} | |`,
+      `| from the first update staged to the first admission | ${s(figures.firstAdmissionMs)} | |`,
+      `| budget utilisation: slot time held / (K × rollout time) | ${pct(figures.slotMsTotal / (k * elapsedMs))} | |`,
       `| most nodes disrupted at once (independent checker) | ${f.checker.maxDisrupted} | ≤ ${k} |`,
       `| safety violations (independent checker) | ${f.checker.violations.length} | 0 |`,
       '',

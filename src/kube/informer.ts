@@ -81,6 +81,11 @@ export interface InformerOptions<T extends KubernetesObject> {
    * client does not know (custom resources) are kept as parsed JSON.
    */
   objectType?: string;
+  /**
+   * Applied to every object before it is cached or emitted (client-go's SetTransform): drop what the
+   * consumer never reads — managedFields, a node's image list — so thousands of cached objects stay small.
+   */
+  transform?: (obj: T) => T;
   /** Name in log lines (default: the path). */
   name?: string;
   log?: KubeLog;
@@ -163,6 +168,7 @@ export class ResilientInformer<T extends KubernetesObject> {
   readonly #pageSize: number;
   readonly #listTimeoutMs: number;
   readonly #objectType: string | undefined;
+  readonly #transform: (obj: T) => T;
   readonly #log: KubeLog;
 
   #cache = new Map<string, T>();
@@ -246,6 +252,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.#pageSize = pageSize;
     this.#listTimeoutMs = listTimeoutMs;
     this.#objectType = objectType;
+    this.#transform = options.transform ?? ((obj) => obj);
     this.name = options.name ?? path;
     this.#log = options.log ?? silentLog;
   }
@@ -310,8 +317,9 @@ export class ResilientInformer<T extends KubernetesObject> {
    * Pass only objects this informer's selectors select (a write that makes an object leave the
    * selection is corrected when the watch reports the object gone).
    */
-  upsertFromWrite(obj: T): boolean {
-    if (!obj?.metadata?.name) throw new Error('upsertFromWrite: the object has no metadata.name');
+  upsertFromWrite(written: T): boolean {
+    if (!written?.metadata?.name) throw new Error('upsertFromWrite: the object has no metadata.name');
+    const obj = this.#transform(written);
     const key = objectKey(obj);
     const old = this.#cache.get(key);
     if (old && !isNewer(obj, old)) return false;
@@ -431,7 +439,7 @@ export class ResilientInformer<T extends KubernetesObject> {
         // Items of a list carry no apiVersion/kind on the wire; fill them in like watch objects have.
         if (kind && item.kind === undefined) item.kind = kind;
         if (page.apiVersion && item.apiVersion === undefined) item.apiVersion = page.apiVersion;
-        items.set(objectKey(item), item);
+        items.set(objectKey(item), this.#transform(item));
       }
       resourceVersion ??= page.metadata?.resourceVersion;
       cont = page.metadata?._continue || undefined;
@@ -621,12 +629,14 @@ export class ResilientInformer<T extends KubernetesObject> {
     if (!raw || typeof raw !== 'object') return undefined;
     const { apiVersion, kind } = raw as KubernetesObject;
     const type = this.#objectType ?? modelName(apiVersion, kind);
-    if (!type) return raw as T;
+    if (!type) return this.#transform(raw as T);
+    let obj: T;
     try {
-      return ObjectSerializer.deserialize(raw, type, '') as T;
+      obj = ObjectSerializer.deserialize(raw, type, '') as T;
     } catch {
-      return raw as T;
+      obj = raw as T;
     }
+    return this.#transform(obj);
   }
 
   #emit(type: InformerEventType, obj: T, old: T | undefined): void {

@@ -23,7 +23,7 @@ import { type Action, type DecideConfig, decide, type Health, type Ledger } from
 import { EventRecorder } from './events.ts';
 import { LedgerConflict, type LedgerStore, type LedgerVersion, LedgerStore as Store } from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
-import { type NodeView, viewNode } from './node-view.ts';
+import { type NodeView, sameView, slimNode, viewNode } from './node-view.ts';
 
 export interface OperatorOptions {
   kubeconfig: KubeConfig;
@@ -54,6 +54,7 @@ export class Operator {
   readonly #informer: ResilientInformer<V1Node>;
   readonly #queue: WorkQueue<typeof KEY>;
   readonly #draining = new Map<string, AbortController>();
+  readonly #views = new Map<string, NodeView>();
   #elector: LeaderElector | undefined;
   #leading: AbortSignal | undefined;
   #resync: ReturnType<typeof setTimeout> | undefined;
@@ -76,6 +77,7 @@ export class Operator {
       list: (opts) => this.#core.listNode(opts),
       name: 'nodes',
       log: options.log,
+      transform: slimNode,
     });
     this.#queue = new WorkQueue<typeof KEY>({
       process: () => this.#reconcile(),
@@ -86,6 +88,23 @@ export class Operator {
     });
   }
 
+  /** The view of a cached node, computed once per resourceVersion (a pass reads every node). */
+  #view(node: V1Node): NodeView {
+    const name = node.metadata?.name ?? '';
+    const rv = node.metadata?.resourceVersion ?? '';
+    const cached = this.#views.get(name);
+    if (cached?.resourceVersion === rv) return cached;
+    const view = viewNode(node);
+    this.#views.set(name, view);
+    return view;
+  }
+
+  /** Forgets the views of deleted nodes. */
+  #pruneViews(nodes: NodeView[]): void {
+    const live = new Set(nodes.map((n) => n.name));
+    for (const name of this.#views.keys()) if (!live.has(name)) this.#views.delete(name);
+  }
+
   /** True while this replica may write: it leads and renewed its lease recently. */
   #acting(): boolean {
     return this.#leading !== undefined && !this.#leading.aborted && this.#elector?.isLeader() === true;
@@ -93,8 +112,10 @@ export class Operator {
 
   async run(signal: AbortSignal): Promise<void> {
     const { log } = this.#o;
-    this.#informer.onEvent(() => {
-      if (this.#acting()) this.#queue.add(KEY);
+    this.#informer.onEvent((type, node, old) => {
+      if (!this.#acting()) return;
+      if (type === 'update' && old && sameView(this.#view(old), this.#view(node))) return;
+      this.#queue.add(KEY);
     });
     await this.#informer.start();
     log('info', 'node cache synced', { nodes: this.#informer.list().length });
@@ -134,7 +155,8 @@ export class Operator {
     clearTimeout(this.#resync);
     const started = performance.now();
     const ledger = await this.#ledger.read();
-    const nodes = this.#informer.list().map(viewNode);
+    const nodes = this.#informer.list().map((n) => this.#view(n));
+    if (this.#views.size > nodes.length * 2) this.#pruneViews(nodes);
     const now = new Date();
     const health = await this.#health(nodes, ledger.ledger);
     const decision = decide(

@@ -1,10 +1,17 @@
 /** Prometheus metrics of the operator (prom-client), served on /metrics by `nuo operator`. */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Decision } from './decide.ts';
 import type { NodeView } from './node-view.ts';
 
 export class OperatorMetrics {
   readonly registry = new Registry();
+
+  constructor() {
+    // The process's own figures (resident memory, CPU seconds, heap, event-loop lag): what an operator of
+    // the operator alerts on, and what bench/footprint.ts reads.
+    collectDefaultMetrics({ register: this.registry });
+  }
+
   readonly leader = new Gauge({
     name: 'nuo_leader',
     help: '1 while this replica leads',

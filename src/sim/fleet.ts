@@ -15,6 +15,9 @@ import { type RebootBehaviour, SimHost } from './host.ts';
 
 const nuoBin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
 
+/** The V8 flags deploy/base/operator.yaml gives the operator (NODE_OPTIONS); a test checks they agree. */
+export const OPERATOR_NODE_OPTIONS = '--max-semi-space-size=2';
+
 export interface FleetOptions {
   rebootMs: number;
   /** Per-node reboot durations overriding `rebootMs` (the chaos runner delays some reboots). */
@@ -82,6 +85,7 @@ export class Fleet {
     const child = spawn(
       process.execPath,
       [
+        ...OPERATOR_NODE_OPTIONS.split(' '),
         nuoBin,
         'operator',
         `--kubeconfig=${this.#cluster.kubeconfigPath}`,

@@ -15,6 +15,7 @@ import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { LeanApiError, LeanClient } from '../../src/kube/lean-client.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
+import { OPERATOR_NODE_OPTIONS } from '../../src/sim/fleet.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
 
@@ -45,6 +46,14 @@ describe('deploy/', () => {
       r.stdout,
       /validatingadmissionpolicy.admissionregistration.k8s.io\/nuo-agent-own-node-keys created/,
     );
+  });
+
+  test('the operator runs with the V8 flags the simulated fleet gives it', () => {
+    const r = kubectl('kustomize', deployDir);
+    assert.equal(r.status, 0, r.stderr);
+    const operator = r.stdout.split(/^---$/m).find((doc) => /^kind: Deployment$/m.test(doc)) ?? '';
+    const value = operator.match(/- name: NODE_OPTIONS\n\s+value: (.+)/)?.[1];
+    assert.equal(value, OPERATOR_NODE_OPTIONS, 'deploy/base/operator.yaml NODE_OPTIONS vs src/sim/fleet.ts');
   });
 
   test('every agent variant renders and is accepted by the API server, asking only for what it needs', () => {

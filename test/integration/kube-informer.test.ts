@@ -234,6 +234,31 @@ test('sees adds, updates and deletes; watched objects have the listed shape; rea
   await core.deleteNode({ name: 'basic-0' });
 });
 
+test('a transform applies to listed, watched and written objects alike', async (t) => {
+  await createNode('slim-0', 'slim');
+  const { informer } = nodeInformer(t, {
+    group: 'slim',
+    transform: (n) => {
+      if (n.metadata) n.metadata.managedFields = undefined;
+      return n;
+    },
+  });
+  const rec = recorder(informer);
+  await informer.start();
+  assert.equal(informer.get('slim-0')?.metadata?.managedFields, undefined, 'listed');
+  await createNode('slim-1', 'slim');
+  await rec.until('add slim-1', rec.has('add', 'slim-1'));
+  assert.equal(informer.get('slim-1')?.metadata?.managedFields, undefined, 'watched');
+  const written = await core.patchNode(
+    { name: 'slim-0', body: { metadata: { labels: { color: 'green' } } } },
+    mergePatch,
+  );
+  assert.ok(written.metadata?.managedFields?.length, 'the API server does send managedFields');
+  informer.upsertFromWrite(written);
+  assert.equal(informer.get('slim-0')?.metadata?.labels?.color, 'green');
+  assert.equal(informer.get('slim-0')?.metadata?.managedFields, undefined, 'written');
+});
+
 test('read your writes: a write is cached at once, and its watch event is not emitted again', async (t) => {
   const link = await Link.open(t);
   await createNode('ryw-0', 'ryw');

@@ -50,6 +50,10 @@ describe('rolloutFigures', () => {
     // 2000 ms held, 300 ms drain, 1500 ms reboot + soak → 200 ms overhead.
     assert.equal(f.overheadMeanMs(1500), 200);
   });
+  it('measures the start-up delay and the slot time held in all', () => {
+    assert.equal(f.firstAdmissionMs, 0);
+    assert.equal(f.slotMsTotal, 4000);
+  });
   it('ignores what happened before the rollout started', () => {
     assert.deepEqual(rolloutFigures(phases('a', 0), 5000).latencies, []);
     assert.equal(rolloutFigures(phases('a', 0), 5000).phases.length, 0);

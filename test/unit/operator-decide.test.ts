@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
-import type { V1Node } from '@kubernetes/client-node';
+import { describe, it, test } from 'node:test';
+import type { V1Node, V1NodeCondition, V1NodeSystemInfo } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { PHASES, Phase } from '../../src/api/phases.ts';
 import { parseSelector } from '../../src/kube/selector.ts';
@@ -12,7 +12,7 @@ import {
   type Ledger,
   type Snapshot,
 } from '../../src/operator/decide.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
+import { sameView, slimNode, viewNode } from '../../src/operator/node-view.ts';
 
 const NOW = new Date('2026-11-21T12:00:00Z');
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
@@ -495,5 +495,52 @@ describe('decide: wake-up time', () => {
     ]);
     assert.equal(backoff.wakeAt, NOW.getTime() + 50_000, 'retry 60 s after entering Pending 10 s ago');
     assert.equal(run([node('c')]).wakeAt, undefined, 'nothing to wait for');
+  });
+});
+
+describe('node views in the operator cache', () => {
+  const node = (patch: Partial<V1Node['status']> = {}, rv = '1'): V1Node => ({
+    metadata: {
+      name: 'n',
+      resourceVersion: rv,
+      annotations: { [Annotations.state]: 'Idle' },
+      managedFields: [{ manager: 'kubelet', operation: 'Update' }],
+    },
+    status: {
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          lastHeartbeatTime: new Date(1000),
+          lastTransitionTime: new Date(0),
+        },
+      ],
+      images: [{ names: ['registry.example/app:1'], sizeBytes: 1 }],
+      nodeInfo: { bootID: 'b1' } as V1NodeSystemInfo,
+      ...patch,
+    },
+  });
+
+  it('a heartbeat (new resourceVersion, new heartbeat time) is the same view', () => {
+    const beat = node({}, '2');
+    (beat.status?.conditions?.[0] as V1NodeCondition).lastHeartbeatTime = new Date(2000);
+    assert.ok(sameView(viewNode(node()), viewNode(beat)));
+  });
+  it('a new boot ID, readiness or annotation is a different view', () => {
+    assert.ok(
+      !sameView(viewNode(node()), viewNode(node({ nodeInfo: { bootID: 'b2' } as V1NodeSystemInfo }))),
+    );
+    const notReady = node();
+    (notReady.status?.conditions?.[0] as V1NodeCondition).status = 'False';
+    assert.ok(!sameView(viewNode(node()), viewNode(notReady)));
+    const pending = node();
+    (pending.metadata?.annotations as Record<string, string>)[Annotations.state] = 'Pending';
+    assert.ok(!sameView(viewNode(node()), viewNode(pending)));
+  });
+  it('slimNode drops managedFields and images and keeps what views read', () => {
+    const slim = slimNode(node());
+    assert.equal(slim.metadata?.managedFields, undefined);
+    assert.equal(slim.status?.images, undefined);
+    assert.ok(sameView(viewNode(slim), viewNode(node())));
   });
 });
