@@ -12,6 +12,7 @@
 import { parseArgs } from 'node:util';
 import { RULES, runChaos } from '../src/sim/chaos.ts';
 import { FAULT_KINDS } from '../src/sim/chaos-plan.ts';
+import { publish } from './report.ts';
 
 const { values } = parseArgs({
   options: {
@@ -77,4 +78,22 @@ for (const r of failing) {
 }
 if (result.logsKeptIn) lines.push(`logs (operators, agents, control plane): ${result.logsKeptIn}`);
 process.stdout.write(`${lines.join('\n')}\n`);
+const cell = (label: string, value: string | number) => `| ${label} | ${value} |`;
+publish({
+  id: 'chaos',
+  title: 'Fault injection against the safety rules',
+  versions: result.versions,
+  command: result.reproduce,
+  body: [
+    `${runs} seeded run(s) (seeds ${seed}…${seed + runs - 1}), ${nodes} nodes, maxUnavailable ${maxUnavailable}; faults at random`,
+    'moments of rollouts on one local control plane, an independent checker watching every node.',
+    '',
+    '| | count |',
+    '|---|---|',
+    cell('runs finished', `${result.runs.filter((r) => r.finished).length}/${runs}`),
+    cell('expected stalls (a node that never returns holds its slot)', result.expectedStalls),
+    ...FAULT_KINDS.map((k) => cell(`fault: ${k}`, result.injected[k])),
+    ...RULES.map((r) => cell(`**violations: ${r}**`, `**${result.violations[r]}**`)),
+  ].join('\n'),
+});
 process.exit(totalViolations > 0 ? 1 : 0);

@@ -15,6 +15,7 @@ import { mergePatch } from '../src/kube/patch.ts';
 import { startCluster } from '../src/sim/cluster/cluster.ts';
 import { deployment, waitAvailable } from '../src/sim/workload.ts';
 import { pollUntil } from '../src/util/poll.ts';
+import { publish } from './report.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' } }, strict: true });
 const runs = Number(values.runs);
@@ -161,16 +162,17 @@ try {
   await cluster.stop();
 }
 
-process.stdout.write(
-  [
-    '',
-    `Drain of one node with 110 pods — Kubernetes ${cluster.binaries.versions.kubernetes}, KWOK ${cluster.binaries.versions.kwok}, ${runs} alternating run(s) each`,
+publish({
+  id: 'drain',
+  title: 'Drain of one node with 110 pods: nuo against kubectl',
+  versions: cluster.binaries.versions,
+  command: `npm run bench:drain -- --runs ${runs}`,
+  body: [
+    `${runs} alternating run(s) per tool and workload on one local cluster; times from the first eviction request to the`,
+    'last pod gone.',
     '',
     '| workload | nuo runs (s) | kubectl runs (s) | nuo median (s) | kubectl median (s) | nuo/kubectl |',
     '|---|---|---|---|---|---|',
     ...results,
-    '',
-    `reproduce: npm run bench:drain -- --runs ${runs}`,
-    '',
   ].join('\n'),
-);
+});

@@ -90,6 +90,8 @@ export interface ChaosResult {
   expectedStalls: number;
   /** The command that replays these runs. */
   reproduce: string;
+  /** Versions of the control plane the runs used. */
+  versions: LocalCluster['binaries']['versions'];
   /** Where the logs were kept (only when a run had a violation and keepLogsDir was given). */
   logsKeptIn?: string;
 }
@@ -181,6 +183,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     violations,
     expectedStalls: results.filter((r) => r.expectedStall).length,
     reproduce: reproduceCommand(o),
+    versions: cluster.binaries.versions,
     ...(logsKeptIn ? { logsKeptIn } : {}),
   };
 }
