@@ -9,14 +9,17 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { type ClusterBinaries, ensureClusterBinaries } from '../../../tools/cluster/build.ts';
+import { PooledKubeConfig } from '../../kube/pooled-kubeconfig.ts';
 import { pollUntil } from '../../util/poll.ts';
+import { type AuditOptions, auditPolicy } from './audit.ts';
 import { adminKubeconfig, tokenKubeconfig } from './kubeconfig.ts';
 import { freePort, get, type Tls } from './net.ts';
 import { createNodes, type NodeSpec } from './nodes.ts';
 import { createPki, type Pki } from './pki.ts';
 import { Component } from './process.ts';
+import { RawApi } from './raw-api.ts';
 import { reapAbandonedClusters } from './reaper.ts';
 
 export interface ClusterOptions {
@@ -28,6 +31,18 @@ export interface ClusterOptions {
   nodePrefix?: string;
   /** Called with progress lines; default silent. */
   log?: (line: string) => void;
+  /**
+   * Duration of the KWOK nodes' Leases (default 40 s, the kubelet's); KWOK renews each a quarter of it
+   * apart, and the node-lifecycle controller's grace period is set to 1.25 times it (at least 50 s, its
+   * default). Heartbeats are the bulk of a large idle cluster's writes (5,000 nodes renewing every 10 s
+   * is 500 Lease updates a second), so benchmarks of thousands of nodes lengthen it.
+   */
+  nodeLeaseDurationSeconds?: number;
+  /**
+   * kube-apiserver audit logging at Metadata level, as JSON lines in `auditLogPath` (read them with
+   * readAuditLog from ./audit.ts): of the given users' requests, or of every request.
+   */
+  audit?: AuditOptions;
   /** Start-up deadline for each component (default 60 s; the first start after a build is slower). */
   startTimeoutMs?: number;
 }
@@ -49,9 +64,22 @@ export interface LocalCluster {
   /** Admin (system:masters) kubeconfig file and loaded object. */
   kubeconfigPath: string;
   kubeconfig: KubeConfig;
+  /** The API server's audit log (JSON lines), when started with the `audit` option. */
+  auditLogPath?: string;
   components: Record<ComponentName, Component>;
-  /** Creates KWOK nodes and waits until they are Ready. */
-  addNodes(specs: NodeSpec[]): Promise<void>;
+  /**
+   * A plain-JSON admin client for bulk work (thousands of creations, counting watches), much cheaper per
+   * request than the typed client; closed by stop().
+   */
+  raw: RawApi;
+  /**
+   * Creates KWOK nodes and waits until they are Ready and untainted, i.e. schedulable (`readyOnly`: the
+   * Ready condition only; `parallel` creations in flight, default 50).
+   */
+  addNodes(
+    specs: NodeSpec[],
+    options?: { parallel?: number; timeoutMs?: number; readyOnly?: boolean },
+  ): Promise<{ createdMs: number; readyMs: number }>;
   /** A kubeconfig that authenticates as a ServiceAccount (created if missing) with a bound token. */
   serviceAccountKubeconfig(
     namespace: string,
@@ -123,6 +151,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
   const argsOf = {} as Record<ComponentName, string[]>;
   const health = {} as Record<ComponentName, () => Promise<boolean>>;
   const timeoutMs = options.startTimeoutMs ?? 60_000;
+  let raw: RawApi | undefined;
 
   const launch = async (name: ComponentName) => {
     const component = new Component({
@@ -179,17 +208,21 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
     // An explicit KWOK configuration (so a ~/.kwok/kwok.yaml cannot change the simulation) with KWOK's
     // own fast node and pod stages and Lease heartbeats, printed by the kwok-stages tool.
     const stages = (await run(binaries.path['kwok-stages'], [])).stdout;
+    const leaseSeconds = options.nodeLeaseDurationSeconds ?? 40;
+    if (!Number.isInteger(leaseSeconds) || leaseSeconds < 10)
+      throw new Error(`nodeLeaseDurationSeconds must be an integer ≥ 10, got ${leaseSeconds}`);
     await writeFile(
       join(dir, 'kwok.yaml'),
       `${JSON.stringify({
         apiVersion: 'config.kwok.x-k8s.io/v1alpha1',
         kind: 'KwokConfiguration',
-        // KWOK's defaults are 4 workers each; thousands of nodes need more to keep their Leases fresh.
+        // KWOK's defaults are 4 workers each. Each node's Lease is created before its stages play, and at
+        // ~40 ms a request 16 Lease workers made 5,000 nodes take ~60 s to become Ready; 64 take ~25 s.
         options: {
-          nodeLeaseDurationSeconds: 40,
-          nodeLeaseParallelism: 16,
-          nodePlayStageParallelism: 16,
-          podPlayStageParallelism: 16,
+          nodeLeaseDurationSeconds: leaseSeconds,
+          nodeLeaseParallelism: 64,
+          nodePlayStageParallelism: 64,
+          podPlayStageParallelism: 64,
           podsOnNodeSyncParallelism: 4,
         },
       })}\n---\n${stages}`,
@@ -204,7 +237,21 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
         leaderElection: { leaderElect: false },
       }),
     );
-    Object.assign(argsOf, componentArgs({ dir, pki, kubeconfigPath, schedulerConfig, ports }));
+    Object.assign(argsOf, componentArgs({ dir, pki, kubeconfigPath, schedulerConfig, ports, leaseSeconds }));
+    // Outside logs/, which logTails() prints whole-line for a failing test.
+    const auditLogPath = options.audit ? join(dir, 'audit.log') : undefined;
+    if (options.audit && auditLogPath) {
+      const policyPath = join(dir, 'audit-policy.json');
+      await writeFile(policyPath, JSON.stringify(auditPolicy(options.audit)));
+      argsOf['kube-apiserver'].push(
+        `--audit-policy-file=${policyPath}`,
+        `--audit-log-path=${auditLogPath}`,
+        '--audit-log-format=json',
+        // Buffered writes: a blocking write per request would slow every audited request down.
+        '--audit-log-mode=batch',
+        '--audit-log-batch-max-wait=1s',
+      );
+    }
     health.etcd = async () => (await get(`http://127.0.0.1:${etcdPort}/health`)).body.includes('"true"');
     health['kube-apiserver'] = async () => (await get(`${server}/readyz`, tlsAdmin)).status === 200;
     health['kube-controller-manager'] = async () =>
@@ -220,9 +267,11 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
     await Promise.all([launch('kube-controller-manager'), launch('kube-scheduler'), launch('kwok')]);
     log(`controller-manager, scheduler and kwok healthy (${Date.now() - started} ms)`);
 
-    const kubeconfig = new KubeConfig();
+    const kubeconfig = new PooledKubeConfig();
     kubeconfig.loadFromFile(kubeconfigPath);
     const core = kubeconfig.makeApiClient(CoreV1Api);
+    raw = new RawApi(server, tlsAdmin);
+    const rawApi = raw;
     // Pods cannot be admitted before the namespace's default ServiceAccount exists.
     await pollUntil(
       'the default ServiceAccount',
@@ -240,8 +289,10 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
       binaries,
       kubeconfigPath,
       kubeconfig,
+      auditLogPath,
       components,
-      addNodes: (specs) => createNodes(core, specs),
+      raw: rawApi,
+      addNodes: (specs, o) => createNodes(rawApi, specs, o),
       async serviceAccountKubeconfig(namespace, name) {
         await core
           .createNamespacedServiceAccount({ namespace, body: { metadata: { name } } })
@@ -258,7 +309,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
         const path = join(dir, `sa-${namespace}-${name}.kubeconfig`);
         const text = tokenKubeconfig(server, readFileSync(pki.caCert), `${namespace}-${name}`, token);
         await writeFile(path, text);
-        const kc = new KubeConfig();
+        const kc = new PooledKubeConfig();
         kc.loadFromString(text);
         return { kubeconfig: kc, path };
       },
@@ -276,6 +327,8 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
         await launch(name);
       },
       async stop() {
+        rawApi.close();
+        await kubeconfig.close();
         await stopAll();
         process.off('exit', removeDir);
         await rm(dir, { recursive: true, force: true });
@@ -296,6 +349,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
     }
     return cluster;
   } catch (err) {
+    raw?.close();
     const tails = Object.values(components)
       .map((c) => `--- ${c.name} ---\n${c.tail(15)}`)
       .join('\n');
@@ -309,6 +363,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
 
 interface ArgsInput {
   dir: string;
+  leaseSeconds: number;
   pki: Pki;
   kubeconfigPath: string;
   schedulerConfig: string;
@@ -324,6 +379,7 @@ interface ArgsInput {
 
 function componentArgs({
   dir,
+  leaseSeconds,
   pki,
   kubeconfigPath,
   schedulerConfig,
@@ -389,6 +445,8 @@ function componentArgs({
       '--kube-api-burst=2000',
       '--concurrent-deployment-syncs=20',
       '--concurrent-replicaset-syncs=20',
+      // A node whose Lease has not been renewed for this long is NotReady (Unknown).
+      `--node-monitor-grace-period=${Math.max(50, Math.ceil(leaseSeconds * 1.25))}s`,
     ],
     'kube-scheduler': [
       `--config=${schedulerConfig}`,
@@ -413,7 +471,7 @@ function componentArgs({
       '--node-ip=127.0.0.1',
       '--cidr=10.244.0.1/16',
       // Heartbeats through Leases, as kubelets do: cheap enough for thousands of nodes.
-      '--node-lease-duration-seconds=40',
+      `--node-lease-duration-seconds=${leaseSeconds}`,
     ],
   };
 }

@@ -1,6 +1,6 @@
 /** KWOK nodes: Node objects that the kwok controller keeps Ready and whose pods it "runs". */
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
-import { pollUntil } from '../../util/poll.ts';
+import type { V1Node } from '@kubernetes/client-node';
+import { inParallel, type RawApi, Tally } from './raw-api.ts';
 
 export interface NodeSpec {
   name: string;
@@ -32,34 +32,58 @@ export function kwokNode(spec: NodeSpec): V1Node {
   };
 }
 
+/** Taints the node-lifecycle controller keeps on a node until it has seen the node Ready. */
+const NOT_READY_TAINTS = new Set(['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable']);
+
+/** Ready, and the scheduler can see it: no not-ready/unreachable taint left from before it was Ready. */
+export function isSchedulable(node: V1Node): boolean {
+  return isReady(node) && !(node.spec?.taints ?? []).some((t) => NOT_READY_TAINTS.has(t.key));
+}
+
 export function isReady(node: V1Node): boolean {
   return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
-async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
-/** Creates the nodes (50 requests in flight) and waits until every one of them is Ready. */
-export async function createNodes(core: CoreV1Api, specs: NodeSpec[], timeoutMs = 300_000): Promise<void> {
-  await inParallel(specs, 50, async (spec) => {
-    await core.createNode({ body: kwokNode(spec) });
-  });
-  const wanted = new Set(specs.map((s) => s.name));
-  await pollUntil(
-    `${specs.length} nodes to become Ready`,
-    async () => {
-      const list = await core.listNode({ labelSelector: 'type=kwok' });
-      const ready = list.items.filter((n) => wanted.has(n.metadata?.name ?? '') && isReady(n)).length;
-      return ready === wanted.size ? true : undefined;
-    },
-    { timeoutMs, intervalMs: 250 },
+/**
+ * Creates the nodes (`parallel` requests in flight, default 50) and waits until every one of them is
+ * Ready, as a watch reports it; returns when the last was created and when the last was Ready. Unless
+ * `readyOnly`, Ready also means schedulable: the node-lifecycle controller removes the not-ready taint
+ * only after it sees the Ready condition (at thousands of nodes, tens of seconds later), and a pod
+ * scheduled meanwhile avoids the node (a test once saw its pods spread over 2 zones of 3). (a poll that lists thousands of nodes every quarter second costs more
+ * CPU than the nodes it waits for).
+ */
+export async function createNodes(
+  api: RawApi,
+  specs: NodeSpec[],
+  {
+    timeoutMs = 300_000,
+    parallel = 50,
+    readyOnly = false,
+  }: { timeoutMs?: number; parallel?: number; readyOnly?: boolean } = {},
+): Promise<{ createdMs: number; readyMs: number }> {
+  const started = performance.now();
+  const tally = new Tally<V1Node>(
+    api,
+    '/api/v1/nodes',
+    'labelSelector=type%3Dkwok',
+    readyOnly ? isReady : isSchedulable,
   );
+  await tally.start();
+  try {
+    const ready = tally.waitFor(
+      specs.map((s) => s.name),
+      timeoutMs,
+      `${specs.length} nodes to become Ready${readyOnly ? '' : ' and lose their not-ready taints'}`,
+    );
+    // A failed creation must not leave the wait's rejection unhandled.
+    ready.catch(() => {});
+    await inParallel(specs, parallel, async (spec) => {
+      await api.request('POST', '/api/v1/nodes', kwokNode(spec));
+    });
+    const createdMs = performance.now() - started;
+    await ready;
+    return { createdMs, readyMs: performance.now() - started };
+  } finally {
+    await tally.stop();
+  }
 }
