@@ -39,7 +39,13 @@ export class NodeAgent {
 
   constructor(options: AgentOptions) {
     if (!options.nodeName) throw new Error('agent: the node name is required (--node-name or NODE_NAME)');
-    this.#o = { checkIntervalMs: 60_000, log: () => {}, labels: {}, ...options };
+    // An option passed as undefined means "the default", not "nothing" (a spread would keep the undefined).
+    this.#o = {
+      ...options,
+      checkIntervalMs: options.checkIntervalMs ?? 60_000,
+      log: options.log ?? (() => {}),
+      labels: options.labels ?? {},
+    };
   }
 
   /** Runs until the signal aborts. */

@@ -10,9 +10,9 @@
  * - Any other failure (connection refused, 5xx, 403, a broken stream): capped exponential backoff with
  *   jitter, then a relist.
  * - Watchdog: no event or bookmark for `watchdogMs` means the stream may be dead without the socket
- *   knowing (a half-open TCP connection, a proxy that stopped forwarding): abort it and relist. The API
- *   server sends a bookmark about once a minute to watches that allow them, so the default 90 s only
- *   fires on a stream that is really stuck.
+ *   knowing (a half-open TCP connection, a proxy that stopped forwarding), or a quiet collection: abort
+ *   it, probe the connection with a one-item list (resetting a pooled connection that does not answer),
+ *   and re-watch from the last resourceVersion — no relist unless that answers 410.
  * - A relist replaces the cache and emits the differences (add, update, delete), so a consumer never
  *   misses an object that was deleted while the watch was down.
  *
@@ -371,19 +371,29 @@ export class ResilientInformer<T extends KubernetesObject> {
           await sleep(backoffDelay(failures, this.#backoff), signal);
           continue;
         }
-        if (outcome.kind === 'gone') {
-          this.#log('info', `informer ${this.name}: resourceVersion expired (410 Gone); relisting`, {
-            resourceVersion: this.#resourceVersion,
-          });
-        } else {
+        if (outcome.kind === 'watchdog') {
+          // Silence is either a quiet collection or a dead connection. A new watch from the last
+          // resourceVersion loses nothing either way (only 410 needs a relist; relisting 5,000 nodes every
+          // 90 s in a quiet cluster would not be cheap); a dead pooled connection must go first, or every
+          // request would keep riding it.
+          const alive = await this.#probeConnection();
           this.#log(
-            'warn',
-            `informer ${this.name}: no event or bookmark for ${this.watchdogMs} ms; relisting`,
+            alive ? 'info' : 'warn',
+            `informer ${this.name}: no event or bookmark for ${this.watchdogMs} ms; re-watching`,
             {
               resourceVersion: this.#resourceVersion,
+              connection: alive ? 'answers' : 'did not answer: connections reset',
             },
           );
+          if (!alive) {
+            failures++;
+            await sleep(backoffDelay(failures, this.#backoff), signal);
+          }
+          continue;
         }
+        this.#log('info', `informer ${this.name}: resourceVersion expired (410 Gone); relisting`, {
+          resourceVersion: this.#resourceVersion,
+        });
         needList = true;
         if (!healthy) {
           // Relisting after every watch that failed at once would be a tight loop.
@@ -623,6 +633,30 @@ export class ResilientInformer<T extends KubernetesObject> {
     }
     if (rv) this.#resourceVersion = rv;
     return undefined;
+  }
+
+  /**
+   * Whether the API server answers a one-item list within the watchdog period (on the same pooled
+   * connection the watch used). If not, the KubeConfig's pooled connections are reset — client-go's
+   * HTTP/2 health check does the same — so the next requests open a new one.
+   */
+  async #probeConnection(): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), Math.min(this.watchdogMs, 10_000));
+    });
+    const answered = this.#listFn({
+      limit: 1,
+      labelSelector: this.labelSelector,
+      fieldSelector: this.fieldSelector,
+    }).then(
+      () => true,
+      () => false,
+    );
+    const alive = await Promise.race([answered, timeout]);
+    clearTimeout(timer);
+    if (!alive) (this.#kubeconfig as { resetConnections?: () => void }).resetConnections?.();
+    return alive;
   }
 
   #decode(raw: unknown): T | undefined {

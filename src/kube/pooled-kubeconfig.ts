@@ -44,6 +44,16 @@ export class PooledKubeConfig extends KubeConfig {
     context.setDispatcher(pooled);
   }
 
+  /**
+   * Drops the shared connections at once (requests on them fail and are retried by their callers); the
+   * next request opens a new one. For a connection that stopped answering without breaking.
+   */
+  resetConnections(): void {
+    const pools = [...this.#pools.values()];
+    this.#pools.clear();
+    for (const p of pools) void p.destroy().catch(() => {});
+  }
+
   /** Closes the shared connections (open watches end). */
   async close(): Promise<void> {
     const pools = [...this.#pools.values()];

@@ -40,8 +40,11 @@ class Conflict extends Error {}
 const RESYNC_ACTIVE_MS = 1000;
 const RESYNC_IDLE_MS = 30_000;
 const MIN_RESYNC_MS = 20;
-/** Node writes in flight for notes (Pending, reasons); the API server's default inflight limit is 400. */
-const NOTE_WRITERS = 16;
+/** A pass waits this many times the last one's cost after it (capped), see #reconcile. */
+const PASS_SPACING = 5;
+const MAX_PASS_SPACING_MS = 250;
+/** Node steps (and health-gate reads) in flight per pass; the API server's default inflight limit is 400. */
+const NODE_WRITERS = 16;
 const KEY = 'cluster';
 
 export class Operator {
@@ -55,6 +58,9 @@ export class Operator {
   readonly #queue: WorkQueue<typeof KEY>;
   readonly #draining = new Map<string, AbortController>();
   readonly #views = new Map<string, NodeView>();
+  /** Milliseconds the last pass spent reading the cache and deciding, and when it ended. */
+  #passCostMs = 0;
+  #passEnd = 0;
   #elector: LeaderElector | undefined;
   #leading: AbortSignal | undefined;
   #resync: ReturnType<typeof setTimeout> | undefined;
@@ -152,43 +158,97 @@ export class Operator {
 
   async #reconcile(): Promise<void> {
     if (!this.#acting()) return;
+    // A pass reads every node: in a 5,000-node rollout, with events arriving all the time, back-to-back
+    // passes would spend the process on reading the same cache over and over (and on the garbage). So
+    // passes are spaced by PASS_SPACING times the cost of the last one's reading and deciding — nothing
+    // on small clusters, tens of milliseconds on large ones.
+    const spacing =
+      Math.min(MAX_PASS_SPACING_MS, this.#passCostMs * PASS_SPACING) - (performance.now() - this.#passEnd);
+    if (spacing > 1) {
+      this.#queue.addAfter(KEY, spacing);
+      return;
+    }
     clearTimeout(this.#resync);
     const started = performance.now();
     const ledger = await this.#ledger.read();
+    const now = new Date();
+    const costStart = performance.now();
     const nodes = this.#informer.list().map((n) => this.#view(n));
     if (this.#views.size > nodes.length * 2) this.#pruneViews(nodes);
-    const now = new Date();
+    let cost = performance.now() - costStart;
     const health = await this.#health(nodes, ledger.ledger);
+    const decideStart = performance.now();
     const decision = decide(
       { nodes, ledger: ledger.ledger, draining: new Set(this.#draining.keys()), health },
       this.#decideConfig,
       now,
     );
+    cost += performance.now() - decideStart;
+    this.#passCostMs = cost;
     const byName = new Map(nodes.map((n) => [n.name, n]));
     let current = ledger;
-    // Slot and phase changes go first and in order (each may depend on the ledger the last one wrote).
-    // Notes — entering Pending, a changed reason — touch only their own node: written NOTE_WRITERS at a
-    // time, so a rollout of 1,000 nodes is not stuck behind 1,000 serial reason updates before its first
-    // drain starts.
-    const notes = decision.actions.filter((a) => a.type === 'pending' || a.type === 'explain');
+    let progress = false;
+    let conflicts = 0;
     try {
-      for (const action of decision.actions) {
+      // 1. The budget: one conditional ledger write takes every slot this pass admits and frees every
+      //    slot with nothing behind it — exactly what decide() counted on, or nothing (409: re-decide).
+      const slotChanges = decision.actions.filter((a) => a.type === 'admit' || a.type === 'release');
+      if (slotChanges.length > 0) {
         if (!this.#acting()) return;
-        if (action.type === 'pending' || action.type === 'explain') continue;
-        current = await this.#apply(action, byName.get(action.node), current, now);
+        current = await this.#writeLedger(ledger, (l) => {
+          for (const a of slotChanges) {
+            if (a.type === 'release') delete l.slots[a.node];
+            else l.slots[a.node] = { since: now.toISOString() };
+          }
+          if (slotChanges.some((a) => a.type === 'admit')) l.lastGrant = now.toISOString();
+          return l;
+        });
+        for (const a of slotChanges) {
+          if (a.type === 'release') this.#o.log('info', 'slot released', { node: a.node, reason: a.reason });
+        }
+        progress = true;
       }
-      await inParallel(notes, NOTE_WRITERS, async (action) => {
-        if (this.#acting()) await this.#apply(action, byName.get(action.node), current, now);
-      });
+      // 2. Each node's own step, NODE_WRITERS at a time: a node's writes touch only that node, so 100
+      //    nodes in flight don't wait for each other (serially, each pass moved every node one phase
+      //    and a 1,000-node rollout spent most of its time queued behind its own writes). A conflict on
+      //    one node costs only that node's step: its newer version re-triggers a pass.
+      const freed: string[] = [];
+      await inParallel(
+        decision.actions.filter((a) => a.type !== 'release'),
+        NODE_WRITERS,
+        async (action) => {
+          if (!this.#acting()) return;
+          const view = byName.get(action.node);
+          if (!view) return;
+          try {
+            if (await this.#step(action, view, now)) freed.push(action.node);
+            progress = true;
+          } catch (err) {
+            if (!(err instanceof Conflict)) throw err;
+            conflicts++;
+          }
+        },
+      );
+      // 3. Slots of attempts that ended in this pass (their nodes already written back).
+      if (freed.length > 0) current = await this.#release(freed);
     } catch (err) {
-      if (err instanceof Conflict || err instanceof LedgerConflict) {
+      if (err instanceof LedgerConflict) {
         this.#o.metrics?.conflicts.inc();
         this.#queue.addRateLimited(KEY);
         return;
       }
       throw err;
     } finally {
-      this.#o.metrics?.observe(decision, nodes, performance.now() - started);
+      this.#passEnd = performance.now();
+      this.#o.metrics?.observe(decision, nodes, this.#passEnd - started);
+    }
+    if (conflicts > 0) {
+      this.#o.metrics?.conflicts.inc(conflicts);
+      // Progress elsewhere: look again at once (the conflicting node's newer version is on its way).
+      // Nothing but conflicts: back off.
+      if (progress) this.#queue.add(KEY);
+      else this.#queue.addRateLimited(KEY);
+      return;
     }
     this.#queue.forget(KEY);
     // Look again exactly when a soak, timeout or backoff ends; meanwhile poll what has no node event
@@ -205,8 +265,8 @@ export class Operator {
   /** DaemonSet pod readiness for nodes at the health gate (a field-selected list per such node). */
   async #health(nodes: NodeView[], ledger: Ledger): Promise<Map<string, Health>> {
     const health = new Map<string, Health>();
-    for (const n of nodes) {
-      if (n.state !== Phase.afterReboot || !ledger.slots[n.name] || !n.ready) continue;
+    const gated = nodes.filter((n) => n.state === Phase.afterReboot && ledger.slots[n.name] && n.ready);
+    await inParallel(gated, NODE_WRITERS, async (n) => {
       const pods = (await podsOnNode(this.#core, n.name)).filter(
         (p) =>
           p.metadata?.ownerReferences?.some((r) => r.controller && r.kind === 'DaemonSet') &&
@@ -222,7 +282,7 @@ export class Operator {
             ? `${pods.length} ready`
             : `${pods.length - notReady.length}/${pods.length} ready (waiting for ${notReady.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).join(', ')})`,
       });
-    }
+    });
     return health;
   }
 
@@ -263,46 +323,32 @@ export class Operator {
     return this.#ledger.write(from, change(structuredClone(from.ledger)));
   }
 
-  async #apply(
-    action: Action,
-    view: NodeView | undefined,
-    ledger: LedgerVersion,
-    now: Date,
-  ): Promise<LedgerVersion> {
+  /**
+   * One node's part of an action (its slot was already taken in the ledger, for an admission). Returns
+   * true when the node's attempt ended and its slot is to be freed.
+   */
+  async #step(action: Exclude<Action, { type: 'release' }>, view: NodeView, now: Date): Promise<boolean> {
     const { log } = this.#o;
     const c = this.#o.config;
-    if (action.type === 'release') {
-      log('info', 'slot released', { node: action.node, reason: action.reason });
-      return this.#writeLedger(ledger, (l) => {
-        delete l.slots[action.node];
-        return l;
-      });
-    }
-    if (!view) return ledger;
     switch (action.type) {
       case 'pending':
         await this.#patch(view, this.#phase(Phase.pending, action.reason, now));
         this.#warnMalformed(view, action.reason);
-        return ledger;
+        return false;
       case 'explain':
         await this.#patch(view, { [Annotations.stateReason]: action.reason });
         this.#warnMalformed(view, action.reason);
-        return ledger;
-      case 'admit': {
-        const next = await this.#writeLedger(ledger, (l) => ({
-          slots: { ...l.slots, [action.node]: { since: now.toISOString() } },
-          lastGrant: now.toISOString(),
-        }));
+        return false;
+      case 'admit':
         await this.#enterBeforeReboot(view, now);
         this.#o.metrics?.admissions.inc();
         this.#events.normal(view.name, 'Admitted', `admitted for reboot: ${action.reason}`);
         log('info', 'admitted', { node: view.name, reason: action.reason });
-        return next;
-      }
+        return false;
       case 'transition': {
         if (action.to === Phase.beforeReboot) {
           await this.#enterBeforeReboot(view, now);
-          return ledger;
+          return false;
         }
         const annotations: Record<string, string | null> = this.#phase(action.to, action.reason, now);
         const labels: Record<string, string | null> = {};
@@ -324,13 +370,14 @@ export class Operator {
         } else {
           log('info', 'phase', { node: view.name, to: action.to, reason: action.reason });
         }
-        return ledger;
+        return false;
       }
       case 'drain':
         this.#startDrain(view.name);
-        return ledger;
+        return false;
       case 'abort':
-        return this.#abort(view.name, action.reason);
+        await this.#abortNode(view.name, action.reason);
+        return true;
       case 'complete': {
         await this.#uncordonOwn(view.name);
         const fresh = viewNode(await this.#core.readNode({ name: view.name }));
@@ -347,10 +394,9 @@ export class Operator {
         this.#o.metrics?.completions.inc();
         this.#events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');
         log('info', 'completed', { node: view.name });
-        return this.#release(view.name);
+        return true;
       }
     }
-    return ledger;
   }
 
   /** decide() names malformed annotations in the reasons it writes; each such new reason is also an Event. */
@@ -380,8 +426,8 @@ export class Operator {
     }
   }
 
-  /** Gives the slot back after an attempt that did not reach the reboot: own cordon undone, Pending. */
-  async #abort(name: string, reason: string): Promise<LedgerVersion> {
+  /** Ends an attempt that did not reach the reboot: own cordon undone, Pending (the caller frees the slot). */
+  async #abortNode(name: string, reason: string): Promise<void> {
     await this.#uncordonOwn(name);
     const fresh = viewNode(await this.#core.readNode({ name }));
     await this.#patch(
@@ -396,15 +442,18 @@ export class Operator {
     this.#o.metrics?.failures.inc();
     this.#events.warning(name, 'AttemptAborted', reason);
     this.#o.log('warn', 'attempt aborted; slot released', { node: name, reason });
-    return this.#release(name);
   }
 
-  /** Frees a node's slot; removal is idempotent, so a conflict is simply re-read and retried. */
-  async #release(name: string): Promise<LedgerVersion> {
+  /**
+   * Frees the slots of nodes already written back (Idle or Pending). Removal is idempotent, so a
+   * conflict is simply re-read and retried; should it keep failing, the next pass frees them anyway
+   * (decide() releases the slot of any node back outside an attempt).
+   */
+  async #release(names: string[]): Promise<LedgerVersion> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.#writeLedger(await this.#ledger.read(), (l) => {
-          delete l.slots[name];
+          for (const name of names) delete l.slots[name];
           return l;
         });
       } catch (err) {
@@ -452,7 +501,8 @@ export class Operator {
           this.#events.normal(name, 'RebootGranted', result.message);
           this.#o.log('info', 'reboot granted', { node: name, drain: result.message });
         } else {
-          await this.#abort(name, `drain ${result.message}`);
+          await this.#abortNode(name, `drain ${result.message}`);
+          await this.#release([name]);
         }
       })
       .catch((err) => this.#o.log('error', 'drain task failed', { node: name, error: describeError(err) }))

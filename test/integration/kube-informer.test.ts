@@ -11,9 +11,10 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { type TestContext, test } from 'node:test';
-import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { type InformerOptions, ResilientInformer } from '../../src/kube/informer.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
+import { PooledKubeConfig } from '../../src/kube/pooled-kubeconfig.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
 
@@ -118,8 +119,9 @@ class Link {
   }
 
   /** The admin kubeconfig, pointed at this proxy. */
+  /** The admin kubeconfig, pointed at this proxy (pooled, as nuo's own: one connection for everything). */
   kubeconfig(): KubeConfig {
-    const kc = new KubeConfig();
+    const kc = new PooledKubeConfig();
     kc.loadFromOptions({
       clusters: cluster.kubeconfig.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${this.#port}` })),
       users: cluster.kubeconfig.users,
@@ -157,7 +159,11 @@ class Link {
     this.#server.close();
   }
 
+  /** Connections accepted so far (a client that opens a new connection shows here, even when frozen). */
+  accepted = 0;
+
   #accept(client: Socket): void {
+    this.accepted++;
     if (this.mode === 'blocked') {
       client.destroy();
       return;
@@ -315,24 +321,41 @@ test('a watch answered with 410 Gone relists', async (t) => {
   await core.deleteNode({ name: 'gone-0' });
 });
 
-test('the watchdog relists when the stream goes silent without breaking', async (t) => {
+test('the watchdog re-watches when the stream goes silent without breaking, on a new connection', async (t) => {
   const link = await Link.open(t);
   const { informer } = nodeInformer(t, { group: 'silent', kubeconfig: link.kubeconfig(), watchdogMs: 1_500 });
   const rec = recorder(informer);
   await informer.start();
   await createNode('silent-0', 'silent');
   await rec.until('add silent-0', rec.has('add', 'silent-0'));
+  const before = informer.stats();
 
-  // Half-open connection: nothing arrives, nothing fails.
+  // Half-open connection: nothing arrives, nothing fails — for the watch and for every request on the
+  // same pooled connection.
   link.freeze();
   await createNode('silent-1', 'silent');
-  const fired = informer.stats().watchdogFires;
-  await pollUntil('the watchdog', () => (informer.stats().watchdogFires > fired ? true : undefined));
+  await pollUntil('the watchdog', () =>
+    informer.stats().watchdogFires > before.watchdogFires ? true : undefined,
+  );
   assert.equal(informer.get('silent-1'), undefined, 'the frozen watch delivered nothing');
+  // The probe got no answer either, so the informer dropped the pooled connection and opened a new one
+  // by itself (without the reset, every request would keep riding the dead one).
+  const accepted = link.accepted;
+  await pollUntil('a new connection while still frozen', () => (link.accepted > accepted ? true : undefined));
   link.restore();
   await rec.until('add silent-1', rec.has('add', 'silent-1'));
-  assert.ok(informer.stats().relists >= 1);
   for (const name of ['silent-0', 'silent-1']) await core.deleteNode({ name });
+});
+
+test('in a quiet collection the watchdog re-watches without relisting', async (t) => {
+  await createNode('quiet-0', 'quiet');
+  const { informer } = nodeInformer(t, { group: 'quiet', watchdogMs: 1_000 });
+  await informer.start();
+  await pollUntil('two re-watches after the watchdog', () =>
+    informer.stats().watchdogFires >= 2 && informer.stats().watchRestarts >= 2 ? true : undefined,
+  );
+  assert.equal(informer.stats().relists, 0, 'silence alone never costs a relist');
+  await core.deleteNode({ name: 'quiet-0' });
 });
 
 test('after a partition the cache reflects what changed meanwhile, deletions included', async (t) => {
