@@ -13,7 +13,7 @@
  * passes Node.js flags to the operator (with =, since they start with a dash), --keep-logs DIR keeps the cluster's logs, the operator's included.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, cpSync, openSync, readFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -25,10 +25,12 @@ import { LeanClient } from '../src/kube/lean-client.ts';
 import { type AuditEvent, readAuditLog } from '../src/sim/cluster/audit.ts';
 import { startCluster } from '../src/sim/cluster/cluster.ts';
 import { loadAverage, sampleProc } from '../src/sim/cluster/proc.ts';
-import { inParallel, Tally } from '../src/sim/cluster/raw-api.ts';
+import { killWithHarness } from '../src/sim/cluster/process.ts';
+import { Tally } from '../src/sim/cluster/raw-api.ts';
 import { OPERATOR_NODE_OPTIONS } from '../src/sim/fleet.ts';
 import { SimHost } from '../src/sim/host.ts';
 import { parseDuration } from '../src/util/duration.ts';
+import { inParallel } from '../src/util/parallel.ts';
 import { pollUntil } from '../src/util/poll.ts';
 import { publish } from './report.ts';
 
@@ -78,7 +80,10 @@ if (placement !== 'scheduler' && placement !== 'direct')
 const RSS_GOAL_MIB = 250;
 const PODS_PER_DEPLOYMENT = 500;
 const OPERATOR_USER = 'system:serviceaccount:nuo-system:nuo-operator';
-const nuoBin = fileURLToPath(new URL('../bin/nuo.js', import.meta.url));
+// The compiled entry, as an image runs it (`npm run bench:footprint` builds it first).
+const nuoBin = fileURLToPath(new URL('../dist/src/cli/run.js', import.meta.url));
+if (!existsSync(nuoBin))
+  throw new Error(`${nuoBin} is missing: run npm run build first (npm run bench:footprint does)`);
 const rbacFile = fileURLToPath(new URL('../deploy/base/operator-rbac.yaml', import.meta.url));
 const log = (line: string) =>
   process.stderr.write(`[footprint ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -301,9 +306,8 @@ try {
     ],
     { stdio: ['ignore', opFd, opFd] },
   );
+  killWithHarness(operator);
   const op = operator;
-  // The harness kills its components on SIGINT/SIGTERM; the operator is ours to kill.
-  process.on('exit', () => op.kill('SIGKILL'));
   if (!op.pid) throw new Error('the operator did not start');
   sampler = new OperatorSampler(op.pid);
   const start0 = sampler.mark();

@@ -11,6 +11,7 @@ import { kubeconfigCredentials } from '../kube/kubeconfig-credentials.ts';
 import { LeanClient } from '../kube/lean-client.ts';
 import { SafetyChecker } from './checker.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
+import { killWithHarness } from './cluster/process.ts';
 import { type RebootBehaviour, SimHost } from './host.ts';
 
 const nuoBin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
@@ -96,6 +97,7 @@ export class Fleet {
       ],
       { stdio: ['ignore', log, log] },
     );
+    killWithHarness(child);
     this.#operators.set(identity, child);
     return child;
   }

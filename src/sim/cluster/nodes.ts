@@ -1,6 +1,7 @@
 /** KWOK nodes: Node objects that the kwok controller keeps Ready and whose pods it "runs". */
 import type { V1Node } from '@kubernetes/client-node';
-import { inParallel, type RawApi, Tally } from './raw-api.ts';
+import { inParallel } from '../../util/parallel.ts';
+import { type RawApi, Tally } from './raw-api.ts';
 
 export interface NodeSpec {
   name: string;

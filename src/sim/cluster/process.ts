@@ -46,6 +46,16 @@ function installExitHooks(): void {
   }
 }
 
+/**
+ * Kills `child` along with the harness's components if this process exits or is signalled first (an
+ * operator a benchmark started must not outlive it, retrying against a cluster that is gone).
+ */
+export function killWithHarness(child: ChildProcess): void {
+  installExitHooks();
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
+
 export class Component {
   readonly name: string;
   readonly logFile: string;

@@ -121,22 +121,6 @@ export class RawApi {
   }
 }
 
-/** Runs `fn` over `items` with at most `limit` calls in flight. */
-export async function inParallel<T>(
-  items: T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
 interface Meta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
