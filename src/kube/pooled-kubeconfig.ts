@@ -54,10 +54,13 @@ export class PooledKubeConfig extends KubeConfig {
     for (const p of pools) void p.destroy().catch(() => {});
   }
 
-  /** Closes the shared connections (open watches end). */
+  /**
+   * Ends the shared connections now: open watches and requests fail. (undici's graceful close() would
+   * wait for every open watch to time out — minutes — which hung the harness's stop.)
+   */
   async close(): Promise<void> {
     const pools = [...this.#pools.values()];
     this.#pools.clear();
-    await Promise.all(pools.map((p) => p.close()));
+    await Promise.all(pools.map((p) => p.destroy()));
   }
 }

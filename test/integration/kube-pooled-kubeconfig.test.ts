@@ -81,6 +81,24 @@ test('a watch and requests alongside it share the pool, and the watch still deli
   }
 });
 
+test('close() ends open watches at once instead of waiting for them to time out', async () => {
+  const kc = new PooledKubeConfig();
+  kc.loadFromFile(cluster.kubeconfigPath);
+  let ended: (err: unknown) => void = () => {};
+  const done = new Promise<unknown>((resolve) => {
+    ended = resolve;
+  });
+  await new Watch(kc).watch(
+    '/api/v1/nodes',
+    { timeoutSeconds: 600 },
+    () => {},
+    (err) => ended(err),
+  );
+  await kc.close();
+  // The watch ended (with an error, as its connection went) — the harness's stop used to hang here.
+  await done;
+});
+
 test('loadKubeconfig returns a pooled KubeConfig', () => {
   assert.ok(loadKubeconfig({ kubeconfig: cluster.kubeconfigPath }) instanceof PooledKubeConfig);
 });
