@@ -7,7 +7,7 @@
  * fired while idle). Also counts the agent's writes while idle (goal: none).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { Labels } from '../src/api/keys.ts';
 import { startCluster } from '../src/sim/cluster/cluster.ts';
+import { sampleProc } from '../src/sim/cluster/proc.ts';
 import { pollUntil } from '../src/util/poll.ts';
 import { publish } from './report.ts';
 
@@ -36,10 +37,9 @@ mkdirSync(join(hostRoot, 'etc'));
 writeFileSync(join(hostRoot, 'etc/os-release'), 'ID=flatcar\nVERSION_ID=4152.2.0\n');
 
 const proc = (pid: number) => {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  const ticks = Number(stat[11]) + Number(stat[12]);
-  return { rssMiB: Number(status.match(/^VmRSS:\s+(\d+)/m)?.[1]) / 1024, cpuSeconds: ticks / 100 };
+  const sample = sampleProc(pid);
+  if (!sample) throw new Error(`the agent (pid ${pid}) exited during the measurement`);
+  return sample;
 };
 
 const cluster = await startCluster({ nodes: 1 });
