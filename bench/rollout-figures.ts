@@ -33,6 +33,14 @@ export interface RolloutFigures {
   slotMsTotal: number;
 }
 
+/**
+ * An admission: the first phase holding a slot after one that holds none (BeforeReboot, or a later
+ * phase should the watch have seen only the node's later version).
+ */
+function admission(t: Transition, before: Transition | undefined): boolean {
+  return SLOT_PHASES.has(t.phase as Phase) && !(before && SLOT_PHASES.has(before.phase as Phase));
+}
+
 /** Nearest-rank percentile of an ascending list. */
 export function percentile(sorted: readonly number[], percent: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -52,7 +60,7 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
     for (let i = 0; i < list.length; i++) {
       const t = list[i] as Transition;
       const next = list[i + 1];
-      if (t.phase === Phase.beforeReboot) {
+      if (admission(t, list[i - 1])) {
         admittedAt = t.at;
         drainMs = 0;
       }
@@ -74,10 +82,13 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
   const freed: number[] = [];
   const pending = new Set<string>();
   const holding = new Set<string>();
+  const previous = new Map<string, Transition>();
   for (const t of transitions) {
     if (t.phase === Phase.pending) pending.add(t.node);
     else pending.delete(t.node);
-    if (t.phase === Phase.beforeReboot) {
+    const admitted = admission(t, previous.get(t.node));
+    previous.set(t.node, t);
+    if (admitted) {
       const at = freed.shift();
       if (at !== undefined) latencies.push(t.at - at);
       holding.add(t.node);
@@ -101,7 +112,7 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
     latencies,
     p: (percent) => percentile(latencies, percent),
     overheadMeanMs: (fixedMs) => mean(slotTimes.map((s) => s.slotMs - s.drainMs - fixedMs)),
-    firstAdmissionMs: (transitions.find((t) => t.phase === Phase.beforeReboot)?.at ?? Number.NaN) - since,
+    firstAdmissionMs: (transitions.find((t) => SLOT_PHASES.has(t.phase as Phase))?.at ?? Number.NaN) - since,
     slotMsTotal: slotTimes.reduce((sum, s) => sum + s.slotMs, 0),
   };
 }

@@ -9,12 +9,14 @@
  *   took it, p50 and p99, observed by an independent watch on the nodes;
  * - the mean time per node in each phase, which shows where a rollout's time beyond the bound goes.
  */
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { AppsV1Api, CoreV1Api, PolicyV1Api, type V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../src/api/keys.ts';
 import { Phase } from '../src/api/phases.ts';
 import { ResilientInformer } from '../src/kube/informer.ts';
 import { startCluster } from '../src/sim/cluster/cluster.ts';
+import { sampleProc } from '../src/sim/cluster/proc.ts';
 import { Fleet } from '../src/sim/fleet.ts';
 import { deployment, waitAvailable } from '../src/sim/workload.ts';
 import { parseDuration } from '../src/util/duration.ts';
@@ -84,7 +86,18 @@ try {
   fleet = new Fleet(cluster, { rebootMs, budget: k, agentCheckIntervalMs: 60_000 });
   await fleet.start();
   const f = fleet;
-  f.startOperator('bench', [`--max-unavailable=${k}`, `--soak=${soakMs}ms`]);
+  const operator = f.startOperator('bench', [`--max-unavailable=${k}`, `--soak=${soakMs}ms`]);
+  // Who used the machine's cores during the rollout: every figure above is shared with these.
+  const processes: Record<string, number | undefined> = {
+    ...Object.fromEntries(Object.entries(cluster.components).map(([name, c]) => [name, c.pid])),
+    'nuo operator': operator.pid,
+    [`this benchmark: ${nodes} simulated hosts and agents, the checker, the observer`]: process.pid,
+  };
+  const cpuAt = () =>
+    Object.fromEntries(
+      Object.entries(processes).map(([name, pid]) => [name, sampleProc(pid)?.cpuSeconds ?? 0]),
+    );
+  const cpuBefore = cpuAt();
   const started = performance.now();
   f.stageUpdates();
   await pollUntil(
@@ -100,6 +113,10 @@ try {
     { timeoutMs: Math.ceil(nodes / k) * (rebootMs + soakMs + 60_000), intervalMs: 200 },
   );
   const elapsedMs = performance.now() - started;
+  const cpuAfter = cpuAt();
+  const cpuRows = Object.keys(processes)
+    .map((name) => ({ name, seconds: (cpuAfter[name] ?? 0) - (cpuBefore[name] ?? 0) }))
+    .sort((a, b) => b.seconds - a.seconds);
   f.checker.finalCheck();
 
   const figures = rolloutFigures(transitions, started);
@@ -136,6 +153,14 @@ try {
       '|---|---|---|',
       ...figures.phases.map(
         (ph) => `| ${ph.phase} | ${ph.meanMs.toFixed(0)} ms | ${ph.p99Ms.toFixed(0)} ms |`,
+      ),
+      '',
+      `CPU used during the rollout, by process (the machine has ${availableParallelism()} cores):`,
+      '',
+      '| process | CPU seconds | share of one core |',
+      '|---|---|---|',
+      ...cpuRows.map(
+        (r) => `| ${r.name} | ${r.seconds.toFixed(1)} | ${pct(r.seconds / (elapsedMs / 1000))} |`,
       ),
     ].join('\n'),
   });

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
 import { destination, pino } from 'pino';
 import type { KubeLog } from '../kube/backoff.ts';
 import { configUsage, FIELDS, loadOperatorConfig } from '../operator/config.ts';
@@ -10,6 +11,8 @@ import { parseDuration } from '../util/duration.ts';
 import { positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
 import { kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
+
+const HEAP_GROWING = '--heap-growing-percent=50';
 
 /** A KubeLog writing JSON lines through pino (structured, cheap, what log pipelines expect). */
 export function pinoLog(name: string): KubeLog {
@@ -83,6 +86,11 @@ export const operatorCommand: Command = {
             else res.writeHead(404).end();
           }).listen(port)
         : undefined;
+    // The heap grows to 1.5× its live data between full collections instead of V8's up to 4× on a
+    // machine with gigabytes: rolling 200 of 5,000 nodes keeps ~54 MiB live but churns through garbage,
+    // and the RSS peak fell from 343 to 208 MiB (bench:footprint). Not allowed in NODE_OPTIONS, and read
+    // by V8 whenever it sets the next limit, so it is set here, at start.
+    setFlagsFromString(HEAP_GROWING);
     const stop = new AbortController();
     const shutdown = () => stop.abort();
     process.once('SIGTERM', shutdown);

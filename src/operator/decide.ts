@@ -112,6 +112,20 @@ export function withProblems(n: NodeView, reason: string): string {
   return reason ? `${reason}; ${problems}` : problems;
 }
 
+/**
+ * Whether the health gate needs a node's DaemonSet pods read this pass: it is in AfterReboot, Ready, and
+ * has soaked. Reading them earlier only to wait for the soak cost a pod list per soaking node per pass:
+ * at 1,000 nodes a quarter of the slots soak, and those lists made every pass (and every grant) slower.
+ */
+export function healthDue(n: NodeView, c: Pick<DecideConfig, 'soakMs'>, now: Date): boolean {
+  return n.state === Phase.afterReboot && n.ready && now.getTime() - ms(n.readySince) >= c.soakMs;
+}
+
+/** Idle (or never touched) or Pending: phases that hold no slot. */
+function outsideAttempt(n: NodeView): boolean {
+  return n.state === undefined || n.state === Phase.idle || n.state === Phase.pending;
+}
+
 function hooksDone(n: NodeView, keys: string[]): string[] {
   return keys.filter((k) => n.annotations[k] !== 'true');
 }
@@ -135,14 +149,21 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     if (!n) {
       actions.push({ type: 'release', node: name, reason: 'node no longer exists' });
       holders.delete(name);
-    } else if (
-      n.state === Phase.idle ||
-      (n.state === Phase.pending && ms(n.stateSince) >= Date.parse(slot.since))
-    ) {
-      // Pending since before its admission: the admission's node write is still to come (kept below).
-      // Pending since after it: the attempt was aborted and the node already written back.
-      actions.push({ type: 'release', node: name, reason: `node is ${n.state} after its attempt` });
-      holders.delete(name);
+    } else if (outsideAttempt(n)) {
+      // Written since its admission: the attempt ended (completed or aborted) and the node is back.
+      // Written before it (or never): the admission's node write is still to come — kept, and redone
+      // below, while the node still needs a reboot.
+      if (ms(n.stateSince) >= Date.parse(slot.since)) {
+        actions.push({
+          type: 'release',
+          node: name,
+          reason: `node is ${n.state ?? Phase.idle} after its attempt`,
+        });
+        holders.delete(name);
+      } else if (!needsReboot(n)) {
+        actions.push({ type: 'release', node: name, reason: 'admitted, but no longer needs a reboot' });
+        holders.delete(name);
+      }
     }
   }
 
@@ -166,6 +187,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     const timeoutAt = (timeoutMs: number) => wake(since + timeoutMs + 1);
     switch (n.state) {
       case undefined:
+      case Phase.idle:
       case Phase.pending:
         // Admitted in the ledger but the node write did not happen (crash between the two): redo it.
         actions.push({ type: 'transition', node: name, to: Phase.beforeReboot, reason: 'admitted' });
@@ -269,8 +291,10 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
         wake(ms(n.readySince) + c.soakMs);
         if (!(readyFor >= c.soakMs))
           waits.push(`soak (Ready ${Math.max(0, Math.floor(readyFor / 1000))}s of ${c.soakMs / 1000}s)`);
+        // DaemonSet pods are read only once the soak is over (see healthDue): until then the soak waits.
         const health = snapshot.health.get(name);
-        if (!health?.daemonSetPodsReady) waits.push(`DaemonSet pods: ${health?.detail ?? 'not checked yet'}`);
+        if (!health?.daemonSetPodsReady && healthDue(n, c, now))
+          waits.push(`DaemonSet pods: ${health?.detail ?? 'not checked yet'}`);
         if (n.rebootInProgress) waits.push('the agent to report after boot');
         if (waits.length === 0) {
           actions.push({ type: 'complete', node: name, reason: 'rebooted and healthy' });
@@ -293,12 +317,12 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
           });
         }
         break;
-      case Phase.idle:
-        break;
     }
   }
 
-  // Nodes not in an attempt: enter Pending when they need a reboot; admit the oldest while slots remain.
+  // Nodes not in an attempt that need a reboot: admit the longest-waiting while slots remain — Pending
+  // ones by age, then Idle ones at once (a free slot is not left idle for a pass that only writes
+  // Pending); the rest wait in Pending.
   const waiting: NodeView[] = [];
   for (const n of eligible) {
     if (holders.has(n.name)) continue;
@@ -315,15 +339,19 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
       }
       continue;
     }
-    if (n.state !== Phase.pending) {
+    if (!outsideAttempt(n)) {
+      // A phase of an attempt without a slot behind it (its slot was freed by hand, say): start over.
       actions.push({ type: 'pending', node: n.name, reason: withProblems(n, need) });
       continue;
     }
     waiting.push(n);
   }
-  waiting.sort(
-    (a, b) => ms(a.stateSince) - ms(b.stateSince) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
-  );
+  const byNodeName = (a: NodeView, b: NodeView) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  waiting.sort((a, b) => {
+    const ap = a.state === Phase.pending;
+    if (ap !== (b.state === Phase.pending)) return ap ? -1 : 1;
+    return ap ? ms(a.stateSince) - ms(b.stateSince) || byNodeName(a, b) : byNodeName(a, b);
+  });
   const lastGrant = snapshot.ledger.lastGrant
     ? Date.parse(snapshot.ledger.lastGrant)
     : Number.NEGATIVE_INFINITY;
@@ -344,7 +372,8 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     }
     if (wait) {
       const reason = withProblems(n, wait);
-      if (n.stateReason !== reason) actions.push({ type: 'explain', node: n.name, reason });
+      if (n.state !== Phase.pending) actions.push({ type: 'pending', node: n.name, reason });
+      else if (n.stateReason !== reason) actions.push({ type: 'explain', node: n.name, reason });
       continue;
     }
     actions.push({ type: 'admit', node: n.name, reason: needsReboot(n) ?? 'admitted' });

@@ -17,7 +17,7 @@ import { type RebootBehaviour, SimHost } from './host.ts';
 const nuoBin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
 
 /** The V8 flags deploy/base/operator.yaml gives the operator (NODE_OPTIONS); a test checks they agree. */
-export const OPERATOR_NODE_OPTIONS = '--max-semi-space-size=2';
+export const OPERATOR_NODE_OPTIONS = '--max-semi-space-size=2 --max-old-space-size=384';
 
 export interface FleetOptions {
   rebootMs: number;

@@ -54,6 +54,12 @@ describe('rolloutFigures', () => {
     assert.equal(f.firstAdmissionMs, 0);
     assert.equal(f.slotMsTotal, 4000);
   });
+  it('counts an admission the watch saw only at Draining (BeforeReboot overwritten at once)', () => {
+    const skipped = phases('b', 2050).filter((t) => t.phase !== 'BeforeReboot');
+    const g = rolloutFigures([...phases('a', 0), ...skipped], 0);
+    assert.deepEqual(g.latencies, [150]);
+    assert.equal(g.slotMsTotal, 2000 + 1900);
+  });
   it('ignores what happened before the rollout started', () => {
     assert.deepEqual(rolloutFigures(phases('a', 0), 5000).latencies, []);
     assert.equal(rolloutFigures(phases('a', 0), 5000).phases.length, 0);

@@ -9,6 +9,7 @@ import {
   type Action,
   type DecideConfig,
   decide,
+  healthDue,
   type Ledger,
   type Snapshot,
 } from '../../src/operator/decide.ts';
@@ -126,10 +127,33 @@ describe('label selectors', () => {
 });
 
 describe('decide: admission', () => {
-  test('a node that needs a reboot enters Pending first, then is admitted when a slot is free', () => {
-    assert.deepEqual(ofType(run([node('a', { annotations: needs })]).actions, 'pending'), ['a']);
+  test('a node that needs a reboot is admitted at once when a slot is free, else waits in Pending', () => {
+    assert.deepEqual(ofType(run([node('a', { annotations: needs })]).actions, 'admit'), ['a']);
     const d = run([node('a', { annotations: { ...needs, ...state(Phase.pending, 10) } })]);
     assert.deepEqual(ofType(d.actions, 'admit'), ['a']);
+    const full = run(
+      [node('a', { annotations: needs }), node('b', { annotations: state(Phase.draining, 5) })],
+      {
+        ledger: { slots: { b: { since: ago(5) } } },
+        draining: ['b'],
+      },
+    );
+    assert.deepEqual(full.actions, [
+      { type: 'pending', node: 'a', reason: 'waiting for a free slot (maxUnavailable 1)' },
+    ]);
+  });
+
+  test('nodes already waiting in Pending go before Idle nodes that just started to need a reboot', () => {
+    const d = run(
+      [
+        node('a', { annotations: { ...needs, ...state(Phase.idle, 900) } }),
+        node('z', { annotations: { ...needs, ...state(Phase.pending, 10) } }),
+        node('b', { annotations: needs }),
+      ],
+      { cfg: { maxUnavailable: parseMaxUnavailable('2') } },
+    );
+    assert.deepEqual(ofType(d.actions, 'admit'), ['z', 'a']);
+    assert.deepEqual(ofType(d.actions, 'pending'), ['b']);
   });
 
   test('never admits more than the budget: oldest request first, ties by name', () => {
@@ -218,7 +242,7 @@ describe('decide: admission', () => {
 
   test('a manual reboot-requested time counts as a need; a malformed one is ignored', () => {
     assert.deepEqual(
-      ofType(run([node('a', { annotations: { [Annotations.rebootRequested]: ago(5) } })]).actions, 'pending'),
+      ofType(run([node('a', { annotations: { [Annotations.rebootRequested]: ago(5) } })]).actions, 'admit'),
       ['a'],
     );
     // Ignored as a need; only named in the node's reason.
@@ -366,6 +390,17 @@ describe('decide: phases', () => {
     const fresh = { bootId: 'boot-2', readySince: ago(10) };
     const soaking = run([holder('a', base, fresh)], { ledger: ledger('a'), healthy: ['a'] });
     assert.match((soaking.actions[0] as { reason: string }).reason, /^health gate: waiting for soak/);
+    // DaemonSet pods are read only after the soak: meanwhile the soak alone is what it waits for.
+    const unread = run([holder('a', base, fresh)], { ledger: ledger('a') });
+    assert.match(
+      (unread.actions[0] as { reason: string }).reason,
+      /^health gate: waiting for soak \(of 30s\)$/,
+    );
+    assert.equal(healthDue(viewNode(holder('a', base, fresh)), config, NOW), false);
+    assert.equal(
+      healthDue(viewNode(holder('a', base, { bootId: 'boot-2', readySince: ago(60) })), config, NOW),
+      true,
+    );
     const healthy = { bootId: 'boot-2', readySince: ago(60) };
     const noDs = run([holder('a', base, healthy)], { ledger: ledger('a') });
     assert.match((noDs.actions[0] as { reason: string }).reason, /DaemonSet pods: not checked yet/);
@@ -416,6 +451,16 @@ describe('decide: phases', () => {
     });
     assert.deepEqual(ofType(admitting.actions, 'release'), []);
     assert.equal(admitting.actions[0]?.type === 'transition' && admitting.actions[0].to, Phase.beforeReboot);
+    // Admitted straight from Idle (or never written): kept and redone while the need lasts.
+    for (const annotations of [{ ...needs, ...state(Phase.idle, 60) }, needs]) {
+      const fromIdle = run([holder('a', annotations)], { ledger: ledger('a', 5) });
+      assert.deepEqual(ofType(fromIdle.actions, 'release'), [], JSON.stringify(annotations));
+      assert.equal(fromIdle.actions[0]?.type === 'transition' && fromIdle.actions[0].to, Phase.beforeReboot);
+    }
+    const needless = run([holder('a', state(Phase.idle, 60))], { ledger: ledger('a', 5) });
+    assert.deepEqual(needless.actions, [
+      { type: 'release', node: 'a', reason: 'admitted, but no longer needs a reboot' },
+    ]);
   });
 
   test('malformed annotations become problems, never exceptions', () => {
