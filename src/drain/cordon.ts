@@ -23,15 +23,16 @@ export const UncordonResult = {
 } as const;
 export type UncordonResult = (typeof UncordonResult)[keyof typeof UncordonResult];
 
-async function conditionalPatch(
+/** A decision on the node as read, and the node as it is after it (written, or as read). */
+async function conditionalPatch<R>(
   core: CoreV1Api,
   name: string,
-  decide: (node: V1Node) => { patch: object; result: unknown } | { done: unknown },
-): Promise<unknown> {
+  decide: (node: V1Node) => { patch: object; result: R } | { done: R },
+): Promise<{ result: R; node: V1Node }> {
   for (let attempt = 1; ; attempt++) {
     const node = await core.readNode({ name });
     const next = decide(node);
-    if ('done' in next) return next.done;
+    if ('done' in next) return { result: next.done, node };
     try {
       const body = {
         ...next.patch,
@@ -40,8 +41,7 @@ async function conditionalPatch(
           resourceVersion: node.metadata?.resourceVersion,
         },
       };
-      await core.patchNode({ name, body }, mergePatch);
-      return next.result;
+      return { result: next.result, node: await core.patchNode({ name, body }, mergePatch) };
     } catch (err) {
       if (statusCode(err) !== 409 || attempt >= MAX_CONFLICTS) throw err;
     }
@@ -49,9 +49,7 @@ async function conditionalPatch(
 }
 
 export async function cordon(core: CoreV1Api, name: string): Promise<CordonResult> {
-  let patched: V1Node | undefined;
-  const changed = await conditionalPatch(core, name, (node) => {
-    patched = node;
+  const { result, node } = await conditionalPatch<boolean>(core, name, (node) => {
     if (node.spec?.unschedulable) return { done: false };
     return {
       patch: {
@@ -61,20 +59,46 @@ export async function cordon(core: CoreV1Api, name: string): Promise<CordonResul
       result: true,
     };
   });
-  return { changed: changed as boolean, node: patched as V1Node };
+  return { changed: result, node };
+}
+
+/** Metadata written together with an uncordon (the operator ends an attempt in the same write). */
+export interface AlsoWrite {
+  annotations?: Record<string, string | null>;
+  labels?: Record<string, string | null>;
+}
+
+/**
+ * Undoes nuo's own cordon, never an admin's. `also` (given the node as read) is written in the same
+ * conditional write whatever the cordon: the operator's "attempt over" and the uncordon land together,
+ * so no one ever sees an Idle node still cordoned by nuo, for one read and one write instead of two of
+ * each. Returns the node as it is afterwards.
+ */
+export async function uncordonWith(
+  core: CoreV1Api,
+  name: string,
+  also?: (node: V1Node) => AlsoWrite,
+): Promise<{ result: UncordonResult; node: V1Node }> {
+  return conditionalPatch<UncordonResult>(core, name, (node) => {
+    const ours = node.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true';
+    const result: UncordonResult = ours
+      ? UncordonResult.uncordoned
+      : node.spec?.unschedulable
+        ? UncordonResult.notOurs
+        : UncordonResult.notCordoned;
+    if (!ours && !also) return { done: result };
+    const extra = also?.(node);
+    const annotations = { ...extra?.annotations, ...(ours ? { [Annotations.cordonedByNuo]: null } : {}) };
+    return {
+      patch: {
+        metadata: { annotations, ...(extra?.labels ? { labels: extra.labels } : {}) },
+        ...(ours ? { spec: { unschedulable: false } } : {}),
+      },
+      result,
+    };
+  });
 }
 
 export async function uncordon(core: CoreV1Api, name: string): Promise<UncordonResult> {
-  return (await conditionalPatch(core, name, (node) => {
-    const ours = node.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true';
-    if (!ours)
-      return { done: node.spec?.unschedulable ? UncordonResult.notOurs : UncordonResult.notCordoned };
-    return {
-      patch: {
-        metadata: { annotations: { [Annotations.cordonedByNuo]: null } },
-        spec: { unschedulable: false },
-      },
-      result: UncordonResult.uncordoned,
-    };
-  })) as UncordonResult;
+  return (await uncordonWith(core, name)).result;
 }

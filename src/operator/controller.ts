@@ -7,7 +7,7 @@
 import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { Annotations, Labels } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
-import { uncordon } from '../drain/cordon.ts';
+import { type AlsoWrite, uncordonWith } from '../drain/cordon.ts';
 import { Drainer, DrainOutcome, podsOnNode } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
@@ -388,18 +388,15 @@ export class Operator {
         await this.#abortNode(view.name, action.reason);
         return true;
       case 'complete': {
-        await this.#uncordonOwn(view.name);
-        const fresh = viewNode(await this.#core.readNode({ name: view.name }));
-        await this.#patch(
-          fresh,
-          {
+        await this.#endAttempt(view.name, () => ({
+          annotations: {
             ...this.#phase(Phase.idle, action.reason, now),
             [Annotations.rebootOk]: null,
             [Annotations.failures]: null,
             [Annotations.rebootRequested]: null,
           },
-          { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
-        );
+          labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
+        }));
         this.#o.metrics?.completions.inc();
         this.#events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');
         log('info', 'completed', { node: view.name });
@@ -433,11 +430,13 @@ export class Operator {
     this.#startDrain(view.name);
   }
 
-  async #uncordonOwn(name: string) {
+  /** Writes the end of an attempt together with the undoing of nuo's own cordon; the cache takes the result. */
+  async #endAttempt(name: string, write: (node: NodeView) => AlsoWrite) {
     // Recover open: keep trying until the uncordon lands (a 409 is retried inside).
     for (let attempt = 1; ; attempt++) {
       try {
-        await uncordon(this.#core, name);
+        const { node } = await uncordonWith(this.#core, name, (n) => write(viewNode(n)));
+        this.#informer.upsertFromWrite(node);
         return;
       } catch (err) {
         if (attempt >= 5 || !this.#acting()) throw err;
@@ -448,17 +447,14 @@ export class Operator {
 
   /** Ends an attempt that did not reach the reboot: own cordon undone, Pending (the caller frees the slot). */
   async #abortNode(name: string, reason: string): Promise<void> {
-    await this.#uncordonOwn(name);
-    const fresh = viewNode(await this.#core.readNode({ name }));
-    await this.#patch(
-      fresh,
-      {
+    await this.#endAttempt(name, (fresh) => ({
+      annotations: {
         ...this.#phase(Phase.pending, `${reason}; retrying after backoff`, new Date()),
         [Annotations.failures]: String(fresh.failures + 1),
         [Annotations.rebootOk]: null,
       },
-      { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
-    );
+      labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
+    }));
     this.#o.metrics?.failures.inc();
     this.#events.warning(name, 'AttemptAborted', reason);
     this.#o.log('warn', 'attempt aborted; slot released', { node: name, reason });

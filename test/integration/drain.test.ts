@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, PolicyV1Api, type V1Pod } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
-import { UncordonResult, uncordon } from '../../src/drain/cordon.ts';
+import { cordon, UncordonResult, uncordon, uncordonWith } from '../../src/drain/cordon.ts';
 import { Drainer, DrainOutcome, podsOnNode } from '../../src/drain/evict.ts';
 import { PodAction } from '../../src/drain/plan.ts';
 import type { DrainEvent } from '../../src/drain/progress.ts';
@@ -239,6 +239,30 @@ describe('drain', () => {
     assert.equal(await uncordon(core, 'node-1'), UncordonResult.notOurs);
     assert.equal((await core.readNode({ name: 'node-1' })).spec?.unschedulable, true);
     await setUnschedulable('node-1', false);
+  });
+
+  test("the end of an attempt and the undoing of its cordon are one write; an admin's cordon stays", async () => {
+    const also = () => ({ annotations: { 'example.com/attempt': 'over' } });
+    await cordon(core, 'node-2');
+    // ours.node is the answer to the one PATCH: both changes in it.
+    const ours = await uncordonWith(core, 'node-2', also);
+    assert.equal(ours.result, UncordonResult.uncordoned);
+    assert.ok(!ours.node.spec?.unschedulable);
+    assert.equal(ours.node.metadata?.annotations?.[Annotations.cordonedByNuo], undefined);
+    assert.equal(ours.node.metadata?.annotations?.['example.com/attempt'], 'over');
+
+    await setUnschedulable('node-2', true);
+    const admin = await uncordonWith(core, 'node-2', () => ({
+      annotations: { 'example.com/attempt': null },
+    }));
+    assert.equal(admin.result, UncordonResult.notOurs);
+    assert.equal(admin.node.spec?.unschedulable, true, "an admin's cordon is not undone");
+    assert.equal(
+      admin.node.metadata?.annotations?.['example.com/attempt'],
+      undefined,
+      'but the rest is written',
+    );
+    await setUnschedulable('node-2', false);
   });
 
   test('a dry run cordons nothing and evicts nothing', async () => {
