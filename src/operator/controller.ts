@@ -16,7 +16,7 @@ import { LeaderElector } from '../kube/leader.ts';
 import { mergePatch } from '../kube/patch.ts';
 import { parseSelector } from '../kube/selector.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
-import { inParallel } from '../util/parallel.ts';
+import { inParallel, Limiter } from '../util/parallel.ts';
 import { parseMaxUnavailable } from './budget.ts';
 import type { OperatorConfig } from './config.ts';
 import { type Action, type DecideConfig, decide, type Health, healthDue, type Ledger } from './decide.ts';
@@ -57,6 +57,9 @@ export class Operator {
   readonly #informer: ResilientInformer<V1Node>;
   readonly #queue: WorkQueue<typeof KEY>;
   readonly #draining = new Map<string, AbortController>();
+  /** Node steps running (one per node at most), and the bound on all of them together. */
+  readonly #stepping = new Map<string, Promise<void>>();
+  readonly #writers = new Limiter(NODE_WRITERS);
   readonly #views = new Map<string, NodeView>();
   /** Milliseconds the last pass spent reading the cache and deciding, and when it ended. */
   #passCostMs = 0;
@@ -154,6 +157,7 @@ export class Operator {
       clearTimeout(this.#resync);
       for (const controller of this.#draining.values()) controller.abort();
       await this.#queue.shutdown();
+      await Promise.allSettled(this.#stepping.values());
       await this.#informer.stop();
     }
   }
@@ -191,11 +195,11 @@ export class Operator {
     this.#passCostMs = cost;
     const byName = new Map(nodes.map((n) => [n.name, n]));
     let current = ledger;
-    let progress = false;
-    let conflicts = 0;
     try {
       // 1. The budget: one conditional ledger write takes every slot this pass admits and frees every
       //    slot with nothing behind it — exactly what decide() counted on, or nothing (409: re-decide).
+      //    Slots of attempts that just ended are freed here too: their nodes are written back (Idle or
+      //    Pending since after admission), so decide() releases them, in the same write that refills them.
       const slotChanges = decision.actions.filter((a) => a.type === 'admit' || a.type === 'release');
       if (slotChanges.length > 0) {
         if (!this.#acting()) return;
@@ -210,34 +214,6 @@ export class Operator {
         for (const a of slotChanges) {
           if (a.type === 'release') this.#o.log('info', 'slot released', { node: a.node, reason: a.reason });
         }
-        progress = true;
-      }
-      // 2. Each node's own step, NODE_WRITERS at a time: a node's writes touch only that node, so 100
-      //    nodes in flight don't wait for each other (serially, each pass moved every node one phase
-      //    and a 1,000-node rollout spent most of its time queued behind its own writes). A conflict on
-      //    one node costs only that node's step: its newer version re-triggers a pass.
-      const freed: string[] = [];
-      await inParallel(
-        decision.actions.filter((a) => a.type !== 'release'),
-        NODE_WRITERS,
-        async (action) => {
-          if (!this.#acting()) return;
-          const view = byName.get(action.node);
-          if (!view) return;
-          try {
-            if (await this.#step(action, view, now)) freed.push(action.node);
-            progress = true;
-          } catch (err) {
-            if (!(err instanceof Conflict)) throw err;
-            conflicts++;
-          }
-        },
-      );
-      // 3. Slots of attempts that ended in this pass (their nodes already written back).
-      if (freed.length > 0) {
-        current = await this.#release(freed);
-        this.#slotsFreed = true;
-        this.#queue.add(KEY);
       }
     } catch (err) {
       if (err instanceof LedgerConflict) {
@@ -249,14 +225,24 @@ export class Operator {
     } finally {
       this.#passEnd = performance.now();
       this.#o.metrics?.observe(decision, nodes, this.#passEnd - started);
+      this.#o.log('debug', 'pass', {
+        ms: Math.round(this.#passEnd - started),
+        actions: decision.actions.length,
+        stepping: this.#stepping.size,
+      });
     }
-    if (conflicts > 0) {
-      this.#o.metrics?.conflicts.inc(conflicts);
-      // Progress elsewhere: look again at once (the conflicting node's newer version is on its way).
-      // Nothing but conflicts: back off.
-      if (progress) this.#queue.add(KEY);
-      else this.#queue.addRateLimited(KEY);
-      return;
+    // 2. Each node's own step, in the background: the pass does not wait for them, so one slow write
+    //    (an API server at full load answers in seconds) holds up no other node and no next pass. A node
+    //    has one step at a time; what a pass decides for a node whose step is still running waits for
+    //    the pass after it, which reads what that step wrote.
+    //    A decision made on a version of the node that a step has changed since (it finished while this
+    //    pass read the ledger) is stale: skipped, the next pass decides on what that step wrote.
+    for (const action of decision.actions) {
+      if (action.type === 'release' || this.#stepping.has(action.node)) continue;
+      if (action.type === 'drain' && this.#draining.has(action.node)) continue;
+      const view = byName.get(action.node);
+      const cached = this.#informer.get(action.node)?.metadata?.resourceVersion;
+      if (view && cached === view.resourceVersion) this.#startStep(action, view, now);
     }
     this.#queue.forget(KEY);
     // Look again exactly when a soak, timeout or backoff ends; meanwhile poll what has no node event
@@ -268,6 +254,38 @@ export class Operator {
       Math.max(MIN_RESYNC_MS, (decision.wakeAt ?? Number.POSITIVE_INFINITY) - Date.now()),
     );
     if (this.#acting()) this.#resync = setTimeout(() => this.#queue.add(KEY), wait);
+  }
+
+  #startStep(action: Exclude<Action, { type: 'release' }>, view: NodeView, now: Date): void {
+    const running = this.#writers
+      .run(async () => {
+        if (!this.#acting()) return;
+        try {
+          // An attempt that ended here frees its slot in the next pass, at once.
+          if (await this.#step(action, view, now)) this.#slotsFreed = true;
+        } catch (err) {
+          if (!(err instanceof Conflict)) throw err;
+          // 409: re-read and re-decide. The watch may lag the write that beat ours by seconds on a busy
+          // API server, so the node is read now and the cache takes it (if newer).
+          this.#o.metrics?.conflicts.inc();
+          const fresh = await this.#core.readNode({ name: view.name }).catch((e: unknown) => {
+            if (statusCode(e) === 404) return undefined; // deleted: the watch removes it from the cache
+            throw e;
+          });
+          if (fresh) this.#informer.upsertFromWrite(fresh);
+        }
+        this.#queue.add(KEY);
+      })
+      .catch((err) => {
+        this.#o.log('error', 'node step failed; retrying', {
+          node: view.name,
+          action: action.type,
+          error: describeError(err),
+        });
+        this.#queue.addRateLimited(KEY);
+      })
+      .finally(() => this.#stepping.delete(view.name));
+    this.#stepping.set(view.name, running);
   }
 
   /** DaemonSet pod readiness for nodes at the health gate (a field-selected list per such node). */
@@ -385,10 +403,10 @@ export class Operator {
         this.#startDrain(view.name);
         return false;
       case 'abort':
-        await this.#abortNode(view.name, action.reason);
+        await this.#abortNode(view, action.reason);
         return true;
       case 'complete': {
-        await this.#endAttempt(view.name, () => ({
+        await this.#endAttempt(view, () => ({
           annotations: {
             ...this.#phase(Phase.idle, action.reason, now),
             [Annotations.rebootOk]: null,
@@ -430,24 +448,34 @@ export class Operator {
     this.#startDrain(view.name);
   }
 
-  /** Writes the end of an attempt together with the undoing of nuo's own cordon; the cache takes the result. */
-  async #endAttempt(name: string, write: (node: NodeView) => AlsoWrite) {
+  /**
+   * Writes the end of an attempt together with the undoing of nuo's own cordon; the cache takes the
+   * result. Only while the node is still in the phase the decision saw (else Conflict: re-decide).
+   */
+  async #endAttempt(decidedOn: Pick<NodeView, 'name' | 'state'>, write: (node: NodeView) => AlsoWrite) {
+    const { name } = decidedOn;
     // Recover open: keep trying until the uncordon lands (a 409 is retried inside).
     for (let attempt = 1; ; attempt++) {
       try {
-        const { node } = await uncordonWith(this.#core, name, (n) => write(viewNode(n)));
+        const { node } = await uncordonWith(this.#core, name, (n) => {
+          const fresh = viewNode(n);
+          if (fresh.state !== decidedOn.state)
+            throw new Conflict(`node ${name} is ${fresh.state} now, not ${decidedOn.state}`);
+          return write(fresh);
+        });
         this.#informer.upsertFromWrite(node);
         return;
       } catch (err) {
-        if (attempt >= 5 || !this.#acting()) throw err;
+        if (err instanceof Conflict || attempt >= 5 || !this.#acting()) throw err;
         await new Promise((r) => setTimeout(r, 200 * attempt));
       }
     }
   }
 
   /** Ends an attempt that did not reach the reboot: own cordon undone, Pending (the caller frees the slot). */
-  async #abortNode(name: string, reason: string): Promise<void> {
-    await this.#endAttempt(name, (fresh) => ({
+  async #abortNode(decidedOn: Pick<NodeView, 'name' | 'state'>, reason: string): Promise<void> {
+    const { name } = decidedOn;
+    await this.#endAttempt(decidedOn, (fresh) => ({
       annotations: {
         ...this.#phase(Phase.pending, `${reason}; retrying after backoff`, new Date()),
         [Annotations.failures]: String(fresh.failures + 1),
@@ -458,24 +486,6 @@ export class Operator {
     this.#o.metrics?.failures.inc();
     this.#events.warning(name, 'AttemptAborted', reason);
     this.#o.log('warn', 'attempt aborted; slot released', { node: name, reason });
-  }
-
-  /**
-   * Frees the slots of nodes already written back (Idle or Pending). Removal is idempotent, so a
-   * conflict is simply re-read and retried; should it keep failing, the next pass frees them anyway
-   * (decide() releases the slot of any node back outside an attempt).
-   */
-  async #release(names: string[]): Promise<LedgerVersion> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.#writeLedger(await this.#ledger.read(), (l) => {
-          for (const name of names) delete l.slots[name];
-          return l;
-        });
-      } catch (err) {
-        if (!(err instanceof LedgerConflict) || attempt >= 10) throw err;
-      }
-    }
   }
 
   #startDrain(name: string): void {
@@ -517,8 +527,7 @@ export class Operator {
           this.#events.normal(name, 'RebootGranted', result.message);
           this.#o.log('info', 'reboot granted', { node: name, drain: result.message });
         } else {
-          await this.#abortNode(name, `drain ${result.message}`);
-          await this.#release([name]);
+          await this.#abortNode(fresh, `drain ${result.message}`);
           this.#slotsFreed = true;
         }
       })
