@@ -45,6 +45,8 @@ const PASS_SPACING = 5;
 const MAX_PASS_SPACING_MS = 250;
 /** Node steps (and health-gate reads) in flight per pass; the API server's default inflight limit is 400. */
 const NODE_WRITERS = 16;
+/** Writes of nodes outside an attempt (Pending, why they wait) in flight: they must not crowd out attempts. */
+const REASON_WRITERS = 4;
 const KEY = 'cluster';
 
 export class Operator {
@@ -57,9 +59,10 @@ export class Operator {
   readonly #informer: ResilientInformer<V1Node>;
   readonly #queue: WorkQueue<typeof KEY>;
   readonly #draining = new Map<string, AbortController>();
-  /** Node steps running (one per node at most), and the bound on all of them together. */
+  /** Node steps running (one per node at most), and the bounds on them: for attempts, and for the rest. */
   readonly #stepping = new Map<string, Promise<void>>();
   readonly #writers = new Limiter(NODE_WRITERS);
+  readonly #reasonWriters = new Limiter(REASON_WRITERS);
   readonly #views = new Map<string, NodeView>();
   /** Milliseconds the last pass spent reading the cache and deciding, and when it ended. */
   #passCostMs = 0;
@@ -237,12 +240,18 @@ export class Operator {
     //    the pass after it, which reads what that step wrote.
     //    A decision made on a version of the node that a step has changed since (it finished while this
     //    pass read the ledger) is stale: skipped, the next pass decides on what that step wrote.
+    //    Nodes in an attempt (and those admitted now) move on their own writers: the other nodes' writes
+    //    only record why they wait, and at the start of a 1,000-node rollout 900 of them ("Pending")
+    //    queued ahead of the first wave's grants and reboots for 18 s.
+    const attempts = new Set(decision.budget.holders);
     for (const action of decision.actions) {
       if (action.type === 'release' || this.#stepping.has(action.node)) continue;
       if (action.type === 'drain' && this.#draining.has(action.node)) continue;
       const view = byName.get(action.node);
       const cached = this.#informer.get(action.node)?.metadata?.resourceVersion;
-      if (view && cached === view.resourceVersion) this.#startStep(action, view, now);
+      if (!view || cached !== view.resourceVersion) continue;
+      const inAttempt = action.type === 'admit' || attempts.has(action.node);
+      this.#startStep(action, view, now, inAttempt ? this.#writers : this.#reasonWriters);
     }
     this.#queue.forget(KEY);
     // Look again exactly when a soak, timeout or backoff ends; meanwhile poll what has no node event
@@ -256,8 +265,13 @@ export class Operator {
     if (this.#acting()) this.#resync = setTimeout(() => this.#queue.add(KEY), wait);
   }
 
-  #startStep(action: Exclude<Action, { type: 'release' }>, view: NodeView, now: Date): void {
-    const running = this.#writers
+  #startStep(
+    action: Exclude<Action, { type: 'release' }>,
+    view: NodeView,
+    now: Date,
+    writers: Limiter,
+  ): void {
+    const running = writers
       .run(async () => {
         if (!this.#acting()) return;
         try {
