@@ -47,6 +47,8 @@ const MAX_PASS_SPACING_MS = 250;
 const NODE_WRITERS = 16;
 /** Writes of nodes outside an attempt (Pending, why they wait) in flight: they must not crowd out attempts. */
 const REASON_WRITERS = 4;
+/** Writes a node step tries (re-reading and re-deciding after each 409) before leaving it to the next pass. */
+const CONFLICT_RETRIES = 3;
 const KEY = 'cluster';
 
 export class Operator {
@@ -59,6 +61,8 @@ export class Operator {
   readonly #informer: ResilientInformer<V1Node>;
   readonly #queue: WorkQueue<typeof KEY>;
   readonly #draining = new Map<string, AbortController>();
+  /** The ledger and health the last pass decided on, for re-deciding a node after a conflict. */
+  #lastPass: { ledger: Ledger; health: ReadonlyMap<string, Health> } | undefined;
   /** Node steps running (one per node at most), and the bounds on them: for attempts, and for the rest. */
   readonly #stepping = new Map<string, Promise<void>>();
   readonly #writers = new Limiter(NODE_WRITERS);
@@ -197,6 +201,7 @@ export class Operator {
     cost += performance.now() - decideStart;
     this.#passCostMs = cost;
     const byName = new Map(nodes.map((n) => [n.name, n]));
+    this.#lastPass = { ledger: ledger.ledger, health };
     let current = ledger;
     try {
       // 1. The budget: one conditional ledger write takes every slot this pass admits and frees every
@@ -273,20 +278,33 @@ export class Operator {
   ): void {
     const running = writers
       .run(async () => {
-        if (!this.#acting()) return;
-        try {
-          // An attempt that ended here frees its slot in the next pass, at once.
-          if (await this.#step(action, view, now)) this.#slotsFreed = true;
-        } catch (err) {
-          if (!(err instanceof Conflict)) throw err;
-          // 409: re-read and re-decide. The watch may lag the write that beat ours by seconds on a busy
-          // API server, so the node is read now and the cache takes it (if newer).
-          this.#o.metrics?.conflicts.inc();
-          const fresh = await this.#core.readNode({ name: view.name }).catch((e: unknown) => {
-            if (statusCode(e) === 404) return undefined; // deleted: the watch removes it from the cache
-            throw e;
-          });
-          if (fresh) this.#informer.upsertFromWrite(fresh);
+        let step: Exclude<Action, { type: 'release' }> | undefined = action;
+        let on = view;
+        let at = now;
+        for (let attempt = 1; step && this.#acting(); attempt++) {
+          try {
+            // An attempt that ended here frees its slot in the next pass, at once.
+            if (await this.#step(step, on, at)) this.#slotsFreed = true;
+            break;
+          } catch (err) {
+            if (!(err instanceof Conflict)) throw err;
+            // 409: re-read and re-decide. The node is read now (the watch may lag the write that beat
+            // ours by seconds on a busy API server) and the cache takes it. A node in an attempt is
+            // re-decided here and moved on at once: its step depends on nothing but the node, its
+            // slot and its health — and right after the agent's "rebooting", the host's own status
+            // writes made every transition to Rebooting conflict and wait a pass or two (~1 s).
+            this.#o.metrics?.conflicts.inc();
+            const fresh = await this.#core.readNode({ name: on.name }).catch((e: unknown) => {
+              if (statusCode(e) === 404) return undefined; // deleted: the watch removes it from the cache
+              throw e;
+            });
+            if (!fresh) break;
+            this.#informer.upsertFromWrite(fresh);
+            if (attempt >= CONFLICT_RETRIES) break;
+            on = this.#view(fresh);
+            at = new Date();
+            step = this.#redecide(on, at);
+          }
         }
         this.#queue.add(KEY);
       })
@@ -300,6 +318,30 @@ export class Operator {
       })
       .finally(() => this.#stepping.delete(view.name));
     this.#stepping.set(view.name, running);
+  }
+
+  /**
+   * decide() for one node in an attempt, on the last pass's ledger and health: the step it would take
+   * now, or undefined when it holds no slot or has nothing to do (admissions are never re-decided
+   * here: they need the whole budget).
+   */
+  #redecide(view: NodeView, now: Date): Exclude<Action, { type: 'release' }> | undefined {
+    const slot = this.#lastPass?.ledger.slots[view.name];
+    if (!slot || !this.#lastPass) return undefined;
+    const { actions } = decide(
+      {
+        nodes: [view],
+        ledger: { slots: { [view.name]: slot } },
+        draining: new Set(this.#draining.keys()),
+        health: this.#lastPass.health,
+      },
+      this.#decideConfig,
+      now,
+    );
+    return actions.find(
+      (a): a is Exclude<Action, { type: 'release' }> =>
+        a.node === view.name && a.type !== 'release' && a.type !== 'admit' && a.type !== 'pending',
+    );
   }
 
   /** DaemonSet pod readiness for nodes at the health gate (a field-selected list per such node). */
