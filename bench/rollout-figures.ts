@@ -21,6 +21,7 @@ export interface PhaseTime {
 export interface RolloutFigures {
   phases: PhaseTime[];
   drainMedianMs: number;
+  drainMeanMs: number;
   /** Grant latencies, sorted ascending. */
   latencies: number[];
   /** Percentile of the grant latencies (nearest rank); NaN without any. */
@@ -109,6 +110,7 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
         return { phase, meanMs: mean(xs), p99Ms: percentile(xs, 99) };
       }),
     drainMedianMs: percentile(drains, 50) || 0,
+    drainMeanMs: mean(drains) || 0,
     latencies,
     p: (percent) => percentile(latencies, percent),
     overheadMeanMs: (fixedMs) => mean(slotTimes.map((s) => s.slotMs - s.drainMs - fixedMs)),

@@ -3,8 +3,9 @@
  *
  * A full rollout on the local cluster (simulated hosts, `nuo operator`, Deployments under PDBs with about
  * two pods per node) and its figures, written to docs/benchmarks.md (bench/report.ts):
- * - efficiency: the lower bound ceil(N/K)·(drain + R + soak), drain being the median drain time measured
- *   in this run, over the measured rollout time (and, stricter, the same with drain counted as 0);
+ * - efficiency: the lower bound ceil(N/K)·(drain + R + soak), drain being the mean drain time measured
+ *   in this run (the slot time all attempts need, over K), over the measured rollout time; and, stricter,
+ *   the same with the median drain and with drain counted as 0;
  * - grant latency: from a slot freed (a node back to Idle while others waited) to the admission that
  *   took it, p50 and p99, observed by an independent watch on the nodes;
  * - the mean time per node in each phase, which shows where a rollout's time beyond the bound goes.
@@ -138,7 +139,11 @@ try {
 
   const figures = rolloutFigures(transitions, started);
   const idealNoDrain = Math.ceil(nodes / k) * (rebootMs + soakMs);
-  const ideal = Math.ceil(nodes / k) * (figures.drainMedianMs + rebootMs + soakMs);
+  // The drain in the bound is the mean one: N·(mean drain + R + soak) is the slot time the nodes'
+  // attempts need in all, so with N/K whole no schedule of K slots can take less than this. (A median
+  // drain is stricter but no bound: drains blocked by PDBs make a long tail that is work all the same.)
+  const ideal = Math.ceil(nodes / k) * (figures.drainMeanMs + rebootMs + soakMs);
+  const idealMedian = Math.ceil(nodes / k) * (figures.drainMedianMs + rebootMs + soakMs);
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   const command = `npm run bench:rollout -- --nodes ${nodes} --max-unavailable ${k} --reboot-time ${values['reboot-time']} --soak ${values.soak}`;
@@ -154,9 +159,10 @@ try {
       '| figure | value | goal |',
       '|---|---|---|',
       `| rollout time (first update staged → last node Idle) | ${s(elapsedMs)} | |`,
-      `| lower bound ceil(N/K)·(drain + R + soak), drain = median ${s(figures.drainMedianMs)} | ${s(ideal)} | |`,
+      `| lower bound ceil(N/K)·(drain + R + soak), drain = mean ${s(figures.drainMeanMs)} (median ${s(figures.drainMedianMs)}, p99 ${s(figures.phases.find((p) => p.phase === Phase.draining)?.p99Ms ?? 0)}) | ${s(ideal)} | |`,
       `| **efficiency** (bound / rollout time) | **${pct(ideal / elapsedMs)}** | ≥ 95 % |`,
-      `| efficiency against ceil(N/K)·(R + soak), drain counted as 0 | ${pct(idealNoDrain / elapsedMs)} | |`,
+      `| stricter: the same with the median drain | ${pct(idealMedian / elapsedMs)} | |`,
+      `| stricter still: drain counted as 0 | ${pct(idealNoDrain / elapsedMs)} | |`,
       `| **grant latency** slot freed → next admission, p50 / p99 / max (${figures.latencies.length} waits) | **${figures.p(50).toFixed(0)} ms / ${figures.p(99).toFixed(0)} ms** / ${figures.p(100).toFixed(0)} ms | p99 < 1 s |`,
       `| slot-time overhead (slot held beyond drain + R + soak), mean per node | ${s(figures.overheadMeanMs(rebootMs + soakMs))} | |`,
       `| from the first update staged to the first admission | ${s(figures.firstAdmissionMs)} | |`,

@@ -49,6 +49,8 @@ const NODE_WRITERS = 16;
 const REASON_WRITERS = 4;
 /** Writes a node step tries (re-reading and re-deciding after each 409) before leaving it to the next pass. */
 const CONFLICT_RETRIES = 3;
+/** How long the leader decides on its own copy of the ledger before reading it again. */
+const LEDGER_TTL_MS = 10_000;
 const KEY = 'cluster';
 
 export class Operator {
@@ -61,6 +63,8 @@ export class Operator {
   readonly #informer: ResilientInformer<V1Node>;
   readonly #queue: WorkQueue<typeof KEY>;
   readonly #draining = new Map<string, AbortController>();
+  /** The ledger version this leader last read or wrote, and when (see #readLedger). */
+  #ledgerCopy: { version: LedgerVersion; at: number } | undefined;
   /** The ledger and health the last pass decided on, for re-deciding a node after a conflict. */
   #lastPass: { ledger: Ledger; health: ReadonlyMap<string, Health> } | undefined;
   /** Node steps running (one per node at most), and the bounds on them: for attempts, and for the rest. */
@@ -148,6 +152,7 @@ export class Operator {
         log('info', 'became leader', { identity: this.#o.identity });
         this.#o.metrics?.leader.set(1);
         this.#leading = leading;
+        this.#ledgerCopy = undefined;
         this.#queue.add(KEY);
       },
       onStoppedLeading: () => {
@@ -185,7 +190,7 @@ export class Operator {
     clearTimeout(this.#resync);
     this.#slotsFreed = false;
     const started = performance.now();
-    const ledger = await this.#ledger.read();
+    const ledger = await this.#readLedger();
     const now = new Date();
     const costStart = performance.now();
     const nodes = this.#informer.list().map((n) => this.#view(n));
@@ -401,8 +406,29 @@ export class Operator {
     };
   }
 
+  /**
+   * The ledger as this leader last read or wrote it, read again when older than LEDGER_TTL_MS. While it
+   * leads, nuo is the ledger's only writer, so a read per pass (a round trip before every decision,
+   * 50-200 ms on a busy API server) bought nothing: a change by anyone else makes the next write 409,
+   * which drops the copy; and a copy that is stale only holds slots longer than needed, never fewer.
+   */
+  async #readLedger(): Promise<LedgerVersion> {
+    const copy = this.#ledgerCopy;
+    if (copy && performance.now() - copy.at < LEDGER_TTL_MS) return copy.version;
+    const version = await this.#ledger.read();
+    this.#ledgerCopy = { version, at: performance.now() };
+    return version;
+  }
+
   async #writeLedger(from: LedgerVersion, change: (l: Ledger) => Ledger): Promise<LedgerVersion> {
-    return this.#ledger.write(from, change(structuredClone(from.ledger)));
+    try {
+      const version = await this.#ledger.write(from, change(structuredClone(from.ledger)));
+      this.#ledgerCopy = { version, at: performance.now() };
+      return version;
+    } catch (err) {
+      this.#ledgerCopy = undefined;
+      throw err;
+    }
   }
 
   /**

@@ -35,6 +35,7 @@ describe('rolloutFigures', () => {
   });
   it('measures the time in each slot phase and the median drain', () => {
     assert.equal(f.drainMedianMs, 300);
+    assert.equal(f.drainMeanMs, 300);
     assert.deepEqual(
       f.phases.map((p) => [p.phase, p.meanMs]),
       [
