@@ -38,7 +38,10 @@ export class Fleet {
 
   constructor(cluster: LocalCluster, options: FleetOptions) {
     this.#cluster = cluster;
-    this.#client = new LeanClient(kubeconfigCredentials(cluster.kubeconfigPath));
+    // One connection kept per simulated agent, as each real agent keeps its own.
+    this.#client = new LeanClient(kubeconfigCredentials(cluster.kubeconfigPath), {
+      idleSockets: Number.POSITIVE_INFINITY,
+    });
     this.checker = new SafetyChecker(cluster.kubeconfig, options.budget);
     const agentLog = join(cluster.dir, 'logs', 'agents.log');
     // Agents log beside the control plane's components, so a failing test shows them too.
