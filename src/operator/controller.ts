@@ -37,6 +37,9 @@ export interface OperatorOptions {
 
 class Conflict extends Error {}
 
+/** What a node step does: every action but a release, which is the pass's own ledger write. */
+type NodeStep = Exclude<Action, { type: 'release' }>;
+
 const RESYNC_ACTIVE_MS = 1000;
 const RESYNC_IDLE_MS = 30_000;
 const MIN_RESYNC_MS = 20;
@@ -244,15 +247,12 @@ export class Operator {
         stepping: this.#stepping.size,
       });
     }
-    // 2. Each node's own step, in the background: the pass does not wait for them, so one slow write
-    //    (an API server at full load answers in seconds) holds up no other node and no next pass. A node
-    //    has one step at a time; what a pass decides for a node whose step is still running waits for
-    //    the pass after it, which reads what that step wrote.
-    //    A decision made on a version of the node that a step has changed since (it finished while this
-    //    pass read the ledger) is stale: skipped, the next pass decides on what that step wrote.
-    //    Nodes in an attempt (and those admitted now) move on their own writers: the other nodes' writes
-    //    only record why they wait, and at the start of a 1,000-node rollout 900 of them ("Pending")
-    //    queued ahead of the first wave's grants and reboots for 18 s.
+    // 2. Each node's own step, in the background, so one slow write (seconds, on an API server at full
+    //    load) holds up no other node and no next pass. A node has one step at a time, and a decision
+    //    made on a version of the node that a step has changed since is skipped: the next pass decides
+    //    on what that step wrote. Nodes in an attempt have their own writers: the others' writes only
+    //    record why they wait (900 "Pending" at the start of a 1,000-node rollout had queued ahead of
+    //    the first wave's grants for 18 s).
     const attempts = new Set(decision.budget.holders);
     for (const action of decision.actions) {
       if (action.type === 'release' || this.#stepping.has(action.node)) continue;
@@ -275,15 +275,10 @@ export class Operator {
     if (this.#acting()) this.#resync = setTimeout(() => this.#queue.add(KEY), wait);
   }
 
-  #startStep(
-    action: Exclude<Action, { type: 'release' }>,
-    view: NodeView,
-    now: Date,
-    writers: Limiter,
-  ): void {
+  #startStep(action: NodeStep, view: NodeView, now: Date, writers: Limiter): void {
     const running = writers
       .run(async () => {
-        let step: Exclude<Action, { type: 'release' }> | undefined = action;
+        let step: NodeStep | undefined = action;
         let on = view;
         let at = now;
         for (let attempt = 1; step && this.#acting(); attempt++) {
@@ -330,7 +325,7 @@ export class Operator {
    * now, or undefined when it holds no slot or has nothing to do (admissions are never re-decided
    * here: they need the whole budget).
    */
-  #redecide(view: NodeView, now: Date): Exclude<Action, { type: 'release' }> | undefined {
+  #redecide(view: NodeView, now: Date): NodeStep | undefined {
     const slot = this.#lastPass?.ledger.slots[view.name];
     if (!slot || !this.#lastPass) return undefined;
     const { actions } = decide(
@@ -344,7 +339,7 @@ export class Operator {
       now,
     );
     return actions.find(
-      (a): a is Exclude<Action, { type: 'release' }> =>
+      (a): a is NodeStep =>
         a.node === view.name && a.type !== 'release' && a.type !== 'admit' && a.type !== 'pending',
     );
   }
@@ -435,7 +430,7 @@ export class Operator {
    * One node's part of an action (its slot was already taken in the ledger, for an admission). Returns
    * true when the node's attempt ended and its slot is to be freed.
    */
-  async #step(action: Exclude<Action, { type: 'release' }>, view: NodeView, now: Date): Promise<boolean> {
+  async #step(action: NodeStep, view: NodeView, now: Date): Promise<boolean> {
     const { log } = this.#o;
     const c = this.#o.config;
     switch (action.type) {

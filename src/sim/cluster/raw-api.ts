@@ -172,48 +172,40 @@ export class Tally<T extends Meta> {
     const wanted = new Set(keys);
     const missing = new Set([...wanted].filter((k) => !this.satisfied.has(k)));
     if (missing.size === 0) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#waiters.delete(waiter);
-        reject(
-          new Error(
-            `timed out after ${timeoutMs} ms waiting for ${what} (${wanted.size - waiter.missing.size}/${wanted.size}; e.g. ${[...waiter.missing].slice(0, 3).join(', ')} not yet)`,
-          ),
-        );
-      }, timeoutMs);
-      const waiter: Waiter = {
-        wanted,
-        missing,
-        resolve: () => {
-          clearTimeout(timer);
-          this.#waiters.delete(waiter);
-          resolve();
-        },
-      };
-      this.#waiters.add(waiter);
-    });
+    return this.#wait(
+      { wanted, missing },
+      timeoutMs,
+      () =>
+        `${what} (${wanted.size - missing.size}/${wanted.size}; e.g. ${[...missing].slice(0, 3).join(', ')} not yet)`,
+    );
   }
 
   /** Resolves once at least `count` objects satisfy the predicate at the same time. */
   waitForCount(count: number, timeoutMs: number, what: string): Promise<void> {
     if (this.satisfied.size >= count) return Promise.resolve();
+    return this.#wait(
+      { missing: new Set(), count },
+      timeoutMs,
+      () => `${what} (${this.satisfied.size}/${count})`,
+    );
+  }
+
+  /** Registers a waiter until it is satisfied (resolves) or `timeoutMs` passes (rejects, naming `progress()`). */
+  #wait(waiter: Omit<Waiter, 'resolve'>, timeoutMs: number, progress: () => string): Promise<void> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#waiters.delete(waiter);
-        reject(
-          new Error(`timed out after ${timeoutMs} ms waiting for ${what} (${this.satisfied.size}/${count})`),
-        );
-      }, timeoutMs);
-      const waiter: Waiter = {
-        missing: new Set(),
-        count,
+      const registered: Waiter = {
+        ...waiter,
         resolve: () => {
           clearTimeout(timer);
-          this.#waiters.delete(waiter);
+          this.#waiters.delete(registered);
           resolve();
         },
       };
-      this.#waiters.add(waiter);
+      const timer = setTimeout(() => {
+        this.#waiters.delete(registered);
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${progress()}`));
+      }, timeoutMs);
+      this.#waiters.add(registered);
     });
   }
 
