@@ -85,10 +85,17 @@ async function resetNode(node: string) {
 }
 
 describe('drain', () => {
-  test('a PDB blocks evictions, then allows them as replacements come up on other nodes', async () => {
+  test('a PDB blocks evictions, then allows them as replacements come up on other nodes', async (t) => {
+    t.after(() => resetNode('node-0'));
     const ns = await namespace('pdb-flow');
     await deployOn('node-0', ns, 'web', 4);
     await pdb(ns, 'web', { maxUnavailable: 1 }, 4);
+    // Replacements have nowhere to go until the PDB has refused an eviction: KWOK starts pods so fast
+    // that otherwise the apiserver's own conflict retries can outlast the refusal.
+    const others = NODES.filter((n) => n !== 'node-0');
+    for (const n of others) await setUnschedulable(n, true);
+    t.after(() => Promise.all(others.map((n) => setUnschedulable(n, false))));
+    let released: Promise<unknown> | undefined;
     const events: DrainEvent[] = [];
     // Independent check of the PDB's promise while the drain runs: never fewer than 3 available.
     let minAvailable = Number.POSITIVE_INFINITY;
@@ -96,8 +103,16 @@ describe('drain', () => {
       const d = await apps.readNamespacedDeployment({ name: 'web', namespace: ns }).catch(() => undefined);
       if (d) minAvailable = Math.min(minAvailable, d.status?.availableReplicas ?? 0);
     }, 50);
-    const result = await drainer.drain({ node: 'node-0', onEvent: (e) => events.push(e) });
+    const result = await drainer.drain({
+      node: 'node-0',
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'retry') released ??= Promise.all(others.map((n) => setUnschedulable(n, false)));
+      },
+      options: { timeoutSeconds: 120 },
+    });
     clearInterval(watcher);
+    await released;
 
     assert.equal(result.outcome, DrainOutcome.drained, result.message);
     assert.equal(result.cordoned, true);
@@ -111,10 +126,10 @@ describe('drain', () => {
     const pods = (await core.listNamespacedPod({ namespace: ns })).items;
     assert.equal(pods.filter((p) => p.spec?.nodeName === 'node-0').length, 0);
     await waitAvailable(apps, ns, 'web');
-    await resetNode('node-0');
   });
 
-  test('DaemonSet pods stay with ignoreDaemonSets, and refuse the drain without it', async () => {
+  test('DaemonSet pods stay with ignoreDaemonSets, and refuse the drain without it', async (t) => {
+    t.after(() => resetNode('node-1'));
     const ns = await namespace('ds');
     const labels = { app: 'agent' };
     await apps.createNamespacedDaemonSet({
@@ -150,10 +165,10 @@ describe('drain', () => {
       'the same DaemonSet pod is still there',
     );
     await apps.deleteNamespacedDaemonSet({ name: 'agent', namespace: ns });
-    await resetNode('node-1');
   });
 
-  test('an unmanaged pod refuses the drain without force and is evicted with it', async () => {
+  test('an unmanaged pod refuses the drain without force and is evicted with it', async (t) => {
+    t.after(() => resetNode('node-2'));
     const ns = await namespace('bare');
     await core.createNamespacedPod({ namespace: ns, body: barePod(ns, 'lonely', 'node-2') });
     await pollUntil('the bare pod to run', async () =>
@@ -169,10 +184,10 @@ describe('drain', () => {
     const forced = await drainer.drain({ node: 'node-2', options: { force: true } });
     assert.equal(forced.outcome, DrainOutcome.drained, forced.message);
     assert.equal((await core.listNamespacedPod({ namespace: ns })).items.length, 0);
-    await resetNode('node-2');
   });
 
-  test('an emptyDir pod refuses the drain without deleteEmptyDirData', async () => {
+  test('an emptyDir pod refuses the drain without deleteEmptyDirData', async (t) => {
+    t.after(() => resetNode('node-2'));
     const ns = await namespace('scratch');
     await onlyOn('node-2', async () => {
       const d = deployment(ns, 'cache', 1);
@@ -190,10 +205,10 @@ describe('drain', () => {
     await pollUntil('the emptyDir pod to be gone', async () =>
       (await core.listNamespacedPod({ namespace: ns })).items.length === 0 ? true : undefined,
     );
-    await resetNode('node-2');
   });
 
-  test('a timeout fails naming the blocking PDB and leaves the node cordoned for the caller', async () => {
+  test('a timeout fails naming the blocking PDB and leaves the node cordoned for the caller', async (t) => {
+    t.after(() => resetNode('node-3'));
     const ns = await namespace('stuck');
     await deployOn('node-3', ns, 'db', 2);
     await pdb(ns, 'db', { minAvailable: 2 }, 2);
@@ -207,10 +222,10 @@ describe('drain', () => {
     assert.equal(node.metadata?.annotations?.[Annotations.cordonedByNuo], 'true');
     assert.equal((await podsOnNode(core, 'node-3', 'app=db')).length, 2, 'no pod was lost');
     await policy.deleteNamespacedPodDisruptionBudget({ name: 'db', namespace: ns });
-    await resetNode('node-3');
   });
 
-  test('an AbortSignal stops the drain cleanly', async () => {
+  test('an AbortSignal stops the drain cleanly', async (t) => {
+    t.after(() => resetNode('node-3'));
     const ns = await namespace('abort');
     await deployOn('node-3', ns, 'q', 1);
     await pdb(ns, 'q', { minAvailable: 1 }, 1);
@@ -226,10 +241,10 @@ describe('drain', () => {
     assert.equal(result.outcome, DrainOutcome.aborted);
     assert.deepEqual(Object.keys(result.blockingPdbs), [`${ns}/q`]);
     await policy.deleteNamespacedPodDisruptionBudget({ name: 'q', namespace: ns });
-    await resetNode('node-3');
   });
 
-  test("an admin's cordon is never recorded as nuo's nor removed", async () => {
+  test("an admin's cordon is never recorded as nuo's nor removed", async (t) => {
+    t.after(() => setUnschedulable('node-1', false));
     await setUnschedulable('node-1', true);
     const result = await drainer.drain({ node: 'node-1' });
     assert.equal(result.outcome, DrainOutcome.drained, result.message);
@@ -238,10 +253,10 @@ describe('drain', () => {
     assert.equal(node.metadata?.annotations?.[Annotations.cordonedByNuo], undefined);
     assert.equal(await uncordon(core, 'node-1'), UncordonResult.notOurs);
     assert.equal((await core.readNode({ name: 'node-1' })).spec?.unschedulable, true);
-    await setUnschedulable('node-1', false);
   });
 
-  test("the end of an attempt and the undoing of its cordon are one write; an admin's cordon stays", async () => {
+  test("the end of an attempt and the undoing of its cordon are one write; an admin's cordon stays", async (t) => {
+    t.after(() => setUnschedulable('node-2', false));
     const also = () => ({ annotations: { 'example.com/attempt': 'over' } });
     await cordon(core, 'node-2');
     // ours.node is the answer to the one PATCH: both changes in it.
@@ -262,7 +277,6 @@ describe('drain', () => {
       undefined,
       'but the rest is written',
     );
-    await setUnschedulable('node-2', false);
   });
 
   test('a dry run cordons nothing and evicts nothing', async () => {
@@ -279,7 +293,8 @@ describe('drain', () => {
     await apps.deleteNamespacedDeployment({ name: 'api', namespace: ns });
   });
 
-  test('110 pods on one node drain in parallel, within the concurrency bound', async () => {
+  test('110 pods on one node drain in parallel, within the concurrency bound', async (t) => {
+    t.after(() => resetNode('node-3'));
     const ns = await namespace('many');
     const existing = (await podsOnNode(core, 'node-3')).filter((p) => !p.metadata?.deletionTimestamp).length;
     const replicas = 110 - existing;
@@ -291,7 +306,6 @@ describe('drain', () => {
     assert.ok(result.maxInFlight > 1, `evictions overlapped (max in flight ${result.maxInFlight})`);
     assert.ok(result.maxInFlight <= 40, `never more than 40 in flight (saw ${result.maxInFlight})`);
     assert.equal((await podsOnNode(core, 'node-3')).length, 0);
-    await resetNode('node-3');
   });
 });
 
@@ -327,13 +341,13 @@ describe('nuo drain / nuo uncordon', () => {
     assert.match(server.stderr, /--dry-run=server is not supported/);
   });
 
-  test('refuses to uncordon an admin cordon', async () => {
+  test('refuses to uncordon an admin cordon', async (t) => {
+    t.after(() => setUnschedulable('node-0', false));
     await setUnschedulable('node-0', true);
     const r = nuo('uncordon', 'node-0');
     assert.equal(r.status, 1);
     assert.match(r.stderr, /cordoned by someone else, not nuo: leaving it cordoned/);
     assert.equal((await core.readNode({ name: 'node-0' })).spec?.unschedulable, true);
-    await setUnschedulable('node-0', false);
   });
 
   test('reports a missing kubeconfig and an unreachable API server instead of crashing', async () => {
