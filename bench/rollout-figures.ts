@@ -32,6 +32,25 @@ export interface RolloutFigures {
   firstAdmissionMs: number;
   /** Slot time of all attempts, summed (divide by K × rollout time for the budget's utilisation). */
   slotMsTotal: number;
+  /** The attempts' slot times in admission order (see packedMakespanMs). */
+  slotMsInOrder: number[];
+}
+
+/**
+ * How long `k` slots take to run these slot times, each handed to the first slot that frees, with no
+ * delay at all between a slot freed and the next admission. With slot times that vary, slots drift out
+ * of step and the last ones end at different moments: this is the best any scheduler that admits in
+ * this order can do, so the gap between it and the bound is the workload's, the rest is the scheduler's.
+ */
+export function packedMakespanMs(slotMs: readonly number[], k: number): number {
+  if (!Number.isInteger(k) || k < 1) throw new Error(`k must be a positive integer, got ${k}`);
+  const ends = Array<number>(Math.min(k, slotMs.length)).fill(0);
+  for (const ms of slotMs) {
+    let first = 0;
+    for (let i = 1; i < ends.length; i++) if ((ends[i] as number) < (ends[first] as number)) first = i;
+    ends[first] = (ends[first] as number) + ms;
+  }
+  return ends.reduce((max, e) => Math.max(max, e), 0);
 }
 
 /**
@@ -52,7 +71,7 @@ export function percentile(sorted: readonly number[], percent: number): number {
 export function rolloutFigures(all: readonly Transition[], since: number): RolloutFigures {
   const transitions = all.filter((t) => t.at >= since).sort((a, b) => a.at - b.at);
   const durations = new Map<Phase, number[]>();
-  const slotTimes: Array<{ slotMs: number; drainMs: number }> = [];
+  const slotTimes: Array<{ slotMs: number; drainMs: number; admittedAt: number }> = [];
   const byNode = new Map<string, Transition[]>();
   for (const t of transitions) byNode.set(t.node, [...(byNode.get(t.node) ?? []), t]);
   for (const list of byNode.values()) {
@@ -71,7 +90,7 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
         if (t.phase === Phase.draining) drainMs += d;
       }
       if (t.phase === Phase.idle && admittedAt !== undefined) {
-        slotTimes.push({ slotMs: t.at - admittedAt, drainMs });
+        slotTimes.push({ slotMs: t.at - admittedAt, drainMs, admittedAt });
         admittedAt = undefined;
       }
     }
@@ -116,5 +135,6 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
     overheadMeanMs: (fixedMs) => mean(slotTimes.map((s) => s.slotMs - s.drainMs - fixedMs)),
     firstAdmissionMs: (transitions.find((t) => SLOT_PHASES.has(t.phase as Phase))?.at ?? Number.NaN) - since,
     slotMsTotal: slotTimes.reduce((sum, s) => sum + s.slotMs, 0),
+    slotMsInOrder: [...slotTimes].sort((a, b) => a.admittedAt - b.admittedAt).map((s) => s.slotMs),
   };
 }

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { replaceSection } from '../../bench/report.ts';
-import { percentile, rolloutFigures, type Transition } from '../../bench/rollout-figures.ts';
+import {
+  packedMakespanMs,
+  percentile,
+  rolloutFigures,
+  type Transition,
+} from '../../bench/rollout-figures.ts';
 
 describe('percentile (nearest rank)', () => {
   const cases: Array<[number[], number, number]> = [
@@ -55,6 +60,13 @@ describe('rolloutFigures', () => {
     assert.equal(f.firstAdmissionMs, 0);
     assert.equal(f.slotMsTotal, 4000);
   });
+  it('lists the slot times in admission order', () => {
+    const a: Transition[] = [
+      { node: 'a', phase: 'BeforeReboot', at: 3000 },
+      { node: 'a', phase: 'Idle', at: 3500 },
+    ];
+    assert.deepEqual(rolloutFigures([...a, ...phases('b', 0)], 0).slotMsInOrder, [2000, 500]);
+  });
   it('counts an admission the watch saw only at Draining (BeforeReboot overwritten at once)', () => {
     const skipped = phases('b', 2050).filter((t) => t.phase !== 'BeforeReboot');
     const g = rolloutFigures([...phases('a', 0), ...skipped], 0);
@@ -75,6 +87,22 @@ describe('rolloutFigures', () => {
       0,
     );
     assert.deepEqual(f2.latencies, [100, 290]);
+  });
+});
+
+describe('packedMakespanMs', () => {
+  const table: Array<[string, number[], number, number]> = [
+    ['equal slot times fill whole waves', [10, 10, 10, 10], 2, 20],
+    ['each slot time goes to the slot that frees first', [10, 1, 1, 1], 2, 10],
+    ['slots drift apart: the last ones end at different times', [4, 6, 4, 6, 5], 2, 13],
+    ['fewer attempts than slots', [7, 3], 5, 7],
+    ['nothing to do', [], 3, 0],
+  ];
+  for (const [name, slotMs, k, expected] of table) {
+    it(name, () => assert.equal(packedMakespanMs(slotMs, k), expected));
+  }
+  it('refuses a k that is no positive integer', () => {
+    assert.throws(() => packedMakespanMs([1], 0), /k must be a positive integer, got 0/);
   });
 });
 
