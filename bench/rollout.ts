@@ -8,19 +8,22 @@
  *   in this run (the slot time all attempts need, over K), over the measured rollout time; and, stricter,
  *   the same with the median drain and with drain counted as 0;
  * - grant latency: from a slot freed (a node back to Idle while others waited) to the admission that
- *   took it, p50 and p99, observed by an independent watch on the nodes;
+ *   took it, p50 and p99, observed by an independent watch on the nodes (bench/phase-observer.ts, in
+ *   a process of its own);
  * - the mean time per node in each phase, which shows where a rollout's time beyond the bound goes;
  * - the same attempts' slot times packed with no admission delay at all (packedMakespanMs): what part
  *   of the gap to the bound is the workload's (slots drifting apart), and what part the operator's.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { AppsV1Api, CoreV1Api, PolicyV1Api, type V1Node } from '@kubernetes/client-node';
-import { Annotations } from '../src/api/keys.ts';
+import { AppsV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
 import { Phase } from '../src/api/phases.ts';
-import { ResilientInformer } from '../src/kube/informer.ts';
 import { startCluster } from '../src/sim/cluster/cluster.ts';
 import { sampleProc } from '../src/sim/cluster/proc.ts';
 import { Fleet } from '../src/sim/fleet.ts';
@@ -28,6 +31,7 @@ import { deployment, waitAvailable } from '../src/sim/workload.ts';
 import { parseDuration } from '../src/util/duration.ts';
 import { pollUntil } from '../src/util/poll.ts';
 import { publish } from './report.ts';
+import { histogramDelta, percentileBound, requestHistogram } from './request-latency.ts';
 import { packedMakespanMs, rolloutFigures, type Transition } from './rollout-figures.ts';
 
 const { values } = parseArgs({
@@ -51,13 +55,14 @@ if (!Number.isInteger(nodes) || nodes < 1 || !Number.isInteger(k) || k < 1) {
 const rebootMs = parseDuration(values['reboot-time']);
 const soakMs = parseDuration(values.soak);
 
+const observerScript = fileURLToPath(new URL('./phase-observer.ts', import.meta.url));
 const leaseSeconds = Number(values['lease-seconds']);
 const cluster = await startCluster({ nodes, zones: 3, nodeLeaseDurationSeconds: leaseSeconds });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
 const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
 let fleet: Fleet | undefined;
-let informer: ResilientInformer<V1Node> | undefined;
+let observer: ChildProcess | undefined;
 try {
   await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
   await core.createNamespace({ body: { metadata: { name: 'bench' } } });
@@ -75,24 +80,29 @@ try {
   }
   for (let i = 0; i < apps_; i++) await waitAvailable(apps, 'bench', `app-${i}`, 300_000);
 
-  // Independent observer: every phase change, timestamped when seen.
+  // Independent observer: every phase change, timestamped when seen, by a process of its own.
   const transitions: Transition[] = [];
   const last = new Map<string, string>();
-  informer = new ResilientInformer<V1Node>({
-    kubeconfig: cluster.kubeconfig,
-    path: '/api/v1/nodes',
-    list: (o) => core.listNode(o),
-    name: 'bench',
+  observer = spawn(process.execPath, [observerScript, cluster.kubeconfigPath], {
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  informer.onEvent((_type, n) => {
-    const name = n.metadata?.name ?? '';
-    const phase = n.metadata?.annotations?.[Annotations.state] ?? Phase.idle;
-    if (last.get(name) !== phase) {
-      last.set(name, phase);
-      transitions.push({ node: name, phase, at: performance.now() });
-    }
+  const observed = observer;
+  let synced = false;
+  createInterface({ input: observed.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+    const seen = JSON.parse(line) as { synced?: true; node?: string; phase?: string; at?: number };
+    if (seen.synced) synced = true;
+    if (seen.node === undefined || seen.phase === undefined || seen.at === undefined) return;
+    last.set(seen.node, seen.phase);
+    transitions.push({ node: seen.node, phase: seen.phase, at: seen.at - performance.timeOrigin });
   });
-  await informer.start();
+  await pollUntil(
+    'the observer to list the nodes',
+    () => {
+      if (observed.exitCode !== null) throw new Error(`the observer exited ${observed.exitCode}`);
+      return synced || undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 50 },
+  );
 
   fleet = new Fleet(cluster, { rebootMs, budget: k, agentCheckIntervalMs: 60_000 });
   await fleet.start();
@@ -122,22 +132,34 @@ try {
     { timeoutMs: 120_000, intervalMs: 100 },
   );
   const cpuBefore = cpuAt();
+  const metricsBefore = await cluster.raw.text('/metrics');
+  // The simulated agents share this process: how late its event loop ran is how late they did.
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
   const started = performance.now();
   f.stageUpdates();
   await pollUntil(
     'the rollout to finish',
     () =>
-      [...f.hosts.keys()].every(
-        (n) =>
-          f.checker.rebootsOf(n) === 1 &&
-          informer?.get(n)?.metadata?.annotations?.[Annotations.state] === Phase.idle,
-      )
+      [...f.hosts.keys()].every((n) => f.checker.rebootsOf(n) === 1 && last.get(n) === Phase.idle)
         ? true
         : undefined,
     { timeoutMs: Math.ceil(nodes / k) * (rebootMs + soakMs + 60_000), intervalMs: 200 },
   );
   const elapsedMs = performance.now() - started;
+  loopDelay.disable();
   const cpuAfter = cpuAt();
+  const metricsAfter = await cluster.raw.text('/metrics');
+  // How long the API server took to answer, whoever asked: on this shared machine it bounds how fast
+  // any operator's writes (three in a row between a slot freed and the next node draining) can land.
+  const latency = (verb: string, resource: string) => {
+    const h = histogramDelta(
+      requestHistogram(metricsBefore, verb, resource),
+      requestHistogram(metricsAfter, verb, resource),
+    );
+    const bound = (q: number) => `≤ ${percentileBound(h, q) * 1000} ms`;
+    return `${bound(50)} / ${bound(99)} (${h.get(Number.POSITIVE_INFINITY) ?? 0} requests)`;
+  };
   const cpuRows = Object.keys(processes)
     .map((name) => ({ name, seconds: (cpuAfter[name] ?? 0) - (cpuBefore[name] ?? 0) }))
     .sort((a, b) => b.seconds - a.seconds);
@@ -161,7 +183,7 @@ try {
     command,
     body: [
       `${apps_ * 20} pods in ${apps_} Deployments, each under a PDB with maxUnavailable 2; one \`nuo operator\` process, leading before the first update is staged,`,
-      `one in-process simulated host and nuo agent per node; phases observed by an independent watch on the nodes.`,
+      `one in-process simulated host and nuo agent per node; phases observed by an independent watch on the nodes, in a process of its own.`,
       `KWOK node Leases of ${leaseSeconds} s, renewed every ${leaseSeconds / 4} s (${leaseSeconds === 40 ? "the kubelet's default" : "the kubelet's default is 40 s"}).`,
       '',
       '| figure | value | goal |',
@@ -178,6 +200,9 @@ try {
       `| budget utilisation: slot time held / (K × rollout time) | ${pct(figures.slotMsTotal / (k * elapsedMs))} | |`,
       `| most nodes disrupted at once (independent checker) | ${f.checker.maxDisrupted} | ≤ ${k} |`,
       `| safety violations (independent checker) | ${f.checker.violations.length} | 0 |`,
+      `| API server latency answering node PATCHes, all clients (histogram bucket bounds), p50 / p99 | ${latency('PATCH', 'nodes')} | |`,
+      `| the same for ConfigMap PUTs (the operator's slot ledger among them) | ${latency('PUT', 'configmaps')} | |`,
+      `| event-loop delay of the process that runs the ${nodes} simulated agents, p99 / max (their reaction time is part of each slot's) | ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms / ${(loopDelay.max / 1e6).toFixed(0)} ms | |`,
       '',
       'Mean time per node in each phase that holds a slot:',
       '',
@@ -198,7 +223,7 @@ try {
   });
 } finally {
   if (values['keep-logs']) cpSync(join(cluster.dir, 'logs'), values['keep-logs'], { recursive: true });
-  await informer?.stop();
+  observer?.kill();
   await fleet?.stop();
   await cluster.stop();
 }

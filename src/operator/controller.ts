@@ -16,7 +16,7 @@ import { LeaderElector } from '../kube/leader.ts';
 import { mergePatch } from '../kube/patch.ts';
 import { parseSelector } from '../kube/selector.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
-import { inParallel, Limiter } from '../util/parallel.ts';
+import { Limiter } from '../util/parallel.ts';
 import { parseMaxUnavailable } from './budget.ts';
 import type { OperatorConfig } from './config.ts';
 import { type Action, type DecideConfig, decide, type Health, healthDue, type Ledger } from './decide.ts';
@@ -46,8 +46,15 @@ const MIN_RESYNC_MS = 20;
 /** A pass waits this many times the last one's cost after it (capped), see #reconcile. */
 const PASS_SPACING = 5;
 const MAX_PASS_SPACING_MS = 250;
-/** Node steps (and health-gate reads) in flight per pass; the API server's default inflight limit is 400. */
-const NODE_WRITERS = 16;
+/**
+ * Steps of nodes in an attempt in flight; the API server's default inflight
+ * limit is 400. A first wave of 100 admissions behind 16 writers, each write ~0.5 s on an API server at
+ * full load, took 7 s to start.
+ */
+const NODE_WRITERS = 64;
+/** Reads of DaemonSet pods at the health gate in flight, and how often a gated node's are read again. */
+const HEALTH_READERS = 16;
+const HEALTH_REREAD_MS = 1000;
 /** Writes of nodes outside an attempt (Pending, why they wait) in flight: they must not crowd out attempts. */
 const REASON_WRITERS = 4;
 /** Writes a node step tries (re-reading and re-deciding after each 409) before leaving it to the next pass. */
@@ -74,6 +81,9 @@ export class Operator {
   readonly #stepping = new Map<string, Promise<void>>();
   readonly #writers = new Limiter(NODE_WRITERS);
   readonly #reasonWriters = new Limiter(REASON_WRITERS);
+  /** The last read of each gated node's DaemonSet pods (see #health). */
+  readonly #healthReads = new Map<string, { health?: Health; at: number; running: boolean }>();
+  readonly #healthReaders = new Limiter(HEALTH_READERS);
   readonly #views = new Map<string, NodeView>();
   /** Milliseconds the last pass spent reading the cache and deciding, and when it ended. */
   #passCostMs = 0;
@@ -156,6 +166,7 @@ export class Operator {
         this.#o.metrics?.leader.set(1);
         this.#leading = leading;
         this.#ledgerCopy = undefined;
+        this.#healthReads.clear();
         this.#queue.add(KEY);
       },
       onStoppedLeading: () => {
@@ -199,7 +210,7 @@ export class Operator {
     const nodes = this.#informer.list().map((n) => this.#view(n));
     if (this.#views.size > nodes.length * 2) this.#pruneViews(nodes);
     let cost = performance.now() - costStart;
-    const health = await this.#health(nodes, ledger.ledger, now);
+    const health = this.#health(nodes, ledger.ledger, now);
     const decideStart = performance.now();
     const decision = decide(
       { nodes, ledger: ledger.ledger, draining: new Set(this.#draining.keys()), health },
@@ -344,28 +355,58 @@ export class Operator {
     );
   }
 
-  /** DaemonSet pod readiness for nodes at the health gate (a field-selected list per such node). */
-  async #health(nodes: NodeView[], ledger: Ledger, now: Date): Promise<Map<string, Health>> {
-    const health = new Map<string, Health>();
+  /**
+   * DaemonSet pod readiness of the nodes at the health gate, as last read. The reads run in the
+   * background and each one that lands triggers a pass: a pass never waits for them, so neither does the
+   * node whose slot another node has just freed (awaiting them made each pass at 1,000 nodes ~0.5 s).
+   * A node's pods are read again HEALTH_REREAD_MS after the last read, until it leaves the gate.
+   */
+  #health(nodes: NodeView[], ledger: Ledger, now: Date): Map<string, Health> {
     const gated = nodes.filter((n) => ledger.slots[n.name] && healthDue(n, this.#decideConfig, now));
-    await inParallel(gated, NODE_WRITERS, async (n) => {
-      const pods = (await podsOnNode(this.#core, n.name)).filter(
-        (p) =>
-          p.metadata?.ownerReferences?.some((r) => r.controller && r.kind === 'DaemonSet') &&
-          !p.metadata?.deletionTimestamp,
-      );
-      const notReady = pods.filter(
-        (p) => !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
-      );
-      health.set(n.name, {
-        daemonSetPodsReady: notReady.length === 0,
-        detail:
-          notReady.length === 0
-            ? `${pods.length} ready`
-            : `${pods.length - notReady.length}/${pods.length} ready (waiting for ${notReady.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).join(', ')})`,
-      });
-    });
+    const names = new Set(gated.map((n) => n.name));
+    for (const name of this.#healthReads.keys()) if (!names.has(name)) this.#healthReads.delete(name);
+    const health = new Map<string, Health>();
+    for (const { name } of gated) {
+      const read = this.#healthReads.get(name);
+      if (read?.health) health.set(name, read.health);
+      if (!read || (!read.running && performance.now() - read.at >= HEALTH_REREAD_MS)) this.#readHealth(name);
+    }
     return health;
+  }
+
+  #readHealth(name: string): void {
+    const read = this.#healthReads.get(name) ?? { at: 0, running: true };
+    read.running = true;
+    this.#healthReads.set(name, read);
+    void this.#healthReaders
+      .run(async () => {
+        const pods = (await podsOnNode(this.#core, name)).filter(
+          (p) =>
+            p.metadata?.ownerReferences?.some((r) => r.controller && r.kind === 'DaemonSet') &&
+            !p.metadata?.deletionTimestamp,
+        );
+        const notReady = pods.filter(
+          (p) => !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        );
+        read.health = {
+          daemonSetPodsReady: notReady.length === 0,
+          detail:
+            notReady.length === 0
+              ? `${pods.length} ready`
+              : `${pods.length - notReady.length}/${pods.length} ready (waiting for ${notReady.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).join(', ')})`,
+        };
+      })
+      .catch((err) => {
+        this.#o.log('warn', 'reading DaemonSet pods at the health gate failed; will retry', {
+          node: name,
+          error: describeError(err),
+        });
+      })
+      .finally(() => {
+        read.running = false;
+        read.at = performance.now();
+        if (this.#acting()) this.#queue.add(KEY);
+      });
   }
 
   /** One conditional merge patch of a node's annotations and labels; the result updates the cache. */
@@ -443,14 +484,14 @@ export class Operator {
         this.#warnMalformed(view, action.reason);
         return false;
       case 'admit':
-        await this.#enterBeforeReboot(view, now);
+        await this.#enterAttempt(view, now);
         this.#o.metrics?.admissions.inc();
         this.#events.normal(view.name, 'Admitted', `admitted for reboot: ${action.reason}`);
         log('info', 'admitted', { node: view.name, reason: action.reason });
         return false;
       case 'transition': {
         if (action.to === Phase.beforeReboot) {
-          await this.#enterBeforeReboot(view, now);
+          await this.#enterAttempt(view, now);
           return false;
         }
         const annotations: Record<string, string | null> = this.#phase(action.to, action.reason, now);
@@ -506,23 +547,20 @@ export class Operator {
   }
 
   /**
-   * BeforeReboot; without before-reboot hooks there is nothing to wait for there, so Draining follows in
-   * the same step (the node's next version, still conditional) and the drain starts — rather than a
-   * pass later, then another (at 1,000 nodes, each pass between admission and drain cost ~1 s a node).
+   * The first phase of an attempt: BeforeReboot, where before-reboot hooks run; without hooks there is
+   * nothing to wait for there, so the node goes straight to Draining, in the one write, and the drain
+   * starts. (At 1,000 nodes, on an API server at full load, each extra write between admission and
+   * drain delayed the first wave by seconds.)
    */
-  async #enterBeforeReboot(view: NodeView, now: Date) {
-    const hooks = this.#o.config.beforeRebootAnnotations.length > 0;
-    const node = await this.#patch(
-      view,
-      this.#phase(Phase.beforeReboot, hooks ? 'admitted; before-reboot hooks run' : 'admitted', now),
-      hooks ? { [Labels.beforeReboot]: 'true' } : undefined,
-    );
-    if (hooks || !this.#acting()) return;
-    await this.#patch(
-      viewNode(node),
-      this.#phase(Phase.draining, 'admitted, no before-reboot hooks; draining', now),
-    );
-    this.#startDrain(view.name);
+  async #enterAttempt(view: NodeView, now: Date) {
+    if (this.#o.config.beforeRebootAnnotations.length > 0) {
+      await this.#patch(view, this.#phase(Phase.beforeReboot, 'admitted; before-reboot hooks run', now), {
+        [Labels.beforeReboot]: 'true',
+      });
+      return;
+    }
+    await this.#patch(view, this.#phase(Phase.draining, 'admitted, no before-reboot hooks; draining', now));
+    if (this.#acting()) this.#startDrain(view.name);
   }
 
   /**

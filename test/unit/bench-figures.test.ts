@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { replaceSection } from '../../bench/report.ts';
+import { histogramDelta, percentileBound, requestHistogram } from '../../bench/request-latency.ts';
 import {
   packedMakespanMs,
   percentile,
@@ -116,5 +117,45 @@ describe('replaceSection', () => {
     assert.match(next, /<!-- bench:x -->\nthree\n<!-- \/bench:x -->/);
     assert.match(next, /<!-- bench:y -->\ntwo\n<!-- \/bench:y -->/);
     assert.doesNotMatch(next, /one/);
+  });
+});
+
+describe('API server request latency from /metrics', () => {
+  const scrape = (fast: number, slow: number, inf: number) =>
+    [
+      '# HELP apiserver_request_duration_seconds ...',
+      `apiserver_request_duration_seconds_bucket{component="apiserver",resource="nodes",scope="resource",subresource="",verb="PATCH",version="v1",le="0.1"} ${fast}`,
+      `apiserver_request_duration_seconds_bucket{component="apiserver",resource="nodes",scope="resource",subresource="",verb="PATCH",version="v1",le="1"} ${slow}`,
+      `apiserver_request_duration_seconds_bucket{component="apiserver",resource="nodes",scope="resource",subresource="",verb="PATCH",version="v1",le="+Inf"} ${inf}`,
+      // Other verbs, resources and subresources are not counted.
+      'apiserver_request_duration_seconds_bucket{resource="nodes",subresource="status",verb="PATCH",le="0.1"} 99',
+      'apiserver_request_duration_seconds_bucket{resource="pods",subresource="",verb="PATCH",le="0.1"} 99',
+      'apiserver_request_duration_seconds_bucket{resource="nodes",subresource="",verb="GET",le="0.1"} 99',
+    ].join('\n');
+
+  it('reads the buckets of one verb and resource, sorted by bound', () => {
+    const h = requestHistogram(scrape(5, 8, 10), 'PATCH', 'nodes');
+    assert.deepEqual(
+      [...h],
+      [
+        [0.1, 5],
+        [1, 8],
+        [Number.POSITIVE_INFINITY, 10],
+      ],
+    );
+  });
+  it('counts what happened between two scrapes and bounds its percentiles', () => {
+    const h = histogramDelta(
+      requestHistogram(scrape(5, 8, 10), 'PATCH', 'nodes'),
+      requestHistogram(scrape(95, 107, 110), 'PATCH', 'nodes'),
+    );
+    // 100 requests: 90 under 0.1 s, 9 more under 1 s, 1 slower.
+    assert.equal(percentileBound(h, 50), 0.1);
+    assert.equal(percentileBound(h, 90), 0.1);
+    assert.equal(percentileBound(h, 99), 1);
+    assert.equal(percentileBound(h, 100), Number.POSITIVE_INFINITY);
+  });
+  it('has no percentile without requests', () => {
+    assert.ok(Number.isNaN(percentileBound(requestHistogram('', 'PATCH', 'nodes'), 99)));
   });
 });

@@ -32,7 +32,17 @@ export class RawApi {
   }
 
   /** One request; resolves with the parsed body, rejects with RawApiError on a non-2xx status. */
-  request<T = unknown>(method: string, path: string, body?: unknown, timeoutMs = 60_000): Promise<T> {
+  async request<T = unknown>(method: string, path: string, body?: unknown, timeoutMs = 60_000): Promise<T> {
+    const text = await this.#send(method, path, body, timeoutMs, 'application/json');
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** A GET of a plain-text endpoint (/metrics). */
+  text(path: string, timeoutMs = 60_000): Promise<string> {
+    return this.#send('GET', path, undefined, timeoutMs, 'text/plain');
+  }
+
+  #send(method: string, path: string, body: unknown, timeoutMs: number, accept: string): Promise<string> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = request(
@@ -42,7 +52,7 @@ export class RawApi {
           agent: this.#agent,
           timeout: timeoutMs,
           headers: {
-            accept: 'application/json',
+            accept,
             ...(payload === undefined
               ? {}
               : {
@@ -59,7 +69,7 @@ export class RawApi {
             const text = Buffer.concat(chunks).toString();
             const status = res.statusCode ?? 0;
             if (status < 200 || status >= 300) reject(new RawApiError(method, path, status, text));
-            else resolve((text ? JSON.parse(text) : undefined) as T);
+            else resolve(text);
           });
         },
       );

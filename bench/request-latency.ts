@@ -1,0 +1,42 @@
+/**
+ * The API server's own request latency (its apiserver_request_duration_seconds histogram from /metrics),
+ * between two scrapes: how long the server took to answer requests of one verb and resource, whoever
+ * sent them. Pure, so the parsing and the arithmetic are unit-tested.
+ */
+
+/** Cumulative bucket counts by upper bound (seconds; +Inf last), summed over every matching series. */
+export type Histogram = Map<number, number>;
+
+const SERIES = /^apiserver_request_duration_seconds_bucket\{([^}]*)\} (\S+)$/;
+
+/** The buckets of requests with this verb on this resource (no subresource) in a /metrics text. */
+export function requestHistogram(metrics: string, verb: string, resource: string): Histogram {
+  const buckets: Histogram = new Map();
+  for (const line of metrics.split('\n')) {
+    const m = SERIES.exec(line);
+    if (!m) continue;
+    const labels = Object.fromEntries(
+      [...(m[1] as string).matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1] as string, l[2] as string]),
+    );
+    if (labels.verb !== verb || labels.resource !== resource || (labels.subresource ?? '') !== '') continue;
+    const le = labels.le === '+Inf' ? Number.POSITIVE_INFINITY : Number(labels.le);
+    buckets.set(le, (buckets.get(le) ?? 0) + Number(m[2]));
+  }
+  return new Map([...buckets].sort((a, b) => a[0] - b[0]));
+}
+
+/** What was counted between `before` and `after`. */
+export function histogramDelta(before: Histogram, after: Histogram): Histogram {
+  return new Map([...after].map(([le, n]) => [le, n - (before.get(le) ?? 0)]));
+}
+
+/**
+ * The upper bound of the bucket that holds the `percent` percentile: the latency is at most this. NaN
+ * without any request.
+ */
+export function percentileBound(h: Histogram, percent: number): number {
+  const total = h.get(Number.POSITIVE_INFINITY) ?? 0;
+  if (total === 0) return Number.NaN;
+  for (const [le, n] of h) if (n >= (percent / 100) * total) return le;
+  return Number.POSITIVE_INFINITY;
+}
