@@ -19,7 +19,15 @@ import { WorkQueue } from '../kube/workqueue.ts';
 import { Limiter } from '../util/parallel.ts';
 import { parseMaxUnavailable } from './budget.ts';
 import type { OperatorConfig } from './config.ts';
-import { type Action, type DecideConfig, decide, type Health, healthDue, type Ledger } from './decide.ts';
+import {
+  type Action,
+  type DecideConfig,
+  decide,
+  type Health,
+  healthDue,
+  type Ledger,
+  missingHooks,
+} from './decide.ts';
 import { EventRecorder } from './events.ts';
 import { LedgerConflict, type LedgerStore, type LedgerVersion, LedgerStore as Store } from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
@@ -554,7 +562,12 @@ export class Operator {
    */
   async #enterAttempt(view: NodeView, now: Date) {
     if (this.#o.config.beforeRebootAnnotations.length > 0) {
-      await this.#patch(view, this.#phase(Phase.beforeReboot, 'admitted; before-reboot hooks run', now), {
+      // The reason decide() gives a node waiting here, so no second write follows to say it.
+      const missing = missingHooks(view, this.#o.config.beforeRebootAnnotations);
+      const reason = missing.length
+        ? `waiting for before-reboot hooks: ${missing.join(', ')}`
+        : 'admitted; before-reboot hooks done';
+      await this.#patch(view, this.#phase(Phase.beforeReboot, reason, now), {
         [Labels.beforeReboot]: 'true',
       });
       return;

@@ -126,7 +126,8 @@ function outsideAttempt(n: NodeView): boolean {
   return n.state === undefined || n.state === Phase.idle || n.state === Phase.pending;
 }
 
-function hooksDone(n: NodeView, keys: string[]): string[] {
+/** The hook annotations (keys) that do not read "true" on the node yet. */
+export function missingHooks(n: NodeView, keys: string[]): string[] {
   return keys.filter((k) => n.annotations[k] !== 'true');
 }
 
@@ -193,7 +194,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
         actions.push({ type: 'transition', node: name, to: Phase.beforeReboot, reason: 'admitted' });
         break;
       case Phase.beforeReboot: {
-        const missing = hooksDone(n, c.beforeRebootAnnotations);
+        const missing = missingHooks(n, c.beforeRebootAnnotations);
         if (missing.length === 0) {
           actions.push({
             type: 'transition',
@@ -285,7 +286,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
           break;
         }
         const waits: string[] = [];
-        const missing = hooksDone(n, c.afterRebootAnnotations);
+        const missing = missingHooks(n, c.afterRebootAnnotations);
         if (missing.length > 0) waits.push(`after-reboot hooks: ${missing.join(', ')}`);
         const readyFor = t - ms(n.readySince);
         wake(ms(n.readySince) + c.soakMs);
