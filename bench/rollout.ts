@@ -112,7 +112,8 @@ try {
   const processes: Record<string, number | undefined> = {
     ...Object.fromEntries(Object.entries(cluster.components).map(([name, c]) => [name, c.pid])),
     'nuo operator': operator.pid,
-    [`this benchmark: ${nodes} simulated hosts and agents, the checker, the observer`]: process.pid,
+    [`this benchmark: ${nodes} simulated hosts and agents, the checker`]: process.pid,
+    'the independent observer (bench/phase-observer.ts)': observed.pid,
   };
   const cpuAt = () =>
     Object.fromEntries(
