@@ -55,9 +55,9 @@ const MIN_RESYNC_MS = 20;
 const PASS_SPACING = 5;
 const MAX_PASS_SPACING_MS = 250;
 /**
- * Steps of nodes in an attempt in flight; the API server's default inflight
- * limit is 400. A first wave of 100 admissions behind 16 writers, each write ~0.5 s on an API server at
- * full load, took 7 s to start.
+ * Steps of nodes in an attempt in flight; the API server's default inflight limit is 400. Behind 16,
+ * a first wave of 100 admissions (each write ~0.5 s on an API server at full load) took 11 s to start
+ * draining; behind 64, 5–7 s.
  */
 const NODE_WRITERS = 64;
 /** Reads of DaemonSet pods at the health gate in flight, and how often a gated node's are read again. */
@@ -383,7 +383,7 @@ export class Operator {
   }
 
   #readHealth(name: string): void {
-    const read = this.#healthReads.get(name) ?? { at: 0, running: true };
+    const read = this.#healthReads.get(name) ?? { at: 0, running: false };
     read.running = true;
     this.#healthReads.set(name, read);
     void this.#healthReaders

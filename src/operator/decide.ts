@@ -294,15 +294,16 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
           waits.push(`soak (Ready ${Math.max(0, Math.floor(readyFor / 1000))}s of ${c.soakMs / 1000}s)`);
         // DaemonSet pods are read only once the soak is over (see healthDue): until then the soak waits.
         const health = snapshot.health.get(name);
-        const unread = !health && healthDue(n, c, now);
-        if (!health?.daemonSetPodsReady && healthDue(n, c, now))
+        const due = healthDue(n, c, now);
+        if (!health?.daemonSetPodsReady && due)
           waits.push(`DaemonSet pods: ${health?.detail ?? 'not checked yet'}`);
         if (n.rebootInProgress) waits.push('the agent to report after boot');
         if (waits.length === 0) {
           actions.push({ type: 'complete', node: name, reason: 'rebooted and healthy' });
-        } else if (!(unread && waits.length === 1)) {
+        } else if (!(due && !health && waits.length === 1)) {
           // Nothing is written while only the pods' first read is awaited: most nodes pass it, and
-          // their next write is the completion. The soak countdown changes every second: only the first entry into waiting is written.
+          // their next write is the completion. The soak countdown changes every second: only the
+          // first entry into waiting is written.
           const reason = `health gate: waiting for ${waits.map((w) => w.replace(/ \(Ready \d+s of/, ' (of')).join('; ')}`;
           if (n.stateReason !== reason) actions.push({ type: 'explain', node: name, reason });
         }
