@@ -143,8 +143,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   const results: RunResult[] = [];
   let logsKeptIn: string | undefined;
   let failed = false;
+  let env: Env | undefined;
   try {
-    const env = await prepare(cluster, names);
+    env = await prepare(cluster, names);
     for (let i = 0; i < o.runs; i++) {
       const plan = planRun(o.seed + i, names, o.maxUnavailable, timings);
       o.log(`run ${i + 1}/${o.runs} (seed ${plan.seed}):\n${describePlan(plan)}`);
@@ -161,6 +162,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     }
   } catch (err) {
     failed = true;
+    // What blocked it is usually in the workload's state (a pod never Ready, a PDB allowing nothing).
+    if (env) o.log(await workloadReport(cluster, env).catch((e) => `  (workload report failed: ${e})`));
     throw err;
   } finally {
     // Evidence first: the cluster's directory goes with it.
@@ -472,7 +475,7 @@ async function runOne(
   }
 }
 
-/** Pods, PDB and nodes as they are, for a run that did not finish (what blocks a drain is usually here). */
+/** Pods, PDB and nodes as they are, for a run that did not finish or failed (what blocks a drain is usually here). */
 async function workloadReport(cluster: LocalCluster, env: Env): Promise<string> {
   const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
   const pods = (await env.core.listNamespacedPod({ namespace: NAMESPACE })).items.map((p) => {
@@ -488,10 +491,14 @@ async function workloadReport(cluster: LocalCluster, env: Env): Promise<string> 
   const disrupted = Object.entries(s?.disruptedPods ?? {})
     .map(([pod, at]) => `${pod} since ${new Date(at as unknown as string).toISOString()}`)
     .join(', ');
+  const repaired = join(cluster.dir, 'logs', 'pod-readiness.log');
+  const repairs = existsSync(repaired) ? readFileSync(repaired, 'utf8').trim().split('\n').slice(-10) : [];
   return [
-    `  workload at the deadline: PDB web healthy ${s?.currentHealthy}/${s?.desiredHealthy} allowed ${s?.disruptionsAllowed}; disruptedPods: ${disrupted || 'none'}`,
+    `  workload now: PDB web healthy ${s?.currentHealthy}/${s?.desiredHealthy} allowed ${s?.disruptionsAllowed}; disruptedPods: ${disrupted || 'none'}`,
     ...pods,
     ...nodes,
+    `  pods the harness made Ready again, as a kubelet would (last ${repairs.length}):`,
+    ...repairs.map((l) => `    ${l}`),
   ].join('\n');
 }
 

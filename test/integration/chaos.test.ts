@@ -25,6 +25,9 @@ test(`chaos: ${RUNS} runs from seed ${SEED}, every fault kind injected, no viola
     nodes: NODES,
     maxUnavailable: 2,
     log: (line) => lines.push(line),
+  }).catch((err: Error) => {
+    // CI keeps only the failure's message: the runs so far and the workload's state go with it.
+    throw new Error(`${err.message}\n${lines.join('\n')}`, { cause: err });
   });
   const transcript = `\n${lines.join('\n')}\nreproduce: ${result.reproduce}`;
   const violations = result.runs.flatMap((r) =>

@@ -4,6 +4,8 @@
  * RBAC refuses a ServiceAccount what it was not granted, and ValidatingAdmissionPolicy is enforced.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import {
   AdmissionregistrationV1Api,
@@ -13,7 +15,8 @@ import {
   RbacAuthorizationV1Api,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { mergePatch } from '../../src/kube/patch.ts';
+import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
+import { KWOK_CUSTOM_STATUS } from '../../src/sim/cluster/cluster.ts';
 import { isReady } from '../../src/sim/cluster/nodes.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
@@ -119,6 +122,80 @@ describe('eviction', () => {
       const pods = await podsOf(ns, 'db');
       return pods.some((p) => p.metadata?.uid === victim?.metadata?.uid) ? undefined : true;
     });
+  });
+});
+
+describe('kubelet status sync (the harness plays it; KWOK does not)', () => {
+  const readiness = async (ns: string, name: string) =>
+    (await core.readNamespacedPodStatus({ name, namespace: ns })).status?.conditions?.find(
+      (c) => c.type === 'Ready',
+    )?.status;
+  // As the node-lifecycle controller's MarkPodsNotReady does: only the Ready condition, set False.
+  const markNotReady = (ns: string, name: string) =>
+    core.patchNamespacedPodStatus(
+      { name, namespace: ns, body: { status: { conditions: [{ type: 'Ready', status: 'False' }] } } },
+      strategicMergePatch,
+    );
+  const nodeReady = (name: string, ready: boolean) =>
+    core.patchNodeStatus(
+      {
+        name,
+        body: {
+          status: {
+            conditions: [
+              {
+                type: 'Ready',
+                status: ready ? 'True' : 'False',
+                reason: ready ? 'KubeletReady' : 'Rebooting',
+                lastHeartbeatTime: new Date(),
+                lastTransitionTime: new Date(),
+              },
+            ],
+          },
+        },
+      },
+      strategicMergePatch,
+    );
+
+  test('a running pod marked NotReady is Ready again once its node is Ready', async (t) => {
+    const ns = await namespace('kubelet-sync');
+    await apps.createNamespacedDeployment({ namespace: ns, body: deployment(ns, 'web', 1) });
+    await waitAvailable(apps, ns, 'web');
+    const [pod] = await podsOf(ns, 'web');
+    const name = pod?.metadata?.name ?? '';
+    const node = pod?.spec?.nodeName ?? '';
+
+    // On a Ready node: repaired, as a kubelet's next status sync would.
+    await markNotReady(ns, name);
+    await pollUntil('the pod on a Ready node to be Ready again', async () =>
+      (await readiness(ns, name)) === 'True' ? true : undefined,
+    );
+    await waitAvailable(apps, ns, 'web');
+
+    // On a node that is down (its status held as a rebooting host holds it), then back.
+    t.after(async () => {
+      await nodeReady(node, true);
+      await core.patchNode(
+        { name: node, body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: null } } } },
+        mergePatch,
+      );
+    });
+    await core.patchNode(
+      { name: node, body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: 'custom' } } } },
+      mergePatch,
+    );
+    await nodeReady(node, false);
+    await markNotReady(ns, name);
+    await nodeReady(node, true);
+    await core.patchNode(
+      { name: node, body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: null } } } },
+      mergePatch,
+    );
+    await pollUntil('the pod to be Ready again after its node came back', async () =>
+      (await readiness(ns, name)) === 'True' ? true : undefined,
+    );
+    const log = readFileSync(join(cluster.dir, 'logs', 'pod-readiness.log'), 'utf8');
+    assert.match(log, new RegExp(`${ns}/${name} on ${node}: Ready again`));
   });
 });
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { isReady, kwokNode } from '../../src/sim/cluster/nodes.ts';
+import { needsReadyAgain } from '../../src/sim/cluster/pod-readiness.ts';
 
 test('kwokNode marks the node for KWOK and labels zone, hostname and OS', () => {
   const node = kwokNode({ name: 'n-1', zone: 'zone-b', labels: { extra: 'x' } });
@@ -22,4 +24,24 @@ test('isReady reads the Ready condition', () => {
   for (const { conditions, want } of cases) {
     assert.equal(isReady({ status: { conditions } }), want, JSON.stringify(conditions));
   }
+});
+
+test('needsReadyAgain: only a running pod marked NotReady on a Ready node, as a kubelet would repair it', () => {
+  const readyNode = { status: { conditions: [{ type: 'Ready', status: 'True' }] } };
+  const downNode = { status: { conditions: [{ type: 'Ready', status: 'False' }] } };
+  const pod = (phase: string, ready: string | undefined, deleting = false): V1Pod => ({
+    metadata: { name: 'p', ...(deleting ? { deletionTimestamp: new Date() } : {}) },
+    status: { phase, ...(ready ? { conditions: [{ type: 'Ready', status: ready }] } : {}) },
+  });
+  const cases: { name: string; pod: V1Pod; node: V1Node | undefined; want: boolean }[] = [
+    { name: 'marked NotReady, node Ready', pod: pod('Running', 'False'), node: readyNode, want: true },
+    { name: 'marked NotReady, node down', pod: pod('Running', 'False'), node: downNode, want: false },
+    { name: 'marked NotReady, node unknown', pod: pod('Running', 'False'), node: undefined, want: false },
+    { name: 'already Ready', pod: pod('Running', 'True'), node: readyNode, want: false },
+    { name: 'no Ready condition yet', pod: pod('Running', undefined), node: readyNode, want: false },
+    { name: 'Pending: KWOK readies it', pod: pod('Pending', 'False'), node: readyNode, want: false },
+    { name: 'Succeeded', pod: pod('Succeeded', 'False'), node: readyNode, want: false },
+    { name: 'being deleted', pod: pod('Running', 'False', true), node: readyNode, want: false },
+  ];
+  for (const c of cases) assert.equal(needsReadyAgain(c.pod, c.node), c.want, c.name);
 });

@@ -1,7 +1,8 @@
 /**
  * A real Kubernetes control plane on loopback for tests, the demo and benchmarks: etcd,
  * kube-apiserver (TLS, RBAC, service-account tokens, default admission including
- * ValidatingAdmissionPolicy), kube-controller-manager, kube-scheduler and KWOK playing the kubelets.
+ * ValidatingAdmissionPolicy), kube-controller-manager, kube-scheduler and KWOK playing the kubelets,
+ * with the harness playing the part of a kubelet KWOK lacks (pod-readiness.ts).
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { adminKubeconfig, tokenKubeconfig } from './kubeconfig.ts';
 import { freePort, get, type Tls } from './net.ts';
 import { createNodes, type NodeSpec } from './nodes.ts';
 import { createPki, type Pki } from './pki.ts';
+import { PodReadinessKeeper } from './pod-readiness.ts';
 import { Component } from './process.ts';
 import { RawApi } from './raw-api.ts';
 import { reapAbandonedClusters } from './reaper.ts';
@@ -152,6 +154,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
   const health = {} as Record<ComponentName, () => Promise<boolean>>;
   const timeoutMs = options.startTimeoutMs ?? 60_000;
   let raw: RawApi | undefined;
+  let keeper: PodReadinessKeeper | undefined;
 
   const launch = async (name: ComponentName) => {
     const component = new Component({
@@ -281,6 +284,9 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
           : undefined,
       { timeoutMs },
     );
+    keeper = new PodReadinessKeeper(kubeconfig, join(logs, 'pod-readiness.log'));
+    await keeper.start();
+    const podReadiness = keeper;
 
     const cluster: LocalCluster = {
       dir,
@@ -327,6 +333,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
         await launch(name);
       },
       async stop() {
+        await podReadiness.stop();
         rawApi.close();
         await kubeconfig.close();
         await stopAll();
@@ -349,6 +356,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
     }
     return cluster;
   } catch (err) {
+    await keeper?.stop();
     raw?.close();
     const tails = Object.values(components)
       .map((c) => `--- ${c.name} ---\n${c.tail(15)}`)
