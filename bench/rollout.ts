@@ -178,7 +178,8 @@ try {
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   const command = `npm run bench:rollout -- --nodes ${nodes} --max-unavailable ${k} --reboot-time ${values['reboot-time']} --soak ${values.soak}${leaseSeconds === 40 ? '' : ` --lease-seconds ${leaseSeconds}`}`;
   publish({
-    id: `rollout-${nodes}`,
+    // One section per size at the headline reboot time (30 s); other reboot times get their own.
+    id: `rollout-${nodes}${rebootMs === 30_000 ? '' : `-reboot-${rebootMs / 1000}s`}`,
     title: `Rollout of ${nodes} simulated nodes (maxUnavailable ${k}, reboot ${rebootMs / 1000} s, soak ${soakMs / 1000} s)`,
     versions: cluster.binaries.versions,
     command,
