@@ -149,7 +149,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     for (let i = 0; i < o.runs; i++) {
       const plan = planRun(o.seed + i, names, o.maxUnavailable, timings);
       o.log(`run ${i + 1}/${o.runs} (seed ${plan.seed}):\n${describePlan(plan)}`);
+      const repairsBefore = readinessRepairs(cluster);
       const result = await runOne(cluster, env, i, plan, o.log, o.extraOperatorArgs ?? []);
+      const repairs = readinessRepairs(cluster) - repairsBefore;
       results.push(result);
       const outcome =
         result.violations.length === 0
@@ -157,7 +159,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
           : `${result.violations.length} VIOLATION(S):${result.violations.map((v) => `\n    ${v.at.toISOString()} ${v.rule}: ${v.detail}`).join('')}`;
       const d = result.drains;
       o.log(
-        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s; slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}`,
+        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s; slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}`,
       );
     }
   } catch (err) {
@@ -500,6 +502,15 @@ async function workloadReport(cluster: LocalCluster, env: Env): Promise<string> 
     `  pods the harness made Ready again, as a kubelet would (last ${repairs.length}):`,
     ...repairs.map((l) => `    ${l}`),
   ].join('\n');
+}
+
+/** Pods the harness has made Ready again so far (pod-readiness.ts): how often KWOK's gap mattered. */
+function readinessRepairs(cluster: LocalCluster): number {
+  const file = join(cluster.dir, 'logs', 'pod-readiness.log');
+  if (!existsSync(file)) return 0;
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(': Ready again')).length;
 }
 
 /** Drains as the run's operator replicas logged them (controller.ts: "reboot granted", "attempt aborted"). */
