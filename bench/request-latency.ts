@@ -40,3 +40,20 @@ export function percentileBound(h: Histogram, percent: number): number {
   for (const [le, n] of h) if (n >= (percent / 100) * total) return le;
   return Number.POSITIVE_INFINITY;
 }
+
+/** Evictions the API server refused with 429 (a PodDisruptionBudget allowed no disruption), in a /metrics text. */
+export function refusedEvictions(metrics: string): number {
+  let sum = 0;
+  for (const line of metrics.split('\n')) {
+    const m = /^apiserver_request_total\{([^}]*)\} (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels = m[1] as string;
+    if (
+      labels.includes('code="429"') &&
+      labels.includes('resource="pods"') &&
+      labels.includes('subresource="eviction"')
+    )
+      sum += Number(m[2]);
+  }
+  return sum;
+}

@@ -42,6 +42,11 @@ export class OperatorMetrics {
     help: 'pods evicted by drains',
     registers: [this.registry],
   });
+  readonly evictionsRefused = new Counter({
+    name: 'nuo_evictions_refused_total',
+    help: 'evictions a PodDisruptionBudget refused (429), each retried',
+    registers: [this.registry],
+  });
   readonly drainSeconds = new Histogram({
     name: 'nuo_drain_duration_seconds',
     help: 'drain duration by outcome',

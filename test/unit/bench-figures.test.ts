@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { replaceSection } from '../../bench/report.ts';
-import { histogramDelta, percentileBound, requestHistogram } from '../../bench/request-latency.ts';
+import {
+  histogramDelta,
+  percentileBound,
+  refusedEvictions,
+  requestHistogram,
+} from '../../bench/request-latency.ts';
 import {
   packedMakespanMs,
   percentile,
@@ -157,5 +162,19 @@ describe('API server request latency from /metrics', () => {
   });
   it('has no percentile without requests', () => {
     assert.ok(Number.isNaN(percentileBound(requestHistogram('', 'PATCH', 'nodes'), 99)));
+  });
+});
+
+describe('refusedEvictions', () => {
+  it('sums the 429 answers to pod evictions only', () => {
+    const text = [
+      '# TYPE apiserver_request_total counter',
+      'apiserver_request_total{code="429",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="eviction",verb="POST",version="v1"} 12',
+      'apiserver_request_total{code="429",component="apiserver",dry_run="",group="policy",resource="pods",scope="resource",subresource="eviction",verb="POST",version="v1"} 3',
+      'apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="eviction",verb="POST",version="v1"} 500',
+      'apiserver_request_total{code="429",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="PATCH",version="v1"} 7',
+    ].join('\n');
+    assert.equal(refusedEvictions(text), 15);
+    assert.equal(refusedEvictions(''), 0);
   });
 });
