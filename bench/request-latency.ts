@@ -7,20 +7,29 @@
 /** Cumulative bucket counts by upper bound (seconds; +Inf last), summed over every matching series. */
 export type Histogram = Map<number, number>;
 
-const SERIES = /^apiserver_request_duration_seconds_bucket\{([^}]*)\} (\S+)$/;
-
-/** The buckets of requests with this verb on this resource (no subresource) in a /metrics text. */
-export function requestHistogram(metrics: string, verb: string, resource: string): Histogram {
-  const buckets: Histogram = new Map();
+/** Each sample of the metric `name` in a /metrics text, with its labels. */
+function* samples(
+  metrics: string,
+  name: string,
+): Generator<{ labels: Record<string, string>; value: number }> {
+  const series = new RegExp(`^${name}\\{([^}]*)\\} (\\S+)$`);
   for (const line of metrics.split('\n')) {
-    const m = SERIES.exec(line);
+    const m = series.exec(line);
     if (!m) continue;
     const labels = Object.fromEntries(
       [...(m[1] as string).matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1] as string, l[2] as string]),
     );
+    yield { labels, value: Number(m[2]) };
+  }
+}
+
+/** The buckets of requests with this verb on this resource (no subresource) in a /metrics text. */
+export function requestHistogram(metrics: string, verb: string, resource: string): Histogram {
+  const buckets: Histogram = new Map();
+  for (const { labels, value } of samples(metrics, 'apiserver_request_duration_seconds_bucket')) {
     if (labels.verb !== verb || labels.resource !== resource || (labels.subresource ?? '') !== '') continue;
     const le = labels.le === '+Inf' ? Number.POSITIVE_INFINITY : Number(labels.le);
-    buckets.set(le, (buckets.get(le) ?? 0) + Number(m[2]));
+    buckets.set(le, (buckets.get(le) ?? 0) + value);
   }
   return new Map([...buckets].sort((a, b) => a[0] - b[0]));
 }
@@ -44,16 +53,9 @@ export function percentileBound(h: Histogram, percent: number): number {
 /** Evictions the API server refused with 429 (a PodDisruptionBudget allowed no disruption), in a /metrics text. */
 export function refusedEvictions(metrics: string): number {
   let sum = 0;
-  for (const line of metrics.split('\n')) {
-    const m = /^apiserver_request_total\{([^}]*)\} (\S+)$/.exec(line);
-    if (!m) continue;
-    const labels = m[1] as string;
-    if (
-      labels.includes('code="429"') &&
-      labels.includes('resource="pods"') &&
-      labels.includes('subresource="eviction"')
-    )
-      sum += Number(m[2]);
+  for (const { labels, value } of samples(metrics, 'apiserver_request_total')) {
+    if (labels.code === '429' && labels.resource === 'pods' && labels.subresource === 'eviction')
+      sum += value;
   }
   return sum;
 }

@@ -242,7 +242,7 @@ export class Drainer {
           const reason =
             code === 429 ? `blocked by PodDisruptionBudget ${pdb ?? '(unnamed)'}` : describeError(err);
           tracker.blocked(pod.uid, reason, pdb);
-          emit({ type: 'retry', pod, reason, retryInMs: item.delay });
+          emit({ type: 'retry', pod, reason, refusedByPdb: code === 429, retryInMs: item.delay });
           if (pdb) watchPdb(pdb);
           queue.push({
             value: pod,

@@ -46,6 +46,8 @@ export type DrainEvent =
       type: 'retry';
       pod: Pick<PodDecision, 'namespace' | 'name' | 'uid'>;
       reason: string;
+      /** The API server answered 429: a PodDisruptionBudget allowed no disruption now. */
+      refusedByPdb: boolean;
       retryInMs: number;
     };
 

@@ -664,7 +664,7 @@ export class Operator {
         node: name,
         signal: controller.signal,
         onEvent: (e) => {
-          if (e.type === 'retry' && e.reason.startsWith('blocked by PodDisruptionBudget')) refused++;
+          if (e.type === 'retry' && e.refusedByPdb) refused++;
         },
         options: {
           force: c.drainForce,

@@ -119,7 +119,10 @@ describe('drain', () => {
     const retries = events.filter((e) => e.type === 'retry');
     assert.ok(retries.length > 0, 'at least one eviction was refused by the PDB');
     assert.ok(
-      retries.every((e) => e.type === 'retry' && e.reason === `blocked by PodDisruptionBudget ${ns}/web`),
+      retries.every(
+        (e) =>
+          e.type === 'retry' && e.refusedByPdb && e.reason === `blocked by PodDisruptionBudget ${ns}/web`,
+      ),
       JSON.stringify(retries),
     );
     assert.ok(minAvailable >= 3, `availability never dropped below 3 (saw ${minAvailable})`);
