@@ -56,6 +56,17 @@ export const Labels = {
   osVersion: 'nuo.dev/os-version',
 } as const;
 
+/** Node taints. */
+export const Taints = {
+  /**
+   * operator: PreferNoSchedule on a node that waits for its reboot (not while paused), removed in the
+   * write that ends its attempt. The scheduler then places pods evicted from draining nodes on nodes
+   * already done (or not due) where it can, so a pod is evicted once per rollout, not once per wave
+   * (kured's --prefer-no-schedule-taint, on by default here: it only scores, never blocks).
+   */
+  rebootPending: 'nuo.dev/reboot-pending',
+} as const;
+
 /** operator: `plan.nuo.dev/<plan>` = hash of the plan applied to the node. */
 export const planLabel = (plan: string) => `plan.nuo.dev/${plan}`;
 

@@ -2,7 +2,7 @@
  * Cordon and uncordon that undo only nuo's own cordon. The cordon and its `cordoned-by-nuo` record are
  * one conditional write (resourceVersion), so the record can never disagree with what nuo changed.
  */
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
 import { Annotations } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
@@ -66,6 +66,8 @@ export async function cordon(core: CoreV1Api, name: string): Promise<CordonResul
 export interface AlsoWrite {
   annotations?: Record<string, string | null>;
   labels?: Record<string, string | null>;
+  /** The node's whole taint list to write (a merge patch replaces a list), computed from the node as read. */
+  taints?: V1Taint[];
 }
 
 /**
@@ -89,10 +91,14 @@ export async function uncordonWith(
     if (!ours && !also) return { done: result };
     const extra = also?.(node);
     const annotations = { ...extra?.annotations, ...(ours ? { [Annotations.cordonedByNuo]: null } : {}) };
+    const spec = {
+      ...(ours ? { unschedulable: false } : {}),
+      ...(extra?.taints ? { taints: extra.taints } : {}),
+    };
     return {
       patch: {
         metadata: { annotations, ...(extra?.labels ? { labels: extra.labels } : {}) },
-        ...(ours ? { spec: { unschedulable: false } } : {}),
+        ...(Object.keys(spec).length ? { spec } : {}),
       },
       result,
     };

@@ -35,6 +35,8 @@ export interface OperatorConfig {
   namespace: string;
   /** Cluster-wide pause: nothing new is admitted. */
   paused: boolean;
+  /** Taint nodes that wait for a reboot PreferNoSchedule, so evicted pods prefer nodes already done. */
+  pendingTaint: boolean;
 }
 
 type Kind = 'string' | 'duration' | 'list' | 'bool' | 'int';
@@ -165,6 +167,13 @@ export const FIELDS: Field[] = [
     kind: 'bool',
     default: 'false',
     help: 'admit no node (cluster-wide pause)',
+  },
+  {
+    key: 'pendingTaint',
+    flag: 'pending-taint',
+    kind: 'bool',
+    default: 'true',
+    help: 'taint nodes waiting for a reboot nuo.dev/reboot-pending:PreferNoSchedule, so pods evicted by drains land on nodes already done',
   },
 ];
 

@@ -31,7 +31,7 @@ import {
 import { EventRecorder } from './events.ts';
 import { LedgerConflict, type LedgerStore, type LedgerVersion, LedgerStore as Store } from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
-import { type NodeView, sameView, slimNode, viewNode } from './node-view.ts';
+import { type NodeView, sameView, slimNode, viewNode, withPendingTaint } from './node-view.ts';
 
 export interface OperatorOptions {
   kubeconfig: KubeConfig;
@@ -417,11 +417,16 @@ export class Operator {
       });
   }
 
-  /** One conditional merge patch of a node's annotations and labels; the result updates the cache. */
+  /**
+   * One conditional merge patch of a node's annotations and labels, and its reboot-pending taint when
+   * `taint` says so (the whole taint list as read, so the resourceVersion guards an admin's taints too);
+   * the result updates the cache.
+   */
   async #patch(
     view: NodeView,
     annotations: Record<string, string | null>,
     labels?: Record<string, string | null>,
+    taint?: boolean,
   ) {
     try {
       const node = await this.#core.patchNode(
@@ -429,6 +434,7 @@ export class Operator {
           name: view.name,
           body: {
             metadata: { resourceVersion: view.resourceVersion, annotations, ...(labels ? { labels } : {}) },
+            ...(taint === undefined ? {} : { spec: { taints: withPendingTaint(view.taints, taint) } }),
           },
         },
         mergePatch,
@@ -484,12 +490,15 @@ export class Operator {
     const c = this.#o.config;
     switch (action.type) {
       case 'pending':
-        await this.#patch(view, this.#phase(Phase.pending, action.reason, now));
+        await this.#patch(view, this.#phase(Phase.pending, action.reason, now), undefined, action.taint);
         this.#warnMalformed(view, action.reason);
         return false;
       case 'explain':
-        await this.#patch(view, { [Annotations.stateReason]: action.reason });
+        await this.#patch(view, { [Annotations.stateReason]: action.reason }, undefined, action.taint);
         this.#warnMalformed(view, action.reason);
+        return false;
+      case 'taint':
+        await this.#patch(view, {}, undefined, action.present);
         return false;
       case 'admit':
         await this.#enterAttempt(view, now);
@@ -514,7 +523,7 @@ export class Operator {
           labels[Labels.beforeReboot] = null;
           labels[Labels.afterReboot] = null;
         }
-        await this.#patch(view, annotations, Object.keys(labels).length ? labels : undefined);
+        await this.#patch(view, annotations, Object.keys(labels).length ? labels : undefined, action.taint);
         if (action.to === Phase.draining) this.#startDrain(view.name);
         if (action.failed) {
           this.#o.metrics?.failures.inc();
@@ -532,7 +541,7 @@ export class Operator {
         await this.#abortNode(view, action.reason);
         return true;
       case 'complete': {
-        await this.#endAttempt(view, () => ({
+        await this.#endAttempt(view, (fresh) => ({
           annotations: {
             ...this.#phase(Phase.idle, action.reason, now),
             [Annotations.rebootOk]: null,
@@ -540,6 +549,8 @@ export class Operator {
             [Annotations.rebootRequested]: null,
           },
           labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
+          // Done: pods are welcome here again, and preferred over nodes still waiting.
+          ...(fresh.pendingTaint ? { taints: withPendingTaint(fresh.taints, false) } : {}),
         }));
         this.#o.metrics?.completions.inc();
         this.#events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');

@@ -57,9 +57,20 @@ export type Action =
   /** Reserve a slot in the ledger, then move the node to BeforeReboot. */
   | { type: 'admit'; node: string; reason: string }
   /** Change the node's phase (and reason), with the protocol keys that go with it. */
-  | { type: 'transition'; node: string; to: Phase; reason: string; clearGrant?: boolean; failed?: boolean }
+  | {
+      type: 'transition';
+      node: string;
+      to: Phase;
+      reason: string;
+      clearGrant?: boolean;
+      failed?: boolean;
+      /** Add (true) or remove (false) the reboot-pending taint in the same write. */
+      taint?: boolean;
+    }
   /** Update only the reason of a waiting node (written only when it changed). */
-  | { type: 'explain'; node: string; reason: string }
+  | { type: 'explain'; node: string; reason: string; taint?: boolean }
+  /** Add or remove the reboot-pending taint of a node outside an attempt, nothing else. */
+  | { type: 'taint'; node: string; present: boolean }
   /** Run the drain engine for a node in Draining. */
   | { type: 'drain'; node: string }
   /** Release the slot of a node whose attempt was aborted (hook timeout), uncordon nuo's cordon, Pending. */
@@ -69,7 +80,7 @@ export type Action =
   /** A ledger entry without a live attempt behind it (deleted node, or a node already Idle). */
   | { type: 'release'; node: string; reason: string }
   /** A freshly needing node enters Pending. */
-  | { type: 'pending'; node: string; reason: string };
+  | { type: 'pending'; node: string; reason: string; taint?: boolean };
 
 export interface Decision {
   actions: Action[];
@@ -384,6 +395,22 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     // A node cordoned by someone else already counts as unavailable; admitting it uses no new slot.
     if (!unavailableWithoutSlot(n)) used++;
     admittedThisPass++;
+  }
+
+  // The reboot-pending taint: on every node outside an attempt that waits for a reboot, on no other node
+  // outside one (nodes in an attempt keep what they had until the write that ends it removes it). It
+  // rides on the node's write of this pass where there is one.
+  const admitted = new Set(actions.filter((a) => a.type === 'admit').map((a) => a.node));
+  for (const n of snapshot.nodes) {
+    if (holders.has(n.name) || admitted.has(n.name)) continue;
+    const want = c.pendingTaint && !n.paused && c.eligible(n.labels) && needsReboot(n) !== undefined;
+    if (n.pendingTaint === want) continue;
+    const write = actions.find(
+      (a): a is Extract<Action, { type: 'pending' | 'explain' | 'transition' }> =>
+        a.node === n.name && (a.type === 'pending' || a.type === 'explain' || a.type === 'transition'),
+    );
+    if (write) write.taint = want;
+    else actions.push({ type: 'taint', node: n.name, present: want });
   }
 
   return {

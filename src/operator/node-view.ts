@@ -2,8 +2,8 @@
  * A Node read through the nuo protocol. Malformed values never throw: each becomes a `problem` (shown on
  * the node and in status) and the safe reading (paused when unsure; not needed; no request).
  */
-import type { V1Node } from '@kubernetes/client-node';
-import { Annotations, Labels } from '../api/keys.ts';
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import { Annotations, Labels, Taints } from '../api/keys.ts';
 import { isPhase, type Phase } from '../api/phases.ts';
 
 export interface NodeView {
@@ -15,6 +15,10 @@ export interface NodeView {
   readySince?: Date;
   unschedulable: boolean;
   cordonedByNuo: boolean;
+  /** The node's taints as read (a taint change is a conditional write of the whole list). */
+  taints: V1Taint[];
+  /** It carries nuo's PreferNoSchedule taint for nodes waiting for a reboot. */
+  pendingTaint: boolean;
   bootId: string;
   rebootNeeded: boolean;
   rebootNeededReason?: string;
@@ -74,6 +78,8 @@ export function viewNode(node: V1Node): NodeView {
     readySince: lastTransition ? new Date(lastTransition) : undefined,
     unschedulable: node.spec?.unschedulable === true,
     cordonedByNuo: a[Annotations.cordonedByNuo] === 'true',
+    taints: node.spec?.taints ?? [],
+    pendingTaint: (node.spec?.taints ?? []).some((t) => t.key === Taints.rebootPending),
     bootId: node.status?.nodeInfo?.bootID ?? '',
     rebootNeeded: bool(a[Annotations.rebootNeeded], Annotations.rebootNeeded, problems, false),
     rebootNeededReason: a[Annotations.rebootNeededReason],
@@ -111,4 +117,13 @@ export function slimNode(node: V1Node): V1Node {
  */
 export function sameView(a: NodeView, b: NodeView): boolean {
   return JSON.stringify({ ...a, resourceVersion: '' }) === JSON.stringify({ ...b, resourceVersion: '' });
+}
+
+/**
+ * The node's taints with nuo's reboot-pending taint present or not, every other taint as it was: written
+ * whole (a merge patch replaces a list) in a write conditional on the resourceVersion they were read at.
+ */
+export function withPendingTaint(taints: readonly V1Taint[], present: boolean): V1Taint[] {
+  const others = taints.filter((t) => t.key !== Taints.rebootPending);
+  return present ? [...others, { key: Taints.rebootPending, effect: 'PreferNoSchedule' }] : others;
 }

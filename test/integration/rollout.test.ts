@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { AppsV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
-import { Annotations } from '../../src/api/keys.ts';
+import { AppsV1Api, CoreV1Api, PolicyV1Api, type V1Pod, Watch } from '@kubernetes/client-node';
+import { Annotations, Taints } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
@@ -120,6 +120,67 @@ describe('rollout', () => {
     }
   });
 
+  test('nodes waiting for their reboot are tainted PreferNoSchedule, so an evicted pod is not evicted again', async () => {
+    // Zones alternate a, b, c: nodes 0 and 3 share zone a, 1 and 4 zone b. Spreading by zone, the
+    // scheduler would put a pod evicted from node-0 on node-3, which drains next; tainted, it does not.
+    const waiting = ['node-0', 'node-1', 'node-3', 'node-4'];
+    const admins = { key: 'example.com/admin', effect: 'PreferNoSchedule' };
+    await core.patchNode({ name: 'node-3', body: { spec: { taints: [admins] } } }, mergePatch);
+    const taintsOf = async (name: string) => (await core.readNode({ name })).spec?.taints ?? [];
+    const tainted = async (name: string) =>
+      (await taintsOf(name)).some((t) => t.key === Taints.rebootPending);
+    // Pods created once the drains begin, and those of them deleted again before the rollout ended.
+    const created = new Set<string>();
+    const deleted = new Set<string>();
+    const watch = await new Watch(cluster.kubeconfig).watch(
+      '/api/v1/namespaces/app/pods',
+      {},
+      (type: string, pod: V1Pod) => {
+        const name = pod.metadata?.name ?? '';
+        if (type === 'ADDED') created.add(name);
+        if (type === 'DELETED') deleted.add(name);
+      },
+      () => {},
+    );
+    try {
+      // Paused cluster-wide, nuo admits nobody: the four nodes wait, tainted.
+      const f = await newFleet(1);
+      f.startOperator('op-a', ['--max-unavailable=1', '--paused=true', ...FAST]);
+      f.stageUpdates(waiting);
+      await pollUntil('the waiting nodes to be tainted', async () => {
+        for (const n of waiting) if (!(await tainted(n))) return undefined;
+        return true;
+      });
+      for (const n of ['node-2', 'node-5'])
+        assert.equal(await tainted(n), false, `${n} needs no reboot: untainted`);
+      created.clear();
+      await f.killOperator('op-a');
+      f.startOperator('op-b', ['--max-unavailable=1', ...FAST]);
+      await pollUntil(
+        'the four nodes rebooted once and back to Idle',
+        async () => {
+          const states = await nodeStates();
+          const done = waiting.every(
+            (n) => f.checker.rebootsOf(n) === 1 && states.find((s) => s.name === n)?.state === Phase.idle,
+          );
+          return done ? true : undefined;
+        },
+        { timeoutMs: 240_000, intervalMs: 250 },
+      );
+      assertSafe(f);
+      assert.ok(created.size > 0, 'the drains evicted pods, and their replacements were created');
+      const evictedAgain = [...created].filter((p) => deleted.has(p));
+      assert.deepEqual(evictedAgain, [], 'no replacement pod landed on a node that was still to drain');
+      for (const n of waiting) assert.equal(await tainted(n), false, `${n}: taint removed once done`);
+      assert.ok(
+        (await taintsOf('node-3')).some((t) => t.key === admins.key),
+        "node-3: nuo's taint removed, the admin's kept",
+      );
+    } finally {
+      watch.abort();
+      await core.patchNode({ name: 'node-3', body: { spec: { taints: null } } }, mergePatch);
+    }
+  });
   test('a node that never comes back keeps its slot; the others wait, and the reason is visible', async () => {
     const f = await newFleet(1, { behaviours: { 'node-0': RebootBehaviour.neverReturns } });
     f.startOperator('op-a', ['--max-unavailable=1', '--return-timeout=3s', '--reboot-timeout=3s', ...FAST]);

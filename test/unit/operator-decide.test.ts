@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it, test } from 'node:test';
-import type { V1Node, V1NodeCondition, V1NodeSystemInfo } from '@kubernetes/client-node';
-import { Annotations } from '../../src/api/keys.ts';
+import type { V1Node, V1NodeCondition, V1NodeSystemInfo, V1Taint } from '@kubernetes/client-node';
+import { Annotations, Taints } from '../../src/api/keys.ts';
 import { PHASES, Phase } from '../../src/api/phases.ts';
 import { parseSelector } from '../../src/kube/selector.ts';
 import { budgetSlots, parseMaxUnavailable } from '../../src/operator/budget.ts';
@@ -13,7 +13,7 @@ import {
   type Ledger,
   type Snapshot,
 } from '../../src/operator/decide.ts';
-import { sameView, slimNode, viewNode } from '../../src/operator/node-view.ts';
+import { sameView, slimNode, viewNode, withPendingTaint } from '../../src/operator/node-view.ts';
 
 const NOW = new Date('2026-11-21T12:00:00Z');
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
@@ -31,6 +31,7 @@ const config: DecideConfig = {
   retryBackoffMs: 60_000,
   retryBackoffMaxMs: 3_600_000,
   paused: false,
+  pendingTaint: false,
 };
 
 interface NodeOpts {
@@ -40,11 +41,12 @@ interface NodeOpts {
   readySince?: string;
   unschedulable?: boolean;
   bootId?: string;
+  taints?: V1Taint[];
 }
 function node(name: string, o: NodeOpts = {}): V1Node {
   return {
     metadata: { name, resourceVersion: '1', annotations: o.annotations ?? {}, labels: o.labels ?? {} },
-    spec: { unschedulable: o.unschedulable },
+    spec: { unschedulable: o.unschedulable, ...(o.taints ? { taints: o.taints } : {}) },
     status: {
       nodeInfo: { bootID: o.bootId ?? 'boot-1' } as never,
       conditions: [
@@ -301,6 +303,103 @@ describe('decide: admission', () => {
       }),
     ]);
     assert.deepEqual(fixed.actions, [{ type: 'explain', node: 'a', reason: 'no reboot needed' }]);
+  });
+});
+
+describe('decide: the reboot-pending taint', () => {
+  const pendingTaint = { key: Taints.rebootPending, effect: 'PreferNoSchedule' };
+  const admins = { key: 'dedicated', value: 'db', effect: 'NoSchedule' };
+  const busy = { b: { since: ago(5) } };
+  const holder = node('b', { annotations: state(Phase.draining, 5) });
+  const taintOf = (actions: Action[], name: string) => {
+    const a = actions.find((x) => x.node === name);
+    if (!a) return 'no write';
+    if (a.type === 'taint') return a.present;
+    return 'taint' in a ? (a.taint ?? 'unchanged') : 'unchanged';
+  };
+  test('is on every node that waits for a reboot, on no other node outside an attempt', () => {
+    const table: Array<[string, NodeOpts, ReturnType<typeof taintOf>]> = [
+      ['needs a reboot, no slot free: Pending and tainted in one write', { annotations: needs }, true],
+      [
+        'waits in Pending with its reason written, untainted (an operator upgraded, an admin removed it)',
+        {
+          annotations: {
+            ...needs,
+            ...state(Phase.pending, 10, {
+              [Annotations.stateReason]: 'waiting for a free slot (maxUnavailable 1)',
+            }),
+          },
+        },
+        true,
+      ],
+      [
+        'waits tainted: nothing to write',
+        {
+          annotations: {
+            ...needs,
+            ...state(Phase.pending, 10, {
+              [Annotations.stateReason]: 'waiting for a free slot (maxUnavailable 1)',
+            }),
+          },
+          taints: [admins, pendingTaint],
+        },
+        'no write',
+      ],
+      [
+        'no longer needs a reboot: back to Idle without the taint, in one write',
+        { annotations: state(Phase.pending, 10), taints: [pendingTaint] },
+        false,
+      ],
+      [
+        'Idle and tainted (the need withdrawn long ago): the taint goes',
+        { taints: [pendingTaint, admins] },
+        false,
+      ],
+      ['Idle, untainted: nothing', {}, 'no write'],
+      [
+        'paused: leave it alone, and pods may land on it',
+        { annotations: { ...needs, [Annotations.paused]: 'true' }, taints: [pendingTaint] },
+        false,
+      ],
+    ];
+    for (const [what, opts, want] of table) {
+      const d = run([holder, node('a', opts)], {
+        ledger: { slots: busy },
+        draining: ['b'],
+        cfg: { pendingTaint: true },
+      });
+      assert.equal(taintOf(d.actions, 'a'), want, what);
+    }
+  });
+  test('a node admitted or in an attempt is not written for its taint; off means none anywhere', () => {
+    const admitted = run([node('a', { annotations: needs })], { cfg: { pendingTaint: true } });
+    assert.deepEqual(admitted.actions, [{ type: 'admit', node: 'a', reason: 'reboot needed' }]);
+    const inAttempt = run([node('b', { annotations: state(Phase.draining, 5), taints: [pendingTaint] })], {
+      ledger: { slots: busy },
+      draining: ['b'],
+      cfg: { pendingTaint: true },
+    });
+    assert.deepEqual(inAttempt.actions, []);
+    const off = run([holder, node('a', { annotations: needs, taints: [pendingTaint] })], {
+      ledger: { slots: busy },
+      draining: ['b'],
+    });
+    assert.equal(taintOf(off.actions, 'a'), false, 'turned off: nuo removes the taints it set');
+    const outside = run(
+      [holder, node('a', { annotations: needs, taints: [pendingTaint], labels: { pool: 'db' } })],
+      {
+        ledger: { slots: busy },
+        draining: ['b'],
+        cfg: { pendingTaint: true, eligible: parseSelector('pool!=db') },
+      },
+    );
+    assert.equal(taintOf(outside.actions, 'a'), false, 'a node nuo does not manage loses the taint');
+  });
+  test('withPendingTaint keeps every other taint as it was', () => {
+    assert.deepEqual(withPendingTaint([admins], true), [admins, pendingTaint]);
+    assert.deepEqual(withPendingTaint([pendingTaint, admins], true), [admins, pendingTaint]);
+    assert.deepEqual(withPendingTaint([pendingTaint, admins], false), [admins]);
+    assert.deepEqual(withPendingTaint([], false), []);
   });
 });
 
