@@ -49,6 +49,11 @@ export interface DrainRequest {
   signal?: AbortSignal;
   /** Cordon, list and plan only; evict nothing. */
   dryRun?: boolean;
+  /**
+   * The caller made the node unschedulable in a write of its own (the operator cordons in the write that
+   * starts the drain): skip the cordon's read.
+   */
+  cordoned?: boolean;
   onEvent?: (event: DrainEvent) => void;
   onProgress?: (progress: DrainProgress) => void;
 }
@@ -137,7 +142,7 @@ export class Drainer {
       let cordoned = false;
       if (request.dryRun) {
         await this.#core.readNode({ name: node });
-      } else {
+      } else if (!request.cordoned) {
         cordoned = (await cordon(this.#core, node)).changed;
         emit({ type: 'cordoned', node, changed: cordoned });
       }
@@ -168,7 +173,8 @@ export class Drainer {
         };
       };
       if (!plan.canProceed) return finish(DrainOutcome.refused);
-      if (request.dryRun) return finish(DrainOutcome.drained);
+      // Nothing to evict (most nodes of a rollout hold only DaemonSet pods): no watch, no second list.
+      if (request.dryRun || tracker.left() === 0) return finish(DrainOutcome.drained);
 
       await Promise.all([
         this.#evictAll(tracker, options, stop.signal, emit, flight),

@@ -60,6 +60,7 @@ export type Rule = Violation['rule'];
 export const RULES: readonly Rule[] = [
   'budget',
   'reboot-without-grant',
+  'reboot-not-drained',
   'double-reboot',
   'admin-cordon-removed',
   'cordon-left',

@@ -1,7 +1,7 @@
 /**
  * The independent safety checker: watches every Node on its own (sharing nothing with the operator) and
  * records each violation of DESIGN.md's rules it can see — more nodes disrupted than the budget, a
- * reboot without a grant, a node rebooted twice for one need, an admin's cordon removed, nuo's cordon
+ * reboot without a grant or of a node left schedulable (so never drained), a node rebooted twice for one need, an admin's cordon removed, nuo's cordon
  * left behind after the rollout.
  */
 import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
@@ -13,6 +13,7 @@ export interface Violation {
   rule:
     | 'budget'
     | 'reboot-without-grant'
+    | 'reboot-not-drained'
     | 'double-reboot'
     | 'admin-cordon-removed'
     | 'cordon-left'
@@ -62,20 +63,24 @@ export class SafetyChecker {
   }
 
   /**
-   * Called by the simulated host at the moment it reboots. The grant must be in the API by then; the
-   * checker's own watch may lag the agent's by a few milliseconds, so a cache miss is confirmed with a
-   * read before it counts (the grant is withdrawn only after the boot ID changes, later than this read).
+   * Called by the simulated host at the moment it reboots. The grant must be in the API by then, and the
+   * node cordoned (a drained node is unschedulable until its attempt ends); the checker's own watch may
+   * lag the agent's by a few milliseconds, so a cache miss is confirmed with a read before it counts (the
+   * grant is withdrawn and the cordon undone only after the boot ID changes, later than this read).
    */
   onReboot(node: string): void {
     const granted = (n: V1Node | undefined) => n?.metadata?.annotations?.[Annotations.rebootOk] === 'true';
-    if (!granted(this.#informer.get(node))) {
+    const cordoned = (n: V1Node | undefined) => n?.spec?.unschedulable === true;
+    const cached = this.#informer.get(node);
+    if (!granted(cached) || !cordoned(cached)) {
       this.#pending.push(
         this.#core
           .readNode({ name: node })
-          .then((n) => granted(n))
-          .catch(() => false)
-          .then((ok) => {
-            if (!ok) this.#violate('reboot-without-grant', `${node} rebooted without nuo.dev/reboot-ok`);
+          .catch(() => undefined)
+          .then((n) => {
+            if (!granted(n))
+              this.#violate('reboot-without-grant', `${node} rebooted without nuo.dev/reboot-ok`);
+            if (!cordoned(n)) this.#violate('reboot-not-drained', `${node} rebooted while schedulable`);
           }),
       );
     }

@@ -260,7 +260,8 @@ describe('drain', () => {
 
   test("the end of an attempt and the undoing of its cordon are one write; an admin's cordon stays", async (t) => {
     t.after(() => setUnschedulable('node-2', false));
-    const also = () => ({ annotations: { 'example.com/attempt': 'over' } });
+    const kept = { key: 'example.com/kept', effect: 'PreferNoSchedule' };
+    const also = () => ({ annotations: { 'example.com/attempt': 'over' }, taints: [kept] });
     await cordon(core, 'node-2');
     // ours.node is the answer to the one PATCH: both changes in it.
     const ours = await uncordonWith(core, 'node-2', also);
@@ -268,6 +269,11 @@ describe('drain', () => {
     assert.ok(!ours.node.spec?.unschedulable);
     assert.equal(ours.node.metadata?.annotations?.[Annotations.cordonedByNuo], undefined);
     assert.equal(ours.node.metadata?.annotations?.['example.com/attempt'], 'over');
+    assert.deepEqual(
+      ours.node.spec?.taints?.map((t) => t.key),
+      [kept.key],
+      'the taints given are written whole in the same write',
+    );
 
     await setUnschedulable('node-2', true);
     const admin = await uncordonWith(core, 'node-2', () => ({
@@ -294,6 +300,22 @@ describe('drain', () => {
     assert.notEqual((await core.readNode({ name: 'node-0' })).spec?.unschedulable, true);
     assert.equal((await podsOnNode(core, 'node-0', 'app=api')).length, 3);
     await apps.deleteNamespacedDeployment({ name: 'api', namespace: ns });
+  });
+
+  test('a caller that cordoned the node in a write of its own: the drain skips its cordon', async (t) => {
+    t.after(() => resetNode('node-1'));
+    const ns = await namespace('precordoned');
+    await deployOn('node-1', ns, 'solo', 1);
+    const [pod] = await podsOnNode(core, 'node-1', 'app=solo');
+    const events: DrainEvent[] = [];
+    const result = await drainer.drain({ node: 'node-1', cordoned: true, onEvent: (e) => events.push(e) });
+    assert.equal(result.outcome, DrainOutcome.drained, result.message);
+    assert.equal(result.cordoned, false);
+    assert.equal(events.filter((e) => e.type === 'cordoned').length, 0, 'the drain did not cordon');
+    assert.notEqual((await core.readNode({ name: 'node-1' })).spec?.unschedulable, true, 'so nothing did');
+    const gone = result.pods.find((p) => p.uid === pod?.metadata?.uid);
+    assert.equal(gone?.phase, 'gone', 'and it still evicted the pod');
+    await apps.deleteNamespacedDeployment({ name: 'solo', namespace: ns });
   });
 
   test('110 pods on one node drain in parallel, within the concurrency bound', async (t) => {
