@@ -50,12 +50,14 @@ export function percentileBound(h: Histogram, percent: number): number {
   return Number.POSITIVE_INFINITY;
 }
 
-/** Evictions the API server refused with 429 (a PodDisruptionBudget allowed no disruption), in a /metrics text. */
-export function refusedEvictions(metrics: string): number {
+/**
+ * Pod evictions the API server answered with this status code, in a /metrics text: "429" a
+ * PodDisruptionBudget refused, "201" it granted (each one a pod gone, and a replacement made).
+ */
+export function evictions(metrics: string, code: string): number {
   let sum = 0;
   for (const { labels, value } of samples(metrics, 'apiserver_request_total')) {
-    if (labels.code === '429' && labels.resource === 'pods' && labels.subresource === 'eviction')
-      sum += value;
+    if (labels.code === code && labels.resource === 'pods' && labels.subresource === 'eviction') sum += value;
   }
   return sum;
 }

@@ -31,7 +31,7 @@ import { deployment, waitAvailable } from '../src/sim/workload.ts';
 import { parseDuration } from '../src/util/duration.ts';
 import { pollUntil } from '../src/util/poll.ts';
 import { publish } from './report.ts';
-import { histogramDelta, percentileBound, refusedEvictions, requestHistogram } from './request-latency.ts';
+import { evictions, histogramDelta, percentileBound, requestHistogram } from './request-latency.ts';
 import { packedMakespanMs, rolloutFigures, type Transition } from './rollout-figures.ts';
 
 const { values } = parseArgs({
@@ -161,7 +161,7 @@ try {
     const bound = (q: number) => `≤ ${percentileBound(h, q) * 1000} ms`;
     return `${bound(50)} / ${bound(99)} (${h.get(Number.POSITIVE_INFINITY) ?? 0} requests)`;
   };
-  const refused = refusedEvictions(metricsAfter) - refusedEvictions(metricsBefore);
+  const evicted = (code: string) => evictions(metricsAfter, code) - evictions(metricsBefore, code);
   const cpuRows = Object.keys(processes)
     .map((name) => ({ name, seconds: (cpuAfter[name] ?? 0) - (cpuBefore[name] ?? 0) }))
     .sort((a, b) => b.seconds - a.seconds);
@@ -203,7 +203,8 @@ try {
       `| budget utilisation: slot time held / (K × rollout time) | ${pct(figures.slotMsTotal / (k * elapsedMs))} | |`,
       `| most nodes disrupted at once (independent checker) | ${f.checker.maxDisrupted} | ≤ ${k} |`,
       `| safety violations (independent checker) | ${f.checker.violations.length} | 0 |`,
-      `| evictions a PodDisruptionBudget refused (429, each retried by the drain; the API server's count) | ${refused} | |`,
+      `| pods evicted (the API server's count; a pod evicted once per rollout makes it the pod count) | ${evicted('201')} | |`,
+      `| evictions a PodDisruptionBudget refused (429, each retried by the drain; the API server's count) | ${evicted('429')} | |`,
       `| API server latency answering node PATCHes, all clients (histogram bucket bounds), p50 / p99 | ${latency('PATCH', 'nodes')} | |`,
       `| the same for ConfigMap PUTs (the operator's slot ledger among them) | ${latency('PUT', 'configmaps')} | |`,
       `| event-loop delay of the process that runs the ${nodes} simulated agents, p99 / max (their reaction time is part of each slot's) | ${(loopDelay.percentile(99) / 1e6).toFixed(0)} ms / ${(loopDelay.max / 1e6).toFixed(0)} ms | |`,

@@ -297,8 +297,11 @@ test('with kube-apiserver stopped the leader steps down within the renew deadlin
   } finally {
     await cluster.restart('kube-apiserver');
   }
-  // The Lease still names a: once the API is back it renews it and leads again.
-  await until('a leads again', () => (a.started.length === 2 ? true : undefined));
+  // The Lease still names a: once the API is back it renews it and leads again. On a loaded machine the
+  // restarted API server can answer slower than the 2 s renew deadline while restart() still waits for
+  // it to be ready, so a may have led, stepped down and led again by then: at least once more, not
+  // exactly once (a flake seen in a full test run, reproduced beside a 1,000-node benchmark).
+  await until('a leads again', () => (a.started.length >= 2 ? true : undefined));
   assert.equal((await readLease('outage')).spec?.holderIdentity, 'a');
 });
 

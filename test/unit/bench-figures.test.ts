@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { replaceSection } from '../../bench/report.ts';
-import {
-  histogramDelta,
-  percentileBound,
-  refusedEvictions,
-  requestHistogram,
-} from '../../bench/request-latency.ts';
+import { evictions, histogramDelta, percentileBound, requestHistogram } from '../../bench/request-latency.ts';
 import {
   packedMakespanMs,
   percentile,
@@ -165,8 +160,8 @@ describe('API server request latency from /metrics', () => {
   });
 });
 
-describe('refusedEvictions', () => {
-  it('sums the 429 answers to pod evictions only', () => {
+describe('evictions', () => {
+  it('sums the answers with one code to pod evictions only', () => {
     const text = [
       '# TYPE apiserver_request_total counter',
       'apiserver_request_total{code="429",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="eviction",verb="POST",version="v1"} 12',
@@ -174,7 +169,8 @@ describe('refusedEvictions', () => {
       'apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="eviction",verb="POST",version="v1"} 500',
       'apiserver_request_total{code="429",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="PATCH",version="v1"} 7',
     ].join('\n');
-    assert.equal(refusedEvictions(text), 15);
-    assert.equal(refusedEvictions(''), 0);
+    assert.equal(evictions(text, '429'), 15);
+    assert.equal(evictions(text, '201'), 500);
+    assert.equal(evictions('', '429'), 0);
   });
 });
