@@ -60,12 +60,18 @@ export const statusCommand: Command = {
         .readNamespacedLease({ name: 'nuo-operator', namespace: values.namespace })
         .catch(() => undefined);
       const holders = Object.keys(ledger?.ledger.slots ?? {});
-      const unavailable = nodes.filter(
-        (n) => !holders.includes(n.name) && (!n.ready || (n.unschedulable && !n.cordonedByNuo)),
-      );
+      const next = ledger?.ledger.next ?? {};
+      // As the operator counts them: any cordon without a slot behind it, nuo's too, is a disruption.
+      const unavailable = nodes.filter((n) => !holders.includes(n.name) && (!n.ready || n.unschedulable));
+      const why = (n: (typeof nodes)[number]) =>
+        !n.ready
+          ? 'NotReady'
+          : n.cordonedByNuo
+            ? 'cordoned by nuo without a slot'
+            : 'cordoned by someone else';
       out(`leader: ${lease?.spec?.holderIdentity || '(none)'}`);
       out(
-        `budget: ${holders.length} slot(s) held${holders.length ? ` by ${holders.join(', ')}` : ''}; ${unavailable.length} node(s) unavailable otherwise${unavailable.length ? ` (${unavailable.map((n) => `${n.name}: ${n.ready ? 'cordoned by someone else' : 'NotReady'}`).join(', ')})` : ''}`,
+        `budget: ${holders.length} slot(s) held${holders.length ? ` by ${holders.join(', ')}` : ''}; ${unavailable.length} node(s) unavailable otherwise${unavailable.length ? ` (${unavailable.map((n) => `${n.name}: ${why(n)}`).join(', ')})` : ''}`,
       );
       out('');
       const rows = [['NODE', 'PHASE', 'SLOT', 'FOR', 'READY', 'SCHEDULABLE', 'REASON']];
@@ -81,7 +87,13 @@ export const statusCommand: Command = {
         rows.push([
           n.name,
           phase,
-          holders.includes(n.name) ? 'held' : n.state && SLOT_PHASES.has(n.state) ? 'held?' : '-',
+          holders.includes(n.name)
+            ? 'held'
+            : next[n.name]
+              ? `next after ${next[n.name]?.after}`
+              : n.state && SLOT_PHASES.has(n.state)
+                ? 'held?'
+                : '-',
           age(n.stateSince, now),
           n.ready ? 'Ready' : 'NotReady',
           n.unschedulable ? (n.cordonedByNuo ? 'cordoned by nuo' : 'cordoned') : 'yes',

@@ -45,8 +45,12 @@ export interface OperatorOptions {
 
 class Conflict extends Error {}
 
-/** What a node step does: every action but a release, which is the pass's own ledger write. */
-type NodeStep = Exclude<Action, { type: 'release' }>;
+/** Actions that change only the ledger: the pass's own conditional write. */
+type LedgerChange = Extract<Action, { type: 'release' | 'promise' | 'unpromise' | 'claim' }>;
+const LEDGER_ONLY: ReadonlySet<Action['type']> = new Set(['release', 'promise', 'unpromise', 'claim']);
+const isLedgerChange = (a: Action): a is LedgerChange => LEDGER_ONLY.has(a.type);
+/** What a node step does: every action but those that only change the ledger. */
+type NodeStep = Exclude<Action, LedgerChange>;
 
 const RESYNC_ACTIVE_MS = 1000;
 const RESYNC_IDLE_MS = 30_000;
@@ -235,15 +239,29 @@ export class Operator {
       //    slot with nothing behind it — exactly what decide() counted on, or nothing (409: re-decide).
       //    Slots of attempts that just ended are freed here too: their nodes are written back (Idle or
       //    Pending since after admission), so decide() releases them, in the same write that refills them.
-      const slotChanges = decision.actions.filter((a) => a.type === 'admit' || a.type === 'release');
+      //    Promises of slots about to be freed (Ledger.next) ride on the same write.
+      //    A promise is not withdrawn while its node's step runs: that may be the handover (#handOver),
+      //    and the slot stays held for it until the node is seen again.
+      const slotChanges = decision.actions.filter(
+        (a) =>
+          a.type === 'admit' ||
+          (isLedgerChange(a) && !(a.type === 'unpromise' && this.#stepping.has(a.node))),
+      );
       if (slotChanges.length > 0) {
         if (!this.#acting()) return;
         current = await this.#writeLedger(ledger, (l) => {
+          const at = now.toISOString();
           for (const a of slotChanges) {
             if (a.type === 'release') delete l.slots[a.node];
-            else l.slots[a.node] = { since: now.toISOString() };
+            else if (a.type === 'promise') l.next = { ...l.next, [a.node]: { after: a.after, since: at } };
+            else if (a.type === 'unpromise') delete l.next?.[a.node];
+            else {
+              l.slots[a.node] = { since: a.type === 'claim' ? a.since : at };
+              delete l.next?.[a.node];
+            }
           }
-          if (slotChanges.some((a) => a.type === 'admit')) l.lastGrant = now.toISOString();
+          if (l.next && Object.keys(l.next).length === 0) delete l.next;
+          if (slotChanges.some((a) => a.type === 'admit')) l.lastGrant = at;
           return l;
         });
         for (const a of slotChanges) {
@@ -274,7 +292,7 @@ export class Operator {
     //    the first wave's grants for 18 s).
     const attempts = new Set(decision.budget.holders);
     for (const action of decision.actions) {
-      if (action.type === 'release' || this.#stepping.has(action.node)) continue;
+      if (isLedgerChange(action) || this.#stepping.has(action.node)) continue;
       if (action.type === 'drain' && this.#draining.has(action.node)) continue;
       const view = byName.get(action.node);
       const cached = this.#informer.get(action.node)?.metadata?.resourceVersion;
@@ -359,8 +377,40 @@ export class Operator {
     );
     return actions.find(
       (a): a is NodeStep =>
-        a.node === view.name && a.type !== 'release' && a.type !== 'admit' && a.type !== 'pending',
+        a.node === view.name && !isLedgerChange(a) && a.type !== 'admit' && a.type !== 'pending',
     );
+  }
+
+  /**
+   * The slot of a node whose attempt just ended goes at once to the node promised it (Ledger.next), with
+   * no pass and no ledger write in between: from a slot freed to the next node draining is then one
+   * write, where a pass and the ledger's write took 0.2 s at the median and 1.4 s at p99 at 1,000 nodes.
+   * decide() runs on the whole cache (the ended attempt in it, as written) and the ledger as this leader
+   * last wrote it, so the budget is counted exactly as a pass would; and no pass gives a promised slot to
+   * anyone else (decide() holds it back while the promise is withdrawn), so this needs no lock. The next
+   * pass records the handover in the ledger (the successor claims the slot).
+   */
+  #handOver(ended: string): void {
+    const ledger = this.#ledgerCopy?.version.ledger;
+    const successor = Object.entries(ledger?.next ?? {}).find(([, s]) => s.after === ended)?.[0];
+    if (!ledger || !successor || this.#stepping.has(successor) || !this.#acting()) return;
+    const node = this.#informer.get(successor);
+    if (!node) return;
+    const now = new Date();
+    const { actions } = decide(
+      {
+        nodes: this.#informer.list().map((n) => this.#view(n)),
+        ledger,
+        draining: new Set(this.#draining.keys()),
+        health: this.#lastPass?.health ?? new Map(),
+      },
+      this.#decideConfig,
+      now,
+    );
+    const admit = actions.find((a) => a.type === 'admit' && a.node === successor);
+    if (admit?.type !== 'admit') return;
+    this.#o.log('info', 'slot handed over', { from: ended, to: successor });
+    this.#startStep(admit, this.#view(node), now, this.#writers);
   }
 
   /**
@@ -570,6 +620,7 @@ export class Operator {
         this.#o.metrics?.completions.inc();
         this.#events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');
         log('info', 'completed', { node: view.name });
+        this.#handOver(view.name);
         return true;
       }
     }

@@ -17,8 +17,24 @@ export interface Slot {
   since: string;
 }
 
+/** A node promised the slot of a holder whose attempt is about to end (see Ledger.next). */
+export interface Succession {
+  /** The slot holder whose slot this node takes. */
+  after: string;
+  /** When the promise was made (RFC 3339); a promised node already in an attempt holds the slot since then. */
+  since: string;
+}
+
 export interface Ledger {
   slots: Record<string, Slot>;
+  /**
+   * Successors: node → the holder whose slot it takes once that holder's attempt has ended. Promised while
+   * the holder soaks, so that the write that ends the holder's attempt can be followed at once by the
+   * successor's admission, with no pass and no ledger write between the two (the grant-latency path).
+   * A promised node holds no slot and counts against no budget until its predecessor's attempt has
+   * ended; a slot promised to a node is never given to another in the same pass.
+   */
+  next?: Record<string, Succession>;
   /** When the last node was admitted (for the minimum spacing between grants). */
   lastGrant?: string;
 }
@@ -80,7 +96,13 @@ export type Action =
   /** A ledger entry without a live attempt behind it (deleted node, or a node already Idle). */
   | { type: 'release'; node: string; reason: string }
   /** A freshly needing node enters Pending. */
-  | { type: 'pending'; node: string; reason: string; taint?: boolean };
+  | { type: 'pending'; node: string; reason: string; taint?: boolean }
+  /** Ledger only: the node takes `after`'s slot once that attempt has ended. */
+  | { type: 'promise'; node: string; after: string }
+  /** Ledger only: withdraw the node's promise. */
+  | { type: 'unpromise'; node: string; reason: string }
+  /** Ledger only: a promised node already in an attempt (handed over at once) holds its slot since `since`. */
+  | { type: 'claim'; node: string; since: string };
 
 export interface Decision {
   actions: Action[];
@@ -104,9 +126,12 @@ export function retryAt(n: NodeView, c: Pick<DecideConfig, 'retryBackoffMs' | 'r
   return ms(n.stateSince) + wait;
 }
 
-/** Disrupted = holds a slot, or is NotReady, or is cordoned by someone other than nuo. */
+/**
+ * Disrupted = holds a slot, or is NotReady, or is cordoned. A node nuo cordoned, or left in a phase of an
+ * attempt, without a slot behind it (freed by hand, or any slip) counts too: fail closed.
+ */
 function unavailableWithoutSlot(n: NodeView): boolean {
-  return !n.ready || (n.unschedulable && !n.cordonedByNuo);
+  return !n.ready || n.unschedulable || n.cordonedByNuo || !outsideAttempt(n);
 }
 
 export const MALFORMED = 'ignored malformed annotations: ';
@@ -140,6 +165,16 @@ function outsideAttempt(n: NodeView): boolean {
 /** The hook annotations (keys) that do not read "true" on the node yet. */
 export function missingHooks(n: NodeView, keys: string[]): string[] {
   return keys.filter((k) => n.annotations[k] !== 'true');
+}
+
+/** Why a node that needs a reboot may not start one now, the budget aside; undefined when it may. */
+function cannotStart(n: NodeView, c: DecideConfig, t: number): string | undefined {
+  if (n.paused) return 'paused';
+  if (c.paused) return 'waiting: nuo is paused cluster-wide';
+  if (unavailableWithoutSlot(n) && !n.ready) return 'waiting: node is NotReady';
+  const retry = retryAt(n, c);
+  if (t < retry) return `waiting: retry after ${new Date(retry).toISOString()} (${n.failures} failure(s))`;
+  return undefined;
 }
 
 export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision {
@@ -179,11 +214,42 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     }
   }
 
+  // Successors (Ledger.next). One already in an attempt (handed its slot at once) holds a slot, whatever
+  // the ledger says of its predecessor. One whose predecessor is still in its attempt waits, promised,
+  // off the waiting list, while it could still start; one whose predecessor's attempt has ended is
+  // admitted first below. A withdrawn promise keeps its freed slot from anyone else this pass: the
+  // operator may be handing it to the promised node at this very moment, on the ledger as last written.
+  const promised = new Map<string, string>();
+  const successors = new Set<string>();
+  let reserved = 0;
+  for (const [name, s] of Object.entries(snapshot.ledger.next ?? {})) {
+    const n = byName.get(name);
+    if (holders.has(name)) {
+      actions.push({ type: 'unpromise', node: name, reason: 'holds a slot already' });
+      continue;
+    }
+    if (n && !outsideAttempt(n)) {
+      actions.push({ type: 'claim', node: name, since: s.since });
+      holders.add(name);
+      continue;
+    }
+    const why = !n
+      ? 'node no longer exists'
+      : !c.eligible(n.labels) || !needsReboot(n)
+        ? 'no longer needs a reboot here'
+        : (cannotStart(n, c, t) ?? (c.minGrantSpacingMs > 0 ? 'grants are spaced' : undefined));
+    if (why) {
+      actions.push({ type: 'unpromise', node: name, reason: why });
+      if (!holders.has(s.after)) reserved++;
+    } else if (holders.has(s.after)) promised.set(name, s.after);
+    else successors.add(name);
+  }
+
   const unavailable = eligible
     .filter((n) => !holders.has(n.name) && unavailableWithoutSlot(n))
     .map((n) => n.name);
   const slots = budgetSlots(c.maxUnavailable, eligible.length);
-  let used = holders.size + unavailable.length;
+  let used = holders.size + unavailable.length + reserved;
 
   // Nodes in an attempt: move each along its phases.
   for (const name of holders) {
@@ -359,10 +425,12 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
       actions.push({ type: 'pending', node: n.name, reason: withProblems(n, need) });
       continue;
     }
-    waiting.push(n);
+    if (!promised.has(n.name)) waiting.push(n);
   }
   const byNodeName = (a: NodeView, b: NodeView) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
   waiting.sort((a, b) => {
+    const as = successors.has(a.name);
+    if (as !== successors.has(b.name)) return as ? -1 : 1;
     const ap = a.state === Phase.pending;
     if (ap !== (b.state === Phase.pending)) return ap ? -1 : 1;
     return ap ? ms(a.stateSince) - ms(b.stateSince) || byNodeName(a, b) : byNodeName(a, b);
@@ -371,19 +439,22 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     ? Date.parse(snapshot.ledger.lastGrant)
     : Number.NEGATIVE_INFINITY;
   let admittedThisPass = 0;
+  /** Waiting in Pending for nothing but a slot: the candidates for a promise, in admission order. */
+  const nextInLine: NodeView[] = [];
   for (const n of waiting) {
-    let wait: string | undefined;
-    const retry = retryAt(n, c);
-    wake(retry);
+    wake(retryAt(n, c));
     if (c.minGrantSpacingMs > 0) wake(lastGrant + c.minGrantSpacingMs);
-    if (n.paused) wait = 'paused';
-    else if (c.paused) wait = 'waiting: nuo is paused cluster-wide';
-    else if (unavailableWithoutSlot(n) && !n.ready) wait = 'waiting: node is NotReady';
-    else if (t < retry)
-      wait = `waiting: retry after ${new Date(retry).toISOString()} (${n.failures} failure(s))`;
-    else if (used >= slots) wait = `waiting for a free slot (maxUnavailable ${slots})`;
-    else if (c.minGrantSpacingMs > 0 && (admittedThisPass > 0 || t - lastGrant < c.minGrantSpacingMs)) {
+    let wait = cannotStart(n, c, t);
+    if (wait) {
+      // decided above
+    } else if (used >= slots) {
+      wait = `waiting for a free slot (maxUnavailable ${slots})`;
+      if (n.state === Phase.pending && !successors.has(n.name)) nextInLine.push(n);
+    } else if (c.minGrantSpacingMs > 0 && (admittedThisPass > 0 || t - lastGrant < c.minGrantSpacingMs)) {
       wait = `waiting: minimum spacing between grants (${c.minGrantSpacingMs / 1000}s)`;
+    }
+    if (wait && successors.has(n.name)) {
+      actions.push({ type: 'unpromise', node: n.name, reason: wait });
     }
     if (wait) {
       const reason = withProblems(n, wait);
@@ -395,6 +466,20 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     // A node cordoned by someone else already counts as unavailable; admitting it uses no new slot.
     if (!unavailableWithoutSlot(n)) used++;
     admittedThisPass++;
+  }
+
+  // Promises: holders soaking after their reboot (their attempt ends within the soak) each get the next
+  // node in line that waits for nothing but a slot, the soonest to end first.
+  if (c.minGrantSpacingMs === 0 && nextInLine.length > 0) {
+    const taken = new Set(promised.values());
+    const ending = [...holders]
+      .map((name) => byName.get(name) as NodeView)
+      .filter((n) => n.state === Phase.afterReboot && n.ready && !n.paused && !taken.has(n.name))
+      .sort((a, b) => ms(a.readySince) - ms(b.readySince) || byNodeName(a, b));
+    for (let i = 0; i < Math.min(ending.length, nextInLine.length); i++) {
+      const n = nextInLine[i] as NodeView;
+      actions.push({ type: 'promise', node: n.name, after: (ending[i] as NodeView).name });
+    }
   }
 
   // The reboot-pending taint: on every node outside an attempt that waits for a reboot, on no other node

@@ -17,13 +17,25 @@ export interface LedgerVersion {
   resourceVersion: string;
 }
 
-function parse(cm: V1ConfigMap): Ledger {
+export function parseLedger(cm: V1ConfigMap): Ledger {
   const text = cm.data?.[KEY];
   if (!text) return { slots: {} };
   try {
     const doc = JSON.parse(text) as Ledger;
     if (typeof doc !== 'object' || doc === null || typeof doc.slots !== 'object' || doc.slots === null) {
       throw new Error('no "slots" object');
+    }
+    const next: unknown = doc.next;
+    if (
+      next !== undefined &&
+      (typeof next !== 'object' ||
+        next === null ||
+        Object.values(next).some(
+          (s: { after?: unknown; since?: unknown } | null) =>
+            typeof s?.after !== 'string' || typeof s.since !== 'string',
+        ))
+    ) {
+      throw new Error('"next" must map nodes to { after, since }');
     }
     return doc;
   } catch (err) {
@@ -46,7 +58,7 @@ export class LedgerStore {
   async read(): Promise<LedgerVersion> {
     try {
       const cm = await this.#core.readNamespacedConfigMap({ name: LEDGER_NAME, namespace: this.#namespace });
-      return { ledger: parse(cm), resourceVersion: cm.metadata?.resourceVersion ?? '' };
+      return { ledger: parseLedger(cm), resourceVersion: cm.metadata?.resourceVersion ?? '' };
     } catch (err) {
       if (statusCode(err) !== 404) throw err;
       try {

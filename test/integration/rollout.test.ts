@@ -3,6 +3,8 @@
  * simulated node, workloads under PDBs, and an independent checker that fails the test on any breach.
  */
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { AppsV1Api, CoreV1Api, PolicyV1Api, type V1Pod, Watch } from '@kubernetes/client-node';
 import { Annotations, Taints } from '../../src/api/keys.ts';
@@ -88,6 +90,10 @@ describe('rollout', () => {
     await rolloutDone(f);
     assertSafe(f);
     assert.equal(f.checker.maxDisrupted, 1);
+    // Each freed slot went to the node promised it while the last one soaked, straight from the write
+    // that ended the attempt (no pass, no ledger write between them).
+    const log = await readFile(join(cluster.dir, 'logs', 'operator-op-a.log'), 'utf8');
+    assert.ok(log.includes('"slot handed over"'), 'a promised slot was handed over');
     await waitAvailable(apps, 'app', 'web');
   });
 

@@ -175,7 +175,7 @@ describe('decide: admission', () => {
     );
   });
 
-  test('NotReady nodes and nodes cordoned by someone else use up the budget', () => {
+  test('NotReady nodes and cordoned nodes use up the budget', () => {
     const p = { annotations: { ...needs, ...state(Phase.pending, 10) } };
     const notReady = run([node('a', p), node('x', { ready: false })], {});
     assert.deepEqual(ofType(notReady.actions, 'admit'), []);
@@ -186,7 +186,14 @@ describe('decide: admission', () => {
       node('a', p),
       node('x', { unschedulable: true, annotations: { [Annotations.cordonedByNuo]: 'true' } }),
     ]);
-    assert.deepEqual(ofType(nuoCordonWithoutSlot.actions, 'admit'), ['a']);
+    assert.deepEqual(
+      ofType(nuoCordonWithoutSlot.actions, 'admit'),
+      [],
+      'a node nuo cordoned without a slot behind it (`nuo drain` by hand, a slot freed by hand) is disrupted all the same',
+    );
+    const attemptWithoutSlot = run([node('a', p), node('x', { annotations: state(Phase.draining, 5) })]);
+    assert.deepEqual(ofType(attemptWithoutSlot.actions, 'admit'), []);
+    assert.deepEqual(attemptWithoutSlot.budget.unavailable, ['x']);
   });
 
   test('slot holders in the ledger count, whatever their node says', () => {
@@ -590,8 +597,88 @@ describe('decide: phases', () => {
   });
 });
 
+describe('decide: a slot about to be freed is promised to the next node in line', () => {
+  const soaking = (name: string) =>
+    node(name, {
+      annotations: { ...state(Phase.afterReboot, 20), [Annotations.bootIdBefore]: 'boot-1' },
+      bootId: 'boot-2',
+      readySince: ago(5),
+    });
+  const waiting = (name: string, since: number, extra: Record<string, string> = {}) =>
+    node(name, { annotations: { ...needs, ...state(Phase.pending, since), ...extra } });
+  const slotA = { a: { since: ago(100) } };
+  const promiseB = { b: { after: 'a', since: ago(10) } };
+  const done = node('a', { annotations: state(Phase.idle, 1), bootId: 'boot-2' });
+
+  test('a holder soaking after its reboot is promised the longest-waiting Pending node', () => {
+    const d = run([soaking('a'), waiting('c', 30), waiting('b', 60), node('i', { annotations: needs })], {
+      ledger: { slots: slotA },
+    });
+    assert.deepEqual(
+      d.actions.filter((a) => a.type === 'promise'),
+      [{ type: 'promise', node: 'b', after: 'a' }],
+    );
+    assert.deepEqual(ofType(d.actions, 'admit'), []);
+    const spaced = run([soaking('a'), waiting('b', 60)], {
+      ledger: { slots: slotA },
+      cfg: { minGrantSpacingMs: 60_000 },
+    });
+    assert.deepEqual(ofType(spaced.actions, 'promise'), [], 'no promise while grants are spaced');
+  });
+
+  test('a promised node waits off the waiting list, and counts against nothing, until the slot is freed', () => {
+    const d = run([soaking('a'), waiting('b', 60)], { ledger: { slots: slotA, next: promiseB } });
+    assert.deepEqual(
+      d.actions.filter((a) => a.node === 'b'),
+      [],
+    );
+    assert.deepEqual(d.budget.holders, ['a']);
+    assert.equal(d.budget.used, 1);
+  });
+
+  test('once the holder is done, the promised node takes its slot before any older waiting node', () => {
+    const d = run([done, waiting('c', 900), waiting('b', 60)], { ledger: { slots: slotA, next: promiseB } });
+    assert.deepEqual(ofType(d.actions, 'release'), ['a']);
+    assert.deepEqual(ofType(d.actions, 'admit'), ['b']);
+  });
+
+  test('a withdrawn promise keeps the freed slot from anyone else for that pass', () => {
+    for (const [what, b] of [
+      ['paused', waiting('b', 60, { [Annotations.paused]: 'true' })],
+      ['no longer needs a reboot', node('b', { annotations: state(Phase.pending, 60) })],
+      ['NotReady', node('b', { annotations: { ...needs, ...state(Phase.pending, 60) }, ready: false })],
+    ] as const) {
+      const d = run([done, waiting('c', 900), b], { ledger: { slots: slotA, next: promiseB } });
+      assert.deepEqual(ofType(d.actions, 'unpromise'), ['b'], what);
+      assert.deepEqual(ofType(d.actions, 'admit'), [], `${what}: c waits one more pass`);
+    }
+    const gone = run([done, waiting('c', 900)], { ledger: { slots: slotA, next: promiseB } });
+    assert.deepEqual(ofType(gone.actions, 'unpromise'), ['b']);
+    assert.deepEqual(ofType(gone.actions, 'admit'), []);
+    const next = run([done, waiting('c', 900)], { ledger: { slots: {} } });
+    assert.deepEqual(ofType(next.actions, 'admit'), ['c'], 'and has it the pass after');
+  });
+
+  test('a promised node already draining (handed the slot at once) claims it, and counts', () => {
+    const b = node('b', { annotations: { ...needs, ...state(Phase.draining, 2) }, unschedulable: true });
+    const d = run([done, waiting('c', 900), b], {
+      ledger: { slots: slotA, next: promiseB },
+      draining: ['b'],
+    });
+    assert.deepEqual(
+      d.actions.filter((a) => a.type === 'claim'),
+      [{ type: 'claim', node: 'b', since: ago(10) }],
+    );
+    assert.deepEqual(ofType(d.actions, 'admit'), [], 'b holds the only slot');
+    assert.deepEqual(d.budget.holders.sort(), ['b']);
+    // Even with its predecessor's attempt still on record (a stale copy): b is disrupted, so it counts.
+    const stale = run([soaking('a'), b], { ledger: { slots: slotA, next: promiseB }, draining: ['b'] });
+    assert.deepEqual(stale.budget.holders.sort(), ['a', 'b']);
+  });
+});
+
 describe('decide: the budget is never exceeded (randomised)', () => {
-  test('for 2,000 random clusters, disrupted nodes never exceed the slots after admission', () => {
+  test('for 2,000 random clusters (promises among them), disrupted nodes never exceed the slots after admission', () => {
     let seed = 42;
     const rand = () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
@@ -603,6 +690,7 @@ describe('decide: the budget is never exceeded (randomised)', () => {
       const max = rand() < 0.5 ? String(1 + Math.floor(rand() * 4)) : `${5 + Math.floor(rand() * 60)}%`;
       const nodes: V1Node[] = [];
       const slots: Ledger['slots'] = {};
+      const next: NonNullable<Ledger['next']> = {};
       for (let n = 0; n < count; n++) {
         const phase = phases[Math.floor(rand() * phases.length)] as string;
         const name = `n${n}`;
@@ -615,8 +703,9 @@ describe('decide: the budget is never exceeded (randomised)', () => {
         );
         if (phase !== Phase.pending && phase !== Phase.idle && rand() < 0.5)
           slots[name] = { since: ago(200) };
+        else if (n > 0 && rand() < 0.3) next[name] = { after: `n${Math.floor(rand() * n)}`, since: ago(50) };
       }
-      const d = run(nodes, { cfg: { maxUnavailable: parseMaxUnavailable(max) }, ledger: { slots } });
+      const d = run(nodes, { cfg: { maxUnavailable: parseMaxUnavailable(max) }, ledger: { slots, next } });
       const admitted = ofType(d.actions, 'admit');
       const before = new Set([...d.budget.holders, ...d.budget.unavailable]);
       const after = new Set([...before, ...admitted]);
