@@ -64,6 +64,11 @@ const MAX_PASS_SPACING_MS = 250;
  * draining; behind 64, 5–7 s.
  */
 const NODE_WRITERS = 64;
+/**
+ * Handovers in flight (#handOver): writers of their own, so a freed slot's next node never queues behind
+ * the other attempts' writes (at most maxUnavailable wait at once, each a single write).
+ */
+const HANDOVER_WRITERS = 16;
 /** Reads of DaemonSet pods at the health gate in flight, and how often a gated node's are read again. */
 const HEALTH_READERS = 16;
 const HEALTH_REREAD_MS = 1000;
@@ -93,6 +98,7 @@ export class Operator {
   readonly #stepping = new Map<string, Promise<void>>();
   readonly #writers = new Limiter(NODE_WRITERS);
   readonly #reasonWriters = new Limiter(REASON_WRITERS);
+  readonly #handoverWriters = new Limiter(HANDOVER_WRITERS);
   /** The last read of each gated node's DaemonSet pods (see #health). */
   readonly #healthReads = new Map<string, { health?: Health; at: number; running: boolean }>();
   readonly #healthReaders = new Limiter(HEALTH_READERS);
@@ -410,7 +416,7 @@ export class Operator {
     const admit = actions.find((a) => a.type === 'admit' && a.node === successor);
     if (admit?.type !== 'admit') return;
     this.#o.log('info', 'slot handed over', { from: ended, to: successor });
-    this.#startStep(admit, this.#view(node), now, this.#writers);
+    this.#startStep(admit, this.#view(node), now, this.#handoverWriters);
   }
 
   /**
