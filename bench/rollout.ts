@@ -165,7 +165,7 @@ try {
   const cpuRows = Object.keys(processes)
     .map((name) => ({ name, seconds: (cpuAfter[name] ?? 0) - (cpuBefore[name] ?? 0) }))
     .sort((a, b) => b.seconds - a.seconds);
-  f.checker.finalCheck();
+  await f.checker.finalCheck();
 
   const figures = rolloutFigures(transitions, started);
   const idealNoDrain = Math.ceil(nodes / k) * (rebootMs + soakMs);

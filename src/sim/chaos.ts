@@ -64,6 +64,7 @@ export const RULES: readonly Rule[] = [
   'double-reboot',
   'admin-cordon-removed',
   'cordon-left',
+  'cordon-outside-attempt',
   'not-finished',
 ];
 
@@ -457,7 +458,7 @@ async function runOne(
         `seed ${plan.seed}: not done within ${(plan.boundMs / 1000).toFixed(0)}s; ${last || 'no node state read'}`,
       );
     }
-    fleet.checker.finalCheck(plan.neverReturns ? [plan.neverReturns] : []);
+    await fleet.checker.finalCheck(plan.neverReturns ? [plan.neverReturns] : []);
     await fleet.checker.settle(); // grant confirmations still in flight
     // Let in-flight faults end (an API server restart completes) before the fleet is stopped.
     await faults;

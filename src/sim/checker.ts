@@ -1,11 +1,13 @@
 /**
  * The independent safety checker: watches every Node on its own (sharing nothing with the operator) and
  * records each violation of DESIGN.md's rules it can see — more nodes disrupted than the budget, a
- * reboot without a grant or of a node left schedulable (so never drained), a node rebooted twice for one need, an admin's cordon removed, nuo's cordon
- * left behind after the rollout.
+ * reboot without a grant or of a node left schedulable (so never drained), a node rebooted twice for one
+ * need, an admin's cordon removed, nuo's cordon on a node outside an attempt or left behind after the
+ * rollout.
  */
 import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../api/keys.ts';
+import { Phase } from '../api/phases.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { isReady } from './cluster/nodes.ts';
 
@@ -17,10 +19,23 @@ export interface Violation {
     | 'double-reboot'
     | 'admin-cordon-removed'
     | 'cordon-left'
+    | 'cordon-outside-attempt'
     | 'not-finished';
   at: Date;
   detail: string;
 }
+
+/**
+ * The phases in which nuo's cordon may stand: it is written with Draining and undone in the write that
+ * ends the attempt (Idle, or Pending after an abort). Seen anywhere else, something cordoned late.
+ */
+const CORDONED_PHASES: ReadonlySet<string> = new Set([
+  Phase.draining,
+  Phase.rebootGranted,
+  Phase.rebooting,
+  Phase.afterReboot,
+  Phase.failed,
+]);
 
 export class SafetyChecker {
   readonly violations: Violation[] = [];
@@ -111,10 +126,12 @@ export class SafetyChecker {
   /**
    * After the rollout: every cordon nuo made is gone, every admin cordon still there. `failedClosed`
    * names nodes expected to keep nuo's cordon (a node that never came back is Failed and fails closed).
+   * Judged on a fresh list, not on the watch: the write that ended the last attempt may not have reached
+   * the watch yet when the caller saw it in its own read.
    */
-  finalCheck(failedClosed: Iterable<string> = []): void {
+  async finalCheck(failedClosed: Iterable<string> = []): Promise<void> {
     const exempt = new Set(failedClosed);
-    for (const n of this.#informer.list()) {
+    for (const n of (await this.#core.listNode()).items) {
       const name = n.metadata?.name ?? '';
       if (exempt.has(name)) continue;
       if (
@@ -142,6 +159,16 @@ export class SafetyChecker {
       !node.spec?.unschedulable
     ) {
       this.#violate('admin-cordon-removed', `${name}: an admin's cordon was removed`);
+    }
+    const state = node.metadata?.annotations?.[Annotations.state];
+    if (
+      node.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true' &&
+      !CORDONED_PHASES.has(state ?? '') &&
+      (type === 'add' ||
+        old?.metadata?.annotations?.[Annotations.cordonedByNuo] !== 'true' ||
+        old?.metadata?.annotations?.[Annotations.state] !== state)
+    ) {
+      this.#violate('cordon-outside-attempt', `${name} is cordoned by nuo in phase ${state ?? '(none)'}`);
     }
     this.#count();
   }

@@ -141,7 +141,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     if (o.tty) o.out('\n');
     else log(lastLine);
     const elapsed = (Date.now() - rolloutStart) / 1000;
-    f.checker.finalCheck();
+    await f.checker.finalCheck();
     const ideal = (Math.ceil(o.nodes / o.maxUnavailable) * (o.rebootMs + o.soakMs)) / 1000;
     const budgetViolations = f.checker.violations.filter((v) => v.rule === 'budget').length;
     const otherViolations = f.checker.violations.filter((v) => v.rule !== 'budget');

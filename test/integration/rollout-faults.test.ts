@@ -141,8 +141,8 @@ async function rolloutDone(f: Fleet, rolled: string[], timeoutMs = 180_000) {
   }
 }
 
-function assertSafe(f: Fleet) {
-  f.checker.finalCheck();
+async function assertSafe(f: Fleet) {
+  await f.checker.finalCheck();
   assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
 }
 
@@ -274,7 +274,7 @@ describe('operator faults', () => {
 
       await policy.deleteNamespacedPodDisruptionBudget({ name: 'pinned', namespace: 'app' });
       await rolloutDone(f, rolled);
-      assertSafe(f);
+      await assertSafe(f);
       assert.ok(
         f.checker.maxDisrupted <= 1,
         `never more than one node disrupted (${f.checker.maxDisrupted})`,
@@ -313,7 +313,7 @@ describe('operator faults', () => {
     assert.equal(await waitLeader([second]), second);
 
     await rolloutDone(f, rolled);
-    assertSafe(f);
+    await assertSafe(f);
     assert.ok(f.checker.maxDisrupted <= 1);
     for (const node of rolled) {
       const grants = [...logged('op-c', 'reboot granted', node), ...logged('op-d', 'reboot granted', node)];
@@ -344,7 +344,7 @@ describe('operator faults', () => {
     const rolled = ['node-0', 'node-2', 'node-3'];
     f.stageUpdates(rolled);
     await rolloutDone(f, rolled);
-    assertSafe(f);
+    await assertSafe(f);
     assert.equal(await leaseHolder(), leader, 'the leader never changed');
 
     const leaderLog = operatorLog(leader);
@@ -441,7 +441,7 @@ describe('agent restarts', () => {
     await host3.killAgent();
     assert.ok(host3.restartAgent());
     await rolloutDone(f, ['node-1', 'node-2', 'node-3']);
-    assertSafe(f);
+    await assertSafe(f);
   });
 });
 
@@ -490,7 +490,7 @@ describe('bad input', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.equal(reasons.size, 1, `node-3's reason changed: ${[...reasons].join(' | ')}`);
-    assertSafe(f);
+    await assertSafe(f);
   });
 });
 
@@ -525,7 +525,7 @@ describe('cli', () => {
       await annotate('node-2', { [hook]: null });
     }
     assert.equal((await annotations('node-2'))[Annotations.rebootRequested], undefined);
-    assertSafe(f);
+    await assertSafe(f);
   });
 
   test('nuo pause keeps a node from being admitted while others complete; nuo resume lets it go', async () => {
@@ -548,7 +548,7 @@ describe('cli', () => {
     assert.match(resumed.stdout, /node\/node-3 resumed/);
     await rolloutDone(f, ['node-3', 'node-4']);
     assert.equal((await annotations('node-3'))[Annotations.paused], undefined);
-    assertSafe(f);
+    await assertSafe(f);
   });
 
   test('a node paused while draining is not granted when the drain ends; resumed, it completes', async () => {
@@ -588,7 +588,7 @@ describe('cli', () => {
       assert.equal(f.checker.rebootsOf('node-1'), 0);
       assert.equal((await nuo('resume', 'node-1')).code, 0);
       await rolloutDone(f, ['node-1']);
-      assertSafe(f);
+      await assertSafe(f);
     } finally {
       await policy
         .deleteNamespacedPodDisruptionBudget({ name: 'pinned-pause', namespace: 'app' })

@@ -77,8 +77,8 @@ async function newFleet(budget: number, options: Partial<ConstructorParameters<t
   return fleet;
 }
 
-function assertSafe(f: Fleet) {
-  f.checker.finalCheck();
+async function assertSafe(f: Fleet) {
+  await f.checker.finalCheck();
   assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
 }
 
@@ -88,7 +88,7 @@ describe('rollout', () => {
     f.startOperator('op-a', ['--max-unavailable=1', ...FAST]);
     f.stageUpdates();
     await rolloutDone(f);
-    assertSafe(f);
+    await assertSafe(f);
     assert.equal(f.checker.maxDisrupted, 1);
     // Each freed slot went to the node promised it while the last one soaked, straight from the write
     // that ended the attempt (no pass, no ledger write between them).
@@ -102,7 +102,7 @@ describe('rollout', () => {
     f.startOperator('op-a', ['--max-unavailable=3', ...FAST]);
     f.stageUpdates();
     await rolloutDone(f);
-    assertSafe(f);
+    await assertSafe(f);
     assert.ok(f.checker.maxDisrupted > 1, `used the budget in parallel (max ${f.checker.maxDisrupted})`);
     assert.ok(f.checker.maxDisrupted <= 3);
   });
@@ -116,7 +116,7 @@ describe('rollout', () => {
       f.startOperator('op-a', ['--max-unavailable=2', ...FAST]);
       f.stageUpdates();
       await rolloutDone(f);
-      assertSafe(f);
+      await assertSafe(f);
       assert.ok(f.checker.maxDisrupted <= 2);
       const node5 = await core.readNode({ name: 'node-5' });
       assert.equal(node5.spec?.unschedulable, true, "the admin's cordon is still there");
@@ -173,7 +173,7 @@ describe('rollout', () => {
         },
         { timeoutMs: 240_000, intervalMs: 250 },
       );
-      assertSafe(f);
+      await assertSafe(f);
       assert.ok(created.size > 0, 'the drains evicted pods, and their replacements were created');
       const evictedAgain = [...created].filter((p) => deleted.has(p));
       assert.deepEqual(evictedAgain, [], 'no replacement pod landed on a node that was still to drain');

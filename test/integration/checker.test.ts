@@ -1,0 +1,145 @@
+/**
+ * The independent safety checker must itself be able to fail: each rule it reports is broken here on
+ * purpose, by direct writes to a real API server, and the checker must name it. (Every rollout and chaos
+ * test trusts an empty violation list; that list is only worth something if these pass.)
+ */
+import assert from 'node:assert/strict';
+import { after, beforeEach, describe, test } from 'node:test';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { Annotations } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
+import { SafetyChecker, type Violation } from '../../src/sim/checker.ts';
+import { pollUntil } from '../../src/util/poll.ts';
+import { useCluster } from './support.ts';
+
+const cluster = await useCluster({ nodes: 3 });
+const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+const NODES = ['node-0', 'node-1', 'node-2'];
+
+let checker: SafetyChecker | undefined;
+after(() => checker?.stop());
+
+/** Every node schedulable, Idle, without nuo's keys; then a fresh checker with a budget of 1. */
+beforeEach(async () => {
+  await checker?.stop();
+  for (const name of NODES) {
+    await core.patchNode(
+      {
+        name,
+        body: {
+          metadata: {
+            annotations: {
+              [Annotations.state]: Phase.idle,
+              [Annotations.cordonedByNuo]: null,
+              [Annotations.rebootOk]: null,
+            },
+          },
+          spec: { unschedulable: false },
+        },
+      },
+      mergePatch,
+    );
+  }
+});
+
+async function startChecker(): Promise<SafetyChecker> {
+  checker = new SafetyChecker(cluster.kubeconfig, 1);
+  await checker.start();
+  return checker;
+}
+
+function patch(name: string, annotations: Record<string, string | null>, unschedulable?: boolean) {
+  return core.patchNode(
+    {
+      name,
+      body: {
+        metadata: { annotations },
+        ...(unschedulable === undefined ? {} : { spec: { unschedulable } }),
+      },
+    },
+    mergePatch,
+  );
+}
+
+const rules = (c: SafetyChecker) => c.violations.map((v) => v.rule);
+const seen = (c: SafetyChecker, rule: Violation['rule']) =>
+  pollUntil(`the checker to report ${rule}`, () => (rules(c).includes(rule) ? true : undefined), {
+    timeoutMs: 10_000,
+    intervalMs: 20,
+  });
+
+describe('the safety checker reports each rule broken', () => {
+  test('budget: two nodes cordoned with a budget of one', async () => {
+    const c = await startChecker();
+    await patch('node-0', { [Annotations.state]: Phase.draining, [Annotations.cordonedByNuo]: 'true' }, true);
+    await patch('node-1', { [Annotations.state]: Phase.draining, [Annotations.cordonedByNuo]: 'true' }, true);
+    await seen(c, 'budget');
+    assert.equal(c.maxDisrupted, 2);
+    assert.match(c.violations.find((v) => v.rule === 'budget')?.detail ?? '', /node-0, node-1/);
+  });
+
+  test("admin-cordon-removed: a cordon that was there before nuo's checker started is undone", async () => {
+    await patch('node-2', {}, true);
+    const c = await startChecker();
+    await patch('node-2', {}, false);
+    await seen(c, 'admin-cordon-removed');
+  });
+
+  test('cordon-outside-attempt: nuo cordon on an Idle node, as a drain that started too late would leave', async () => {
+    const c = await startChecker();
+    await patch('node-1', { [Annotations.cordonedByNuo]: 'true' }, true);
+    await seen(c, 'cordon-outside-attempt');
+    assert.deepEqual(rules(c), ['cordon-outside-attempt']);
+  });
+
+  test('no cordon-outside-attempt while the cordon stands in an attempt, or goes with its end', async () => {
+    const c = await startChecker();
+    await patch('node-0', { [Annotations.state]: Phase.draining, [Annotations.cordonedByNuo]: 'true' }, true);
+    await patch('node-0', { [Annotations.state]: Phase.rebootGranted, [Annotations.rebootOk]: 'true' });
+    await patch('node-0', { [Annotations.state]: Phase.idle, [Annotations.cordonedByNuo]: null }, false);
+    await c.finalCheck();
+    assert.deepEqual(c.violations, []);
+    assert.equal(c.maxDisrupted, 1);
+  });
+
+  test('cordon-left: the final check reads the API server, not a watch that may lag the last write', async () => {
+    const c = await startChecker();
+    await patch('node-0', { [Annotations.state]: Phase.draining, [Annotations.cordonedByNuo]: 'true' }, true);
+    await c.finalCheck();
+    assert.deepEqual(rules(c), ['cordon-left']);
+    // Undone, and judged at once: no wait for the checker's watch to see it.
+    await patch('node-0', { [Annotations.state]: Phase.idle, [Annotations.cordonedByNuo]: null }, false);
+    c.violations.length = 0;
+    await c.finalCheck();
+    assert.deepEqual(c.violations, []);
+  });
+
+  test('reboot-without-grant and reboot-not-drained: a host reboots with neither', async () => {
+    const c = await startChecker();
+    c.allowReboots('node-0');
+    c.onReboot('node-0');
+    await c.settle();
+    assert.deepEqual(rules(c).sort(), ['reboot-not-drained', 'reboot-without-grant']);
+  });
+
+  test('double-reboot: a second reboot for one staged update; none for a granted, drained first one', async () => {
+    const c = await startChecker();
+    await patch(
+      'node-0',
+      {
+        [Annotations.state]: Phase.rebootGranted,
+        [Annotations.rebootOk]: 'true',
+        [Annotations.cordonedByNuo]: 'true',
+      },
+      true,
+    );
+    c.allowReboots('node-0');
+    c.onReboot('node-0');
+    await c.settle();
+    assert.deepEqual(c.violations, []);
+    c.onReboot('node-0');
+    await c.settle();
+    assert.deepEqual(rules(c), ['double-reboot']);
+  });
+});
