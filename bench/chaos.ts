@@ -53,6 +53,7 @@ const result = await runChaos({
 
 const row = (label: string, value: string | number) => `  ${label.padEnd(34)} ${value}`;
 const totalViolations = RULES.reduce((s, r) => s + result.violations[r], 0);
+const runaways = result.runs.flatMap((r) => r.runaways);
 const lines = [
   '',
   `Chaos: ${runs} run(s), seeds ${seed}…${seed + runs - 1}, ${nodes} nodes, maxUnavailable ${maxUnavailable}, ${((Date.now() - started) / 1000).toFixed(0)}s`,
@@ -67,10 +68,12 @@ const lines = [
   'violations',
   ...RULES.map((r) => row(`  ${r}`, result.violations[r])),
   row('  total', totalViolations),
+  row('operators killed as runaways (memory guard)', runaways.length),
+  ...runaways.map((r) => `  ${r}`),
   '',
   `reproduce: ${result.reproduce}`,
 ];
-const failing = result.runs.filter((r) => r.violations.length > 0);
+const failing = result.runs.filter((r) => r.violations.length > 0 || r.runaways.length > 0);
 for (const r of failing) {
   lines.push(
     `  run ${r.index + 1} alone: npm run chaos -- --runs 1 --seed ${r.plan.seed} --nodes ${nodes} --max-unavailable ${maxUnavailable}`,
@@ -94,6 +97,7 @@ publish({
     cell('expected stalls (a node that never returns holds its slot)', result.expectedStalls),
     ...FAULT_KINDS.map((k) => cell(`fault: ${k}`, result.injected[k])),
     ...RULES.map((r) => cell(`**violations: ${r}**`, `**${result.violations[r]}**`)),
+    cell('operators killed as runaways (memory guard)', runaways.length),
   ].join('\n'),
 });
-process.exit(totalViolations > 0 ? 1 : 0);
+process.exit(totalViolations > 0 || runaways.length > 0 ? 1 : 0);

@@ -76,6 +76,8 @@ export interface RunResult {
   /** Faults that could not be injected, and why (e.g. no live leader to kill). */
   skipped: string[];
   violations: Violation[];
+  /** Operators the fleet's memory guard killed (Fleet.runaways): a failure, though no safety rule's. */
+  runaways: string[];
   finished: boolean;
   /** From staging the updates until the rollout was done and every fault had been injected. */
   elapsedMs: number;
@@ -156,9 +158,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       const repairs = readinessRepairs(cluster) - repairsBefore;
       results.push(result);
       const outcome =
-        result.violations.length === 0
+        (result.violations.length === 0
           ? 'ok'
-          : `${result.violations.length} VIOLATION(S):${result.violations.map((v) => `\n    ${v.at.toISOString()} ${v.rule}: ${v.detail}`).join('')}`;
+          : `${result.violations.length} VIOLATION(S):${result.violations.map((v) => `\n    ${v.at.toISOString()} ${v.rule}: ${v.detail}`).join('')}`) +
+        result.runaways.map((r) => `; RUNAWAY: ${r}`).join('');
       const d = result.drains;
       o.log(
         `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s; slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}`,
@@ -171,7 +174,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     throw err;
   } finally {
     // Evidence first: the cluster's directory goes with it.
-    if (o.keepLogsDir && (o.keepLogsAlways || failed || results.some((r) => r.violations.length > 0))) {
+    if (
+      o.keepLogsDir &&
+      (o.keepLogsAlways || failed || results.some((r) => r.violations.length > 0 || r.runaways.length > 0))
+    ) {
       cpSync(join(cluster.dir, 'logs'), o.keepLogsDir, { recursive: true });
       logsKeptIn = o.keepLogsDir;
       o.log(`logs kept in ${o.keepLogsDir}`);
@@ -468,6 +474,7 @@ async function runOne(
       injected,
       skipped,
       violations: [...fleet.checker.violations],
+      runaways: [...fleet.runaways],
       finished: finished === true,
       elapsedMs,
       drains: drainSummary(cluster, replicaIds),

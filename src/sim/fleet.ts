@@ -11,13 +11,25 @@ import { kubeconfigCredentials } from '../kube/kubeconfig-credentials.ts';
 import { LeanClient } from '../kube/lean-client.ts';
 import { SafetyChecker } from './checker.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
+import { sampleProc } from './cluster/proc.ts';
 import { killWithHarness } from './cluster/process.ts';
 import { type RebootBehaviour, SimHost } from './host.ts';
+import { diagnose, diagnosisFlags } from './runaway.ts';
 
 const nuoBin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
 
 /** The V8 flags deploy/base/operator.yaml gives the operator (NODE_OPTIONS); a test checks they agree. */
 export const OPERATOR_NODE_OPTIONS = '--max-semi-space-size=2 --max-old-space-size=384';
+
+/**
+ * Resident memory past which an operator is a runaway: ~150 MiB is its size here, and its V8 heap is
+ * capped at 384 MiB, so only native memory can grow this far. Once, in CI, one grew to 9.7 GiB with its
+ * event loop stuck and took the machine's memory with it; never reproduced since. The guard kills such a
+ * process before it takes the run down, and first logs where it was (runaway.ts), so the next occurrence
+ * says what to fix.
+ */
+const RUNAWAY_RSS_MIB = 1024;
+const RSS_CHECK_MS = 1000;
 
 export interface FleetOptions {
   rebootMs: number;
@@ -26,6 +38,8 @@ export interface FleetOptions {
   budget: number;
   agentCheckIntervalMs?: number;
   behaviours?: Record<string, RebootBehaviour>;
+  /** Resident memory at which an operator is killed as a runaway (default RUNAWAY_RSS_MIB). */
+  runawayRssMiB?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
 }
 
@@ -35,6 +49,8 @@ export class Fleet {
   readonly #cluster: LocalCluster;
   readonly #client: LeanClient;
   readonly #operators = new Map<string, ChildProcess>();
+  /** Operators the memory guard killed, each with where its report is (see RUNAWAY_RSS_MIB). */
+  readonly runaways: string[] = [];
 
   constructor(cluster: LocalCluster, options: FleetOptions) {
     this.#cluster = cluster;
@@ -85,11 +101,15 @@ export class Fleet {
 
   /** Starts `nuo operator` as a child process; its log goes to the cluster's log directory. */
   startOperator(identity: string, args: string[]): ChildProcess {
-    const log = openSync(join(this.#cluster.dir, 'logs', `operator-${identity}.log`), 'a');
+    const logs = join(this.#cluster.dir, 'logs');
+    const logPath = join(logs, `operator-${identity}.log`);
+    const log = openSync(logPath, 'a');
+    const report = `operator-${identity}-report.json`;
     const child = spawn(
       process.execPath,
       [
         ...OPERATOR_NODE_OPTIONS.split(' '),
+        ...diagnosisFlags(logs, report),
         nuoBin,
         'operator',
         `--kubeconfig=${this.#cluster.kubeconfigPath}`,
@@ -102,7 +122,24 @@ export class Fleet {
     );
     killWithHarness(child);
     this.#operators.set(identity, child);
+    this.#guardMemory(identity, child, logPath, join(logs, report));
     return child;
+  }
+
+  #guardMemory(identity: string, child: ChildProcess, logPath: string, reportPath: string): void {
+    const timer = setInterval(() => {
+      const rss = sampleProc(child.pid)?.rssMiB ?? 0;
+      if (rss <= (this.options.runawayRssMiB ?? RUNAWAY_RSS_MIB)) return;
+      clearInterval(timer);
+      const what = `operator ${identity} killed at ${Math.round(rss)} MiB resident, a runaway`;
+      this.runaways.push(what);
+      void diagnose(child, reportPath, logPath).then((where) => {
+        child.kill('SIGKILL');
+        appendFileSync(logPath, `\n=== fleet: ${what}\n${where}\n`);
+      });
+    }, RSS_CHECK_MS);
+    timer.unref();
+    child.once('exit', () => clearInterval(timer));
   }
 
   operator(identity: string): ChildProcess | undefined {

@@ -34,6 +34,11 @@ test(`chaos: ${RUNS} runs from seed ${SEED}, every fault kind injected, no viola
     r.violations.map((v) => `seed ${r.plan.seed}: ${v.rule}: ${v.detail}`),
   );
   assert.deepEqual(violations, [], `the checkers saw no violation${transcript}`);
+  assert.deepEqual(
+    result.runs.flatMap((r) => r.runaways),
+    [],
+    `no operator ran away with its memory${transcript}`,
+  );
   assert.equal(result.runs.filter((r) => r.finished).length, RUNS, `every run finished${transcript}`);
   for (const kind of FAULT_KINDS) {
     assert.ok(

@@ -144,6 +144,7 @@ async function rolloutDone(f: Fleet, rolled: string[], timeoutMs = 180_000) {
 async function assertSafe(f: Fleet) {
   await f.checker.finalCheck();
   assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
+  assert.deepEqual(f.runaways, [], 'no operator ran away with its memory');
 }
 
 async function leaseHolder(): Promise<string | undefined> {

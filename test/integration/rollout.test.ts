@@ -80,6 +80,7 @@ async function newFleet(budget: number, options: Partial<ConstructorParameters<t
 async function assertSafe(f: Fleet) {
   await f.checker.finalCheck();
   assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
+  assert.deepEqual(f.runaways, [], 'no operator ran away with its memory');
 }
 
 describe('rollout', () => {

@@ -1,15 +1,24 @@
 /**
- * The independent safety checker must itself be able to fail: each rule it reports is broken here on
- * purpose, by direct writes to a real API server, and the checker must name it. (Every rollout and chaos
- * test trusts an empty violation list; that list is only worth something if these pass.)
+ * The harness's own guards must themselves be able to fail. Each rule the independent safety checker
+ * reports is broken here on purpose, by direct writes to a real API server, and the checker must name it
+ * (every rollout and chaos test trusts an empty violation list; it is only worth something if these
+ * pass). And the fleet's memory guard must kill a runaway operator and say where it was, its event loop
+ * turning or stuck.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { openSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, beforeEach, describe, test } from 'node:test';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { SafetyChecker, type Violation } from '../../src/sim/checker.ts';
+import { Fleet } from '../../src/sim/fleet.ts';
+import { diagnose, diagnosisFlags } from '../../src/sim/runaway.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
 
@@ -141,5 +150,55 @@ describe('the safety checker reports each rule broken', () => {
     c.onReboot('node-0');
     await c.settle();
     assert.deepEqual(rules(c), ['double-reboot']);
+  });
+});
+
+describe("the fleet's memory guard", () => {
+  test('kills an operator past its resident-memory limit, after it wrote where it was', async () => {
+    // Any running operator is past 64 MiB: the guard must fire, as it would at a runaway's 1 GiB.
+    const fleet = new Fleet(cluster, { rebootMs: 300, budget: 1, runawayRssMiB: 64 });
+    await fleet.start();
+    try {
+      const child = fleet.startOperator('guarded', ['--max-unavailable=1', '--paused=true']);
+      const exited = new Promise((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+      assert.equal(await exited, 'SIGKILL');
+      assert.equal(fleet.runaways.length, 1);
+      assert.match(fleet.runaways[0] ?? '', /operator guarded killed at \d+ MiB resident/);
+      const log = await readFile(join(cluster.dir, 'logs', 'operator-guarded.log'), 'utf8');
+      assert.match(log, /=== fleet: operator guarded killed/);
+      // Its event loop turned: Node's own report, with the native stack.
+      assert.match(log, /diagnostic report \(.*operator-guarded-report\.json\): the event loop turns/);
+      assert.match(log, /native stack:\n {2}\S/);
+    } finally {
+      await fleet.stop();
+    }
+  });
+});
+
+describe('diagnosing a runaway', () => {
+  test('a process stuck in JavaScript is paused through its inspector, and names the function it was in', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'nuo-runaway-'));
+    const logPath = join(dir, 'child.log');
+    const log = openSync(logPath, 'a');
+    const child = spawn(
+      process.execPath,
+      [
+        ...diagnosisFlags(dir, 'report.json'),
+        '-e',
+        "setTimeout(function spinForever() { process.stderr.write('spinning\\n'); for (;;) {} }, 10)",
+      ],
+      { stdio: ['ignore', log, log] },
+    );
+    try {
+      await pollUntil('the child to spin', async () =>
+        (await readFile(logPath, 'utf8')).includes('spinning') ? true : undefined,
+      );
+      const where = await diagnose(child, join(dir, 'report.json'), logPath);
+      assert.match(where, /JavaScript stack \(paused through the inspector/);
+      assert.match(where, /at spinForever \(/);
+    } finally {
+      child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
