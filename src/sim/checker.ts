@@ -27,7 +27,8 @@ export interface Violation {
 
 /**
  * The phases in which nuo's cordon may stand: it is written with Draining and undone in the write that
- * ends the attempt (Idle, or Pending after an abort). Seen anywhere else, something cordoned late.
+ * ends the attempt (Idle, or Pending after an abort). Seen anywhere else, something cordoned late. (A
+ * `nuo drain` by hand records its cordon as nuo's too; the runs a checker watches make none.)
  */
 const CORDONED_PHASES: ReadonlySet<string> = new Set([
   Phase.draining,
