@@ -197,6 +197,7 @@ try {
       `| stricter: the same with the median drain | ${pct(idealMedian / elapsedMs)} | |`,
       `| stricter still: drain counted as 0 | ${pct(idealNoDrain / elapsedMs)} | |`,
       `| the same slot times packed with no admission delay, in the same order: the best any scheduler admitting in this order could do | ${s(packed)}: ${pct(ideal / packed)} of the bound | |`,
+      `| the scheduler's own delay: rollout time − that packing | ${s(elapsedMs - packed)} (${pct((elapsedMs - packed) / elapsedMs)} of the rollout) | |`,
       `| **grant latency** slot freed → next admission, p50 / p99 / max (${figures.latencies.length} waits) | **${figures.p(50).toFixed(0)} ms / ${figures.p(99).toFixed(0)} ms** / ${figures.p(100).toFixed(0)} ms | p99 < 1 s |`,
       `| slot-time overhead (slot held beyond drain + R + soak), mean per node | ${s(figures.overheadMeanMs(rebootMs + soakMs))} | |`,
       `| from the first update staged to the first admission | ${s(figures.firstAdmissionMs)} | |`,
