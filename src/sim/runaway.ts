@@ -1,17 +1,21 @@
 /**
  * Where a runaway Node process was, before it is killed: its diagnostic report when its event loop still
- * turns (heap, handles, native stack), else — the loop stuck in JavaScript — the JavaScript stack, read
- * by pausing it through the inspector, which interrupts running JavaScript from a thread of its own.
+ * turns (heap, handles, native stack); else every thread's native stack (gdb, when the machine has it:
+ * a loop stuck in native code answers neither the report's signal nor the inspector) and the JavaScript
+ * stack, read by pausing it through the inspector, which interrupts running JavaScript from a thread of
+ * its own.
  * The process must have been started with `diagnosisFlags()`; it writes the inspector's address to its
  * stderr, which the caller logs to `logPath`.
  */
-import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { type ChildProcess, execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { describeError } from '../kube/errors.ts';
 import { pollUntil } from '../util/poll.ts';
 
 const REPORT_WAIT_MS = 3000;
 const INSPECTOR_WAIT_MS = 5000;
+const GDB_TIMEOUT_MS = 30_000;
 const FRAMES = 30;
 
 /** Node flags for a process that diagnose() may be asked about. */
@@ -98,6 +102,30 @@ async function pausedStack(child: ChildProcess, logPath: string): Promise<string
   }
 }
 
+/** Each thread's name and CPU seconds so far (/proc/PID/task/TID/stat): which one spins. */
+function threadTimes(pid: number): string {
+  const tick = 100; // USER_HZ on Linux
+  const lines = readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cpu = (Number(fields[11]) + Number(fields[12])) / tick;
+    return `  ${tid} ${name}: ${cpu.toFixed(2)} s CPU, state ${fields[0]}`;
+  });
+  return ['threads:', ...lines].join('\n');
+}
+
+/** Every thread's native stack, by attaching gdb for a moment (the process continues after). */
+async function nativeStacks(pid: number): Promise<string> {
+  const { stdout } = await promisify(execFile)(
+    'gdb',
+    ['-p', String(pid), '-batch', '-nx', '-ex', 'set pagination off', '-ex', `thread apply all bt ${FRAMES}`],
+    { timeout: GDB_TIMEOUT_MS, maxBuffer: 16 * 2 ** 20 },
+  );
+  const stacks = stdout.split('\n').filter((l) => /^(Thread |#\d)/.test(l));
+  return ['native stacks (gdb):', ...stacks.map((l) => `  ${l.slice(0, 240)}`)].join('\n');
+}
+
 /** Asks the process where it is (see the module's comment); never throws, says what it could not get. */
 export async function diagnose(child: ChildProcess, reportPath: string, logPath: string): Promise<string> {
   child.kill('SIGUSR2');
@@ -106,7 +134,17 @@ export async function diagnose(child: ChildProcess, reportPath: string, logPath:
     intervalMs: 100,
   }).catch(() => undefined);
   if (report) return describeReport(report, reportPath);
-  return pausedStack(child, logPath).catch(
-    (err) => `no diagnostic report within ${REPORT_WAIT_MS} ms, and no stack: ${describeError(err)}`,
-  );
+  const pid = child.pid ?? 0;
+  const parts = [`no diagnostic report within ${REPORT_WAIT_MS} ms: the event loop is stuck`];
+  const attempt = async (what: string, get: () => Promise<string> | string) => {
+    try {
+      parts.push(await get());
+    } catch (err) {
+      parts.push(`no ${what}: ${describeError(err)}`);
+    }
+  };
+  await attempt('thread times', () => threadTimes(pid));
+  await attempt('native stacks', () => nativeStacks(pid));
+  await attempt('JavaScript stack', () => pausedStack(child, logPath));
+  return parts.join('\n');
 }

@@ -176,7 +176,7 @@ describe("the fleet's memory guard", () => {
 });
 
 describe('diagnosing a runaway', () => {
-  test('a process stuck in JavaScript is paused through its inspector, and names the function it was in', async () => {
+  test('a process stuck in JavaScript: its threads, their native stacks, and the function it was in, through its inspector', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'nuo-runaway-'));
     const logPath = join(dir, 'child.log');
     const log = openSync(logPath, 'a');
@@ -194,6 +194,10 @@ describe('diagnosing a runaway', () => {
         (await readFile(logPath, 'utf8')).includes('spinning') ? true : undefined,
       );
       const where = await diagnose(child, join(dir, 'report.json'), logPath);
+      assert.match(where, /the event loop is stuck/);
+      // The main thread spins: it is running, and has used CPU.
+      assert.match(where, /threads:\n(?: {2}.*\n)* {2}\d+ MainThread: \d+\.\d\d s CPU, state R/);
+      assert.match(where, /native stacks \(gdb\):\n {2}Thread \d+ .*\n {2}#0 /);
       assert.match(where, /JavaScript stack \(paused through the inspector/);
       assert.match(where, /at spinForever \(/);
     } finally {
