@@ -7,13 +7,56 @@
  * operator in a 60-node rollout: ~20 % of a core and RSS growing from 113 to 357 MiB in 80 s, nearly all
  * of it in TLS set-up. Credentials stay per request (the Authorization header is still applied every
  * time, so rotated tokens are picked up); only the transport is shared.
+ *
+ * The transport is HTTP/1.1, never HTTP/2. undici 8 offers h2 by default and the API server accepts it,
+ * but Node's native HTTP/2 client (Http2Session::SendPendingData → CopyDataIntoOutgoing, still in Node
+ * 24.21) can loop forever doubling its outgoing buffer: caught in the chaos test after an API server
+ * restart, an operator went from 150 MiB to 1 GiB in seconds with its event loop stuck in that loop (gdb
+ * stack in docs/design-notes.md), and once in CI to 9.7 GiB. An operator that must survive API server
+ * restarts cannot sit on that; HTTP/1.1 measured no slower at 1,000 nodes (docs/design-notes.md).
  */
-import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
+import type * as https from 'node:https';
+import {
+  type Cluster,
+  type DispatcherOptions,
+  KubeConfig,
+  type RequestContext,
+} from '@kubernetes/client-node';
 
 type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
 
+/** undici's connector option (buildConnector.BuildOptions), absent from the library's ConnectOptions type. */
+const HTTP1_ONLY = { allowH2: false } as const;
+
 export class PooledKubeConfig extends KubeConfig {
   readonly #pools = new Map<string, Dispatcher>();
+
+  /** The library's transport, with HTTP/2 refused (see the module comment). */
+  override createDispatcherOptions(
+    cluster: Cluster | null,
+    agentOptions: https.AgentOptions,
+  ): DispatcherOptions {
+    const options = super.createDispatcherOptions(cluster, agentOptions);
+    switch (options.type) {
+      case 'agent': {
+        const connect = { ...options.connect, ...HTTP1_ONLY };
+        return { ...options, connect };
+      }
+      case 'proxy': {
+        // The TLS connection through the proxy to the API server is made with requestTls.
+        const requestTls = { ...options.requestTls, ...HTTP1_ONLY };
+        return { ...options, requestTls };
+      }
+      case 'none': {
+        // No TLS settings of its own: the library would use undici's global dispatcher, which offers h2.
+        const connect = { keepAlive: true, keepAliveInitialDelay: 30_000, ...HTTP1_ONLY };
+        return { type: 'agent', connect };
+      }
+      case 'socks':
+        // Its TLS socket is made with these options, which offer no ALPN: HTTP/1.1.
+        return options;
+    }
+  }
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
     await super.applySecurityAuthentication(context);

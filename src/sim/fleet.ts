@@ -23,10 +23,10 @@ export const OPERATOR_NODE_OPTIONS = '--max-semi-space-size=2 --max-old-space-si
 
 /**
  * Resident memory past which an operator is a runaway: ~150 MiB is its size here, and its V8 heap is
- * capped at 384 MiB, so only native memory can grow this far. Once, in CI, one grew to 9.7 GiB with its
- * event loop stuck and took the machine's memory with it; never reproduced since. The guard kills such a
- * process before it takes the run down, and first logs where it was (runaway.ts), so the next occurrence
- * says what to fix.
+ * capped at 384 MiB, so only native memory can grow this far. In CI, one grew to 9.7 GiB with its event
+ * loop stuck and took the machine's memory with it. The guard kills such a process before it takes the
+ * run down, and first logs where it was (runaway.ts): that is how Node's HTTP/2 client was found looping
+ * (see pooled-kubeconfig.ts).
  */
 const RUNAWAY_RSS_MIB = 1024;
 const RSS_CHECK_MS = 1000;

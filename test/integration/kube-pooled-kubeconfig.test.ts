@@ -13,6 +13,11 @@ import { useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 1 });
 
+/** What undici publishes on 'undici:client:connected': the socket, TLS for the API server. */
+interface Connected {
+  socket: { alpnProtocol?: string | false };
+}
+
 async function connectionsFor(kc: KubeConfig, requests: number): Promise<number> {
   let connections = 0;
   const onConnect = () => connections++;
@@ -26,11 +31,39 @@ async function connectionsFor(kc: KubeConfig, requests: number): Promise<number>
   }
 }
 
-test('sequential requests reuse one connection', async () => {
+test('speaks HTTP/1.1 to the API server, which would accept HTTP/2 (see pooled-kubeconfig.ts)', async () => {
+  const protocols: Array<string | false | undefined> = [];
+  const onConnect = (message: unknown) => protocols.push((message as Connected).socket.alpnProtocol);
+  const kc = new PooledKubeConfig();
+  kc.loadFromFile(cluster.kubeconfigPath);
+  subscribe('undici:client:connected', onConnect);
+  try {
+    await kc.makeApiClient(CoreV1Api).listNode();
+    assert.deepEqual(protocols, ['http/1.1']);
+  } finally {
+    unsubscribe('undici:client:connected', onConnect);
+    await kc.close();
+  }
+  // The same request through the library's own KubeConfig negotiates h2: the override is what refuses it.
+  const plain = new KubeConfig();
+  plain.loadFromFile(cluster.kubeconfigPath);
+  subscribe('undici:client:connected', onConnect);
+  try {
+    await plain.makeApiClient(CoreV1Api).listNode();
+    assert.deepEqual(protocols, ['http/1.1', 'h2']);
+  } finally {
+    unsubscribe('undici:client:connected', onConnect);
+  }
+});
+
+test('sequential requests reuse their connections', async () => {
   const kc = new PooledKubeConfig();
   kc.loadFromFile(cluster.kubeconfigPath);
   try {
-    assert.equal(await connectionsFor(kc, 20), 1);
+    // HTTP/1.1: a request sent as the previous response ends may find that connection not yet released
+    // and open a second; from then on the two are reused.
+    const connections = await connectionsFor(kc, 20);
+    assert.ok(connections >= 1 && connections <= 2, `${connections} connections for 20 requests`);
   } finally {
     await kc.close();
   }
@@ -71,9 +104,8 @@ test('a watch and requests alongside it share the pool, and the watch still deli
       body: [{ op: 'add', path: '/metadata/labels/nuo-test', value: 'pooled' }],
     });
     assert.equal(await labelled, node.metadata.name);
-    // The kube-apiserver speaks HTTP/2, so the watch and every request are streams of one connection
-    // (HTTP/1.1 would need a second one, for the requests, opened once).
-    assert.ok(connections >= 1 && connections <= 2, `${connections} connections`);
+    // HTTP/1.1: the watch holds one connection, and the requests beside it reuse one or two more.
+    assert.ok(connections >= 2 && connections <= 3, `${connections} connections`);
   } finally {
     unsubscribe('undici:client:connected', onConnect);
     watch.abort();
