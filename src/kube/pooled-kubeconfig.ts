@@ -14,6 +14,14 @@
  * restart, an operator went from 150 MiB to 1 GiB in seconds with its event loop stuck in that loop (gdb
  * stack in docs/design-notes.md), and once in CI to 9.7 GiB. An operator that must survive API server
  * restarts cannot sit on that; HTTP/1.1 measured no slower at 1,000 nodes (docs/design-notes.md).
+ *
+ * On HTTP/1.1 a connection carries one request at a time, and undici opens as many as there are requests
+ * in flight (each TLS connection costs ~150 KiB: 400 at once measured +60 MiB RSS), and the operator's
+ * drains evict up to 50 pods a node at once, which put it past its 250 MiB goal at 5,000 nodes. So
+ * requests share a pool of REQUEST_CONNECTIONS (they queue beyond it, as HTTP/2 streams would past the
+ * server's stream limit), and
+ * watches, each holding its connection for minutes, get a pool of their own that cannot starve them.
+ * undici is a direct dependency for that: the library builds its Agent without a connection limit.
  */
 import type * as https from 'node:https';
 import {
@@ -22,51 +30,62 @@ import {
   KubeConfig,
   type RequestContext,
 } from '@kubernetes/client-node';
+import { Agent } from 'undici';
 
 type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
 
 /** undici's connector option (buildConnector.BuildOptions), absent from the library's ConnectOptions type. */
 const HTTP1_ONLY = { allowH2: false } as const;
 
+/** Connections per API server for requests other than watches. */
+export const REQUEST_CONNECTIONS = 64;
+
+export interface PoolOptions {
+  /** Connections per API server for requests other than watches; more requests queue. */
+  requestConnections?: number;
+}
+
+/** The library's transport options, with HTTP/2 refused on each kind. */
+function http1Only(options: DispatcherOptions): DispatcherOptions {
+  switch (options.type) {
+    case 'agent': {
+      const connect = { ...options.connect, ...HTTP1_ONLY };
+      return { ...options, connect };
+    }
+    case 'proxy': {
+      // The TLS connection through the proxy to the API server is made with requestTls.
+      const requestTls = { ...options.requestTls, ...HTTP1_ONLY };
+      return { ...options, requestTls };
+    }
+    case 'none': {
+      // No TLS settings of its own: the library would use undici's global dispatcher, which offers h2.
+      const connect = { keepAlive: true, keepAliveInitialDelay: 30_000, ...HTTP1_ONLY };
+      return { type: 'agent', connect };
+    }
+    case 'socks':
+      // Its TLS socket is made with these options, which offer no ALPN: HTTP/1.1.
+      return options;
+  }
+}
+
 export class PooledKubeConfig extends KubeConfig {
   readonly #pools = new Map<string, Dispatcher>();
+  /** The transport options derived for each cluster and user, which the request pool is built with. */
+  readonly #transports = new Map<string, DispatcherOptions>();
+  readonly #requestConnections: number;
 
-  /** The library's transport, with HTTP/2 refused (see the module comment). */
-  override createDispatcherOptions(
-    cluster: Cluster | null,
-    agentOptions: https.AgentOptions,
-  ): DispatcherOptions {
-    const options = super.createDispatcherOptions(cluster, agentOptions);
-    switch (options.type) {
-      case 'agent': {
-        const connect = { ...options.connect, ...HTTP1_ONLY };
-        return { ...options, connect };
-      }
-      case 'proxy': {
-        // The TLS connection through the proxy to the API server is made with requestTls.
-        const requestTls = { ...options.requestTls, ...HTTP1_ONLY };
-        return { ...options, requestTls };
-      }
-      case 'none': {
-        // No TLS settings of its own: the library would use undici's global dispatcher, which offers h2.
-        const connect = { keepAlive: true, keepAliveInitialDelay: 30_000, ...HTTP1_ONLY };
-        return { type: 'agent', connect };
-      }
-      case 'socks':
-        // Its TLS socket is made with these options, which offer no ALPN: HTTP/1.1.
-        return options;
-    }
+  constructor(options: PoolOptions = {}) {
+    super();
+    const n = options.requestConnections ?? REQUEST_CONNECTIONS;
+    if (!Number.isInteger(n) || n < 1)
+      throw new Error(`requestConnections must be a positive integer, not ${n}`);
+    this.#requestConnections = n;
   }
 
-  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    await super.applySecurityAuthentication(context);
-    const fresh = context.getDispatcher();
-    if (!fresh) return;
-    // What the transport depends on: server, trust, client certificate, proxy. A fresh agent that is
-    // not kept has never connected, so dropping it costs nothing.
-    const cluster = this.getCurrentCluster();
+  /** What the transport depends on: server, trust, client certificate, proxy. */
+  #transportKey(cluster: Cluster | null): string {
     const user = this.getCurrentUser();
-    const key = JSON.stringify([
+    return JSON.stringify([
       cluster?.server,
       cluster?.caFile,
       cluster?.caData,
@@ -79,9 +98,34 @@ export class PooledKubeConfig extends KubeConfig {
       user?.keyFile,
       user?.keyData,
     ]);
+  }
+
+  /** The library's transport, with HTTP/2 refused (see the module comment). */
+  override createDispatcherOptions(
+    cluster: Cluster | null,
+    agentOptions: https.AgentOptions,
+  ): DispatcherOptions {
+    const options = http1Only(super.createDispatcherOptions(cluster, agentOptions));
+    this.#transports.set(this.#transportKey(cluster), options);
+    return options;
+  }
+
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const fresh = context.getDispatcher();
+    if (!fresh) return;
+    // A fresh agent that is not kept has never connected, so dropping it costs nothing.
+    const transportKey = this.#transportKey(this.getCurrentCluster());
+    const watch = new URL(context.getUrl()).searchParams.get('watch') === 'true';
+    const key = `${watch ? 'watches' : 'requests'} ${transportKey}`;
     let pooled = this.#pools.get(key);
     if (!pooled) {
-      pooled = fresh;
+      const transport = this.#transports.get(transportKey);
+      // Through a proxy the library's agent is kept as it is: no connection limit there.
+      pooled =
+        !watch && transport?.type === 'agent'
+          ? new Agent({ connect: transport.connect, connections: this.#requestConnections })
+          : fresh;
       this.#pools.set(key, pooled);
     }
     context.setDispatcher(pooled);

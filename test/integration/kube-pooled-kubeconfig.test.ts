@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
 import { loadKubeconfig } from '../../src/kube/config.ts';
 import { PooledKubeConfig } from '../../src/kube/pooled-kubeconfig.ts';
+import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 1 });
@@ -76,7 +77,7 @@ test("the library's own KubeConfig connects per request (why the pool exists)", 
   assert.equal(await connectionsFor(kc, 5), 5);
 });
 
-test('a watch and requests alongside it share the pool, and the watch still delivers', async () => {
+test('a watch and requests alongside it, each in its pool, and the watch still delivers', async () => {
   const kc = new PooledKubeConfig();
   kc.loadFromFile(cluster.kubeconfigPath);
   const core = kc.makeApiClient(CoreV1Api);
@@ -133,4 +134,46 @@ test('close() ends open watches at once instead of waiting for them to time out'
 
 test('loadKubeconfig returns a pooled KubeConfig', () => {
   assert.ok(loadKubeconfig({ kubeconfig: cluster.kubeconfigPath }) instanceof PooledKubeConfig);
+});
+
+test('requests share a capped pool of connections; watches have their own, so they cannot starve requests', async () => {
+  const kc = new PooledKubeConfig({ requestConnections: 3 });
+  kc.loadFromFile(cluster.kubeconfigPath);
+  const core = kc.makeApiClient(CoreV1Api);
+  let connections = 0;
+  const onConnect = () => connections++;
+  subscribe('undici:client:connected', onConnect);
+  const watches: AbortController[] = [];
+  try {
+    await Promise.all(Array.from({ length: 30 }, () => core.listNode()));
+    assert.ok(connections >= 1 && connections <= 3, `30 requests at once used ${connections} connections`);
+    // More watches than request connections, each holding its own connection, and requests still pass.
+    const delivered = new Set<number>();
+    for (let i = 0; i < 5; i++) {
+      watches.push(
+        await new Watch(kc).watch(
+          '/api/v1/nodes',
+          {},
+          () => delivered.add(i),
+          () => {},
+        ),
+      );
+    }
+    await pollUntil('each of the 5 watches to deliver the node', () =>
+      delivered.size === 5 ? true : undefined,
+    );
+    assert.equal((await core.listNode()).items.length, 1);
+    assert.ok(connections >= 6 && connections <= 8, `${connections} connections`);
+  } finally {
+    unsubscribe('undici:client:connected', onConnect);
+    for (const w of watches) w.abort();
+    await kc.close();
+  }
+});
+
+test('a request connection limit below 1 is refused', () => {
+  assert.throws(
+    () => new PooledKubeConfig({ requestConnections: 0 }),
+    /requestConnections must be a positive integer, not 0/,
+  );
 });
