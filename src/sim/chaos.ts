@@ -373,10 +373,14 @@ async function runOne(
   // Offset from staging, and the wall clock (UTC) to match against the components' logs.
   const stamp = () => `+${((Date.now() - t0) / 1000).toFixed(1)}s ${new Date().toISOString().slice(11, 23)}`;
 
+  /** Replicas a kill-leader fault has chosen: no second fault picks the same one. */
+  const killing = new Set<string>();
   const inject = async (f: Fault): Promise<void> => {
     switch (f.kind) {
       case FaultKind.killLeader: {
         // The leader is whoever holds the Lease among the live replicas (it may be mid-handover: wait).
+        // Claimed in the same step as it is found: two kill faults waiting out an API server restart
+        // together both found the same holder, and the second "killed" a process already dead.
         const leader = await pollUntil(
           'a live replica to hold the Lease',
           async () => {
@@ -385,7 +389,10 @@ async function runOne(
               namespace: 'nuo-system',
             });
             const holder = lease.spec?.holderIdentity;
-            return holder && replicaIds.includes(holder) && alive(holder) ? holder : undefined;
+            if (!holder || !replicaIds.includes(holder) || !alive(holder) || killing.has(holder))
+              return undefined;
+            killing.add(holder);
+            return holder;
           },
           { timeoutMs: 30_000, intervalMs: 100, signal: cancelled.signal },
         ).catch(() => undefined);
