@@ -13,7 +13,8 @@
  * 24.21) can loop forever doubling its outgoing buffer: caught in the chaos test after an API server
  * restart, an operator went from 150 MiB to 1 GiB in seconds with its event loop stuck in that loop (gdb
  * stack in docs/design-notes.md), and once in CI to 9.7 GiB. An operator that must survive API server
- * restarts cannot sit on that; HTTP/1.1 measured no slower at 1,000 nodes (docs/design-notes.md).
+ * restarts cannot sit on that; at 1,000 nodes HTTP/1.1 measured within run-to-run noise of HTTP/2
+ * (docs/design-notes.md).
  *
  * On HTTP/1.1 a connection carries one request at a time, and undici opens as many as there are requests
  * in flight (each TLS connection costs ~150 KiB: 400 at once measured +60 MiB RSS), and the operator's
