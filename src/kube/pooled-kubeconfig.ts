@@ -16,13 +16,13 @@
  * restarts cannot sit on that; at 1,000 nodes HTTP/1.1 measured within run-to-run noise of HTTP/2
  * (docs/design-notes.md).
  *
- * On HTTP/1.1 a connection carries one request at a time, and undici opens as many as there are requests
- * in flight (each TLS connection costs ~150 KiB: 400 at once measured +60 MiB RSS), and the operator's
- * drains evict up to 50 pods a node at once, which put it past its 250 MiB goal at 5,000 nodes. So
- * requests share a pool of REQUEST_CONNECTIONS (they queue beyond it, as HTTP/2 streams would past the
- * server's stream limit), and
- * watches, each holding its connection for minutes, get a pool of their own that cannot starve them.
- * undici is a direct dependency for that: the library builds its Agent without a connection limit.
+ * On HTTP/1.1 a connection carries one request at a time and undici opens one per request in flight, at
+ * ~150 KiB each with TLS (400 at once measured +60 MiB RSS); with drains evicting up to 50 pods a node at
+ * once, that put the operator past its 250 MiB goal at 5,000 nodes. So requests share a pool of
+ * REQUEST_CONNECTIONS (beyond it they queue, as HTTP/2 streams would past the server's stream limit), and
+ * watches, each holding its connection for minutes, get a pool of their own that requests cannot starve.
+ * undici is a direct dependency for that: the library builds its Agent without a connection limit, and
+ * the transport options it derives reach the request pool through createDispatcherOptions (#transports).
  */
 import type * as https from 'node:https';
 import {

@@ -49,7 +49,7 @@ export class Fleet {
   readonly #cluster: LocalCluster;
   readonly #client: LeanClient;
   readonly #operators = new Map<string, ChildProcess>();
-  /** Operators the memory guard killed, each with where its report is (see RUNAWAY_RSS_MIB). */
+  /** One line per operator the memory guard killed; where it was is in that operator's log. */
   readonly runaways: string[] = [];
 
   constructor(cluster: LocalCluster, options: FleetOptions) {
