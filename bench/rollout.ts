@@ -166,6 +166,8 @@ try {
     .map((name) => ({ name, seconds: (cpuAfter[name] ?? 0) - (cpuBefore[name] ?? 0) }))
     .sort((a, b) => b.seconds - a.seconds);
   await f.checker.finalCheck();
+  // A leader that cannot renew its Lease stops acting until it can: every attempt waits meanwhile.
+  const leadershipLost = readFileSync(operatorLog, 'utf8').split('"stopped leading').length - 1;
 
   const figures = rolloutFigures(transitions, started);
   const idealNoDrain = Math.ceil(nodes / k) * (rebootMs + soakMs);
@@ -204,6 +206,7 @@ try {
       `| budget utilisation: slot time held / (K × rollout time) | ${pct(figures.slotMsTotal / (k * elapsedMs))} | |`,
       `| most nodes disrupted at once (independent checker) | ${f.checker.maxDisrupted} | ≤ ${k} |`,
       `| safety violations (independent checker) | ${f.checker.violations.length} | 0 |`,
+      `| times the operator stopped leading mid-rollout (its Lease not renewed in time; its log) | ${leadershipLost} | 0 |`,
       `| pods evicted (the API server's count; a pod evicted once per rollout makes it the pod count) | ${evicted('201')} | |`,
       `| evictions a PodDisruptionBudget refused (429, each retried by the drain; the API server's count) | ${evicted('429')} | |`,
       `| API server latency answering node PATCHes, all clients (histogram bucket bounds), p50 / p99 | ${latency('PATCH', 'nodes')} | |`,

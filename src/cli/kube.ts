@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeconfig } from '../kube/config.ts';
 import { apiStatus, describeError, statusCode } from '../kube/errors.ts';
+import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { UsageError } from './command.ts';
 
 export const kubeFlags = {
@@ -15,7 +16,7 @@ export const kubeFlagsUsage = [
   '  --context NAME      kubeconfig context to use',
 ];
 
-export function kubeconfigFrom(values: { kubeconfig?: string; context?: string }): KubeConfig {
+export function kubeconfigFrom(values: { kubeconfig?: string; context?: string }): PooledKubeConfig {
   try {
     return loadKubeconfig(values);
   } catch (err) {

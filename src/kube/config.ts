@@ -2,7 +2,6 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { PooledKubeConfig } from './pooled-kubeconfig.ts';
 
 export function loadKubeconfig({
@@ -11,7 +10,7 @@ export function loadKubeconfig({
 }: {
   kubeconfig?: string;
   context?: string;
-} = {}): KubeConfig {
+} = {}): PooledKubeConfig {
   const kc = new PooledKubeConfig();
   const fromEnv = process.env.KUBECONFIG;
   const home = join(homedir(), '.kube', 'config');

@@ -23,6 +23,10 @@
  * watches, each holding its connection for minutes, get a pool of their own that requests cannot starve.
  * undici is a direct dependency for that: the library builds its Agent without a connection limit, and
  * the transport options it derives reach the request pool through createDispatcherOptions (#transports).
+ *
+ * One pool is one queue: behind a burst of a drain's evictions (up to 50 a node, 100 nodes at once),
+ * the leader's Lease renewal waited over 10 s at 1,000 nodes and the operator stopped leading mid-rollout.
+ * separatePool() gives such a burst, or such a vital request, connections of its own.
  */
 import type * as https from 'node:https';
 import {
@@ -74,6 +78,8 @@ export class PooledKubeConfig extends KubeConfig {
   /** The transport options derived for each cluster and user, which the request pool is built with. */
   readonly #transports = new Map<string, DispatcherOptions>();
   readonly #requestConnections: number;
+  /** Made by separatePool(): reset and closed with this one. */
+  readonly #separate: PooledKubeConfig[] = [];
 
   constructor(options: PoolOptions = {}) {
     super();
@@ -133,6 +139,24 @@ export class PooledKubeConfig extends KubeConfig {
   }
 
   /**
+   * The same clusters, users and contexts (credentials included, so rotated tokens are still read per
+   * request) over connections of its own: requests here never queue behind this KubeConfig's, nor theirs
+   * behind these. resetConnections() and close() on this KubeConfig reach the separate one too: a server
+   * that stopped answering on one connection (the informer's watchdog) is no better on the others.
+   */
+  separatePool(options: PoolOptions = {}): PooledKubeConfig {
+    const kc = new PooledKubeConfig(options);
+    kc.loadFromOptions({
+      clusters: this.clusters,
+      users: this.users,
+      contexts: this.contexts,
+      currentContext: this.currentContext,
+    });
+    this.#separate.push(kc);
+    return kc;
+  }
+
+  /**
    * Drops the shared connections at once (requests on them fail and are retried by their callers); the
    * next request opens a new one. For a connection that stopped answering without breaking.
    */
@@ -140,6 +164,7 @@ export class PooledKubeConfig extends KubeConfig {
     const pools = [...this.#pools.values()];
     this.#pools.clear();
     for (const p of pools) void p.destroy().catch(() => {});
+    for (const kc of this.#separate) kc.resetConnections();
   }
 
   /**
@@ -149,6 +174,6 @@ export class PooledKubeConfig extends KubeConfig {
   async close(): Promise<void> {
     const pools = [...this.#pools.values()];
     this.#pools.clear();
-    await Promise.all(pools.map((p) => p.destroy()));
+    await Promise.all([...pools.map((p) => p.destroy()), ...this.#separate.map((kc) => kc.close())]);
   }
 }

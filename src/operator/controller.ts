@@ -4,7 +4,7 @@
  * write — requeueing on conflicts with backoff. Everything it knows is in the API (node annotations and
  * the slot ledger): a new leader continues exactly where the last one stopped.
  */
-import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { Annotations, Labels } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { type AlsoWrite, uncordonWith } from '../drain/cordon.ts';
@@ -14,6 +14,7 @@ import { describeError, statusCode } from '../kube/errors.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leader.ts';
 import { mergePatch } from '../kube/patch.ts';
+import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { parseSelector } from '../kube/selector.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
 import { Limiter } from '../util/parallel.ts';
@@ -34,7 +35,7 @@ import type { OperatorMetrics } from './metrics.ts';
 import { type NodeView, sameView, slimNode, viewNode, withPendingTaint } from './node-view.ts';
 
 export interface OperatorOptions {
-  kubeconfig: KubeConfig;
+  kubeconfig: PooledKubeConfig;
   config: OperatorConfig;
   identity: string;
   log: KubeLog;
@@ -74,6 +75,12 @@ const HEALTH_READERS = 16;
 const HEALTH_REREAD_MS = 1000;
 /** Writes of nodes outside an attempt (Pending, why they wait) in flight: they must not crowd out attempts. */
 const REASON_WRITERS = 4;
+/**
+ * Connections of the drains' own pool. Evictions come in bursts (up to 50 a node at once, for every node
+ * draining): on the shared pool they queued node writes, the ledger and the Lease renewal behind them,
+ * and at 1,000 nodes the leader lost its Lease mid-rollout. The Lease has a connection of its own too.
+ */
+const DRAIN_CONNECTIONS = 64;
 /** Writes a node step tries (re-reading and re-deciding after each 409) before leaving it to the next pass. */
 const CONFLICT_RETRIES = 3;
 /** How long the leader decides on its own copy of the ledger before reading it again. */
@@ -116,7 +123,7 @@ export class Operator {
     this.#o = options;
     const c = options.config;
     this.#core = options.kubeconfig.makeApiClient(CoreV1Api);
-    this.#drainer = new Drainer(options.kubeconfig);
+    this.#drainer = new Drainer(options.kubeconfig.separatePool({ requestConnections: DRAIN_CONNECTIONS }));
     this.#ledger = new Store(this.#core, c.namespace);
     this.#events = new EventRecorder(this.#core, options.identity, options.log);
     this.#decideConfig = {
@@ -173,7 +180,7 @@ export class Operator {
     await this.#informer.start();
     log('info', 'node cache synced', { nodes: this.#informer.list().length });
     this.#elector = new LeaderElector({
-      kubeconfig: this.#o.kubeconfig,
+      kubeconfig: this.#o.kubeconfig.separatePool({ requestConnections: 1 }),
       namespace: this.#o.config.namespace,
       name: 'nuo-operator',
       identity: this.#o.identity,

@@ -177,3 +177,39 @@ test('a request connection limit below 1 is refused', () => {
     /requestConnections must be a positive integer, not 0/,
   );
 });
+
+test('a separate pool has connections of its own, the same credentials, and is reset and closed with its parent', async () => {
+  const kc = new PooledKubeConfig({ requestConnections: 1 });
+  kc.loadFromFile(cluster.kubeconfigPath);
+  const separate = kc.separatePool({ requestConnections: 1 });
+  const core = kc.makeApiClient(CoreV1Api);
+  const separateCore = separate.makeApiClient(CoreV1Api);
+  const sockets: Array<{ destroyed: boolean }> = [];
+  const onConnect = (message: unknown) =>
+    sockets.push((message as { socket: { destroyed: boolean } }).socket);
+  subscribe('undici:client:connected', onConnect);
+  try {
+    // One connection each: two pools of one, none shared (a shared one would make it 1, no cap 20).
+    await Promise.all([
+      ...Array.from({ length: 10 }, () => core.listNode()),
+      ...Array.from({ length: 10 }, () => separateCore.listNode()),
+    ]);
+    assert.equal(sockets.length, 2);
+    // Authenticated as the parent's user (the admin), which may read Secrets in kube-system.
+    await separateCore.listNamespacedSecret({ namespace: 'kube-system' });
+    assert.equal(sockets.length, 2);
+
+    kc.resetConnections();
+    await pollUntil('both pools to drop their connections with the parent reset', () =>
+      sockets.every((s) => s.destroyed) ? true : undefined,
+    );
+    await separateCore.listNode();
+    assert.equal(sockets.length, 3, 'the separate pool opened a new connection after its parent was reset');
+
+    await kc.close();
+    assert.ok(sockets[2]?.destroyed, "the separate pool's connection closed with its parent");
+  } finally {
+    unsubscribe('undici:client:connected', onConnect);
+    await kc.close();
+  }
+});
