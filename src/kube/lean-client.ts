@@ -37,13 +37,33 @@ export interface LeanNodeList {
 /** An API failure with the HTTP status, so callers can tell 409 (re-read) from the rest. */
 export class LeanApiError extends Error {
   readonly status: number;
-  constructor(status: number, message: string) {
+  /** Set when the server asked to send the request again after this long (see retryAfterMs). */
+  readonly retryAfterMs: number | undefined;
+  constructor(status: number, message: string, retryAfterMs?: number) {
     super(message);
     this.status = status;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** client-go's default: how often one request is sent again after the server asked to wait. */
+const MAX_RETRIES = 10;
+/** A longer Retry-After is obeyed only this long: an agent waiting minutes would miss its grant. */
+const MAX_RETRY_AFTER_MS = 10_000;
+
+/**
+ * How long to wait before sending a request again, or undefined if it must not be sent again. As in
+ * client-go: a 429, or a 5xx that carries Retry-After, was refused before anything was done (API Priority
+ * and Fairness turning a burst away, a server shutting down), so any verb may be repeated after the wait
+ * the server named. Without the header the answer is final (a 429 from a PodDisruptionBudget has none).
+ */
+export function retryAfterMs(status: number, retryAfter: string | undefined): number | undefined {
+  if (status !== 429 && status < 500) return undefined;
+  if (retryAfter === undefined || !/^\s*\d+\s*$/.test(retryAfter)) return undefined;
+  return Math.min(Number(retryAfter) * 1000, MAX_RETRY_AFTER_MS);
+}
 
 export function inClusterCredentials(): LeanCredentials {
   const host = process.env.KUBERNETES_SERVICE_HOST;
@@ -60,15 +80,24 @@ export class LeanClient {
   readonly #creds: LeanCredentials;
   readonly #agent: Agent;
 
+  readonly #maxRetries: number;
+
   /**
    * `idleSockets`: connections kept open between requests (node:https keeps 256). One agent needs one or
    * two; the simulated fleet shares one client among 1,000 agents, and with 256 kept, staging an update
-   * on all of them cost ~750 fresh TLS handshakes at once.
+   * on all of them cost ~750 fresh TLS handshakes at once. `maxRetries`: how often a request the server
+   * asked to retry later (see retryAfterMs) is sent again before its refusal is the answer.
    */
-  constructor(creds: LeanCredentials, { idleSockets = 256 }: { idleSockets?: number } = {}) {
+  constructor(
+    creds: LeanCredentials,
+    { idleSockets = 256, maxRetries = MAX_RETRIES }: { idleSockets?: number; maxRetries?: number } = {},
+  ) {
     if (!/^https:\/\//.test(creds.server))
       throw new Error(`API server must be an https:// URL, got "${creds.server}"`);
+    if (!Number.isInteger(maxRetries) || maxRetries < 0)
+      throw new Error(`maxRetries must be a whole number ≥ 0, got ${maxRetries}`);
     this.#creds = creds;
+    this.#maxRetries = maxRetries;
     this.#agent = new Agent({
       keepAlive: true,
       maxFreeSockets: idleSockets,
@@ -83,7 +112,22 @@ export class LeanClient {
     return { Accept: 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}), ...extra };
   }
 
-  #call<T>(
+  /** One request, sent again as long as the server asks to retry later, at most `maxRetries` times. */
+  async #call<T>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
+    for (let retry = 0; ; retry++) {
+      try {
+        return await this.#once<T>(method, path, body, contentType);
+      } catch (err) {
+        if (!(err instanceof LeanApiError) || err.retryAfterMs === undefined) throw err;
+        if (retry >= this.#maxRetries) {
+          throw new LeanApiError(err.status, `${err.message} (sent ${retry + 1} times, as the server asked)`);
+        }
+        await new Promise((r) => setTimeout(r, err.retryAfterMs));
+      }
+    }
+  }
+
+  #once<T>(
     method: string,
     path: string,
     body?: unknown,
@@ -116,7 +160,14 @@ export class LeanClient {
             } catch {
               // not a Status object
             }
-            reject(new LeanApiError(status, `${method} ${path}: HTTP ${status}: ${message}`));
+            const retryAfter = res.headers['retry-after'];
+            reject(
+              new LeanApiError(
+                status,
+                `${method} ${path}: HTTP ${status}: ${message}`,
+                retryAfterMs(status, retryAfter),
+              ),
+            );
           });
           res.on('error', reject);
         },
