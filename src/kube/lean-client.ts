@@ -79,7 +79,6 @@ export function inClusterCredentials(): LeanCredentials {
 export class LeanClient {
   readonly #creds: LeanCredentials;
   readonly #agent: Agent;
-
   readonly #maxRetries: number;
 
   /**
@@ -120,7 +119,10 @@ export class LeanClient {
       } catch (err) {
         if (!(err instanceof LeanApiError) || err.retryAfterMs === undefined) throw err;
         if (retry >= this.#maxRetries) {
-          throw new LeanApiError(err.status, `${err.message} (sent ${retry + 1} times, as the server asked)`);
+          throw new LeanApiError(
+            err.status,
+            `${err.message} (sent ${retry + 1} times, each time answered "retry later")`,
+          );
         }
         await new Promise((r) => setTimeout(r, err.retryAfterMs));
       }
