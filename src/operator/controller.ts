@@ -574,14 +574,11 @@ export class Operator {
         await this.#patch(view, {}, { taint: action.present });
         return false;
       case 'admit':
-        await this.#enterAttempt(view, now);
-        this.#o.metrics?.admissions.inc();
-        this.#events.normal(view.name, 'Admitted', `admitted for reboot: ${action.reason}`);
-        log('info', 'admitted', { node: view.name, reason: action.reason });
+        await this.#enterAttempt(view, now, action.reason);
         return false;
       case 'transition': {
         if (action.to === Phase.beforeReboot) {
-          await this.#enterAttempt(view, now);
+          await this.#enterAttempt(view, now, action.reason);
           return false;
         }
         const annotations: Record<string, string | null> = this.#phase(action.to, action.reason, now);
@@ -650,7 +647,20 @@ export class Operator {
    * starts. (At 1,000 nodes, on an API server at full load, each extra write between admission and
    * drain delayed the first wave by seconds.)
    */
-  async #enterAttempt(view: NodeView, now: Date) {
+  /**
+   * The node write that starts an admitted attempt: an admission's, or the same write redone for a node
+   * the ledger gave a slot while its own write did not land (a 409 after a handover, a crash). Either way
+   * this is where the node is admitted, so it is logged, counted and reported here, once per attempt:
+   * the write is conditional, so only one of the two lands.
+   */
+  async #enterAttempt(view: NodeView, now: Date, reason: string) {
+    await this.#writeAttemptStart(view, now);
+    this.#o.metrics?.admissions.inc();
+    this.#events.normal(view.name, 'Admitted', `admitted for reboot: ${reason}`);
+    this.#o.log('info', 'admitted', { node: view.name, reason });
+  }
+
+  async #writeAttemptStart(view: NodeView, now: Date) {
     if (this.#o.config.beforeRebootAnnotations.length > 0) {
       // The reason decide() gives a node waiting here, so no second write follows to say it.
       const missing = missingHooks(view, this.#o.config.beforeRebootAnnotations);

@@ -268,7 +268,12 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
       case Phase.idle:
       case Phase.pending:
         // Admitted in the ledger but the node write did not happen (crash between the two): redo it.
-        actions.push({ type: 'transition', node: name, to: Phase.beforeReboot, reason: 'admitted' });
+        actions.push({
+          type: 'transition',
+          node: name,
+          to: Phase.beforeReboot,
+          reason: `${needsReboot(n) ?? 'holds a slot'} (its admission's node write redone)`,
+        });
         break;
       case Phase.beforeReboot: {
         const missing = missingHooks(n, c.beforeRebootAnnotations);
