@@ -642,12 +642,6 @@ export class Operator {
   }
 
   /**
-   * The first phase of an attempt: BeforeReboot, where before-reboot hooks run; without hooks there is
-   * nothing to wait for there, so the node goes straight to Draining, in the one write, and the drain
-   * starts. (At 1,000 nodes, on an API server at full load, each extra write between admission and
-   * drain delayed the first wave by seconds.)
-   */
-  /**
    * The node write that starts an admitted attempt: an admission's, or the same write redone for a node
    * the ledger gave a slot while its own write did not land (a 409 after a handover, a crash). Either way
    * this is where the node is admitted, so it is logged, counted and reported here, once per attempt:
@@ -660,6 +654,12 @@ export class Operator {
     this.#o.log('info', 'admitted', { node: view.name, reason });
   }
 
+  /**
+   * The first phase of an attempt: BeforeReboot, where before-reboot hooks run; without hooks there is
+   * nothing to wait for there, so the node goes straight to Draining, in the one write, and the drain
+   * starts. (At 1,000 nodes, on an API server at full load, each extra write between admission and
+   * drain delayed the first wave by seconds.)
+   */
   async #writeAttemptStart(view: NodeView, now: Date) {
     if (this.#o.config.beforeRebootAnnotations.length > 0) {
       // The reason decide() gives a node waiting here, so no second write follows to say it.
