@@ -25,7 +25,8 @@ import {
   type DecideConfig,
   decide,
   type Health,
-  healthDue,
+  healthGated,
+  healthRereadDue,
   type Ledger,
   missingHooks,
 } from './decide.ts';
@@ -70,9 +71,8 @@ const NODE_WRITERS = 64;
  * the other attempts' writes (at most maxUnavailable wait at once, each a single write).
  */
 const HANDOVER_WRITERS = 16;
-/** Reads of DaemonSet pods at the health gate in flight, and how often a gated node's are read again. */
+/** Reads of DaemonSet pods at the health gate in flight. */
 const HEALTH_READERS = 16;
-const HEALTH_REREAD_MS = 1000;
 /** Writes of nodes outside an attempt (Pending, why they wait) in flight: they must not crowd out attempts. */
 const REASON_WRITERS = 4;
 /**
@@ -430,17 +430,24 @@ export class Operator {
    * DaemonSet pod readiness of the nodes at the health gate, as last read. The reads run in the
    * background and each one that lands triggers a pass: a pass never waits for them, so neither does the
    * node whose slot another node has just freed (awaiting them made each pass at 1,000 nodes ~0.5 s).
-   * A node's pods are read again HEALTH_REREAD_MS after the last read, until it leaves the gate.
+   * A node's pods are first read shortly before its soak ends and read again as healthRereadDue says,
+   * until it leaves the gate.
    */
   #health(nodes: NodeView[], ledger: Ledger, now: Date): Map<string, Health> {
-    const gated = nodes.filter((n) => ledger.slots[n.name] && healthDue(n, this.#decideConfig, now));
+    const gated = nodes.filter((n) => ledger.slots[n.name] && healthGated(n, this.#decideConfig, now));
     const names = new Set(gated.map((n) => n.name));
     for (const name of this.#healthReads.keys()) if (!names.has(name)) this.#healthReads.delete(name);
     const health = new Map<string, Health>();
     for (const { name } of gated) {
       const read = this.#healthReads.get(name);
       if (read?.health) health.set(name, read.health);
-      if (!read || (!read.running && performance.now() - read.at >= HEALTH_REREAD_MS)) this.#readHealth(name);
+      const renew =
+        read?.running === false &&
+        healthRereadDue({
+          healthy: read.health?.daemonSetPodsReady === true,
+          ageMs: performance.now() - read.at,
+        });
+      if (!read || renew) this.#readHealth(name);
     }
     return health;
   }

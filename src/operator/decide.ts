@@ -157,6 +157,30 @@ export function healthDue(n: NodeView, c: Pick<DecideConfig, 'soakMs'>, now: Dat
   return n.state === Phase.afterReboot && n.ready && now.getTime() - ms(n.readySince) >= c.soakMs;
 }
 
+/**
+ * How long before its soak ends a slot holder's DaemonSet pods are first read, and how often a reading
+ * is renewed. Reading them only once the soak was over put a pod list and another pass between the soak's
+ * end and the completion of every node (0.2–0.5 s a slot on a busy API server). The soak already proves
+ * the node Ready throughout; the pods' reading is a point in time either way, now at most
+ * HEALTH_LEAD_MS + HEALTH_REREAD_MS old at the completion.
+ */
+export const HEALTH_LEAD_MS = 2000;
+export const HEALTH_REREAD_MS = 1000;
+
+/** Whether a slot holder's DaemonSet pods are to be read (and a reading kept): its soak ends within HEALTH_LEAD_MS. */
+export function healthGated(n: NodeView, c: Pick<DecideConfig, 'soakMs'>, now: Date): boolean {
+  return healthDue(n, { soakMs: Math.max(0, c.soakMs - HEALTH_LEAD_MS) }, now);
+}
+
+/**
+ * Whether a gated node's last reading is renewed: one that found pods not ready every HEALTH_REREAD_MS;
+ * a healthy one when it would be older than HEALTH_LEAD_MS + HEALTH_REREAD_MS, which a node completing
+ * at the end of its soak never reaches (one read a node), and one held longer (hooks, its agent) does.
+ */
+export function healthRereadDue(last: { healthy: boolean; ageMs: number }): boolean {
+  return last.ageMs >= (last.healthy ? HEALTH_LEAD_MS : 0) + HEALTH_REREAD_MS;
+}
+
 /** Idle (or never touched) or Pending: phases that hold no slot. */
 function outsideAttempt(n: NodeView): boolean {
   return n.state === undefined || n.state === Phase.idle || n.state === Phase.pending;

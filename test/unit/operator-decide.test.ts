@@ -9,7 +9,11 @@ import {
   type Action,
   type DecideConfig,
   decide,
+  HEALTH_LEAD_MS,
+  HEALTH_REREAD_MS,
   healthDue,
+  healthGated,
+  healthRereadDue,
   type Ledger,
   type Snapshot,
 } from '../../src/operator/decide.ts';
@@ -543,6 +547,58 @@ describe('decide: phases', () => {
       { ledger: ledger('a') },
     );
     assert.equal(notReady.actions[0]?.type === 'transition' && notReady.actions[0].to, Phase.failed);
+  });
+
+  test('DaemonSet pods are read from shortly before the soak ends; a healthy reading is not renewed before it', () => {
+    const base = { ...state(Phase.afterReboot, 100), [Annotations.bootIdBefore]: 'boot-1' };
+    const soak = config.soakMs / 1000;
+    const lead = HEALTH_LEAD_MS / 1000;
+    const table: Array<[string, Record<string, string>, NodeOpts, boolean]> = [
+      [
+        'soaking, its end further than the lead',
+        base,
+        { bootId: 'boot-2', readySince: ago(soak - lead - 1) },
+        false,
+      ],
+      [
+        'soaking, its end within the lead',
+        base,
+        { bootId: 'boot-2', readySince: ago(soak - lead + 0.5) },
+        true,
+      ],
+      ['soaked', base, { bootId: 'boot-2', readySince: ago(soak + 5) }, true],
+      ['NotReady', base, { bootId: 'boot-2', ready: false }, false],
+      ['still rebooting', state(Phase.rebooting, 5), { readySince: ago(soak + 5) }, false],
+    ];
+    for (const [name, annotations, o, want] of table) {
+      assert.equal(healthGated(viewNode(holder('a', annotations, o)), config, NOW), want, name);
+    }
+    // A reading that found pods not ready before the soak's end adds no wait (nor a write) until then.
+    const early = { bootId: 'boot-2', readySince: ago(soak - 1) };
+    const unhealthy = decide(
+      {
+        nodes: [viewNode(holder('a', base, early))],
+        ledger: ledger('a'),
+        draining: new Set(),
+        health: new Map([['a', { daemonSetPodsReady: false, detail: '0/1 ready' }]]),
+      },
+      config,
+      NOW,
+    );
+    assert.match(
+      (unhealthy.actions[0] as { reason: string }).reason,
+      /^health gate: waiting for soak \(of 30s\)$/,
+    );
+    const rereads: Array<[boolean, number, boolean]> = [
+      [false, HEALTH_REREAD_MS - 1, false],
+      [false, HEALTH_REREAD_MS, true],
+      [true, HEALTH_REREAD_MS, false],
+      [true, HEALTH_LEAD_MS + HEALTH_REREAD_MS - 1, false],
+      [true, HEALTH_LEAD_MS + HEALTH_REREAD_MS, true],
+    ];
+    for (const [healthy, ageMs, want] of rereads) {
+      assert.equal(healthRereadDue({ healthy, ageMs }), want, `healthy ${healthy}, ${ageMs} ms old`);
+    }
   });
 
   test('a paused slot holder keeps its slot and is left alone', () => {
