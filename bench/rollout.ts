@@ -23,6 +23,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { AppsV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
+import { REPORT_SPREAD_MS } from '../src/agent/agent.ts';
 import { Phase } from '../src/api/phases.ts';
 import { startCluster } from '../src/sim/cluster/cluster.ts';
 import { sampleProc } from '../src/sim/cluster/proc.ts';
@@ -104,7 +105,12 @@ try {
     { timeoutMs: 60_000, intervalMs: 50 },
   );
 
-  fleet = new Fleet(cluster, { rebootMs, budget: k, agentCheckIntervalMs: 60_000 });
+  fleet = new Fleet(cluster, {
+    rebootMs,
+    budget: k,
+    agentCheckIntervalMs: 60_000,
+    agentReportSpreadMs: REPORT_SPREAD_MS,
+  });
   await fleet.start();
   const f = fleet;
   const operator = f.startOperator('bench', [`--max-unavailable=${k}`, `--soak=${soakMs}ms`]);
@@ -188,7 +194,8 @@ try {
     command,
     body: [
       `${apps_ * 20} pods in ${apps_} Deployments, each under a PDB with maxUnavailable 2; one \`nuo operator\` process, leading before the first update is staged,`,
-      `one in-process simulated host and nuo agent per node; phases observed by an independent watch on the nodes, in a process of its own.`,
+      `one in-process simulated host and nuo agent per node, all staged in the same instant and each reporting it within the agent's default \`--report-spread\` (${REPORT_SPREAD_MS / 1000} s);`,
+      `phases observed by an independent watch on the nodes, in a process of its own.`,
       `KWOK node Leases of ${leaseSeconds} s, renewed every ${leaseSeconds / 4} s (${leaseSeconds === 40 ? "the kubelet's default" : "the kubelet's default is 40 s"}).`,
       '',
       '| figure | value | goal |',

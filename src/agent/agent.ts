@@ -14,6 +14,8 @@ import { agentStep } from './step.ts';
 const WATCH_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
 /** A watch that lasted this long (or delivered anything) was healthy: the next failure starts afresh. */
 const HEALTHY_WATCH_MS = 10_000;
+/** The default of AgentOptions.reportSpreadMs. */
+export const REPORT_SPREAD_MS = 10_000;
 
 export interface AgentOptions {
   nodeName: string;
@@ -25,6 +27,16 @@ export interface AgentOptions {
   labels?: Record<string, string>;
   /** How often the detector is polled (push detectors also call back). */
   checkIntervalMs?: number;
+  /**
+   * A need for a reboot that is not on the node yet is reported after a random delay up to this long.
+   * An update that reaches a whole fleet at once (pushed by configuration management, or every
+   * update-engine signalling in the same minute) otherwise has every agent write its node in the same
+   * instant: at 1,000 nodes on the 2-core testing ground that burst held the API server for 7–12 s, and
+   * the operator's first admissions waited behind it. 0 reports at once.
+   */
+  reportSpreadMs?: number;
+  /** Random numbers in [0, 1) for the report's delay (tests fix them). */
+  random?: () => number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
 }
 
@@ -36,13 +48,23 @@ export class NodeAgent {
   #bootedAt = new Date(0);
   #rebootRequested = false;
   #busy: Promise<void> = Promise.resolve();
+  /** When a need not on the node yet may be reported (see #holdBack), and the timer that does it. */
+  #reportAt: number | undefined;
+  #reportTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The running agent's stop signal: a report held back must not be written by a stopped agent. */
+  #stopped: AbortSignal | undefined;
 
   constructor(options: AgentOptions) {
     if (!options.nodeName) throw new Error('agent: the node name is required (--node-name or NODE_NAME)');
+    const spread = options.reportSpreadMs ?? REPORT_SPREAD_MS;
+    if (!(spread >= 0 && Number.isFinite(spread)))
+      throw new Error(`agent: the report spread must be a duration ≥ 0, got ${options.reportSpreadMs} ms`);
     // An option passed as undefined means "the default", not "nothing" (a spread would keep the undefined).
     this.#o = {
       ...options,
       checkIntervalMs: options.checkIntervalMs ?? 60_000,
+      reportSpreadMs: spread,
+      random: options.random ?? Math.random,
       log: options.log ?? (() => {}),
       labels: options.labels ?? {},
     };
@@ -50,6 +72,7 @@ export class NodeAgent {
 
   /** Runs until the signal aborts. */
   async run(signal: AbortSignal): Promise<void> {
+    this.#stopped = signal;
     this.#bootId = await this.#o.bootId.read();
     this.#bootedAt = await this.#o.bootId.bootedAt();
     const stopWatching = this.#o.detector.watch?.(() => this.#schedule(() => this.#check()));
@@ -59,6 +82,7 @@ export class NodeAgent {
       await this.#follow(signal);
     } finally {
       clearInterval(timer);
+      clearTimeout(this.#reportTimer);
       stopWatching?.();
     }
   }
@@ -154,8 +178,37 @@ export class NodeAgent {
   }
 
   async #check(): Promise<void> {
-    this.#detection = await this.#o.detector.check();
+    const detection = await this.#o.detector.check();
+    if (this.#holdBack(detection)) return;
+    this.#detection = detection;
     if (this.#node) await this.#onNode(this.#node);
+  }
+
+  /**
+   * Whether a detection is kept from the node for now: a need the node does not show yet waits until a
+   * random moment within reportSpreadMs of its first detection (a timer checks again then). Only that
+   * report waits: a need already shown, its withdrawal and everything else go on at once, and so does a
+   * need found before the agent has read its node (its start: a DaemonSet's agents restart a few at a
+   * time, not all at once).
+   */
+  #holdBack(d: Detection): boolean {
+    const node = this.#node;
+    const shown = node?.metadata.annotations?.[Annotations.rebootNeeded] === 'true';
+    if (!node || d.need !== Need.needed || shown || this.#o.reportSpreadMs === 0) {
+      this.#reportAt = undefined;
+      clearTimeout(this.#reportTimer);
+      return false;
+    }
+    const now = Date.now();
+    if (this.#reportAt === undefined && !this.#stopped?.aborted) {
+      const delayMs = Math.floor(this.#o.random() * this.#o.reportSpreadMs);
+      this.#reportAt = now + delayMs;
+      this.#o.log('info', `${this.#o.nodeName}: ${d.reason}: reporting it in ${delayMs} ms`);
+      this.#reportTimer = setTimeout(() => {
+        if (!this.#stopped?.aborted) void this.#schedule(() => this.#check());
+      }, delayMs);
+    }
+    return this.#reportAt !== undefined && now < this.#reportAt;
   }
 
   async #onNode(node: LeanNode): Promise<void> {

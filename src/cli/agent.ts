@@ -53,6 +53,8 @@ export const agentCommand: Command = {
     '  --reboot-timeout D               report on the node if the host is still up this long after rebooting (default 10m)',
     '  --dbus-address ADDR              system bus (default $DBUS_SYSTEM_BUS_ADDRESS or /run/dbus/system_bus_socket)',
     '  --check-interval D               how often detectors are polled (default 60s)',
+    '  --report-spread D                report a newly detected need for a reboot after a random delay',
+    '                                   up to D, so a fleet updated at once does not write at once (default 10s; 0: at once)',
     '  --kubeconfig FILE                kubeconfig (default: the in-cluster ServiceAccount)',
   ].join('\n'),
   async run(args) {
@@ -76,6 +78,7 @@ export const agentCommand: Command = {
         'reboot-timeout': { type: 'string' },
         'dbus-address': { type: 'string' },
         'check-interval': { type: 'string' },
+        'report-spread': { type: 'string' },
         kubeconfig: { type: 'string' },
       },
     });
@@ -163,6 +166,7 @@ export const agentCommand: Command = {
       bootId: new LinuxBootId(),
       labels,
       checkIntervalMs: durationFlag('check-interval', values['check-interval'], '60s'),
+      reportSpreadMs: durationFlag('report-spread', values['report-spread'], '10s'),
       log,
     });
     const stop = new AbortController();

@@ -37,6 +37,11 @@ export interface FleetOptions {
   rebootMsByNode?: Record<string, number>;
   budget: number;
   agentCheckIntervalMs?: number;
+  /**
+   * The agents' reportSpreadMs (default 0: at once). Tests stage an update and look at what follows at
+   * once; the benchmarks pass the agent's own default, which is what a fleet runs.
+   */
+  agentReportSpreadMs?: number;
   behaviours?: Record<string, RebootBehaviour>;
   /** Resident memory at which an operator is killed as a runaway (default RUNAWAY_RSS_MIB). */
   runawayRssMiB?: number;
@@ -82,6 +87,7 @@ export class Fleet {
           rebootMs: this.options.rebootMsByNode?.[nodeName] ?? this.options.rebootMs,
           behaviour: this.options.behaviours?.[nodeName],
           agentCheckIntervalMs: this.options.agentCheckIntervalMs,
+          agentReportSpreadMs: this.options.agentReportSpreadMs,
           log: this.options.log,
           onReboot: (node) => this.checker.onReboot(node),
         });

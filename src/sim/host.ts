@@ -31,6 +31,7 @@ export interface SimHostOptions {
   rebootMs: number;
   behaviour?: RebootBehaviour;
   agentCheckIntervalMs?: number;
+  agentReportSpreadMs?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
   /** Called for every reboot that really happens (for the independent checker). */
   onReboot?: (node: string, bootIdBefore: string) => void;
@@ -208,6 +209,7 @@ export class SimHost implements Detector, Rebooter, BootId {
       rebooter: this,
       bootId: this,
       checkIntervalMs: this.#o.agentCheckIntervalMs ?? 10_000,
+      reportSpreadMs: this.#o.agentReportSpreadMs ?? 0,
       log: this.#o.log,
     });
     this.#agentDone = agent

@@ -18,7 +18,7 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
 
-const cluster = await useCluster({ nodes: 1 });
+const cluster = await useCluster({ nodes: 2 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const NODE = 'node-0';
 
@@ -139,4 +139,90 @@ test('an idle agent survives a kube-apiserver restart with a few requests, and s
   const node = await core.readNode({ name: NODE });
   assert.equal(node.metadata?.annotations?.[Annotations.rebootInProgress], 'true', report);
   assert.equal(node.metadata?.annotations?.[Annotations.bootIdBefore], 'boot-1', report);
+});
+
+test('a need not on the node yet is reported after its random delay within the spread; a shown one is not held back', async (t) => {
+  const node = 'node-1';
+  const client = new LeanClient(kubeconfigCredentials(cluster.kubeconfigPath));
+  const state = { need: Need.notNeeded as Need, push: () => {} };
+  const start = (logs: string[]) => {
+    const agent = new NodeAgent({
+      nodeName: node,
+      client,
+      detector: {
+        name: 'switch',
+        check: async () => ({ need: state.need, reason: `test: ${state.need}` }),
+        watch: (onChange) => {
+          state.push = onChange;
+          return () => {};
+        },
+      },
+      rebooter: { name: 'none', reboot: async () => {} },
+      bootId: { read: async () => 'boot-1', bootedAt: async () => new Date(Date.now() - 3_600_000) },
+      // Only the detector's push brings a change: no poll can report early.
+      checkIntervalMs: 3_600_000,
+      reportSpreadMs: 4000,
+      random: () => 0.75,
+      log: (level, message) => logs.push(`${Date.now()} ${level} ${message}`),
+    });
+    const stop = new AbortController();
+    const done = agent.run(stop.signal);
+    const halt = async () => {
+      stop.abort();
+      await done;
+    };
+    stops.push(halt);
+    return halt;
+  };
+  const stops: Array<() => Promise<void>> = [];
+  // Also when an assertion fails: a running agent would keep the test process alive.
+  t.after(async () => {
+    for (const halt of stops) await halt();
+    client.close();
+  });
+  const needOnNode = async () =>
+    (await core.readNode({ name: node })).metadata?.annotations?.[Annotations.rebootNeeded];
+  const logs: string[] = [];
+  const stopFirst = start(logs);
+  await pollUntil('the agent to read its node', () =>
+    logs.some((l) => l.includes('agent running')) ? true : undefined,
+  );
+
+  state.need = Need.needed;
+  state.push();
+  const held = await pollUntil('the agent to hold the report back', () =>
+    logs.find((l) => l.includes(`test: ${Need.needed}: reporting it in 3000 ms`)),
+  );
+  const heldAt = Number(held.split(' ')[0]);
+  assert.equal(await needOnNode(), undefined, 'not written while held back');
+  state.push(); // a second signal for the same need neither reports early nor draws another delay
+  await pollUntil('the need on the node', async () => ((await needOnNode()) === 'true' ? true : undefined), {
+    timeoutMs: 15_000,
+  });
+  assert.ok(Date.now() - heldAt >= 3000, 'written no earlier than its delay');
+  assert.equal(logs.filter((l) => l.includes('reporting it in')).length, 1, logs.join('\n'));
+  await stopFirst();
+
+  // A fresh agent on a node that shows the need (its restart) holds nothing back.
+  const again: string[] = [];
+  const stopSecond = start(again);
+  await pollUntil('the agent to read its node', () =>
+    again.some((l) => l.includes('agent running')) ? true : undefined,
+  );
+  state.push();
+  state.need = Need.notNeeded;
+  state.push();
+  await pollUntil(
+    'the withdrawn need off the node',
+    async () => ((await needOnNode()) === 'true' ? undefined : true),
+    {
+      timeoutMs: 15_000,
+    },
+  );
+  assert.deepEqual(
+    again.filter((l) => l.includes('reporting it in')),
+    [],
+    'neither a need already shown nor its withdrawal waits',
+  );
+  await stopSecond();
 });
