@@ -31,7 +31,7 @@ export interface AgentOptions {
    * A need for a reboot that is not on the node yet is reported after a random delay up to this long.
    * An update that reaches a whole fleet at once (pushed by configuration management, or every
    * update-engine signalling in the same minute) otherwise has every agent write its node in the same
-   * instant: at 1,000 nodes on the 2-core testing ground that burst held the API server for 7–12 s, and
+   * instant: at 1,000 nodes on the 2-core testing ground that burst held the API server for 7–14 s, and
    * the operator's first admissions waited behind it. 0 reports at once.
    */
   reportSpreadMs?: number;
