@@ -23,16 +23,25 @@ export const UncordonResult = {
 } as const;
 export type UncordonResult = (typeof UncordonResult)[keyof typeof UncordonResult];
 
-/** A decision on the node as read, and the node as it is after it (written, or as read). */
+/**
+ * A decision on the node as read, and the node as it is after it (written, or as read). `known`, a recent
+ * copy (a cache's), is decided on first, which saves a read: a stale copy costs a 409 and then a read,
+ * and a decision on it to write nothing is confirmed on a read.
+ */
 async function conditionalPatch<R>(
   core: CoreV1Api,
   name: string,
   decide: (node: V1Node) => { patch: object; result: R } | { done: R },
+  known?: V1Node,
 ): Promise<{ result: R; node: V1Node }> {
+  let node = known ?? (await core.readNode({ name }));
   for (let attempt = 1; ; attempt++) {
-    const node = await core.readNode({ name });
     const next = decide(node);
-    if ('done' in next) return { result: next.done, node };
+    if ('done' in next) {
+      if (node !== known) return { result: next.done, node };
+      node = await core.readNode({ name });
+      continue;
+    }
     try {
       const body = {
         ...next.patch,
@@ -45,6 +54,7 @@ async function conditionalPatch<R>(
     } catch (err) {
       if (statusCode(err) !== 409 || attempt >= MAX_CONFLICTS) throw err;
     }
+    node = await core.readNode({ name });
   }
 }
 
@@ -74,35 +84,41 @@ export interface AlsoWrite {
  * Undoes nuo's own cordon, never an admin's. `also` (given the node as read) is written in the same
  * conditional write whatever the cordon: the operator's "attempt over" and the uncordon land together,
  * so no one ever sees an Idle node still cordoned by nuo, for one read and one write instead of two of
- * each. Returns the node as it is afterwards.
+ * each (one write, given a `known` copy that is current). Returns the node as it is afterwards.
  */
 export async function uncordonWith(
   core: CoreV1Api,
   name: string,
   also?: (node: V1Node) => AlsoWrite,
+  known?: V1Node,
 ): Promise<{ result: UncordonResult; node: V1Node }> {
-  return conditionalPatch<UncordonResult>(core, name, (node) => {
-    const ours = node.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true';
-    const result: UncordonResult = ours
-      ? UncordonResult.uncordoned
-      : node.spec?.unschedulable
-        ? UncordonResult.notOurs
-        : UncordonResult.notCordoned;
-    if (!ours && !also) return { done: result };
-    const extra = also?.(node);
-    const annotations = { ...extra?.annotations, ...(ours ? { [Annotations.cordonedByNuo]: null } : {}) };
-    const spec = {
-      ...(ours ? { unschedulable: false } : {}),
-      ...(extra?.taints ? { taints: extra.taints } : {}),
-    };
-    return {
-      patch: {
-        metadata: { annotations, ...(extra?.labels ? { labels: extra.labels } : {}) },
-        ...(Object.keys(spec).length ? { spec } : {}),
-      },
-      result,
-    };
-  });
+  return conditionalPatch<UncordonResult>(
+    core,
+    name,
+    (node) => {
+      const ours = node.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true';
+      const result: UncordonResult = ours
+        ? UncordonResult.uncordoned
+        : node.spec?.unschedulable
+          ? UncordonResult.notOurs
+          : UncordonResult.notCordoned;
+      if (!ours && !also) return { done: result };
+      const extra = also?.(node);
+      const annotations = { ...extra?.annotations, ...(ours ? { [Annotations.cordonedByNuo]: null } : {}) };
+      const spec = {
+        ...(ours ? { unschedulable: false } : {}),
+        ...(extra?.taints ? { taints: extra.taints } : {}),
+      };
+      return {
+        patch: {
+          metadata: { annotations, ...(extra?.labels ? { labels: extra.labels } : {}) },
+          ...(Object.keys(spec).length ? { spec } : {}),
+        },
+        result,
+      };
+    },
+    known,
+  );
 }
 
 export async function uncordon(core: CoreV1Api, name: string): Promise<UncordonResult> {

@@ -288,6 +288,48 @@ describe('drain', () => {
     );
   });
 
+  test('a known copy of the node saves the read when current, and a stale one is read again', async (t) => {
+    t.after(() => setUnschedulable('node-2', false));
+    // Reads go through this client, counted; writes too: the server is the real one.
+    let reads = 0;
+    const counting = new Proxy(core, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver);
+        if (key !== 'readNode') return typeof value === 'function' ? value.bind(target) : value;
+        return (...args: Parameters<CoreV1Api['readNode']>) => {
+          reads++;
+          return target.readNode(...args);
+        };
+      },
+    });
+    const also = () => ({ annotations: { 'example.com/attempt': 'over' } });
+
+    const current = (await cordon(core, 'node-2')).node;
+    const fresh = await uncordonWith(counting, 'node-2', also, current);
+    assert.equal(fresh.result, UncordonResult.uncordoned);
+    assert.equal(reads, 0, 'a current copy is written on without a read');
+    assert.equal(fresh.node.spec?.unschedulable, undefined);
+
+    // Stale: cordoned since the copy was taken (and the copy says not cordoned).
+    const stale = fresh.node;
+    await cordon(core, 'node-2');
+    const again = await uncordonWith(counting, 'node-2', undefined, stale);
+    assert.equal(again.result, UncordonResult.uncordoned, 'decided on the node as read, not on the copy');
+    assert.equal(reads, 1, 'a copy that decides to write nothing is confirmed on a read');
+    assert.equal((await core.readNode({ name: 'node-2' })).spec?.unschedulable, undefined);
+
+    const before = (await cordon(core, 'node-2')).node;
+    await core.patchNode(
+      { name: 'node-2', body: { metadata: { annotations: { 'example.com/admin': 'meanwhile' } } } },
+      mergePatch,
+    );
+    const conflicted = await uncordonWith(counting, 'node-2', also, before);
+    assert.equal(conflicted.result, UncordonResult.uncordoned);
+    assert.equal(reads, 2, 'a stale copy is a 409, then a read');
+    assert.equal(conflicted.node.metadata?.annotations?.['example.com/admin'], 'meanwhile');
+    assert.equal(conflicted.node.metadata?.annotations?.['example.com/attempt'], 'over');
+  });
+
   test('a dry run cordons nothing and evicts nothing', async () => {
     const ns = await namespace('dry');
     await deployOn('node-0', ns, 'api', 3);
