@@ -70,7 +70,8 @@ const NODE_WRITERS = 64;
  * Handovers in flight (#handOver): writers and connections of their own, so a freed slot's next node
  * never queues behind the other attempts' writes (at most maxUnavailable wait at once, each a single
  * write). On the shared connections they waited behind the completions' own writes and Events when a
- * 1,000-node rollout's first wave ended: 20-30 handovers of 0.9-1.7 s within two seconds, and none since.
+ * 1,000-node rollout's first wave ended: 10-30 handovers of 0.9-1.7 s within two seconds (none in the
+ * undisturbed run since; see the design notes).
  */
 const HANDOVER_WRITERS = 16;
 /** Reads of DaemonSet pods at the health gate in flight. */
