@@ -35,8 +35,8 @@ export type Order = (typeof Order)[keyof typeof Order];
 
 const STEP_MS = 50;
 
+/** A drain of a node with pods in progress: its pods left to evict, and when it started. */
 interface Draining {
-  pods: number;
   left: number;
   startedMs: number;
 }
@@ -60,7 +60,7 @@ export function replayDrains(nodes: readonly Measured[], c: Contention): Map<Mea
   for (let t = 0, next = 0; next < waiting.length || active.size > 0; t += STEP_MS) {
     for (; next < waiting.length && (waiting[next] as Measured).admittedMs <= t; next++) {
       const n = waiting[next] as Measured;
-      active.set({ pods: n.pods, left: n.pods, startedMs: t }, n);
+      active.set({ left: n.pods, startedMs: t }, n);
     }
     for (const d of stepDrains([...active.keys()], c, t)) {
       result.set(active.get(d) as Measured, t + STEP_MS - d.startedMs);
@@ -155,7 +155,7 @@ export function play(
       const n = waiting[0] as Measured;
       waiting = waiting.slice(1);
       held++;
-      if (n.pods > 0) draining.set({ pods: n.pods, left: n.pods, startedMs: t }, n);
+      if (n.pods > 0) draining.set({ left: n.pods, startedMs: t }, n);
       else lightDrains.push({ endMs: t + n.drainMs, node: n });
     }
     for (let i = lightDrains.length - 1; i >= 0; i--) {
