@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { replaceSection } from '../../bench/report.ts';
-import { evictions, histogramDelta, percentileBound, requestHistogram } from '../../bench/request-latency.ts';
+import {
+  evictions,
+  histogramDelta,
+  percentileBound,
+  requestHistogram,
+  requestsAnswered,
+} from '../../bench/request-latency.ts';
 import {
   packedMakespanMs,
   percentile,
@@ -172,5 +178,20 @@ describe('evictions', () => {
     assert.equal(evictions(text, '429'), 15);
     assert.equal(evictions(text, '201'), 500);
     assert.equal(evictions('', '429'), 0);
+  });
+});
+
+describe('requestsAnswered', () => {
+  it('sums every answered request but watches', () => {
+    const text = [
+      '# TYPE apiserver_request_total counter',
+      'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="PATCH",version="v1"} 40',
+      'apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="PATCH",version="v1"} 2',
+      'apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="eviction",verb="POST",version="v1"} 8',
+      'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="cluster",subresource="",verb="WATCH",version="v1"} 5',
+      'apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="PATCH",version="v1"} 42',
+    ].join('\n');
+    assert.equal(requestsAnswered(text), 50);
+    assert.equal(requestsAnswered(''), 0);
   });
 });

@@ -50,3 +50,60 @@ export function loadAverage(): number {
     return Number.NaN;
   }
 }
+
+/** Where all of the machine's cores went since boot, in seconds of one core. */
+export interface MachineCpu {
+  /** Running anything on this machine (user, nice, system, irq, softirq). */
+  busySeconds: number;
+  /** Idle or waiting on I/O. */
+  idleSeconds: number;
+  /**
+   * Stolen: the hypervisor ran another virtual machine while this one had work. On a shared host this
+   * is the neighbours' load, the one disturbance a benchmark here can neither see in its own processes
+   * nor prevent.
+   */
+  stealSeconds: number;
+}
+
+/**
+ * The aggregate `cpu` line of /proc/stat (user nice system idle iowait irq softirq steal guest
+ * guest_nice, in clock ticks). Guest time is already counted in user and nice, so it is not added again.
+ */
+export function parseMachineCpu(procStat: string, ticksPerSecond: number): MachineCpu {
+  const line = procStat.split('\n').find((l) => l.startsWith('cpu '));
+  const fields = line?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+  if (fields.length < 8 || fields.some((n) => !Number.isFinite(n))) {
+    throw new Error(
+      `/proc/stat has no aggregate cpu line with 8 counters: ${JSON.stringify(line ?? procStat.slice(0, 80))}`,
+    );
+  }
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = fields as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  return {
+    busySeconds: (user + nice + system + irq + softirq) / ticksPerSecond,
+    idleSeconds: (idle + iowait) / ticksPerSecond,
+    stealSeconds: steal / ticksPerSecond,
+  };
+}
+
+/** The machine's CPU counters now (Linux). */
+export function machineCpu(): MachineCpu {
+  return parseMachineCpu(readFileSync('/proc/stat', 'utf8'), clockTicks());
+}
+
+/** Where the machine's cores went between two readings. */
+export function machineCpuBetween(before: MachineCpu, after: MachineCpu): MachineCpu {
+  return {
+    busySeconds: after.busySeconds - before.busySeconds,
+    idleSeconds: after.idleSeconds - before.idleSeconds,
+    stealSeconds: after.stealSeconds - before.stealSeconds,
+  };
+}
