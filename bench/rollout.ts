@@ -242,15 +242,13 @@ try {
       '',
       '| process | CPU seconds | share of one core |',
       '|---|---|---|',
-      ...cpuRows.map(
-        (r) => `| ${r.name} | ${r.seconds.toFixed(1)} | ${pct(r.seconds / (elapsedMs / 1000))} |`,
-      ),
       ...[
+        ...cpuRows,
         { name: '*stolen: the hypervisor ran other virtual machines*', seconds: machine.stealSeconds },
         { name: '*idle: nothing on this machine had work*', seconds: machine.idleSeconds },
       ].map((r) => `| ${r.name} | ${r.seconds.toFixed(1)} | ${pct(r.seconds / (elapsedMs / 1000))} |`),
       '',
-      // The same code has measured 88–96 % here, with the API server spending 264–372 CPU seconds on
+      // The same code has measured 88–96 % here, with the API server spending 240–418 CPU seconds on
       // the same requests: how fast the shared host was is the first thing to look at when a run misses.
       `How fast the shared host was: the API server spent ${((apiserverCpuSeconds * 1000) / answered).toFixed(2)} ms of CPU per request it answered (${answered} requests, watches aside), about the same requests in every run of this size, so a higher figure is a slower machine. Stolen time is only what the hypervisor took outright; a neighbour sharing the cores' caches or hyperthreads shows instead as the same work costing more CPU.`,
     ].join('\n'),
