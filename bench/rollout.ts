@@ -244,6 +244,12 @@ try {
       '|---|---|---|',
       ...[
         ...cpuRows,
+        // Work on this machine outside the rollout's processes (another benchmark, a build) slows it
+        // as surely as a neighbour does, and shows only here.
+        {
+          name: '*everything else on this machine*',
+          seconds: Math.max(0, machine.busySeconds - cpuRows.reduce((sum, r) => sum + r.seconds, 0)),
+        },
         { name: '*stolen: the hypervisor ran other virtual machines*', seconds: machine.stealSeconds },
         { name: '*idle: nothing on this machine had work*', seconds: machine.idleSeconds },
       ].map((r) => `| ${r.name} | ${r.seconds.toFixed(1)} | ${pct(r.seconds / (elapsedMs / 1000))} |`),

@@ -58,9 +58,8 @@ export interface MachineCpu {
   /** Idle or waiting on I/O. */
   idleSeconds: number;
   /**
-   * Stolen: the hypervisor ran another virtual machine while this one had work. On a shared host this
-   * is the neighbours' load, the one disturbance a benchmark here can neither see in its own processes
-   * nor prevent.
+   * Stolen: the hypervisor ran another virtual machine while this one had work. Only the part of the
+   * neighbours' load they took outright: sharing caches or hyperthreads slows this machine without it.
    */
   stealSeconds: number;
 }
