@@ -2,6 +2,9 @@
  * npm run bench:rollout [-- --nodes N --max-unavailable K --reboot-time R --soak S --lease-seconds L
  *                          --keep-logs DIR]
  *
+ * --keep-logs DIR copies every process's log there, and the API server's /metrics from before and after
+ * the rollout.
+ *
  * A full rollout on the local cluster (simulated hosts, `nuo operator`, Deployments under PDBs with about
  * two pods per node) and its figures, written to docs/benchmarks.md (bench/report.ts):
  * - efficiency: the lower bound ceil(N/K)·(drain + R + soak), drain being the mean drain time measured
@@ -15,7 +18,7 @@
  *   of the gap to the bound is the workload's (slots drifting apart), and what part the operator's.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -165,6 +168,9 @@ try {
   const cpuAfter = cpuAt();
   const machine = machineCpuBetween(machineBefore, machineCpu());
   const metricsAfter = await cluster.raw.text('/metrics');
+  // Kept with the logs (--keep-logs): which requests the API server answered, by verb and resource.
+  writeFileSync(join(cluster.dir, 'logs', 'kube-apiserver-metrics-before.txt'), metricsBefore);
+  writeFileSync(join(cluster.dir, 'logs', 'kube-apiserver-metrics-after.txt'), metricsAfter);
   // How long the API server took to answer, whoever asked: on this shared machine it bounds how fast
   // any operator's writes (three in a row between a slot freed and the next node draining) can land.
   const latency = (verb: string, resource: string) => {
