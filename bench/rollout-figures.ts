@@ -32,8 +32,14 @@ export interface RolloutFigures {
   firstAdmissionMs: number;
   /** Slot time of all attempts, summed (divide by K × rollout time for the budget's utilisation). */
   slotMsTotal: number;
-  /** The attempts' slot times in admission order (see packedMakespanMs). */
-  slotMsInOrder: number[];
+  /** The attempts in admission order: when each was admitted and how long it held its slot. */
+  attempts: Attempt[];
+}
+
+export interface Attempt {
+  /** Milliseconds on the transitions' clock. */
+  admittedAt: number;
+  slotMs: number;
 }
 
 /**
@@ -51,6 +57,50 @@ export function packedMakespanMs(slotMs: readonly number[], k: number): number {
     ends[first] = (ends[first] as number) + ms;
   }
   return ends.reduce((max, e) => Math.max(max, e), 0);
+}
+
+/** Where the K slots' time went besides attempts, in slot-milliseconds summed over the slots. */
+export interface SlotIdle {
+  /** From `since` to the last slot freed. */
+  spanMs: number;
+  /** Before a slot's first admission (a slot never used: all of the span). */
+  startMs: number;
+  /** From a slot freed to its next admission. */
+  betweenMs: number;
+  /** After a slot's last attempt ended, while others still ran. */
+  endMs: number;
+}
+
+/**
+ * Follows each of the `k` slots from holder to holder, each admission taking the slot freed earliest,
+ * and sums the time they stood empty. K × span = slot time of all attempts + start + between + end: the
+ * rollout is the work over K plus these, so they say what a rollout lost where. At the start and between
+ * attempts the slots wait for the scheduler (and the API server); at the end they wait for the slowest
+ * ones, which ran a larger sum of drains than the rest (the workload's: no scheduler can split an attempt).
+ */
+export function slotIdle(attempts: readonly Attempt[], k: number, since: number): SlotIdle {
+  if (!Number.isInteger(k) || k < 1) throw new Error(`k must be a positive integer, got ${k}`);
+  const freeAt = Array<number>(k).fill(since);
+  const used = Array<boolean>(k).fill(false);
+  let startMs = 0;
+  let betweenMs = 0;
+  for (const a of [...attempts].sort((x, y) => x.admittedAt - y.admittedAt)) {
+    let i = 0;
+    for (let j = 1; j < k; j++) if ((freeAt[j] as number) < (freeAt[i] as number)) i = j;
+    // An admission the watch saw before the release it refilled (never on a budget kept): no idle time.
+    const idle = Math.max(0, a.admittedAt - (freeAt[i] as number));
+    if (used[i]) betweenMs += idle;
+    else startMs += idle;
+    used[i] = true;
+    freeAt[i] = Math.max(a.admittedAt, freeAt[i] as number) + a.slotMs;
+  }
+  const end = freeAt.reduce((max, t) => Math.max(max, t), since);
+  let endMs = 0;
+  for (let i = 0; i < k; i++) {
+    if (used[i]) endMs += end - (freeAt[i] as number);
+    else startMs += end - since;
+  }
+  return { spanMs: end - since, startMs, betweenMs, endMs };
 }
 
 /**
@@ -135,6 +185,8 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
     overheadMeanMs: (fixedMs) => mean(slotTimes.map((s) => s.slotMs - s.drainMs - fixedMs)),
     firstAdmissionMs: (transitions.find((t) => SLOT_PHASES.has(t.phase as Phase))?.at ?? Number.NaN) - since,
     slotMsTotal: slotTimes.reduce((sum, s) => sum + s.slotMs, 0),
-    slotMsInOrder: [...slotTimes].sort((a, b) => a.admittedAt - b.admittedAt).map((s) => s.slotMs),
+    attempts: [...slotTimes]
+      .sort((a, b) => a.admittedAt - b.admittedAt)
+      .map(({ admittedAt, slotMs }) => ({ admittedAt, slotMs })),
   };
 }

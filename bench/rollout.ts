@@ -15,7 +15,10 @@
  *   a process of its own);
  * - the mean time per node in each phase, which shows where a rollout's time beyond the bound goes;
  * - the same attempts' slot times packed with no admission delay at all (packedMakespanMs): what part
- *   of the gap to the bound is the workload's (slots drifting apart), and what part the operator's.
+ *   of the gap to the bound is the workload's (slots drifting apart), and what part the operator's;
+ * - the rollout taken apart slot by slot (slotIdle): the attempts' slot time over K, plus the time the
+ *   slots stood empty before the first wave's admissions, between a slot freed and refilled, and at the
+ *   end while the slots that ran the most drain time finished.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -42,7 +45,7 @@ import {
   requestHistogram,
   requestsAnswered,
 } from './request-latency.ts';
-import { packedMakespanMs, rolloutFigures, type Transition } from './rollout-figures.ts';
+import { packedMakespanMs, rolloutFigures, slotIdle, type Transition } from './rollout-figures.ts';
 
 const { values } = parseArgs({
   options: {
@@ -198,7 +201,11 @@ try {
   // drain is stricter but no bound: drains blocked by PDBs make a long tail that is work all the same.)
   const ideal = Math.ceil(nodes / k) * (figures.drainMeanMs + rebootMs + soakMs);
   const idealMedian = Math.ceil(nodes / k) * (figures.drainMedianMs + rebootMs + soakMs);
-  const packed = packedMakespanMs(figures.slotMsInOrder, k);
+  const packed = packedMakespanMs(
+    figures.attempts.map((a) => a.slotMs),
+    k,
+  );
+  const idle = slotIdle(figures.attempts, k, started);
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   const command = `npm run bench:rollout -- --nodes ${nodes} --max-unavailable ${k} --reboot-time ${values['reboot-time']} --soak ${values.soak}${leaseSeconds === 40 ? '' : ` --lease-seconds ${leaseSeconds}`}`;
@@ -227,6 +234,7 @@ try {
       `| slot-time overhead (slot held beyond drain + R + soak), mean per node | ${s(figures.overheadMeanMs(rebootMs + soakMs))} | |`,
       `| from the first update staged to the first admission | ${s(figures.firstAdmissionMs)} | |`,
       `| budget utilisation: slot time held / (K × rollout time) | ${pct(figures.slotMsTotal / (k * elapsedMs))} | |`,
+      `| the rollout slot by slot, mean per slot: attempts (slot time over K) + empty before the first admission + empty between a slot freed and refilled + empty after its last attempt while the slots with the most drain time finished = staged → last slot freed | ${s(figures.slotMsTotal / k)} + ${s(idle.startMs / k)} + ${s(idle.betweenMs / k)} + ${s(idle.endMs / k)} = ${s(idle.spanMs)} | |`,
       `| most nodes disrupted at once (independent checker) | ${f.checker.maxDisrupted} | ≤ ${k} |`,
       `| safety violations (independent checker) | ${f.checker.violations.length} | 0 |`,
       `| times the operator stopped leading mid-rollout (its Lease not renewed in time; its log) | ${leadershipLost} | 0 |`,

@@ -12,6 +12,7 @@ import {
   packedMakespanMs,
   percentile,
   rolloutFigures,
+  slotIdle,
   type Transition,
 } from '../../bench/rollout-figures.ts';
 
@@ -67,12 +68,15 @@ describe('rolloutFigures', () => {
     assert.equal(f.firstAdmissionMs, 0);
     assert.equal(f.slotMsTotal, 4000);
   });
-  it('lists the slot times in admission order', () => {
+  it('lists the attempts in admission order', () => {
     const a: Transition[] = [
       { node: 'a', phase: 'BeforeReboot', at: 3000 },
       { node: 'a', phase: 'Idle', at: 3500 },
     ];
-    assert.deepEqual(rolloutFigures([...a, ...phases('b', 0)], 0).slotMsInOrder, [2000, 500]);
+    assert.deepEqual(rolloutFigures([...a, ...phases('b', 0)], 0).attempts, [
+      { admittedAt: 0, slotMs: 2000 },
+      { admittedAt: 3000, slotMs: 500 },
+    ]);
   });
   it('counts an admission the watch saw only at Draining (BeforeReboot overwritten at once)', () => {
     const skipped = phases('b', 2050).filter((t) => t.phase !== 'BeforeReboot');
@@ -110,6 +114,87 @@ describe('packedMakespanMs', () => {
   }
   it('refuses a k that is no positive integer', () => {
     assert.throws(() => packedMakespanMs([1], 0), /k must be a positive integer, got 0/);
+  });
+});
+
+describe('slotIdle', () => {
+  const cases: Array<{ name: string; k: number; attempts: Array<[number, number]>; want: object }> = [
+    {
+      name: 'one slot refilled 50 ms after it was freed',
+      k: 1,
+      attempts: [
+        [0, 2000],
+        [2050, 2000],
+      ],
+      want: { spanMs: 4050, startMs: 0, betweenMs: 50, endMs: 0 },
+    },
+    {
+      name: 'two slots: late first admissions, a refill, one slot running long at the end',
+      k: 2,
+      attempts: [
+        [100, 1000],
+        [300, 3000],
+        [1150, 1000],
+      ],
+      want: { spanMs: 3300, startMs: 400, betweenMs: 50, endMs: 1150 },
+    },
+    {
+      name: 'a slot never used stands empty the whole rollout',
+      k: 3,
+      attempts: [
+        [0, 1000],
+        [0, 500],
+      ],
+      want: { spanMs: 1000, startMs: 1000, betweenMs: 0, endMs: 500 },
+    },
+    {
+      name: 'an admission seen before the release it refilled counts no negative time',
+      k: 1,
+      attempts: [
+        [0, 1000],
+        [900, 1000],
+      ],
+      want: { spanMs: 2000, startMs: 0, betweenMs: 0, endMs: 0 },
+    },
+  ];
+  for (const { name, k, attempts, want } of cases) {
+    it(name, () =>
+      assert.deepEqual(
+        slotIdle(
+          attempts.map(([admittedAt, slotMs]) => ({ admittedAt, slotMs })),
+          k,
+          0,
+        ),
+        want,
+      ),
+    );
+  }
+  it('takes K × span apart into slot time and empty time, whatever the schedule', () => {
+    // Random schedules on K slots, each refilled after a random gap: the parts must add up exactly.
+    let seed = 7;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    for (let run = 0; run < 50; run++) {
+      const k = 1 + Math.floor(rand() * 5);
+      const freeAt = Array.from({ length: k }, () => Math.floor(rand() * 100));
+      const attempts = [];
+      for (let i = 0; i < 3 * k; i++) {
+        const lane = freeAt.indexOf(Math.min(...freeAt));
+        const admittedAt = (freeAt[lane] as number) + Math.floor(rand() * 50);
+        const slotMs = 100 + Math.floor(rand() * 1000);
+        attempts.push({ admittedAt, slotMs });
+        freeAt[lane] = admittedAt + slotMs;
+      }
+      const idle = slotIdle(attempts, k, 0);
+      const work = attempts.reduce((sum, a) => sum + a.slotMs, 0);
+      assert.equal(k * idle.spanMs, work + idle.startMs + idle.betweenMs + idle.endMs, `run ${run}`);
+      assert.equal(idle.spanMs, Math.max(...freeAt), `run ${run}`);
+    }
+  });
+  it('refuses a k that is no positive integer', () => {
+    assert.throws(() => slotIdle([], 0, 0), /k must be a positive integer, got 0/);
   });
 });
 
