@@ -50,16 +50,22 @@ export function percentileBound(h: Histogram, percent: number): number {
   return Number.POSITIVE_INFINITY;
 }
 
+/** The requests counted in apiserver_request_total whose labels `keep` accepts, in a /metrics text. */
+function requestTotal(metrics: string, keep: (labels: Record<string, string>) => boolean): number {
+  let sum = 0;
+  for (const { labels, value } of samples(metrics, 'apiserver_request_total')) if (keep(labels)) sum += value;
+  return sum;
+}
+
 /**
  * Pod evictions the API server answered with this status code, in a /metrics text: "429" a
  * PodDisruptionBudget refused, "201" it granted (each one a pod gone, and a replacement made).
  */
 export function evictions(metrics: string, code: string): number {
-  let sum = 0;
-  for (const { labels, value } of samples(metrics, 'apiserver_request_total')) {
-    if (labels.code === code && labels.resource === 'pods' && labels.subresource === 'eviction') sum += value;
-  }
-  return sum;
+  return requestTotal(
+    metrics,
+    (l) => l.code === code && l.resource === 'pods' && l.subresource === 'eviction',
+  );
 }
 
 /**
@@ -68,9 +74,5 @@ export function evictions(metrics: string, code: string): number {
  * CPU per request compares how fast the machine was across runs.
  */
 export function requestsAnswered(metrics: string): number {
-  let sum = 0;
-  for (const { labels, value } of samples(metrics, 'apiserver_request_total')) {
-    if (labels.verb !== 'WATCH') sum += value;
-  }
-  return sum;
+  return requestTotal(metrics, (l) => l.verb !== 'WATCH');
 }
