@@ -226,3 +226,57 @@ test('a need not on the node yet is reported after its random delay within the s
   );
   await stopSecond();
 });
+
+test('a held-back report is written when its timer fires, even while the wall clock lags behind it', async (t) => {
+  // Timers run on a monotonic clock, Date.now() on the wall clock, so a timer can fire a moment before
+  // Date.now() reaches the time it was set for. With the wall clock frozen it lags by the whole delay:
+  // the report must still go out when its timer fires, not a check interval (here an hour) later.
+  const client = new LeanClient(kubeconfigCredentials(cluster.kubeconfigPath));
+  const state = { need: Need.notNeeded as Need, push: () => {} };
+  const logs: string[] = [];
+  const agent = new NodeAgent({
+    nodeName: 'node-1',
+    client,
+    detector: {
+      name: 'switch',
+      check: async () => ({ need: state.need, reason: `test: ${state.need}` }),
+      watch: (onChange) => {
+        state.push = onChange;
+        return () => {};
+      },
+    },
+    rebooter: { name: 'none', reboot: async () => {} },
+    bootId: { read: async () => 'boot-1', bootedAt: async () => new Date(Date.now() - 3_600_000) },
+    checkIntervalMs: 3_600_000,
+    reportSpreadMs: 2000,
+    random: () => 0.5,
+    log: (level, message) => logs.push(`${level} ${message}`),
+  });
+  const stop = new AbortController();
+  const done = agent.run(stop.signal);
+  t.after(async () => {
+    stop.abort();
+    await done;
+    client.close();
+  });
+  const needOnNode = async () =>
+    (await core.readNode({ name: 'node-1' })).metadata?.annotations?.[Annotations.rebootNeeded];
+  await pollUntil('the agent to read its node', () =>
+    logs.some((l) => l.includes('agent running')) ? true : undefined,
+  );
+  assert.equal(await needOnNode(), undefined, 'the node shows no need before the test');
+
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  state.need = Need.needed;
+  state.push();
+  // pollUntil's deadline reads Date.now(), frozen here: the deadline is kept on the monotonic clock.
+  const deadline = performance.now() + 10_000;
+  while ((await needOnNode()) !== 'true') {
+    assert.ok(performance.now() < deadline, `not reported within 10 s of its 1 s delay:\n${logs.join('\n')}`);
+    await delay(100);
+  }
+  assert.deepEqual(
+    logs.filter((l) => l.includes('reporting it in')),
+    [`info node-1: test: ${Need.needed}: reporting it in 1000 ms`],
+  );
+});
