@@ -1,7 +1,8 @@
 /**
  * The rollout benchmark's independent observer, in a process of its own: it watches every node and
- * prints each phase change as a JSON line {node, phase, at} (`at`: epoch milliseconds, sub-millisecond,
- * when the watch delivered it), after one line {"synced": true}.
+ * prints each phase change as a JSON line {node, phase, at} and each change of the operator's reason as
+ * {node, reason, at} (`at`: epoch milliseconds, sub-millisecond, when the watch delivered it), after one
+ * line {"synced": true}.
  *
  * Its own process, because the benchmark's process also runs every simulated host and agent: at the
  * start of a 1,000-node rollout their work delayed that process's watch by seconds, and the figures
@@ -29,14 +30,20 @@ const informer = new ResilientInformer<V1Node>({
   name: 'bench-observer',
 });
 const last = new Map<string, string>();
+const lastReason = new Map<string, string>();
 informer.onEvent((_type, n) => {
   const node = n.metadata?.name ?? '';
   const phase = n.metadata?.annotations?.[Annotations.state] ?? Phase.idle;
-  if (last.get(node) === phase) return;
-  last.set(node, phase);
-  process.stdout.write(
-    `${JSON.stringify({ node, phase, at: performance.timeOrigin + performance.now() })}\n`,
-  );
+  const reason = n.metadata?.annotations?.[Annotations.stateReason] ?? '';
+  const at = performance.timeOrigin + performance.now();
+  if (last.get(node) !== phase) {
+    last.set(node, phase);
+    process.stdout.write(`${JSON.stringify({ node, phase, at })}\n`);
+  }
+  if (lastReason.get(node) !== reason) {
+    lastReason.set(node, reason);
+    process.stdout.write(`${JSON.stringify({ node, reason, at })}\n`);
+  }
 });
 await informer.start();
 process.stdout.write(`${JSON.stringify({ synced: true })}\n`);

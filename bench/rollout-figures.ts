@@ -24,6 +24,8 @@ export interface RolloutFigures {
   drainMeanMs: number;
   /** Grant latencies, sorted ascending. */
   latencies: number[];
+  /** The waits behind them, in admission order: the slot freed, and the admission that took it. */
+  waits: Wait[];
   /** Percentile of the grant latencies (nearest rank); NaN without any. */
   p: (percent: number) => number;
   /** Mean slot time per completed attempt minus the drain and `fixedMs` (reboot + soak). */
@@ -34,6 +36,42 @@ export interface RolloutFigures {
   slotMsTotal: number;
   /** The attempts in admission order: when each was admitted and how long it held its slot. */
   attempts: Attempt[];
+}
+
+/** A slot freed while nodes were waiting, and the admission that took it. */
+export interface Wait {
+  node: string;
+  freedAt: number;
+  admittedAt: number;
+}
+
+/** A node's state-reason as the independent watch saw it change. */
+export interface Reason {
+  node: string;
+  reason: string;
+  at: number;
+}
+
+/**
+ * The `top` longest waits, each with the reason its node showed last before its admission: what the
+ * operator said it was waiting for, so that a wait far beyond the API server's latency explains itself
+ * (a node NotReady, a failure's backoff) instead of only raising the p99.
+ */
+export function longestWaits(
+  waits: readonly Wait[],
+  reasons: readonly Reason[],
+  top: number,
+): Array<{ node: string; ms: number; reason: string | undefined }> {
+  const byNode = new Map<string, Reason[]>();
+  for (const r of reasons) byNode.set(r.node, [...(byNode.get(r.node) ?? []), r]);
+  return [...waits]
+    .sort((a, b) => b.admittedAt - b.freedAt - (a.admittedAt - a.freedAt))
+    .slice(0, top)
+    .map((w) => {
+      const before = (byNode.get(w.node) ?? []).filter((r) => r.at < w.admittedAt);
+      const last = before.reduce<Reason | undefined>((l, r) => (!l || r.at >= l.at ? r : l), undefined);
+      return { node: w.node, ms: w.admittedAt - w.freedAt, reason: last?.reason };
+    });
 }
 
 export interface Attempt {
@@ -148,7 +186,7 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
 
   // A freed slot is owed to a waiting node: each admission is paired with the earliest slot freed while
   // some node was Pending and not yet taken by an earlier admission.
-  const latencies: number[] = [];
+  const waits: Wait[] = [];
   const freed: number[] = [];
   const pending = new Set<string>();
   const holding = new Set<string>();
@@ -160,13 +198,13 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
     previous.set(t.node, t);
     if (admitted) {
       const at = freed.shift();
-      if (at !== undefined) latencies.push(t.at - at);
+      if (at !== undefined) waits.push({ node: t.node, freedAt: at, admittedAt: t.at });
       holding.add(t.node);
     } else if (t.phase === Phase.idle && holding.delete(t.node) && pending.size > 0) {
       freed.push(t.at);
     }
   }
-  latencies.sort((a, b) => a - b);
+  const latencies = waits.map((w) => w.admittedAt - w.freedAt).sort((a, b) => a - b);
 
   const mean = (xs: readonly number[]) =>
     xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : Number.NaN;
@@ -181,6 +219,7 @@ export function rolloutFigures(all: readonly Transition[], since: number): Rollo
     drainMedianMs: percentile(drains, 50) || 0,
     drainMeanMs: mean(drains) || 0,
     latencies,
+    waits,
     p: (percent) => percentile(latencies, percent),
     overheadMeanMs: (fixedMs) => mean(slotTimes.map((s) => s.slotMs - s.drainMs - fixedMs)),
     firstAdmissionMs: (transitions.find((t) => SLOT_PHASES.has(t.phase as Phase))?.at ?? Number.NaN) - since,

@@ -9,6 +9,7 @@ import {
   requestsAnswered,
 } from '../../bench/request-latency.ts';
 import {
+  longestWaits,
   packedMakespanMs,
   percentile,
   rolloutFigures,
@@ -45,6 +46,7 @@ describe('rolloutFigures', () => {
   it('measures the grant latency from the freed slot to the next admission', () => {
     assert.deepEqual(f.latencies, [50]);
     assert.equal(f.p(99), 50);
+    assert.deepEqual(f.waits, [{ node: 'b', freedAt: 2000, admittedAt: 2050 }]);
   });
   it('measures the time in each slot phase and the median drain', () => {
     assert.equal(f.drainMedianMs, 300);
@@ -98,6 +100,32 @@ describe('rolloutFigures', () => {
       0,
     );
     assert.deepEqual(f2.latencies, [100, 290]);
+  });
+});
+
+describe('longestWaits', () => {
+  const waits = [
+    { node: 'a', freedAt: 0, admittedAt: 100 },
+    { node: 'b', freedAt: 1000, admittedAt: 42_000 },
+    { node: 'c', freedAt: 2000, admittedAt: 2500 },
+  ];
+  const reasons = [
+    { node: 'b', reason: 'waiting for a free slot (maxUnavailable 2)', at: 500 },
+    { node: 'b', reason: 'waiting: node is NotReady', at: 3000 },
+    // Written with the admission itself, and after it: not what the node waited for.
+    { node: 'b', reason: 'admitted, no before-reboot hooks; draining', at: 42_000 },
+    { node: 'b', reason: 'drained', at: 43_000 },
+    { node: 'a', reason: 'waiting for a free slot (maxUnavailable 2)', at: 50 },
+  ];
+  it('lists the longest first, each with the last reason its node showed before its admission', () => {
+    assert.deepEqual(longestWaits(waits, reasons, 2), [
+      { node: 'b', ms: 41_000, reason: 'waiting: node is NotReady' },
+      { node: 'c', ms: 500, reason: undefined },
+    ]);
+  });
+  it('lists at most what there is', () => {
+    assert.equal(longestWaits(waits, reasons, 10).length, 3);
+    assert.deepEqual(longestWaits([], reasons, 3), []);
   });
 });
 
