@@ -62,14 +62,13 @@ export function longestWaits(
   reasons: readonly Reason[],
   top: number,
 ): Array<{ node: string; ms: number; reason: string | undefined }> {
-  const byNode = new Map<string, Reason[]>();
-  for (const r of reasons) byNode.set(r.node, [...(byNode.get(r.node) ?? []), r]);
   return [...waits]
     .sort((a, b) => b.admittedAt - b.freedAt - (a.admittedAt - a.freedAt))
     .slice(0, top)
     .map((w) => {
-      const before = (byNode.get(w.node) ?? []).filter((r) => r.at < w.admittedAt);
-      const last = before.reduce<Reason | undefined>((l, r) => (!l || r.at >= l.at ? r : l), undefined);
+      const last = reasons
+        .filter((r) => r.node === w.node && r.at < w.admittedAt)
+        .reduce<Reason | undefined>((l, r) => (!l || r.at >= l.at ? r : l), undefined);
       return { node: w.node, ms: w.admittedAt - w.freedAt, reason: last?.reason };
     });
 }
