@@ -5,7 +5,7 @@
  * version), reset its backoff and watched again: ~4 requests/s per idle node, until the Node changed.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { NodeAgent } from '../../src/agent/agent.ts';
@@ -60,6 +60,17 @@ class CountingClient extends LeanClient {
   }
 }
 
+/** Runs the agent until the test ends, also when an assertion fails: a running agent would keep the process alive. */
+function runUntilTheEnd(t: TestContext, agent: NodeAgent, client: LeanClient): void {
+  const stop = new AbortController();
+  const done = agent.run(stop.signal);
+  t.after(async () => {
+    stop.abort();
+    await done;
+    client.close();
+  });
+}
+
 test('an idle agent survives a kube-apiserver restart with a few requests, and still sees its node', async (t) => {
   const client = new CountingClient(kubeconfigCredentials(cluster.kubeconfigPath));
   const reboots: number[] = [];
@@ -79,13 +90,7 @@ test('an idle agent survives a kube-apiserver restart with a few requests, and s
     checkIntervalMs: 3_600_000,
     log: (level, message) => logs.push(`${new Date().toISOString()} ${level} ${message}`),
   });
-  const stop = new AbortController();
-  const done = agent.run(stop.signal);
-  t.after(async () => {
-    stop.abort();
-    await done;
-    client.close();
-  });
+  runUntilTheEnd(t, agent, client);
   await pollUntil('the agent to watch its node', () =>
     client.requests.some((r) => r.what.startsWith('watch')) ? true : undefined,
   );
@@ -141,30 +146,43 @@ test('an idle agent survives a kube-apiserver restart with a few requests, and s
   assert.equal(node.metadata?.annotations?.[Annotations.bootIdBefore], 'boot-1', report);
 });
 
+/** Whether a reboot is needed, as the test sets it; push() tells the agent, as a D-Bus signal would. */
+interface Switch {
+  need: Need;
+  push: () => void;
+}
+
+/**
+ * An agent on node-1 whose detector reports what `state` says, with a fixed report delay of
+ * `spreadMs` × `share`. Only the detector's push brings a change: no poll (an hour apart) reports early.
+ */
+function switchAgent(client: LeanClient, state: Switch, spreadMs: number, share: number, logs: string[]) {
+  return new NodeAgent({
+    nodeName: 'node-1',
+    client,
+    detector: {
+      name: 'switch',
+      check: async () => ({ need: state.need, reason: `test: ${state.need}` }),
+      watch: (onChange) => {
+        state.push = onChange;
+        return () => {};
+      },
+    },
+    rebooter: { name: 'none', reboot: async () => {} },
+    bootId: { read: async () => 'boot-1', bootedAt: async () => new Date(Date.now() - 3_600_000) },
+    checkIntervalMs: 3_600_000,
+    reportSpreadMs: spreadMs,
+    random: () => share,
+    log: (level, message) => logs.push(`${Date.now()} ${level} ${message}`),
+  });
+}
+
 test('a need not on the node yet is reported after its random delay within the spread; a shown one is not held back', async (t) => {
   const node = 'node-1';
   const client = new LeanClient(kubeconfigCredentials(cluster.kubeconfigPath));
-  const state = { need: Need.notNeeded as Need, push: () => {} };
+  const state: Switch = { need: Need.notNeeded, push: () => {} };
   const start = (logs: string[]) => {
-    const agent = new NodeAgent({
-      nodeName: node,
-      client,
-      detector: {
-        name: 'switch',
-        check: async () => ({ need: state.need, reason: `test: ${state.need}` }),
-        watch: (onChange) => {
-          state.push = onChange;
-          return () => {};
-        },
-      },
-      rebooter: { name: 'none', reboot: async () => {} },
-      bootId: { read: async () => 'boot-1', bootedAt: async () => new Date(Date.now() - 3_600_000) },
-      // Only the detector's push brings a change: no poll can report early.
-      checkIntervalMs: 3_600_000,
-      reportSpreadMs: 4000,
-      random: () => 0.75,
-      log: (level, message) => logs.push(`${Date.now()} ${level} ${message}`),
-    });
+    const agent = switchAgent(client, state, 4000, 0.75, logs);
     const stop = new AbortController();
     const done = agent.run(stop.signal);
     const halt = async () => {
@@ -232,33 +250,10 @@ test('a held-back report is written when its timer fires, even while the wall cl
   // Date.now() reaches the time it was set for. With the wall clock frozen it lags by the whole delay:
   // the report must still go out when its timer fires, not a check interval (here an hour) later.
   const client = new LeanClient(kubeconfigCredentials(cluster.kubeconfigPath));
-  const state = { need: Need.notNeeded as Need, push: () => {} };
+  const state: Switch = { need: Need.notNeeded, push: () => {} };
   const logs: string[] = [];
-  const agent = new NodeAgent({
-    nodeName: 'node-1',
-    client,
-    detector: {
-      name: 'switch',
-      check: async () => ({ need: state.need, reason: `test: ${state.need}` }),
-      watch: (onChange) => {
-        state.push = onChange;
-        return () => {};
-      },
-    },
-    rebooter: { name: 'none', reboot: async () => {} },
-    bootId: { read: async () => 'boot-1', bootedAt: async () => new Date(Date.now() - 3_600_000) },
-    checkIntervalMs: 3_600_000,
-    reportSpreadMs: 2000,
-    random: () => 0.5,
-    log: (level, message) => logs.push(`${level} ${message}`),
-  });
-  const stop = new AbortController();
-  const done = agent.run(stop.signal);
-  t.after(async () => {
-    stop.abort();
-    await done;
-    client.close();
-  });
+  const agent = switchAgent(client, state, 2000, 0.5, logs);
+  runUntilTheEnd(t, agent, client);
   const needOnNode = async () =>
     (await core.readNode({ name: 'node-1' })).metadata?.annotations?.[Annotations.rebootNeeded];
   await pollUntil('the agent to read its node', () =>
@@ -276,7 +271,8 @@ test('a held-back report is written when its timer fires, even while the wall cl
     await delay(100);
   }
   assert.deepEqual(
-    logs.filter((l) => l.includes('reporting it in')),
+    // Each line is "<Date.now()> <level> <message>".
+    logs.filter((l) => l.includes('reporting it in')).map((l) => l.slice(l.indexOf(' ') + 1)),
     [`info node-1: test: ${Need.needed}: reporting it in 1000 ms`],
   );
 });
