@@ -10,7 +10,7 @@
  * kind and the violations by rule, and the command that replays the runs. Exits 1 on any violation.
  */
 import { parseArgs } from 'node:util';
-import { RULES, runChaos } from '../src/sim/chaos.ts';
+import { RULES, reproduceCommand, runChaos } from '../src/sim/chaos.ts';
 import { FAULT_KINDS } from '../src/sim/chaos-plan.ts';
 import { publish } from './report.ts';
 
@@ -76,7 +76,8 @@ const lines = [
 const failing = result.runs.filter((r) => r.violations.length > 0 || r.runaways.length > 0);
 for (const r of failing) {
   lines.push(
-    `  run ${r.index + 1} alone: npm run chaos -- --runs 1 --seed ${r.plan.seed} --nodes ${nodes} --max-unavailable ${maxUnavailable}`,
+    `  run ${r.index + 1}'s plan alone (the pods placed afresh): ${reproduceCommand({ runs: 1, seed: r.plan.seed, nodes, maxUnavailable })}`,
+    `  run ${r.index + 1} after the runs before it (the pods where they left them): ${reproduceCommand({ runs: r.index + 1, seed, nodes, maxUnavailable })}`,
   );
 }
 if (result.logsKeptIn) lines.push(`logs (operators, agents, control plane): ${result.logsKeptIn}`);

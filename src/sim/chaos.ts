@@ -6,8 +6,11 @@
  * "not-finished" when the rollout misses its bound.
  *
  * Each run's plan comes from its seed alone (chaos-plan.ts): run i of `--seed S` uses seed S+i, so one
- * failing run is replayed on its own with `--seed S+i --runs 1`. The plan (faults, offsets, targets) is
- * the same on every replay; the timing of the system under test may differ.
+ * failing run's plan is replayed on its own with `--seed S+i --runs 1`. The plan (faults, offsets,
+ * targets) is the same on every replay; the timing of the system under test may differ, and so may the
+ * pods' placement at its start: the runs of a campaign share one cluster, and each starts with the pods
+ * where the earlier runs' drains left them (logged at each run's start). Replaying the campaign up to
+ * the failing run (`--seed S --runs i+1`) starts it from the same sequence of runs.
  */
 import { appendFileSync, cpSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,7 +36,7 @@ import { KWOK_CUSTOM_STATUS, type LocalCluster, startCluster } from './cluster/c
 import { isReady } from './cluster/nodes.ts';
 import { Fleet } from './fleet.ts';
 import { RebootBehaviour } from './host.ts';
-import { daemonSet, deployment, waitAvailable } from './workload.ts';
+import { daemonSet, deployment, placementSummary, waitAvailable } from './workload.ts';
 
 export interface ChaosOptions {
   /** A running cluster with exactly `nodes` nodes (reused across runs); default: start one and stop it. */
@@ -340,6 +343,9 @@ async function runOne(
   extraOperatorArgs: string[],
 ): Promise<RunResult> {
   await resetNodes(env);
+  // Earlier runs of a campaign leave the pods where their drains put them; this run starts from there.
+  const web = await env.core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'app=web' });
+  log(`  web pods at the start, by node: ${placementSummary(plan.nodes, web.items)}`);
   const agentsLog = join(cluster.dir, 'logs', 'agents.log');
   appendFileSync(
     agentsLog,

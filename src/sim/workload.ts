@@ -6,6 +6,7 @@ import {
   PolicyV1Api,
   type V1DaemonSet,
   type V1Deployment,
+  type V1Pod,
 } from '@kubernetes/client-node';
 import { pollUntil } from '../util/poll.ts';
 
@@ -97,4 +98,21 @@ export async function deployDemoWorkload(
     .map((a) => `  deployment ${namespace}/${a.name}: ${a.replicas} replicas available, PDB maxUnavailable=1`)
     .concat(`  ${pods.items.length} pods placed by kube-scheduler on ${nodes.size} nodes`)
     .join('\n');
+}
+
+/**
+ * Where an app's pods are, node by node in `nodes`' order ("node-0 1 · node-1 0 · node-2 3"), pods on
+ * no listed node last: a run's starting placement, which decides how long its PDB-held drains take.
+ */
+export function placementSummary(nodes: readonly string[], pods: readonly V1Pod[]): string {
+  const count = new Map<string, number>(nodes.map((n) => [n, 0]));
+  let elsewhere = 0;
+  for (const pod of pods) {
+    const node = pod.spec?.nodeName;
+    if (node !== undefined && count.has(node)) count.set(node, (count.get(node) ?? 0) + 1);
+    else elsewhere++;
+  }
+  const parts = [...count].map(([node, n]) => `${node} ${n}`);
+  if (elsewhere > 0) parts.push(`unscheduled or elsewhere ${elsewhere}`);
+  return parts.join(' · ');
 }
