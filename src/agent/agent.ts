@@ -1,12 +1,13 @@
 /**
  * The node agent: node-local facts and actions only. It watches its own Node, publishes reboot-needed
- * from its Detector, and reboots when the operator granted it — never on a grant older than its boot,
- * never twice for one grant, never because a check failed. It writes only its own keys, only on its own
+ * from its Detector, and reboots when the operator granted it — only on a grant the operator signed for
+ * this node, boot and attempt, never twice for one grant, never because a check failed. It writes only its own keys, only on its own
  * Node, and only when a value changes (an idle agent makes no writes).
  */
 import { Annotations } from '../api/keys.ts';
 import { type BackoffOptions, backoffDelay, sleep } from '../kube/backoff.ts';
 import { LeanApiError, type LeanClient, type LeanNode } from '../kube/lean-client.ts';
+import type { GrantVerifier } from './grant-key.ts';
 import { type BootId, type Detection, type Detector, Need, type Rebooter } from './os.ts';
 import { agentStep } from './step.ts';
 
@@ -23,6 +24,8 @@ export interface AgentOptions {
   detector: Detector;
   rebooter: Rebooter;
   bootId: BootId;
+  /** Checks `nuo.dev/reboot-ok` against the operator's key: only a grant it gave is obeyed. */
+  grants: GrantVerifier;
   /** Labels the agent keeps on its node (os-id, os-version). */
   labels?: Record<string, string>;
   /** How often the detector is polled (push detectors also call back). */
@@ -45,7 +48,8 @@ export class NodeAgent {
   #node: LeanNode | undefined;
   #detection: Detection = { need: Need.unknown, reason: 'not checked yet' };
   #bootId = '';
-  #bootedAt = new Date(0);
+  /** The last line agentStep asked to log: a node seen again in the same state does not repeat it. */
+  #lastStepLog = '';
   #rebootRequested = false;
   #busy: Promise<void> = Promise.resolve();
   /**
@@ -79,7 +83,6 @@ export class NodeAgent {
   async run(signal: AbortSignal): Promise<void> {
     this.#stopped = signal;
     this.#bootId = await this.#o.bootId.read();
-    this.#bootedAt = await this.#o.bootId.bootedAt();
     const stopWatching = this.#o.detector.watch?.(() => this.#schedule(() => this.#check()));
     const timer = setInterval(() => this.#schedule(() => this.#check()), this.#o.checkIntervalMs);
     try {
@@ -218,14 +221,21 @@ export class NodeAgent {
 
   async #onNode(node: LeanNode): Promise<void> {
     this.#node = node;
+    const annotations = node.metadata.annotations ?? {};
+    const grant = annotations[Annotations.rebootOk];
     const step = agentStep({
-      annotations: node.metadata.annotations ?? {},
+      annotations,
       bootId: this.#bootId,
-      bootedAt: this.#bootedAt,
+      grant:
+        grant === undefined
+          ? undefined
+          : await this.#o.grants.verify(grant, { node: this.#o.nodeName, bootId: this.#bootId }),
       detection: this.#detection,
       rebootRequested: this.#rebootRequested,
     });
-    if (step.log) this.#o.log(step.log.level, `${this.#o.nodeName}: ${step.log.message}`);
+    const line = step.log ? `${this.#o.nodeName}: ${step.log.message}` : '';
+    if (step.log && line !== this.#lastStepLog) this.#o.log(step.log.level, line);
+    this.#lastStepLog = line;
     const labels = Object.fromEntries(
       Object.entries(this.#o.labels).filter(([k, v]) => node.metadata.labels?.[k] !== v),
     );

@@ -47,8 +47,6 @@ export interface Rebooter {
 }
 
 export interface BootId {
-  /** The current boot's ID (Linux: /proc/sys/kernel/random/boot_id). */
+  /** The current boot's ID (Linux: /proc/sys/kernel/random/boot_id); grants name the boot they are for. */
   read(): Promise<string>;
-  /** When this boot started (Linux: btime in /proc/stat); lets the agent refuse grants older than its boot. */
-  bootedAt(): Promise<Date>;
 }

@@ -3,6 +3,7 @@
  * is a table test. Inputs are the node's annotations and the agent's own facts; output is at most one
  * patch of the agent's own keys and whether to reboot now.
  */
+import { GrantCheck, type GrantVerdict } from '../api/grant.ts';
 import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { type Detection, Need } from './os.ts';
@@ -10,7 +11,8 @@ import { type Detection, Need } from './os.ts';
 export interface StepInput {
   annotations: Record<string, string>;
   bootId: string;
-  bootedAt: Date;
+  /** The node's `nuo.dev/reboot-ok` checked against the operator's key; undefined when there is none. */
+  grant: GrantVerdict | undefined;
   detection: Detection;
   /** This agent process already asked its Rebooter to reboot. */
   rebootRequested: boolean;
@@ -50,14 +52,16 @@ function needPatch(a: Record<string, string>, d: Detection): Record<string, stri
 
 export function agentStep(input: StepInput): Step {
   const a = input.annotations;
-  const granted = a[Annotations.rebootOk] === 'true';
+  /** Any value, the operator's or not, until it is withdrawn. */
+  const grantShown = a[Annotations.rebootOk] !== undefined;
+  const granted = input.grant?.check === GrantCheck.valid;
   const inProgress = a[Annotations.rebootInProgress] === 'true';
   const before = a[Annotations.bootIdBefore];
 
   if (inProgress && before !== input.bootId) {
     // After the boot. Keep the marker until the operator withdrew the grant, so the grant can never be
     // mistaken for a new one; then clear it together with a fresh reboot-needed.
-    if (granted) return {};
+    if (grantShown) return {};
     return {
       patch: {
         [Annotations.rebootInProgress]: null,
@@ -78,21 +82,29 @@ export function agentStep(input: StepInput): Step {
     }
     return {};
   }
+  if (input.grant?.check === GrantCheck.otherBoot && a[Annotations.state] === Phase.rebootGranted) {
+    // The node rebooted since the operator gave the grant (not through this agent): that reboot counts.
+    // Outside RebootGranted such a grant is an old one copied back (a restored backup): ignored.
+    return {
+      patch: { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: REBOOTED_BEFORE_GRANT },
+      log: {
+        level: 'warn',
+        message: `the grant is for an earlier boot (${input.grant.why}): not rebooting again`,
+      },
+    };
+  }
   if (granted) {
-    const grantedAt =
-      a[Annotations.state] === Phase.rebootGranted ? Date.parse(a[Annotations.stateSince] ?? '') : Number.NaN;
-    if (!Number.isNaN(grantedAt) && grantedAt < input.bootedAt.getTime()) {
-      return {
-        patch: { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: REBOOTED_BEFORE_GRANT },
-        log: { level: 'warn', message: 'the grant is older than this boot: not rebooting again' },
-      };
-    }
     if (input.rebootRequested) return {};
     return {
       patch: { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: input.bootId },
       reboot: true,
     };
   }
+  // A grant the operator did not give is no grant: the need is reported as if it were not there.
   const patch = needPatch(a, input.detection);
-  return Object.keys(patch).length > 0 ? { patch } : {};
+  const forged =
+    input.grant?.check === GrantCheck.forged
+      ? { log: { level: 'warn' as const, message: `ignoring nuo.dev/reboot-ok: ${input.grant.why}` } }
+      : {};
+  return Object.keys(patch).length > 0 ? { patch, ...forged } : forged;
 }

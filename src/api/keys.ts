@@ -5,6 +5,15 @@
 
 export const PREFIX = 'nuo.dev/';
 
+/** Where nuo's own objects live (ledger, Lease, grant key) unless configured otherwise. */
+export const DEFAULT_NAMESPACE = 'nuo-system';
+
+/**
+ * operator: the slot ledger, a ConfigMap in nuo's namespace, and its one data key (JSON). Agents read it
+ * to check that a grant is for the attempt that holds the node's slot.
+ */
+export const LEDGER = { name: 'nuo-slots', key: 'ledger.json' } as const;
+
 /** Node annotations. */
 export const Annotations = {
   /** agent: "true" when the node needs a reboot; `rebootNeededReason` says why. */

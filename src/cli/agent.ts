@@ -13,6 +13,7 @@ import {
   SentinelFileDetector,
 } from '../agent/detect/sentinel-file.ts';
 import { UpdateEngineDetector } from '../agent/detect/update-engine.ts';
+import { OperatorGrants } from '../agent/grant-key.ts';
 import { LinuxBootId } from '../agent/linux.ts';
 import type { Detector, Rebooter } from '../agent/os.ts';
 import { readOsRelease } from '../agent/os-release.ts';
@@ -20,7 +21,7 @@ import { CommandRebooter, DEFAULT_REBOOT_COMMAND } from '../agent/reboot/command
 import { RebootDeadline } from '../agent/reboot/deadline.ts';
 import { LogindRebooter } from '../agent/reboot/logind.ts';
 import { DEFAULT_REBOOT_SIGNAL, SignalRebooter } from '../agent/reboot/signal.ts';
-import { Labels } from '../api/keys.ts';
+import { DEFAULT_NAMESPACE, Labels } from '../api/keys.ts';
 import { inClusterCredentials, LeanClient } from '../kube/lean-client.ts';
 import { argv, durationFlag, intList } from './args.ts';
 import { type Command, UsageError } from './command.ts';
@@ -35,7 +36,8 @@ export const agentCommand: Command = {
     'Usage: nuo agent [flags]',
     '',
     'Watches only its own Node, publishes nuo.dev/reboot-needed from its detectors, and reboots when the',
-    'operator grants it (nuo.dev/reboot-ok) — never on a grant older than its boot, never because a check failed.',
+    'operator grants it (nuo.dev/reboot-ok, signed by the operator for this node and boot) — never on a grant',
+    'the operator did not give, never twice for one grant, never because a check failed.',
     '',
     'Flags:',
     '  --node-name NAME                 this node (default $NODE_NAME)',
@@ -55,6 +57,8 @@ export const agentCommand: Command = {
     '  --check-interval D               how often detectors are polled (default 60s)',
     '  --report-spread D                report a newly detected need for a reboot after a random delay',
     '                                   up to D, so a fleet updated at once does not write at once (default 10s; 0: at once)',
+    `  --namespace NS                   the operator's namespace, where it publishes its grant key`,
+    `                                   (default $POD_NAMESPACE or ${DEFAULT_NAMESPACE})`,
     '  --kubeconfig FILE                kubeconfig (default: the in-cluster ServiceAccount)',
   ].join('\n'),
   async run(args) {
@@ -79,6 +83,7 @@ export const agentCommand: Command = {
         'dbus-address': { type: 'string' },
         'check-interval': { type: 'string' },
         'report-spread': { type: 'string' },
+        namespace: { type: 'string' },
         kubeconfig: { type: 'string' },
       },
     });
@@ -164,6 +169,7 @@ export const agentCommand: Command = {
       detector: detectors.length === 1 ? (detectors[0] as Detector) : new AnyDetector(detectors),
       rebooter: guarded,
       bootId: new LinuxBootId(),
+      grants: new OperatorGrants(client, values.namespace ?? process.env.POD_NAMESPACE ?? DEFAULT_NAMESPACE),
       labels,
       checkIntervalMs: durationFlag('check-interval', values['check-interval'], '60s'),
       reportSpreadMs: durationFlag('report-spread', values['report-spread'], '10s'),

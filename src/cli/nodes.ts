@@ -7,7 +7,7 @@ import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
 import { needsReboot } from '../operator/decide.ts';
 import { LedgerStore } from '../operator/ledger.ts';
-import { viewNode } from '../operator/node-view.ts';
+import { type NodeView, QUOTE_MAX, viewNode } from '../operator/node-view.ts';
 import { type Command, err, out, UsageError } from './command.ts';
 import {
   explainApiError,
@@ -22,6 +22,21 @@ function age(since: Date | undefined, now: Date): string {
   if (!since) return '-';
   const s = Math.max(0, Math.round((now.getTime() - since.getTime()) / 1000));
   return s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : `${Math.round(s / 3600)}h`;
+}
+
+/**
+ * What `nuo status` says of a node: the operator's reason (which names malformed annotations and a pause
+ * itself), else the need it sees; then only what that reason does not say yet — a pause, malformed
+ * values, a problem the agent reported.
+ */
+export function statusReason(n: NodeView, now: Date): string {
+  const own = n.stateReason ?? needsReboot(n, now.getTime()) ?? '';
+  const parts = [n.paused && !/\bpaused\b/.test(own) ? 'paused' : '', own];
+  for (const p of n.problems) if (!own.includes(p)) parts.push(`malformed: ${p}`);
+  const agent = n.annotations[Annotations.agentProblem];
+  if (agent)
+    parts.push(`agent: ${agent.length > 4 * QUOTE_MAX ? `${agent.slice(0, 4 * QUOTE_MAX)}…` : agent}`);
+  return parts.filter(Boolean).join('; ') || '-';
 }
 
 function table(rows: string[][]): string {
@@ -76,14 +91,7 @@ export const statusCommand: Command = {
       out('');
       const rows = [['NODE', 'PHASE', 'SLOT', 'FOR', 'READY', 'SCHEDULABLE', 'REASON']];
       for (const n of nodes) {
-        const phase = n.state ?? (needsReboot(n) ? 'needs reboot' : Phase.idle);
-        const reason = [
-          n.paused ? 'paused' : '',
-          n.stateReason ?? needsReboot(n) ?? '',
-          ...n.problems.map((p) => `malformed: ${p}`),
-        ]
-          .filter(Boolean)
-          .join('; ');
+        const phase = n.state ?? (needsReboot(n, now.getTime()) ? 'needs reboot' : Phase.idle);
         rows.push([
           n.name,
           phase,
@@ -97,7 +105,7 @@ export const statusCommand: Command = {
           age(n.stateSince, now),
           n.ready ? 'Ready' : 'NotReady',
           n.unschedulable ? (n.cordonedByNuo ? 'cordoned by nuo' : 'cordoned') : 'yes',
-          reason || '-',
+          statusReason(n, now),
         ]);
       }
       out(table(rows));

@@ -1,6 +1,6 @@
 /**
- * The agent's Kubernetes client: get, patch and watch one Node over node:https. The agent needs nothing
- * else, and @kubernetes/client-node costs ~130 MiB RSS to import — more than the whole agent may use.
+ * The agent's Kubernetes client: get, patch and watch one Node, and read the operator's grant key, over
+ * node:https. The agent needs nothing else, and @kubernetes/client-node costs ~130 MiB RSS to import — more than the whole agent may use.
  * Credentials: a kubeconfig's server, CA and client certificate or token (the simulated nodes), or the
  * in-cluster ServiceAccount (a real DaemonSet).
  */
@@ -26,6 +26,11 @@ export interface LeanNode {
   };
   spec?: { unschedulable?: boolean };
   status?: { nodeInfo?: { bootID?: string } };
+}
+
+export interface LeanConfigMap {
+  metadata: { name: string; resourceVersion: string };
+  data?: Record<string, string>;
 }
 
 /** A list of nodes: its resourceVersion is the collection's, current when the list was served. */
@@ -182,6 +187,14 @@ export class LeanClient {
 
   getNode(name: string): Promise<LeanNode> {
     return this.#call('GET', `/api/v1/nodes/${encodeURIComponent(name)}`);
+  }
+
+  /** One ConfigMap (the agent reads the operator's published grant key). */
+  getConfigMap(namespace: string, name: string): Promise<LeanConfigMap> {
+    return this.#call(
+      'GET',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps/${encodeURIComponent(name)}`,
+    );
   }
 
   /**

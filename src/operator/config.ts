@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { DEFAULT_NAMESPACE } from '../api/keys.ts';
 import { parseDuration } from '../util/duration.ts';
 import { parseMaxUnavailable } from './budget.ts';
 
@@ -158,7 +159,7 @@ export const FIELDS: Field[] = [
     key: 'namespace',
     flag: 'namespace',
     kind: 'string',
-    default: 'nuo-system',
+    default: DEFAULT_NAMESPACE,
     help: 'namespace of the leader Lease and the slot ledger',
   },
   {

@@ -5,11 +5,12 @@
  * the slot ledger): a new leader continues exactly where the last one stopped.
  */
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { type GrantKeyPair, signGrant } from '../api/grant.ts';
 import { Annotations, Labels } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { type AlsoWrite, uncordonWith } from '../drain/cordon.ts';
 import { Drainer, DrainOutcome, type DrainResult, podsOnNode } from '../drain/evict.ts';
-import type { KubeLog } from '../kube/backoff.ts';
+import { backoffDelay, type KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leader.ts';
@@ -28,12 +29,15 @@ import {
   healthGated,
   healthRereadDue,
   type Ledger,
+  MALFORMED,
   missingHooks,
 } from './decide.ts';
 import { EventRecorder } from './events.ts';
+import { ensureGrantKey } from './grant-key.ts';
 import { LedgerConflict, type LedgerStore, type LedgerVersion, LedgerStore as Store } from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { type NodeView, sameView, slimNode, viewNode, withPendingTaint } from './node-view.ts';
+import { SoakClock } from './soak-clock.ts';
 
 export interface OperatorOptions {
   kubeconfig: PooledKubeConfig;
@@ -89,6 +93,14 @@ const CONFLICT_RETRIES = 3;
 /** How long the leader decides on its own copy of the ledger before reading it again. */
 const LEDGER_TTL_MS = 10_000;
 const KEY = 'cluster';
+/** The backoff of a node whose write was refused (#holdBack). */
+const HOLD_BACK = { initialMs: 1000, maxMs: 300_000 } as const;
+
+/** A refusal the same request would meet again: a 4xx other than conflict, gone, or too many requests. */
+function refusal(err: unknown): boolean {
+  const code = statusCode(err) ?? 0;
+  return code >= 400 && code < 500 && code !== 409 && code !== 404 && code !== 429;
+}
 
 export class Operator {
   readonly #o: OperatorOptions;
@@ -100,6 +112,16 @@ export class Operator {
   readonly #informer: ResilientInformer<V1Node>;
   readonly #queue: WorkQueue<typeof KEY>;
   readonly #draining = new Map<string, AbortController>();
+  /** Admissions decided here and not yet landed (Snapshot.admitting): marked before any await. */
+  readonly #admitting = new Set<string>();
+  /** Nodes whose last write failed for good (#holdBack): no step for them before `until`. */
+  readonly #heldBack = new Map<string, { failures: number; until: number }>();
+  /** When this leader first saw each node at the health gate Ready (the soak counts from then). */
+  readonly #soak = new SoakClock();
+  /** The grant key (#signingKey). */
+  #key: Promise<GrantKeyPair> | undefined;
+  /** The malformed annotations last reported of each node (#reportProblems). */
+  readonly #reportedProblems = new Map<string, string>();
   /** The ledger version this leader last read or wrote, and when (see #readLedger). */
   #ledgerCopy: { version: LedgerVersion; at: number } | undefined;
   /** The ledger and health the last pass decided on, for re-deciding a node after a conflict. */
@@ -174,6 +196,7 @@ export class Operator {
   /** Forgets the views of deleted nodes. */
   #pruneViews(nodes: NodeView[]): void {
     const live = new Set(nodes.map((n) => n.name));
+    this.#soak.prune(live);
     for (const name of this.#views.keys()) if (!live.has(name)) this.#views.delete(name);
   }
 
@@ -204,6 +227,11 @@ export class Operator {
         this.#leading = leading;
         this.#ledgerCopy = undefined;
         this.#healthReads.clear();
+        this.#reportedProblems.clear();
+        this.#soak.clear();
+        // Ready before the first grant: a replica that cannot read or create the key says so at once.
+        this.#key = undefined;
+        this.#signingKey().catch((err: unknown) => log('error', describeError(err)));
         this.#queue.add(KEY);
       },
       onStoppedLeading: () => {
@@ -244,16 +272,27 @@ export class Operator {
     const ledger = await this.#readLedger();
     const now = new Date();
     const costStart = performance.now();
-    const nodes = this.#informer.list().map((n) => this.#view(n));
+    const nodes = this.#informer.list().map((n) => this.#soak.view(this.#view(n), now.getTime()));
     if (this.#views.size > nodes.length * 2) this.#pruneViews(nodes);
     let cost = performance.now() - costStart;
     const health = this.#health(nodes, ledger.ledger, now);
+    this.#reportProblems(nodes);
     const decideStart = performance.now();
     const decision = decide(
-      { nodes, ledger: ledger.ledger, draining: new Set(this.#draining.keys()), health },
+      {
+        nodes,
+        ledger: ledger.ledger,
+        draining: new Set(this.#draining.keys()),
+        admitting: this.#admitting,
+        health,
+      },
       this.#decideConfig,
       now,
     );
+    // This pass's admissions count for a handover that decides while their ledger write is in flight.
+    const admits = decision.actions.filter((a) => a.type === 'admit').map((a) => a.node);
+    const unmark = admits.filter((name) => !this.#admitting.has(name));
+    for (const name of unmark) this.#admitting.add(name);
     cost += performance.now() - decideStart;
     this.#passCostMs = cost;
     const byName = new Map(nodes.map((n) => [n.name, n]));
@@ -301,6 +340,8 @@ export class Operator {
       }
       throw err;
     } finally {
+      // Landed, the admissions are in the ledger copy a handover decides on; else they did not happen.
+      for (const name of unmark) this.#admitting.delete(name);
       this.#passEnd = performance.now();
       this.#o.metrics?.observe(decision, nodes, this.#passEnd - started);
       this.#o.log('debug', 'pass', {
@@ -319,6 +360,7 @@ export class Operator {
     for (const action of decision.actions) {
       if (isLedgerChange(action) || this.#stepping.has(action.node)) continue;
       if (action.type === 'drain' && this.#draining.has(action.node)) continue;
+      if (this.#isHeldBack(action.node)) continue;
       const view = byName.get(action.node);
       const cached = this.#informer.get(action.node)?.metadata?.resourceVersion;
       if (!view || cached !== view.resourceVersion) continue;
@@ -337,7 +379,35 @@ export class Operator {
     if (this.#acting()) this.#resync = setTimeout(() => this.#queue.add(KEY), wait);
   }
 
+  /**
+   * A node whose write the API server refused (a 4xx other than a conflict: the same write would be
+   * refused again), or whose drain could not be recorded, is left alone for a backoff that grows with
+   * each failure in a row: never a write storm on one bad value. Its next step that lands resets it.
+   */
+  #holdBack(name: string, err: unknown, what: string): void {
+    const failures = (this.#heldBack.get(name)?.failures ?? 0) + 1;
+    const delayMs = Math.round(backoffDelay(failures, HOLD_BACK));
+    this.#heldBack.set(name, { failures, until: performance.now() + delayMs });
+    if (refusal(err)) this.#o.metrics?.writesRefused.inc();
+    this.#o.log('error', `${what} failed; retrying this node after a backoff`, {
+      node: name,
+      error: describeError(err),
+      failures,
+      retryInMs: delayMs,
+    });
+    this.#queue.addAfter(KEY, delayMs);
+  }
+
+  /** Whether a node's steps wait out a backoff (#holdBack). */
+  #isHeldBack(name: string): boolean {
+    const held = this.#heldBack.get(name);
+    return held !== undefined && performance.now() < held.until;
+  }
+
   #startStep(action: NodeStep, view: NodeView, now: Date, { writers, core }: Lane): void {
+    const admission =
+      action.type === 'admit' || (action.type === 'transition' && action.to === Phase.beforeReboot);
+    if (admission) this.#admitting.add(view.name);
     const running = writers
       .run(async () => {
         let step: NodeStep | undefined = action;
@@ -347,6 +417,7 @@ export class Operator {
           try {
             // An attempt that ended here frees its slot in the next pass, at once.
             if (await this.#step(step, on, at, core)) this.#slotsFreed = true;
+            this.#heldBack.delete(view.name);
             break;
           } catch (err) {
             if (!(err instanceof Conflict)) throw err;
@@ -371,6 +442,10 @@ export class Operator {
         this.#queue.add(KEY);
       })
       .catch((err) => {
+        if (refusal(err)) {
+          this.#holdBack(view.name, err, `node step ${action.type}`);
+          return;
+        }
         this.#o.log('error', 'node step failed; retrying', {
           node: view.name,
           action: action.type,
@@ -378,7 +453,10 @@ export class Operator {
         });
         this.#queue.addRateLimited(KEY);
       })
-      .finally(() => this.#stepping.delete(view.name));
+      .finally(() => {
+        this.#stepping.delete(view.name);
+        if (admission) this.#admitting.delete(view.name);
+      });
     this.#stepping.set(view.name, running);
   }
 
@@ -392,9 +470,10 @@ export class Operator {
     if (!slot || !this.#lastPass) return undefined;
     const { actions } = decide(
       {
-        nodes: [view],
+        nodes: [this.#soak.view(view, now.getTime())],
         ledger: { slots: { [view.name]: slot } },
         draining: new Set(this.#draining.keys()),
+        admitting: new Set(),
         health: this.#lastPass.health,
       },
       this.#decideConfig,
@@ -424,9 +503,10 @@ export class Operator {
     const now = new Date();
     const { actions } = decide(
       {
-        nodes: this.#informer.list().map((n) => this.#view(n)),
+        nodes: this.#informer.list().map((n) => this.#soak.view(this.#view(n), now.getTime())),
         ledger,
         draining: new Set(this.#draining.keys()),
+        admitting: this.#admitting,
         health: this.#lastPass?.health ?? new Map(),
       },
       this.#decideConfig,
@@ -585,15 +665,23 @@ export class Operator {
       case 'pending':
         await this.#patch(
           view,
-          this.#phase(Phase.pending, action.reason, now),
+          {
+            ...this.#phase(Phase.pending, action.reason, now),
+            // A count nuo never wrote is read as 0 (no backoff): the write says so.
+            ...(view.ownKeysMalformed ? { [Annotations.failures]: null } : {}),
+          },
           { taint: action.taint },
           core,
         );
-        this.#warnMalformed(view, action.reason);
         return false;
       case 'explain':
         await this.#patch(view, { [Annotations.stateReason]: action.reason }, { taint: action.taint }, core);
-        this.#warnMalformed(view, action.reason);
+        return false;
+      case 'revoke':
+        await this.#patch(view, { [Annotations.rebootOk]: null }, {}, core);
+        this.#o.metrics?.grantsRevoked.inc();
+        this.#events.warning(view.name, 'ForeignGrant', action.reason);
+        log('warn', 'removed a reboot grant nuo did not give', { node: view.name, reason: action.reason });
         return false;
       case 'taint':
         await this.#patch(view, {}, { taint: action.present }, core);
@@ -647,7 +735,10 @@ export class Operator {
             ...this.#phase(Phase.idle, action.reason, now),
             [Annotations.rebootOk]: null,
             [Annotations.failures]: null,
-            [Annotations.rebootRequested]: null,
+            // A request for a later time is still to be honoured; this reboot answered any other.
+            ...(fresh.rebootRequested && fresh.rebootRequested > now
+              ? {}
+              : { [Annotations.rebootRequested]: null }),
           },
           labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
           // Done: pods are welcome here again, and preferred over nodes still waiting.
@@ -662,9 +753,23 @@ export class Operator {
     }
   }
 
-  /** decide() names malformed annotations in the reasons it writes; each such new reason is also an Event. */
-  #warnMalformed(view: NodeView, reason: string) {
-    if (view.problems.length > 0) this.#events.warning(view.name, 'MalformedAnnotation', reason);
+  /**
+   * Malformed annotations are logged and reported in an Event once per node and set of problems (decide()
+   * also names them in the node's reason); nothing is repeated while they stay as they are.
+   */
+  #reportProblems(nodes: NodeView[]): void {
+    const seen = new Set<string>();
+    for (const n of nodes) {
+      if (n.problems.length === 0) continue;
+      seen.add(n.name);
+      const problems = n.problems.join('; ');
+      if (this.#reportedProblems.get(n.name) === problems) continue;
+      this.#reportedProblems.set(n.name, problems);
+      this.#events.warning(n.name, 'MalformedAnnotation', `${MALFORMED}${problems}`);
+      this.#o.log('warn', 'malformed annotations ignored', { node: n.name, problems: n.problems });
+    }
+    for (const name of this.#reportedProblems.keys())
+      if (!seen.has(name)) this.#reportedProblems.delete(name);
   }
 
   /**
@@ -777,10 +882,14 @@ export class Operator {
         return;
       }
       try {
-        if (result.outcome === DrainOutcome.drained) {
+        if (result.outcome === DrainOutcome.drained && !fresh.bootId) {
+          // Without a boot ID a grant cannot name the boot it is for, nor a reboot be confirmed.
+          await this.#abortNode(fresh, 'the node reports no boot ID (status.nodeInfo.bootID)');
+          this.#slotsFreed = true;
+        } else if (result.outcome === DrainOutcome.drained) {
           await this.#patch(fresh, {
             ...this.#phase(Phase.rebootGranted, `${result.message}; reboot granted`, new Date()),
-            [Annotations.rebootOk]: 'true',
+            [Annotations.rebootOk]: await this.#grant(fresh),
           });
           this.#events.normal(name, 'RebootGranted', result.message);
           this.#o.log('info', 'reboot granted', { node: name, drain: result.message, refused });
@@ -793,6 +902,27 @@ export class Operator {
         if (!(err instanceof Conflict) || attempt >= CONFLICT_RETRIES || !this.#acting()) throw err;
       }
     }
+  }
+
+  /**
+   * The signed grant for a drained node's reboot out of its current boot, for the attempt that holds its
+   * slot in the ledger (src/api/grant.ts): the agent checks that attempt against the ledger it reads.
+   */
+  async #grant(view: NodeView): Promise<string> {
+    const { ledger } = await this.#readLedger();
+    const attempt = ledger.slots[view.name]?.since ?? ledger.next?.[view.name]?.since;
+    if (!attempt) throw new Error(`node ${view.name} holds no slot in the ledger: no grant`);
+    const key = await this.#signingKey();
+    return signGrant(key.privateKey, { node: view.name, bootId: view.bootId, attempt });
+  }
+
+  /** The grant key, read (or created) once per leadership; a failed read is tried again at the next grant. */
+  #signingKey(): Promise<GrantKeyPair> {
+    this.#key ??= ensureGrantKey(this.#core, this.#o.config.namespace).catch((err: unknown) => {
+      this.#key = undefined;
+      throw new Error(`cannot sign a reboot grant: the grant key: ${describeError(err)}`);
+    });
+    return this.#key;
   }
 
   /** `cordoned`: the write that started it made the node unschedulable (or found it so). */
@@ -827,14 +957,10 @@ export class Operator {
         this.#o.metrics?.evictionsRefused.inc(refused);
         if (!this.#acting() || result.outcome === DrainOutcome.aborted) return;
         await this.#recordDrain(name, result, refused);
+        this.#heldBack.delete(name);
       })
-      .catch((err) =>
-        // The node stays Draining: the next pass drains it again (nothing is left to evict) and grants.
-        this.#o.log('warn', "recording the drain's outcome failed; the next pass retries", {
-          node: name,
-          error: describeError(err),
-        }),
-      )
+      // The node stays Draining: a later pass drains it again (nothing is left to evict) and grants.
+      .catch((err) => this.#holdBack(name, err, "recording the drain's outcome"))
       .finally(() => {
         this.#draining.delete(name);
         if (this.#acting()) this.#queue.add(KEY);

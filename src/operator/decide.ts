@@ -6,11 +6,12 @@
  * node is a write to the ledger, so two deciders — a new leader and a stale one — can never both spend the
  * last slot. Node phases are the per-node protocol and the human-readable mirror.
  */
+import { Annotations } from '../api/keys.ts';
 import { Phase, SLOT_PHASES } from '../api/phases.ts';
 import type { Selector } from '../kube/selector.ts';
 import { budgetSlots, type MaxUnavailable } from './budget.ts';
 import type { OperatorConfig } from './config.ts';
-import type { NodeView } from './node-view.ts';
+import { type NodeView, quote } from './node-view.ts';
 
 export interface Slot {
   /** When the node was admitted (RFC 3339). */
@@ -65,6 +66,12 @@ export interface Snapshot {
   ledger: Ledger;
   /** Nodes with a drain running in this process. */
   draining: ReadonlySet<string>;
+  /**
+   * Nodes whose admission this process has decided and not yet seen land (its ledger or node write is
+   * in flight). They count against the budget: two handovers, or a handover and a pass, that each
+   * decided without the other's admission gave one slot twice.
+   */
+  admitting: ReadonlySet<string>;
   /** Health of nodes in AfterReboot (gathered by the controller for those nodes only). */
   health: ReadonlyMap<string, Health>;
 }
@@ -95,6 +102,8 @@ export type Action =
   | { type: 'complete'; node: string; reason: string }
   /** A ledger entry without a live attempt behind it (deleted node, or a node already Idle). */
   | { type: 'release'; node: string; reason: string }
+  /** Remove a `nuo.dev/reboot-ok` nuo did not give (written by another client, or left behind). */
+  | { type: 'revoke'; node: string; reason: string }
   /** A freshly needing node enters Pending. */
   | { type: 'pending'; node: string; reason: string; taint?: boolean }
   /** Ledger only: the node takes `after`'s slot once that attempt has ended. */
@@ -106,18 +115,48 @@ export type Action =
 
 export interface Decision {
   actions: Action[];
-  budget: { slots: number; used: number; eligible: number; holders: string[]; unavailable: string[] };
+  budget: {
+    slots: number;
+    used: number;
+    eligible: number;
+    holders: string[];
+    unavailable: string[];
+    /** Admissions in flight in this process, counted against the budget (Snapshot.admitting). */
+    admitting: string[];
+  };
   /** The earliest time a time-based condition (soak, timeout, backoff, spacing) changes a decision. */
   wakeAt?: number;
 }
 
 const ms = (d: Date | undefined) => d?.getTime() ?? Number.NaN;
 
-export function needsReboot(n: NodeView): string | undefined {
-  if (n.rebootNeeded) return `reboot needed${n.rebootNeededReason ? `: ${n.rebootNeededReason}` : ''}`;
-  if (n.rebootRequested) return `reboot requested at ${n.rebootRequested.toISOString()}`;
+/** Longest part of the agent's reason for a need that is repeated in the operator's own reason. */
+const NEED_REASON_MAX = 200;
+
+/**
+ * Why the node needs a reboot at `t`, or undefined. A `reboot-requested` time still to come asks for a
+ * reboot not before then (a request written ahead, like `at`): until then the node needs nothing.
+ */
+export function needsReboot(n: NodeView, t: number): string | undefined {
+  if (n.rebootNeeded) {
+    const why = n.rebootNeededReason;
+    if (!why) return 'reboot needed';
+    return `reboot needed: ${why.length > NEED_REASON_MAX ? `${why.slice(0, NEED_REASON_MAX)}…` : why}`;
+  }
+  if (n.rebootRequested && n.rebootRequested.getTime() <= t)
+    return `reboot requested at ${n.rebootRequested.toISOString()}`;
   return undefined;
 }
+
+/** The reason of a node whose reboot was requested for a time still to come. */
+const REQUESTED_LATER = 'reboot requested for ';
+
+/** Phases in which the node's `nuo.dev/reboot-ok` is the operator's: granted, and not yet withdrawn. */
+const GRANT_PHASES: ReadonlySet<Phase | undefined> = new Set([
+  Phase.rebootGranted,
+  Phase.rebooting,
+  Phase.failed,
+]);
 
 /** When a node with `failures` consecutive failures may try again. */
 export function retryAt(n: NodeView, c: Pick<DecideConfig, 'retryBackoffMs' | 'retryBackoffMaxMs'>): number {
@@ -194,6 +233,7 @@ export function missingHooks(n: NodeView, keys: string[]): string[] {
 /** Why a node that needs a reboot may not start one now, the budget aside; undefined when it may. */
 function cannotStart(n: NodeView, c: DecideConfig, t: number): string | undefined {
   if (n.paused) return 'paused';
+  if (n.grantShown) return 'waiting: a reboot grant nuo did not give is being removed';
   if (c.paused) return 'waiting: nuo is paused cluster-wide';
   if (!n.ready) return 'waiting: node is NotReady';
   const retry = retryAt(n, c);
@@ -212,6 +252,18 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const byName = new Map(snapshot.nodes.map((n) => [n.name, n]));
   const eligible = snapshot.nodes.filter((n) => c.eligible(n.labels));
   const holders = new Set(Object.keys(snapshot.ledger.slots));
+  // A grant only the operator writes, and only in the phases that carry one: anything else is removed
+  // before the node's next step, so no client's `reboot-ok` outlives a pass (the agent ignores it anyway).
+  for (const n of snapshot.nodes) {
+    if (n.grantShown && !GRANT_PHASES.has(n.state)) {
+      const value = n.annotations[Annotations.rebootOk] ?? '';
+      actions.push({
+        type: 'revoke',
+        node: n.name,
+        reason: `removed ${quote(Annotations.rebootOk, value)}: nuo gave no grant (phase ${n.state ?? 'none'})`,
+      });
+    }
+  }
 
   // Ledger entries with nothing behind them: the node is gone, or came back to a phase without a slot
   // (a crash between "node Idle" and "release"). Freed only after this check, never guessed.
@@ -231,7 +283,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
           reason: `node is ${n.state ?? Phase.idle} after its attempt`,
         });
         holders.delete(name);
-      } else if (!needsReboot(n)) {
+      } else if (!needsReboot(n, t)) {
         actions.push({ type: 'release', node: name, reason: 'admitted, but no longer needs a reboot' });
         holders.delete(name);
       }
@@ -246,12 +298,14 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const promised = new Map<string, string>();
   const successors = new Set<string>();
   let reserved = 0;
+  const inFlight = new Set([...snapshot.admitting].filter((name) => !holders.has(name) && byName.has(name)));
   for (const [name, s] of Object.entries(snapshot.ledger.next ?? {})) {
     const n = byName.get(name);
     if (holders.has(name)) {
       actions.push({ type: 'unpromise', node: name, reason: 'holds a slot already' });
       continue;
     }
+    if (inFlight.has(name)) continue;
     if (n && !outsideAttempt(n)) {
       actions.push({ type: 'claim', node: name, since: s.since });
       holders.add(name);
@@ -259,7 +313,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     }
     const why = !n
       ? 'node no longer exists'
-      : !c.eligible(n.labels) || !needsReboot(n)
+      : !c.eligible(n.labels) || !needsReboot(n, t)
         ? 'no longer needs a reboot here'
         : (cannotStart(n, c, t) ?? (c.minGrantSpacingMs > 0 ? 'grants are spaced' : undefined));
     if (why) {
@@ -270,10 +324,10 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   }
 
   const unavailable = eligible
-    .filter((n) => !holders.has(n.name) && unavailableWithoutSlot(n))
+    .filter((n) => !holders.has(n.name) && !inFlight.has(n.name) && unavailableWithoutSlot(n))
     .map((n) => n.name);
   const slots = budgetSlots(c.maxUnavailable, eligible.length);
-  let used = holders.size + unavailable.length + reserved;
+  let used = holders.size + unavailable.length + reserved + inFlight.size;
 
   // Nodes in an attempt: move each along its phases.
   for (const name of holders) {
@@ -296,7 +350,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
           type: 'transition',
           node: name,
           to: Phase.beforeReboot,
-          reason: `${needsReboot(n) ?? 'holds a slot'} (its admission's node write redone)`,
+          reason: `${needsReboot(n, t) ?? 'holds a slot'} (its admission's node write redone)`,
         });
         break;
       case Phase.beforeReboot: {
@@ -435,15 +489,21 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   // Pending); the rest wait in Pending.
   const waiting: NodeView[] = [];
   for (const n of eligible) {
-    if (holders.has(n.name)) continue;
-    const need = needsReboot(n);
+    if (holders.has(n.name) || inFlight.has(n.name)) continue;
+    const need = needsReboot(n, t);
     if (!need) {
-      if (n.state !== undefined && n.state !== Phase.idle) {
-        actions.push({ type: 'transition', node: n.name, to: Phase.idle, reason: 'no reboot needed' });
+      const later = n.rebootRequested?.toISOString();
+      if (n.rebootRequested) wake(n.rebootRequested.getTime());
+      if ((n.state !== undefined && n.state !== Phase.idle) || n.ownKeysMalformed) {
+        // Out of an attempt, or nuo's own keys overwritten with nonsense: written Idle afresh, the reason
+        // naming what was found.
+        const reason = withProblems(n, 'no reboot needed');
+        actions.push({ type: 'transition', node: n.name, to: Phase.idle, reason });
       } else {
-        // Idle: name malformed annotations; withdraw that once they are fixed.
-        const reason = withProblems(n, '');
-        if (reason ? n.stateReason !== reason : n.stateReason?.startsWith(MALFORMED)) {
+        // Idle: name a request for later and malformed annotations; withdraw both once they are gone.
+        const reason = withProblems(n, later ? `${REQUESTED_LATER}${later}: not before then` : '');
+        const stale = n.stateReason?.startsWith(MALFORMED) || n.stateReason?.startsWith(REQUESTED_LATER);
+        if (reason ? n.stateReason !== reason : stale) {
           actions.push({ type: 'explain', node: n.name, reason: reason || 'no reboot needed' });
         }
       }
@@ -491,7 +551,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
       else if (n.stateReason !== reason) actions.push({ type: 'explain', node: n.name, reason });
       continue;
     }
-    actions.push({ type: 'admit', node: n.name, reason: needsReboot(n) ?? 'admitted' });
+    actions.push({ type: 'admit', node: n.name, reason: needsReboot(n, t) ?? 'admitted' });
     // A node cordoned by someone else already counts as unavailable; admitting it uses no new slot.
     if (!unavailableWithoutSlot(n)) used++;
     admittedThisPass++;
@@ -522,8 +582,8 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     else if (a.type === 'pending' || a.type === 'explain' || a.type === 'transition') writes.set(a.node, a);
   }
   for (const n of snapshot.nodes) {
-    if (holders.has(n.name) || admitted.has(n.name)) continue;
-    const want = c.pendingTaint && !n.paused && c.eligible(n.labels) && needsReboot(n) !== undefined;
+    if (holders.has(n.name) || admitted.has(n.name) || inFlight.has(n.name)) continue;
+    const want = c.pendingTaint && !n.paused && c.eligible(n.labels) && needsReboot(n, t) !== undefined;
     if (n.pendingTaint === want) continue;
     const write = writes.get(n.name);
     if (write) write.taint = want;
@@ -532,7 +592,14 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
 
   return {
     actions,
-    budget: { slots, used, eligible: eligible.length, holders: [...holders], unavailable },
+    budget: {
+      slots,
+      used,
+      eligible: eligible.length,
+      holders: [...holders],
+      unavailable,
+      admitting: [...inFlight],
+    },
     wakeAt: Number.isFinite(wakeAt) ? wakeAt : undefined,
   };
 }

@@ -4,11 +4,9 @@
  * stale or second operator that decided on an old view gets 409 and must re-read and re-decide.
  */
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
+import { LEDGER } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
 import type { Ledger } from './decide.ts';
-
-export const LEDGER_NAME = 'nuo-slots';
-const KEY = 'ledger.json';
 
 export class LedgerConflict extends Error {}
 
@@ -18,7 +16,7 @@ export interface LedgerVersion {
 }
 
 export function parseLedger(cm: V1ConfigMap): Ledger {
-  const text = cm.data?.[KEY];
+  const text = cm.data?.[LEDGER.key];
   if (!text) return { slots: {} };
   try {
     const doc = JSON.parse(text) as Ledger;
@@ -41,7 +39,7 @@ export function parseLedger(cm: V1ConfigMap): Ledger {
   } catch (err) {
     // Never guess who holds a slot: refuse to act until a person repairs or deletes the ledger.
     throw new Error(
-      `ConfigMap ${cm.metadata?.namespace}/${LEDGER_NAME} is corrupt (${(err as Error).message}); nuo admits no node until it is repaired`,
+      `ConfigMap ${cm.metadata?.namespace}/${LEDGER.name} is corrupt (${(err as Error).message}); nuo admits no node until it is repaired`,
     );
   }
 }
@@ -57,7 +55,7 @@ export class LedgerStore {
 
   async read(): Promise<LedgerVersion> {
     try {
-      const cm = await this.#core.readNamespacedConfigMap({ name: LEDGER_NAME, namespace: this.#namespace });
+      const cm = await this.#core.readNamespacedConfigMap({ name: LEDGER.name, namespace: this.#namespace });
       return { ledger: parseLedger(cm), resourceVersion: cm.metadata?.resourceVersion ?? '' };
     } catch (err) {
       if (statusCode(err) !== 404) throw err;
@@ -65,8 +63,8 @@ export class LedgerStore {
         const cm = await this.#core.createNamespacedConfigMap({
           namespace: this.#namespace,
           body: {
-            metadata: { name: LEDGER_NAME, labels: { 'app.kubernetes.io/name': 'nuo' } },
-            data: { [KEY]: JSON.stringify({ slots: {} }) },
+            metadata: { name: LEDGER.name, labels: { 'app.kubernetes.io/name': 'nuo' } },
+            data: { [LEDGER.key]: JSON.stringify({ slots: {} }) },
           },
         });
         return { ledger: { slots: {} }, resourceVersion: cm.metadata?.resourceVersion ?? '' };
@@ -81,15 +79,15 @@ export class LedgerStore {
   async write(from: LedgerVersion, ledger: Ledger): Promise<LedgerVersion> {
     try {
       const cm = await this.#core.replaceNamespacedConfigMap({
-        name: LEDGER_NAME,
+        name: LEDGER.name,
         namespace: this.#namespace,
         body: {
           metadata: {
-            name: LEDGER_NAME,
+            name: LEDGER.name,
             resourceVersion: from.resourceVersion,
             labels: { 'app.kubernetes.io/name': 'nuo' },
           },
-          data: { [KEY]: JSON.stringify(ledger) },
+          data: { [LEDGER.key]: JSON.stringify(ledger) },
         },
       });
       return { ledger, resourceVersion: cm.metadata?.resourceVersion ?? '' };

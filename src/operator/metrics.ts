@@ -27,6 +27,16 @@ export class OperatorMetrics {
     help: 'reboots completed',
     registers: [this.registry],
   });
+  readonly grantsRevoked = new Counter({
+    name: 'nuo_grants_revoked_total',
+    help: 'nuo.dev/reboot-ok values removed because nuo did not give them',
+    registers: [this.registry],
+  });
+  readonly writesRefused = new Counter({
+    name: 'nuo_writes_refused_total',
+    help: 'node writes the API server refused as invalid (4xx other than conflicts), each retried with backoff',
+    registers: [this.registry],
+  });
   readonly failures = new Counter({
     name: 'nuo_failures_total',
     help: 'failed or aborted attempts',

@@ -27,21 +27,33 @@ export interface NodeView {
   state?: Phase;
   stateReason?: string;
   stateSince?: Date;
-  rebootOk: boolean;
+  /** `nuo.dev/reboot-ok` is on the node, whoever wrote it (decide() removes a grant nuo did not give). */
+  grantShown: boolean;
   rebootInProgress: boolean;
   bootIdBefore?: string;
   failures: number;
   annotations: Record<string, string>;
+  /** One of the operator's own keys (state, state-since, failures) holds a value it never writes. */
+  ownKeysMalformed: boolean;
   hasBeforeRebootLabel: boolean;
   hasAfterRebootLabel: boolean;
   problems: string[];
+}
+
+/** Longest part of a value quoted in a problem: the reason must fit the annotation it is written to. */
+export const QUOTE_MAX = 64;
+
+/** `key="value"`, a long value cut to its first QUOTE_MAX characters with its full length. */
+export function quote(key: string, value: string): string {
+  if (value.length <= QUOTE_MAX) return `${key}=${JSON.stringify(value)}`;
+  return `${key}=${JSON.stringify(value.slice(0, QUOTE_MAX))}… (${value.length} characters)`;
 }
 
 function time(value: string | undefined, key: string, problems: string[]): Date | undefined {
   if (value === undefined) return undefined;
   const t = new Date(value);
   if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(t.getTime())) {
-    problems.push(`${key}="${value}" is not an RFC 3339 time; ignored`);
+    problems.push(`${quote(key, value)} is not an RFC 3339 time; ignored`);
     return undefined;
   }
   return t;
@@ -50,7 +62,7 @@ function time(value: string | undefined, key: string, problems: string[]): Date 
 function bool(value: string | undefined, key: string, problems: string[], whenMalformed: boolean): boolean {
   if (value === undefined || value === 'false') return false;
   if (value === 'true') return true;
-  problems.push(`${key}="${value}" must be "true" or "false"; read as ${whenMalformed}`);
+  problems.push(`${quote(key, value)} must be "true" or "false"; read as ${whenMalformed}`);
   return whenMalformed;
 }
 
@@ -62,14 +74,19 @@ export function viewNode(node: V1Node): NodeView {
   const stateRaw = a[Annotations.state];
   let state: Phase | undefined;
   if (isPhase(stateRaw)) state = stateRaw;
-  else if (stateRaw !== undefined) problems.push(`${Annotations.state}="${stateRaw}" is not a known phase`);
+  else if (stateRaw !== undefined)
+    problems.push(`${quote(Annotations.state, stateRaw)} is not a known phase`);
   const failuresRaw = a[Annotations.failures];
   let failures = 0;
   if (failuresRaw !== undefined) {
     if (/^\d+$/.test(failuresRaw)) failures = Number(failuresRaw);
-    else problems.push(`${Annotations.failures}="${failuresRaw}" is not a count; read as 0`);
+    else problems.push(`${quote(Annotations.failures, failuresRaw)} is not a count; read as 0`);
   }
   const lastTransition = readyCondition?.lastTransitionTime;
+  const stateSinceProblems: string[] = [];
+  const stateSince = time(a[Annotations.stateSince], Annotations.stateSince, stateSinceProblems);
+  const ownKeysMalformed = problems.length > 0 || stateSinceProblems.length > 0;
+  problems.push(...stateSinceProblems);
   return {
     name: node.metadata?.name ?? '',
     resourceVersion: node.metadata?.resourceVersion ?? '',
@@ -88,12 +105,13 @@ export function viewNode(node: V1Node): NodeView {
     paused: bool(a[Annotations.paused], Annotations.paused, problems, true),
     state,
     stateReason: a[Annotations.stateReason],
-    stateSince: time(a[Annotations.stateSince], Annotations.stateSince, problems),
-    rebootOk: a[Annotations.rebootOk] === 'true',
+    stateSince,
+    grantShown: a[Annotations.rebootOk] !== undefined,
     rebootInProgress: bool(a[Annotations.rebootInProgress], Annotations.rebootInProgress, problems, true),
     bootIdBefore: a[Annotations.bootIdBefore],
     failures,
     annotations: a,
+    ownKeysMalformed,
     hasBeforeRebootLabel: labels[Labels.beforeReboot] === 'true',
     hasAfterRebootLabel: labels[Labels.afterReboot] === 'true',
     problems,

@@ -85,7 +85,7 @@ export class SafetyChecker {
    * grant is withdrawn and the cordon undone only after the boot ID changes, later than this read).
    */
   onReboot(node: string): void {
-    const granted = (n: V1Node | undefined) => n?.metadata?.annotations?.[Annotations.rebootOk] === 'true';
+    const granted = (n: V1Node | undefined) => n?.metadata?.annotations?.[Annotations.rebootOk] !== undefined;
     const cordoned = (n: V1Node | undefined) => n?.spec?.unschedulable === true;
     const cached = this.#informer.get(node);
     if (!granted(cached) || !cordoned(cached)) {

@@ -7,7 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { NodeAgent } from '../agent/agent.ts';
+import { OperatorGrants } from '../agent/grant-key.ts';
 import { type BootId, type Detection, type Detector, Need, type Rebooter } from '../agent/os.ts';
+import { DEFAULT_NAMESPACE } from '../api/keys.ts';
 import type { LeanClient } from '../kube/lean-client.ts';
 import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
 import { KWOK_CUSTOM_STATUS } from './cluster/cluster.ts';
@@ -43,7 +45,6 @@ export class SimHost implements Detector, Rebooter, BootId {
   needsReboot = false;
   behaviour: RebootBehaviour;
   #bootId = randomUUID();
-  #bootedAt = new Date();
   #agentStop: AbortController | undefined;
   #agentDone: Promise<void> = Promise.resolve();
   #pendingBoot: ReturnType<typeof setTimeout> | undefined;
@@ -90,10 +91,6 @@ export class SimHost implements Detector, Rebooter, BootId {
     return this.#bootId;
   }
 
-  async bootedAt(): Promise<Date> {
-    return this.#bootedAt;
-  }
-
   // Rebooter
   async reboot(): Promise<void> {
     if (this.behaviour === RebootBehaviour.ignored) return;
@@ -117,7 +114,6 @@ export class SimHost implements Detector, Rebooter, BootId {
     await down;
     if (this.#stopped) return;
     this.#bootId = randomUUID();
-    this.#bootedAt = new Date();
     this.needsReboot = false;
     await this.#postStatus(true);
     if (this.#stopped) return;
@@ -208,6 +204,7 @@ export class SimHost implements Detector, Rebooter, BootId {
       detector: this,
       rebooter: this,
       bootId: this,
+      grants: new OperatorGrants(this.#o.client, DEFAULT_NAMESPACE),
       checkIntervalMs: this.#o.agentCheckIntervalMs ?? 10_000,
       reportSpreadMs: this.#o.agentReportSpreadMs ?? 0,
       log: this.#o.log,

@@ -238,7 +238,7 @@ test('a StatusUpdate on D-Bus leads, through the operator on the local cluster, 
   assert.ok(draining > needed, 'drained after the need was published');
   const granted = await node0.waitFor('the grant', (s) => {
     return (
-      s.annotations[Annotations.rebootOk] === 'true' &&
+      s.annotations[Annotations.rebootOk] !== undefined &&
       s.annotations[Annotations.state] === Phase.rebootGranted
     );
   });

@@ -9,8 +9,10 @@ import { type TestContext, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { NodeAgent } from '../../src/agent/agent.ts';
+import { OperatorGrants } from '../../src/agent/grant-key.ts';
 import { Need } from '../../src/agent/os.ts';
-import { Annotations } from '../../src/api/keys.ts';
+import { GRANT_KEY_NAME, generateGrantKey, PUBLIC_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
+import { Annotations, DEFAULT_NAMESPACE, LEDGER } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { kubeconfigCredentials } from '../../src/kube/kubeconfig-credentials.ts';
 import { LeanClient, type LeanNode } from '../../src/kube/lean-client.ts';
@@ -21,6 +23,13 @@ import { useCluster } from './support.ts';
 const cluster = await useCluster({ nodes: 2 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const NODE = 'node-0';
+// The operator's grant key, published where agents read it (the operator does this when it leads).
+const grantKey = generateGrantKey();
+await core.createNamespace({ body: { metadata: { name: DEFAULT_NAMESPACE } } });
+await core.createNamespacedConfigMap({
+  namespace: DEFAULT_NAMESPACE,
+  body: { metadata: { name: GRANT_KEY_NAME }, data: { [PUBLIC_KEY_FIELD]: grantKey.publicPem } },
+});
 
 /** A real LeanClient that records every request the agent makes through it. */
 class CountingClient extends LeanClient {
@@ -85,7 +94,8 @@ test('an idle agent survives a kube-apiserver restart with a few requests, and s
         reboots.push(Date.now());
       },
     },
-    bootId: { read: async () => 'boot-1', bootedAt: async () => new Date(Date.now() - 3_600_000) },
+    bootId: { read: async () => 'boot-1' },
+    grants: new OperatorGrants(client, DEFAULT_NAMESPACE),
     // Only the watch can bring the node's changes to the agent.
     checkIntervalMs: 3_600_000,
     log: (level, message) => logs.push(`${new Date().toISOString()} ${level} ${message}`),
@@ -123,13 +133,26 @@ test('an idle agent survives a kube-apiserver restart with a few requests, and s
   assert.ok(!client.since(restartedFrom).some((r) => r.includes('patch')), `no writes; ${report}`);
 
   // A grant made after the restart reaches the agent through its watch: it marks the reboot and reboots.
+  // As the operator gives it: the node's slot taken in the ledger, then the grant for that attempt.
+  const attempt = new Date().toISOString();
+  await core.createNamespacedConfigMap({
+    namespace: DEFAULT_NAMESPACE,
+    body: {
+      metadata: { name: LEDGER.name },
+      data: { [LEDGER.key]: JSON.stringify({ slots: { [NODE]: { since: attempt } } }) },
+    },
+  });
   await core.patchNode(
     {
       name: NODE,
       body: {
         metadata: {
           annotations: {
-            [Annotations.rebootOk]: 'true',
+            [Annotations.rebootOk]: signGrant(grantKey.privateKey, {
+              node: NODE,
+              bootId: 'boot-1',
+              attempt,
+            }),
             [Annotations.state]: Phase.rebootGranted,
             [Annotations.stateSince]: new Date().toISOString(),
           },
@@ -169,7 +192,8 @@ function switchAgent(client: LeanClient, state: Switch, spreadMs: number, share:
       },
     },
     rebooter: { name: 'none', reboot: async () => {} },
-    bootId: { read: async () => 'boot-1', bootedAt: async () => new Date(Date.now() - 3_600_000) },
+    bootId: { read: async () => 'boot-1' },
+    grants: new OperatorGrants(client, DEFAULT_NAMESPACE),
     checkIntervalMs: 3_600_000,
     reportSpreadMs: spreadMs,
     random: () => share,

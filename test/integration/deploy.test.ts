@@ -10,14 +10,22 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import {
+  GRANT_KEY_NAME,
+  GrantCheck,
+  PUBLIC_KEY_FIELD,
+  publicKeyFromPem,
+  verifyGrant,
+} from '../../src/api/grant.ts';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { LeanApiError, LeanClient } from '../../src/kube/lean-client.ts';
-import { mergePatch } from '../../src/kube/patch.ts';
+import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
+import { KWOK_CUSTOM_STATUS } from '../../src/sim/cluster/cluster.ts';
 import { OPERATOR_NODE_OPTIONS } from '../../src/sim/fleet.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { useCluster } from './support.ts';
+import { statusOf, useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 3 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
@@ -36,6 +44,9 @@ async function rejection(call: Promise<unknown>): Promise<LeanApiError> {
   }
   throw new Error('expected the request to be refused, but it succeeded');
 }
+
+/** The pod-bound token of node-0's agent, made by the admission-policy test. */
+let agentToken = '';
 
 describe('deploy/', () => {
   test('applies cleanly with kubectl apply -k', () => {
@@ -101,6 +112,7 @@ describe('deploy/', () => {
       },
     });
     const token = review.status?.token ?? '';
+    agentToken = token;
     const client = new LeanClient({ server: cluster.server, ca: cluster.caCert, token: () => token });
     try {
       // A new policy takes effect within seconds: wait until it refuses, then check everything.
@@ -170,6 +182,15 @@ describe('deploy/', () => {
           mergePatch,
         );
       }
+      // And the kubelet's: a boot ID (KWOK reports none; a grant is for one boot).
+      await core.patchNode(
+        { name: 'node-2', body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: 'custom' } } } },
+        mergePatch,
+      );
+      await core.patchNodeStatus(
+        { name: 'node-2', body: { status: { nodeInfo: { bootID: 'boot-of-node-2' } } } },
+        strategicMergePatch,
+      );
       await core.patchNode(
         { name: 'node-2', body: { metadata: { annotations: { [Annotations.rebootNeeded]: 'true' } } } },
         mergePatch,
@@ -178,16 +199,49 @@ describe('deploy/', () => {
         'the grant',
         async () => {
           const n = await core.readNode({ name: 'node-2' });
-          return n.metadata?.annotations?.[Annotations.rebootOk] === 'true' ? n : undefined;
+          return n.metadata?.annotations?.[Annotations.rebootOk] !== undefined ? n : undefined;
         },
         { timeoutMs: 60_000 },
       );
       assert.equal(granted.spec?.unschedulable, true, 'cordoned and drained with its own RBAC');
       assert.equal(granted.metadata?.annotations?.[Annotations.state], Phase.rebootGranted);
+      // Signed with the key it created and published with that RBAC, for this node and boot.
+      const published = await core.readNamespacedConfigMap({ name: GRANT_KEY_NAME, namespace: 'nuo-system' });
+      const verdict = verifyGrant(
+        publicKeyFromPem(published.data?.[PUBLIC_KEY_FIELD] ?? ''),
+        granted.metadata?.annotations?.[Annotations.rebootOk] ?? '',
+        { node: 'node-2', bootId: 'boot-of-node-2' },
+      );
+      assert.deepEqual(verdict, { check: GrantCheck.valid });
       assert.equal(operator.exitCode, null, 'still running');
     } finally {
       operator.kill('SIGTERM');
       await new Promise((r) => operator.once('exit', r));
     }
+  });
+
+  test("an agent's token reads the operator's public grant key and ledger, not the private key", async () => {
+    const client = new LeanClient({ server: cluster.server, ca: cluster.caCert, token: () => agentToken });
+    try {
+      const published = await client.getConfigMap('nuo-system', GRANT_KEY_NAME);
+      assert.match(published.data?.[PUBLIC_KEY_FIELD] ?? '', /BEGIN PUBLIC KEY/);
+      const ledger = await client.getConfigMap('nuo-system', 'nuo-slots');
+      assert.match(ledger.data?.['ledger.json'] ?? '', /"slots"/, 'and the ledger, to check the attempt');
+      const other = await rejection(client.getConfigMap('nuo-system', 'kube-root-ca.crt'));
+      assert.equal(other.status, 403, 'no other ConfigMap');
+    } finally {
+      client.close();
+    }
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'local', server: cluster.server, caData: cluster.caCert.toString('base64') }],
+      users: [{ name: 'agent', token: agentToken }],
+      contexts: [{ name: 'agent', cluster: 'local', user: 'agent' }],
+      currentContext: 'agent',
+    });
+    const secret = kc
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ name: GRANT_KEY_NAME, namespace: 'nuo-system' });
+    assert.equal(await statusOf(secret), 403, 'the agent may not read the private key');
   });
 });

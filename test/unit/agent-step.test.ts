@@ -2,23 +2,31 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Need } from '../../src/agent/os.ts';
 import { agentStep, REBOOTED_BEFORE_GRANT } from '../../src/agent/step.ts';
+import { GrantCheck, type GrantVerdict } from '../../src/api/grant.ts';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 
-const BOOTED = new Date('2026-11-21T10:00:00Z');
 const needed = { need: Need.needed, reason: 'kernel updated' } as const;
 const notNeeded = { need: Need.notNeeded, reason: 'up to date' } as const;
 const unknown = { need: Need.unknown, reason: 'update_engine not on the bus' } as const;
-const grant = (at: string) => ({
-  [Annotations.rebootOk]: 'true',
+/** A node with a grant on it; what the agent's verifier made of it is the step's `grant` input. */
+const grant = {
+  [Annotations.rebootOk]: 'v1.claim.signature',
   [Annotations.state]: Phase.rebootGranted,
-  [Annotations.stateSince]: at,
-});
+  [Annotations.stateSince]: '2026-11-21T11:00:00Z',
+};
+const valid: GrantVerdict = { check: GrantCheck.valid };
+const otherBoot: GrantVerdict = {
+  check: GrantCheck.otherBoot,
+  why: 'it was given in boot boot-1, not boot-2',
+};
+const forged: GrantVerdict = { check: GrantCheck.forged, why: 'its signature is not the operator key' };
 const step = (
   annotations: Record<string, string>,
   detection = notNeeded as typeof needed | typeof notNeeded | typeof unknown,
   rebootRequested = false,
-) => agentStep({ annotations, bootId: 'boot-2', bootedAt: BOOTED, detection, rebootRequested });
+  verdict: GrantVerdict | undefined = annotations[Annotations.rebootOk] ? valid : undefined,
+) => agentStep({ annotations, bootId: 'boot-2', grant: verdict, detection, rebootRequested });
 
 test('publishes a detected need and clears it when gone; unknown changes nothing', () => {
   assert.deepEqual(step({}, needed).patch, {
@@ -37,14 +45,43 @@ test('publishes a detected need and clears it when gone; unknown changes nothing
 });
 
 test('a fresh grant: mark in-progress with the current boot ID, then reboot', () => {
-  const s = step(grant('2026-11-21T11:00:00Z'), needed);
+  const s = step(grant, needed);
   assert.deepEqual(s.patch, { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: 'boot-2' });
   assert.equal(s.reboot, true);
-  assert.deepEqual(step(grant('2026-11-21T11:00:00Z'), needed, true), {}, 'once per process');
+  assert.deepEqual(step(grant, needed, true), {}, 'once per process');
 });
 
-test('a grant older than this boot never causes a reboot', () => {
-  const s = step(grant('2026-11-21T09:00:00Z'), needed);
+test('a grant the operator did not give reboots nothing, and the need is still reported', () => {
+  const forgeries: Array<Record<string, string>> = [
+    { [Annotations.rebootOk]: 'true' },
+    { [Annotations.rebootOk]: 'true', [Annotations.state]: Phase.idle },
+    grant,
+  ];
+  for (const annotations of forgeries) {
+    const s = step(annotations, needed, false, forged);
+    assert.equal(s.reboot, undefined);
+    assert.deepEqual(s.patch, {
+      [Annotations.rebootNeeded]: 'true',
+      [Annotations.rebootNeededReason]: 'kernel updated',
+    });
+    assert.match(s.log?.message ?? '', /ignoring nuo\.dev\/reboot-ok: its signature is not the operator key/);
+  }
+  const inProgress = {
+    ...grant,
+    [Annotations.rebootInProgress]: 'true',
+    [Annotations.bootIdBefore]: 'boot-2',
+  };
+  assert.equal(step(inProgress, needed, false, forged).reboot, undefined, 'not even to re-issue a reboot');
+});
+
+test('a grant for an earlier boot never causes a reboot', () => {
+  const restored = step({ [Annotations.rebootOk]: 'v1.old.grant' }, needed, false, otherBoot);
+  assert.equal(restored.reboot, undefined, 'copied back onto an idle node: ignored');
+  assert.deepEqual(restored.patch, {
+    [Annotations.rebootNeeded]: 'true',
+    [Annotations.rebootNeededReason]: 'kernel updated',
+  });
+  const s = step(grant, needed, false, otherBoot);
   assert.equal(s.reboot, undefined);
   assert.deepEqual(s.patch, {
     [Annotations.rebootInProgress]: 'true',
@@ -54,11 +91,12 @@ test('a grant older than this boot never causes a reboot', () => {
 
 test('after the boot: wait for the operator to withdraw the grant, then clear the markers', () => {
   const after = {
-    ...grant('2026-11-21T09:00:00Z'),
+    ...grant,
     [Annotations.rebootInProgress]: 'true',
     [Annotations.bootIdBefore]: 'boot-1',
   };
-  assert.deepEqual(step(after, needed), {}, 'grant still there: no reboot, no change');
+  assert.deepEqual(step(after, needed, false, otherBoot), {}, 'grant still there: no reboot, no change');
+  assert.deepEqual(step(after, needed, false, forged), {}, 'whoever wrote it: it is withdrawn first');
   const withdrawn = {
     [Annotations.rebootInProgress]: 'true',
     [Annotations.bootIdBefore]: 'boot-1',
@@ -75,7 +113,7 @@ test('after the boot: wait for the operator to withdraw the grant, then clear th
 
 test('in progress on the same boot: re-issue the reboot once per process, never loop', () => {
   const same = {
-    ...grant('2026-11-21T11:00:00Z'),
+    ...grant,
     [Annotations.rebootInProgress]: 'true',
     [Annotations.bootIdBefore]: 'boot-2',
   };
@@ -89,7 +127,7 @@ test('mirrors the update engine status', () => {
   const s = agentStep({
     annotations: {},
     bootId: 'b',
-    bootedAt: BOOTED,
+    grant: undefined,
     rebootRequested: false,
     detection: {
       need: Need.needed,

@@ -72,12 +72,19 @@ const needs = { [Annotations.rebootNeeded]: 'true' };
 
 function run(
   nodes: V1Node[],
-  opts: { ledger?: Ledger; cfg?: Partial<DecideConfig>; draining?: string[]; healthy?: string[] } = {},
+  opts: {
+    ledger?: Ledger;
+    cfg?: Partial<DecideConfig>;
+    draining?: string[];
+    admitting?: string[];
+    healthy?: string[];
+  } = {},
 ) {
   const snapshot: Snapshot = {
     nodes: nodes.map(viewNode),
     ledger: opts.ledger ?? { slots: {} },
     draining: new Set(opts.draining ?? []),
+    admitting: new Set(opts.admitting ?? []),
     health: new Map((opts.healthy ?? []).map((n) => [n, { daemonSetPodsReady: true, detail: 'all ready' }])),
   };
   return decide(snapshot, { ...config, ...opts.cfg }, NOW);
@@ -314,6 +321,86 @@ describe('decide: admission', () => {
       }),
     ]);
     assert.deepEqual(fixed.actions, [{ type: 'explain', node: 'a', reason: 'no reboot needed' }]);
+  });
+});
+
+describe('decide: hostile values', () => {
+  test('a grant nuo did not give is removed, and holds its node back until it is', () => {
+    const forged = { [Annotations.rebootOk]: 'true' };
+    const idle = run([node('a', { annotations: forged })]);
+    assert.deepEqual(idle.actions, [
+      {
+        type: 'revoke',
+        node: 'a',
+        reason: 'removed nuo.dev/reboot-ok="true": nuo gave no grant (phase none)',
+      },
+    ]);
+    const waiting = run([node('a', { annotations: { ...forged, ...needs, ...state(Phase.pending, 10) } })]);
+    assert.deepEqual(ofType(waiting.actions, 'revoke'), ['a']);
+    assert.deepEqual(ofType(waiting.actions, 'admit'), [], 'not admitted while it carries a foreign grant');
+    const slot = { ledger: { slots: { a: { since: ago(100) } } }, draining: ['a'] };
+    for (const phase of [Phase.beforeReboot, Phase.draining, Phase.afterReboot]) {
+      const d = run([node('a', { annotations: { ...forged, ...needs, ...state(phase, 10) } })], slot);
+      assert.deepEqual(
+        ofType(d.actions, 'revoke'),
+        ['a'],
+        `${phase}: nuo has given no grant yet, or took it back`,
+      );
+    }
+    for (const phase of [Phase.rebootGranted, Phase.rebooting, Phase.failed]) {
+      const d = run([node('a', { annotations: { ...forged, ...needs, ...state(phase, 10) } })], slot);
+      assert.deepEqual(ofType(d.actions, 'revoke'), [], `${phase}: the grant is nuo's to withdraw`);
+    }
+    const huge = run([node('a', { annotations: { [Annotations.rebootOk]: 'x'.repeat(150_000) } })]);
+    const reason = (huge.actions[0] as { reason: string }).reason;
+    assert.ok(reason.length < 200, `the reason quotes a bounded prefix: ${reason.length} characters`);
+    assert.match(reason, /\(150000 characters\)/);
+  });
+
+  test('a reboot requested for a later time waits until then, and says so', () => {
+    const later = new Date(NOW.getTime() + 3_600_000).toISOString();
+    const future = { [Annotations.rebootRequested]: later };
+    const before = run([node('a', { annotations: future })]);
+    assert.deepEqual(before.actions, [
+      { type: 'explain', node: 'a', reason: `reboot requested for ${later}: not before then` },
+    ]);
+    assert.equal(before.wakeAt, NOW.getTime() + 3_600_000, 'looks again exactly then');
+    const said = { ...future, [Annotations.stateReason]: `reboot requested for ${later}: not before then` };
+    assert.deepEqual(run([node('a', { annotations: said })]).actions, [], 'said once');
+    const year2099 = { [Annotations.rebootRequested]: '2099-01-01T00:00:00Z' };
+    assert.deepEqual(ofType(run([node('a', { annotations: year2099 })]).actions, 'admit'), []);
+    const then = decide(
+      {
+        nodes: [viewNode(node('a', { annotations: said }))],
+        ledger: { slots: {} },
+        draining: new Set(),
+        admitting: new Set(),
+        health: new Map(),
+      },
+      config,
+      new Date(NOW.getTime() + 3_600_000),
+    );
+    assert.deepEqual(ofType(then.actions, 'admit'), ['a'], 'due at its time');
+    const withdrawn = run([
+      node('a', { annotations: { [Annotations.stateReason]: said[Annotations.stateReason] } }),
+    ]);
+    assert.deepEqual(withdrawn.actions, [{ type: 'explain', node: 'a', reason: 'no reboot needed' }]);
+  });
+
+  test("nuo's own keys overwritten with values it never writes are written afresh", () => {
+    const hostile: Array<Record<string, string>> = [
+      { [Annotations.state]: 'Garbage' },
+      { ...state(Phase.idle, 10), [Annotations.failures]: 'abc' },
+      { [Annotations.state]: Phase.idle, [Annotations.stateSince]: 'yesterday' },
+    ];
+    for (const own of hostile) {
+      const d = run([node('a', { annotations: own })]);
+      assert.deepEqual(
+        d.actions.map((a) => [a.type, (a as { to?: string }).to]),
+        [['transition', Phase.idle]],
+        JSON.stringify(own),
+      );
+    }
   });
 });
 
@@ -580,6 +667,7 @@ describe('decide: phases', () => {
         nodes: [viewNode(holder('a', base, early))],
         ledger: ledger('a'),
         draining: new Set(),
+        admitting: new Set(),
         health: new Map([['a', { daemonSetPodsReady: false, detail: '0/1 ready' }]]),
       },
       config,
@@ -730,6 +818,102 @@ describe('decide: a slot about to be freed is promised to the next node in line'
     // Even with its predecessor's attempt still on record (a stale copy): b is disrupted, so it counts.
     const stale = run([soaking('a'), b], { ledger: { slots: slotA, next: promiseB }, draining: ['b'] });
     assert.deepEqual(stale.budget.holders.sort(), ['a', 'b']);
+  });
+});
+
+describe('decide: coincident completions never give one slot twice', () => {
+  // Two holders end their attempts at once and each hands its slot to the node promised it (the
+  // controller's #handOver runs decide() on its cache, one completion after the other). A holder that
+  // stays unavailable after its attempt (an admin's cordon, NotReady) frees no capacity, and the first
+  // handover's admission may still be in flight when the second decides.
+  const after = {
+    available: {},
+    'admin-cordoned': { unschedulable: true },
+    NotReady: { ready: false },
+  } as const;
+  type After = keyof typeof after;
+  const ended = (name: string, how: After) =>
+    node(name, { annotations: state(Phase.idle, 0), bootId: 'boot-2', ...after[how] });
+  const soaking = (name: string, how: After) =>
+    node(name, {
+      annotations: { ...state(Phase.afterReboot, 20), [Annotations.bootIdBefore]: 'boot-1' },
+      bootId: 'boot-2',
+      readySince: ago(5),
+      ...(how === 'admin-cordoned' ? { unschedulable: true } : {}),
+    });
+  const waiting = (name: string, since: number) =>
+    node(name, { annotations: { ...needs, ...state(Phase.pending, since) } });
+  const draining = (name: string) =>
+    node(name, { annotations: { ...needs, ...state(Phase.draining, 0) }, unschedulable: true });
+  const ledger: Ledger = {
+    slots: { a: { since: ago(100) }, b: { since: ago(100) } },
+    next: { c: { after: 'a', since: ago(10) }, d: { after: 'b', since: ago(10) } },
+  };
+  const cfg = { maxUnavailable: parseMaxUnavailable('2') };
+  const hows = Object.keys(after) as After[];
+
+  test('for every mix of holders that stay unavailable, either order, the first admission landed or in flight', () => {
+    for (const aAfter of hows)
+      for (const bAfter of hows)
+        for (const first of ['a', 'b'] as const)
+          for (const landed of [false, true]) {
+            const second = first === 'a' ? 'b' : 'a';
+            const how = { a: aAfter, b: bAfter };
+            const successorOf = { a: 'c', b: 'd' } as const;
+            const label = `a ${aAfter}, b ${bAfter}, ${first} first, first admission ${landed ? 'landed' : 'in flight'}`;
+            // The first completion: its node is ended, the other still soaks.
+            const one = run(
+              [ended(first, how[first]), soaking(second, how[second]), waiting('c', 60), waiting('d', 50)],
+              {
+                ledger,
+                cfg,
+              },
+            );
+            const firstAdmits = ofType(one.actions, 'admit').filter((n) => n === successorOf[first]);
+            // The second: both ended; the first handover's node in flight, or drained in its attempt.
+            const c = firstAdmits.includes('c') && landed ? draining('c') : waiting('c', 60);
+            const d = firstAdmits.includes('d') && landed ? draining('d') : waiting('d', 50);
+            const two = run([ended('a', aAfter), ended('b', bAfter), c, d], {
+              ledger,
+              cfg,
+              admitting: landed ? [] : firstAdmits,
+              draining: landed ? firstAdmits : [],
+            });
+            // Whatever the second decision admits (its handover's node, or any node the pass after it takes).
+            const secondAdmits = ofType(two.actions, 'admit');
+            const disrupted = new Set([
+              ...(['a', 'b'] as const).filter((n) => how[n] !== 'available'),
+              ...firstAdmits,
+              ...secondAdmits,
+            ]);
+            assert.ok(disrupted.size <= 2, `${label}: ${[...disrupted].join(', ')} disrupted at once`);
+            // And a slot that was truly freed is given: nothing stalls.
+            const freed = 2 - (['a', 'b'] as const).filter((n) => how[n] !== 'available').length;
+            assert.equal(
+              firstAdmits.length + secondAdmits.length,
+              freed,
+              `${label}: every freed slot refilled`,
+            );
+          }
+  });
+
+  test('an admission in flight counts, is not admitted again, and keeps its promise', () => {
+    const d = run(
+      [ended('a', 'admin-cordoned'), ended('b', 'available'), waiting('c', 60), waiting('d', 50)],
+      {
+        ledger,
+        cfg,
+        admitting: ['d'],
+      },
+    );
+    assert.deepEqual(d.budget.admitting, ['d']);
+    assert.equal(d.budget.used, 2, 'a (cordoned) and d (in flight)');
+    assert.deepEqual(ofType(d.actions, 'admit'), []);
+    assert.deepEqual(
+      d.actions.filter((x) => x.node === 'd'),
+      [],
+      'no unpromise, no Pending write for d',
+    );
   });
 });
 

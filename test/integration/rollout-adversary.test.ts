@@ -1,0 +1,328 @@
+/**
+ * What an adversarial rollout found, on the real control plane: coincident completions with an admin's
+ * cordon, grants written by a third client, hostile and oversized values, a reboot requested for a later
+ * time, and a soak that passed while the operator could not see it. The independent checker fails every
+ * test on any breach of the safety rules.
+ */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { fromPrivatePem, GRANT_KEY_NAME, PRIVATE_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
+import { Annotations, Labels } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
+import { readAuditLog } from '../../src/sim/cluster/audit.ts';
+import { Fleet } from '../../src/sim/fleet.ts';
+import { pollUntil } from '../../src/util/poll.ts';
+import { useCluster } from './support.ts';
+
+const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4', 'node-5'];
+const ADMIN = 'nuo-admin';
+const cluster = await useCluster({ nodes: NODES.length, zones: 2, audit: { users: [ADMIN] } });
+const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
+
+const HOOK = 'test.nuo.dev/after-reboot-ok';
+const FAST = ['--soak=1s', '--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
+/** A Lease that outlasts the few seconds a test holds the operator stopped (SIGSTOP). */
+const LONG_LEASE = ['--lease-duration=60s', '--renew-deadline=45s', '--retry-period=2s'];
+
+let fleet: Fleet | undefined;
+let operator: ChildProcess | undefined;
+after(async () => {
+  operator?.kill('SIGCONT');
+  await fleet?.stop();
+});
+
+/** A clean slate: no nuo or test key, hook label or cordon on any node, no ledger. */
+async function resetNodes() {
+  for (const n of (await core.listNode()).items) {
+    const a = n.metadata?.annotations ?? {};
+    const clear: Record<string, null> = {};
+    for (const key of Object.keys(a)) if (key.includes('nuo.dev/')) clear[key] = null;
+    await core.patchNode(
+      {
+        name: n.metadata?.name ?? '',
+        body: {
+          metadata: {
+            annotations: clear,
+            labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
+          },
+          spec: { unschedulable: false },
+        },
+      },
+      mergePatch,
+    );
+  }
+  await core.deleteNamespacedConfigMap({ name: 'nuo-slots', namespace: 'nuo-system' }).catch(() => {});
+}
+
+/** A fleet on every node, its checker started before anything changes, and one operator. */
+async function newFleet(budget: number, operatorArgs: string[] = []): Promise<Fleet> {
+  operator?.kill('SIGCONT');
+  await fleet?.stop();
+  await resetNodes();
+  const f = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000 });
+  fleet = f;
+  await f.start();
+  identity = `adversary-${++operators}`;
+  operator = f.startOperator(identity, [`--max-unavailable=${budget}`, ...FAST, ...operatorArgs]);
+  return f;
+}
+let operators = 0;
+let identity = '';
+
+const annotations = async (name: string) => (await core.readNode({ name })).metadata?.annotations ?? {};
+const annotate = (name: string, values: Record<string, string | null>) =>
+  core.patchNode({ name, body: { metadata: { annotations: values } } }, mergePatch);
+
+function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  return pollUntil(what, check, { timeoutMs, intervalMs: 100 });
+}
+
+const inPhase = (name: string, phases: string[]) =>
+  waitFor(`${name} in ${phases.join('|')}`, async () => {
+    const state = (await annotations(name))[Annotations.state];
+    return state && phases.includes(state) ? state : undefined;
+  });
+
+/** The rolled nodes each rebooted exactly once and are Idle with no need left. */
+function rolledOnce(f: Fleet, rolled: string[]) {
+  return waitFor(
+    `${rolled.join(', ')} rebooted once and Idle`,
+    async () => {
+      for (const name of rolled) {
+        const a = await annotations(name);
+        if (a[Annotations.state] !== Phase.idle || a[Annotations.rebootNeeded] !== undefined)
+          return undefined;
+        if (f.checker.rebootsOf(name) !== 1) return undefined;
+      }
+      return true;
+    },
+    120_000,
+  );
+}
+
+async function assertSafe(f: Fleet, exempt: string[] = []) {
+  await f.checker.finalCheck(exempt);
+  assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
+}
+
+interface LogLine {
+  msg: string;
+  node?: string;
+  [key: string]: unknown;
+}
+
+/** The current operator's JSON log lines. */
+function operatorLog(): LogLine[] {
+  return readFileSync(join(cluster.dir, 'logs', `operator-${identity}.log`), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine);
+}
+
+async function events(node: string, reason: string) {
+  const list = await core.listNamespacedEvent({
+    namespace: 'default',
+    fieldSelector: `involvedObject.name=${node},reason=${reason}`,
+  });
+  return list.items;
+}
+
+describe('adversarial rollouts', () => {
+  test('two completions in one pass, one node cordoned by an admin: never more disrupted than the budget', async () => {
+    const f = await newFleet(2, [`--after-reboot-annotations=${HOOK}`, ...LONG_LEASE]);
+    // node-0 is cordoned by an admin before the rollout: it counts as disrupted throughout.
+    await core.patchNode({ name: 'node-0', body: { spec: { unschedulable: true } } }, mergePatch);
+    const rolled = ['node-0', 'node-1', 'node-2', 'node-3'];
+    f.stageUpdates(rolled);
+    // node-0 and node-1 take the slots and wait at the health gate for their after-reboot hook; their
+    // slots are promised to node-2 and node-3.
+    await Promise.all(['node-0', 'node-1'].map((n) => inPhase(n, [Phase.afterReboot])));
+    await waitFor('both slots promised', async () => {
+      const ledger = await core.readNamespacedConfigMap({ name: 'nuo-slots', namespace: 'nuo-system' });
+      const next = JSON.parse(ledger.data?.['ledger.json'] ?? '{}').next ?? {};
+      return Object.keys(next).length === 2 ? true : undefined;
+    });
+    // Both hooks land while the operator is stopped: its next pass completes both, and each completion
+    // hands its slot over at once.
+    operator?.kill('SIGSTOP');
+    try {
+      await annotate('node-0', { [HOOK]: 'true' });
+      await annotate('node-1', { [HOOK]: 'true' });
+    } finally {
+      operator?.kill('SIGCONT');
+    }
+    // Their successors pass their own hooks.
+    for (const node of ['node-2', 'node-3']) await annotate(node, { [HOOK]: 'true' });
+    await rolledOnce(f, rolled);
+    assert.ok(f.checker.maxDisrupted <= 2, `at most 2 disrupted at once, saw ${f.checker.maxDisrupted}`);
+    const node0 = await core.readNode({ name: 'node-0' });
+    assert.equal(node0.spec?.unschedulable, true, "the admin's cordon stays");
+    await core.patchNode({ name: 'node-0', body: { spec: { unschedulable: false } } }, mergePatch);
+    await assertSafe(f);
+  });
+
+  test('a grant another client writes reboots nothing: the operator removes and reports it, and a real need still rolls', async () => {
+    const f = await newFleet(1);
+    const key = fromPrivatePem(
+      Buffer.from(
+        (await waitFor('the grant key', () =>
+          core
+            .readNamespacedSecret({ name: GRANT_KEY_NAME, namespace: 'nuo-system' })
+            .then((s) => s.data?.[PRIVATE_KEY_FIELD])
+            .catch(() => undefined),
+        )) ?? '',
+        'base64',
+      ).toString(),
+    );
+    const bootOf = async (name: string) => (await core.readNode({ name })).status?.nodeInfo?.bootID ?? '';
+    // A typo or the old protocol's "true", a real grant for another node, and one for this node and boot
+    // (as a backup restored after its attempt ended would hold): none is for an attempt holding a slot.
+    const forgeries: Record<string, string> = {
+      'node-1': 'true',
+      'node-2': signGrant(key.privateKey, { node: 'node-4', bootId: await bootOf('node-4'), attempt: 'x' }),
+      'node-3': signGrant(key.privateKey, { node: 'node-3', bootId: await bootOf('node-3'), attempt: 'x' }),
+    };
+    for (const [node, value] of Object.entries(forgeries))
+      await annotate(node, { [Annotations.rebootOk]: value });
+    for (const node of Object.keys(forgeries)) {
+      await waitFor(`the forged grant on ${node} removed`, async () =>
+        (await annotations(node))[Annotations.rebootOk] === undefined ? true : undefined,
+      );
+      const [event] = await waitFor(`a ForeignGrant Event for ${node}`, async () => {
+        const found = await events(node, 'ForeignGrant');
+        return found.length > 0 ? found : undefined;
+      });
+      assert.match(event?.message ?? '', /nuo gave no grant/);
+    }
+    for (const node of NODES) assert.equal(f.checker.rebootsOf(node), 0, `${node} did not reboot`);
+    assert.ok(
+      operatorLog().some((l) => l.msg === 'removed a reboot grant nuo did not give' && l.node === 'node-1'),
+      'the operator logs it',
+    );
+    // Each of them still reports a real need, and reboots once, through a grant nuo gave.
+    f.stageUpdates(Object.keys(forgeries));
+    await rolledOnce(f, Object.keys(forgeries));
+    await assertSafe(f);
+  });
+
+  test('hostile and oversized values: read safely, reported once, no write storm, cleaned where nuo owns the key', async () => {
+    const f = await newFleet(1);
+    const huge = `${'x'.repeat(150_000)}`;
+    const from = new Date();
+    await annotate('node-1', { [Annotations.rebootRequested]: huge });
+    await annotate('node-2', { [Annotations.state]: 'Garbage', [Annotations.failures]: 'abc' });
+    await annotate('node-3', { [Annotations.paused]: 'maybe' });
+    // node-1: the reason quotes a bounded prefix and the write lands.
+    const reason = await waitFor('node-1 names its malformed request', async () => {
+      const r = (await annotations('node-1'))[Annotations.stateReason];
+      return r?.includes('150000 characters') ? r : undefined;
+    });
+    assert.ok(reason.length < 500, `${reason.length} characters`);
+    // node-2: nuo's own keys are written afresh.
+    await waitFor('node-2 Idle again, its count removed', async () => {
+      const a = await annotations('node-2');
+      return a[Annotations.state] === Phase.idle && a[Annotations.failures] === undefined ? true : undefined;
+    });
+    // Stage an update elsewhere: passes run, and the hostile values must not be written again and again.
+    f.stageUpdates(['node-4']);
+    await rolledOnce(f, ['node-4']);
+    const patches = (await readAuditLog(cluster.auditLogPath ?? '', ADMIN)).filter(
+      (e) =>
+        e.verb === 'patch' &&
+        e.objectRef?.resource === 'nodes' &&
+        e.objectRef.name === 'node-1' &&
+        !e.objectRef.subresource &&
+        Date.parse(e.requestReceivedTimestamp) >= from.getTime(),
+    );
+    assert.ok(
+      patches.length <= 3,
+      `node-1 written ${patches.length} times (the test's own write, then the reason)`,
+    );
+    assert.ok(
+      patches.every((e) => (e.responseStatus?.code ?? 0) < 400),
+      `no write refused: ${patches.map((e) => e.responseStatus?.code).join(', ')}`,
+    );
+    // Each set of problems is one Event and one log line, whose message is about the bad input only.
+    for (const node of ['node-1', 'node-2', 'node-3']) {
+      const found = await events(node, 'MalformedAnnotation');
+      assert.ok(
+        found.length >= 1 && found.length <= 2,
+        `${node}: ${found.length} MalformedAnnotation Event(s)`,
+      );
+      for (const e of found) assert.match(e.message ?? '', /^ignored malformed annotations: nuo\.dev\//);
+      assert.ok(
+        operatorLog().some((l) => l.msg === 'malformed annotations ignored' && l.node === node),
+        `${node}: logged`,
+      );
+    }
+    assert.equal(f.checker.rebootsOf('node-3'), 0, 'paused="maybe" reads as paused');
+    await annotate('node-1', { [Annotations.rebootRequested]: null });
+    await annotate('node-3', { [Annotations.paused]: null });
+    await assertSafe(f);
+  });
+
+  test('a reboot requested for a later time waits until then; one in 2099 does not reboot now', async () => {
+    const f = await newFleet(2);
+    await annotate('node-1', { [Annotations.rebootRequested]: '2099-01-01T00:00:00Z' });
+    const soon = new Date(Date.now() + 6000);
+    f.checker.allowReboots('node-2');
+    await annotate('node-2', { [Annotations.rebootRequested]: soon.toISOString() });
+    await waitFor('node-1 says it waits', async () =>
+      (await annotations('node-1'))[Annotations.stateReason]?.startsWith('reboot requested for 2099-01-01')
+        ? true
+        : undefined,
+    );
+    await waitFor('node-2 rebooted', async () => (f.checker.rebootsOf('node-2') === 1 ? true : undefined));
+    const admitted = operatorLog().find((l) => l.msg === 'admitted' && l.node === 'node-2');
+    assert.ok(
+      Number(admitted?.time) >= soon.getTime(),
+      `node-2 admitted at ${new Date(Number(admitted?.time)).toISOString()}, not before ${soon.toISOString()}`,
+    );
+    await rolledOnce(f, ['node-2']);
+    assert.equal(f.checker.rebootsOf('node-1'), 0, 'the 2099 request waits');
+    const state = (await annotations('node-1'))[Annotations.state];
+    assert.ok(state === undefined || state === Phase.idle, `node-1 ${state}, never in an attempt`);
+    await annotate('node-1', { [Annotations.rebootRequested]: null });
+    await assertSafe(f);
+  });
+
+  test('a soak that passed while the operator was stopped is not counted: the soak is time it saw', async () => {
+    const f = await newFleet(1, ['--soak=4s', ...LONG_LEASE]);
+    const host = f.hosts.get('node-1');
+    assert.ok(host);
+    const boot = host.bootIdValue;
+    f.stageUpdates(['node-1']);
+    await waitFor('node-1 going down for its reboot', async () =>
+      f.checker.rebootsOf('node-1') === 1 ? true : undefined,
+    );
+    operator?.kill('SIGSTOP');
+    try {
+      await waitFor('node-1 back and Ready', async () => {
+        const n = await core.readNode({ name: 'node-1' });
+        const ready = n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+        return host.bootIdValue !== boot && ready ? true : undefined;
+      });
+      // Longer than the soak, unseen by the stopped operator: time passing is the point here.
+      await delay(5000);
+    } finally {
+      operator?.kill('SIGCONT');
+    }
+    await rolledOnce(f, ['node-1']);
+    const at = (msg: string, to?: string) =>
+      Number(operatorLog().find((l) => l.msg === msg && l.node === 'node-1' && (!to || l.to === to))?.time);
+    const afterReboot = at('phase', Phase.afterReboot);
+    const done = at('completed');
+    assert.ok(
+      done - afterReboot >= 4000,
+      `completed ${done - afterReboot} ms after the operator saw it back: the 4 s soak is its own`,
+    );
+    await assertSafe(f);
+  });
+});

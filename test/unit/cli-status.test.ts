@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations } from '../../src/api/keys.ts';
+import { statusReason } from '../../src/cli/nodes.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+
+const NOW = new Date('2026-11-24T12:00:00Z');
+const node = (annotations: Record<string, string>): V1Node => ({ metadata: { name: 'n', annotations } });
+const reason = (annotations: Record<string, string>) => statusReason(viewNode(node(annotations)), NOW);
+
+test('nuo status says each thing once: the reason, then only what it does not say', () => {
+  const table: Array<[string, Record<string, string>, string]> = [
+    ['nothing', {}, '-'],
+    ['a need the operator has not seen yet', { [Annotations.rebootNeeded]: 'true' }, 'reboot needed'],
+    [
+      'a pause the reason names',
+      { [Annotations.paused]: 'true', [Annotations.stateReason]: 'paused' },
+      'paused',
+    ],
+    ['a pause the reason does not name yet', { [Annotations.paused]: 'true' }, 'paused'],
+    [
+      'malformed values the reason names',
+      {
+        [Annotations.paused]: 'maybe',
+        [Annotations.stateReason]:
+          'paused; ignored malformed annotations: nuo.dev/paused="maybe" must be "true" or "false"; read as true',
+      },
+      'paused; ignored malformed annotations: nuo.dev/paused="maybe" must be "true" or "false"; read as true',
+    ],
+    [
+      'malformed values the reason does not name yet',
+      { [Annotations.failures]: 'abc', [Annotations.stateReason]: 'no reboot needed' },
+      'no reboot needed; malformed: nuo.dev/failures="abc" is not a count; read as 0',
+    ],
+    [
+      "the agent's problem",
+      { [Annotations.agentProblem]: 'the host did not reboot within 10m' },
+      'agent: the host did not reboot within 10m',
+    ],
+  ];
+  for (const [what, annotations, want] of table) assert.equal(reason(annotations), want, what);
+});
+
+test('a hostile value is quoted by a bounded prefix', () => {
+  const huge = 'x'.repeat(150_000);
+  const said = reason({ [Annotations.rebootRequested]: huge, [Annotations.agentProblem]: huge });
+  assert.ok(said.length < 600, `${said.length} characters`);
+  assert.match(said, /\(150000 characters\) is not an RFC 3339 time/);
+});
