@@ -43,6 +43,12 @@ export const Annotations = {
   cordonedByNuo: 'nuo.dev/cordoned-by-nuo',
   /** operator: consecutive failed attempts (loop and flap protection). */
   failures: 'nuo.dev/failures',
+  /**
+   * operator: completed reboots in a row after which the node still needed one (a reboot loop): each
+   * next attempt waits out the retry backoff, and past --max-ineffective-reboots none is made until a
+   * person removes this key.
+   */
+  ineffectiveReboots: 'nuo.dev/ineffective-reboots',
   /** agent: a problem the agent cannot fix itself (e.g. a reboot that did not happen), human readable. */
   agentProblem: 'nuo.dev/agent-problem',
   /** agent: mirror of the OS update engine's status, as CLUO did. */

@@ -5,8 +5,8 @@ import { Annotations } from '../api/keys.ts';
 import { Phase, SLOT_PHASES } from '../api/phases.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
-import { needsReboot } from '../operator/decide.ts';
 import { LedgerStore } from '../operator/ledger.ts';
+import { needsReboot } from '../operator/need.ts';
 import { type NodeView, QUOTE_MAX, viewNode } from '../operator/node-view.ts';
 import { type Command, err, out, UsageError } from './command.ts';
 import {

@@ -28,6 +28,8 @@ export interface OperatorConfig {
   /** Base of the exponential backoff after a failed attempt (doubles per consecutive failure). */
   retryBackoffMs: number;
   retryBackoffMaxMs: number;
+  /** Reboots in a row that leave the need in place before nuo stops rebooting the node (a loop). */
+  maxIneffectiveReboots: number;
   drainForce: boolean;
   drainDeleteEmptyDirData: boolean;
   drainGracePeriodSeconds: number;
@@ -126,6 +128,13 @@ export const FIELDS: Field[] = [
     kind: 'duration',
     default: '1h',
     help: 'longest wait between attempts',
+  },
+  {
+    key: 'maxIneffectiveReboots',
+    flag: 'max-ineffective-reboots',
+    kind: 'int',
+    default: '3',
+    help: 'reboots in a row after which the need is still there before nuo stops rebooting the node (a loop); each waits out the retry backoff first',
   },
   {
     key: 'drainForce',
@@ -268,6 +277,7 @@ export function loadOperatorConfig({ flags = {}, env = {}, file }: ConfigSources
       problems.push('retry-backoff-max: must be at least retry-backoff');
     if (c.drainGracePeriodSeconds < -1) problems.push('drain-grace-period: must be -1 or more');
     if (c.drainConcurrency < 1) problems.push('drain-concurrency: must be at least 1');
+    if (c.maxIneffectiveReboots < 1) problems.push('max-ineffective-reboots: must be at least 1');
     for (const key of [...c.beforeRebootAnnotations, ...c.afterRebootAnnotations]) {
       if (!LABEL_KEY.test(key)) problems.push(`hook annotation "${key}" is not a valid annotation key`);
     }

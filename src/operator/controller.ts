@@ -6,9 +6,9 @@
  */
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { type GrantKeyPair, signGrant } from '../api/grant.ts';
-import { Annotations, Labels } from '../api/keys.ts';
+import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
-import { type AlsoWrite, uncordonWith } from '../drain/cordon.ts';
+import { uncordonWith } from '../drain/cordon.ts';
 import { Drainer, DrainOutcome, type DrainResult, podsOnNode } from '../drain/evict.ts';
 import { backoffDelay, type KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
@@ -21,22 +21,21 @@ import { WorkQueue } from '../kube/workqueue.ts';
 import { Limiter } from '../util/parallel.ts';
 import { parseMaxUnavailable } from './budget.ts';
 import type { OperatorConfig } from './config.ts';
-import {
-  type Action,
-  type DecideConfig,
-  decide,
-  type Health,
-  healthGated,
-  healthRereadDue,
-  type Ledger,
-  MALFORMED,
-  missingHooks,
-} from './decide.ts';
+import { type Action, type DecideConfig, decide } from './decide.ts';
 import { EventRecorder } from './events.ts';
 import { ensureGrantKey } from './grant-key.ts';
-import { LedgerConflict, type LedgerStore, type LedgerVersion, LedgerStore as Store } from './ledger.ts';
+import { type Health, healthGated, healthRereadDue } from './health-gate.ts';
+import {
+  type Ledger,
+  LedgerConflict,
+  type LedgerStore,
+  type LedgerVersion,
+  LedgerStore as Store,
+} from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
+import { MALFORMED } from './need.ts';
 import { type NodeView, sameView, slimNode, viewNode, withPendingTaint } from './node-view.ts';
+import { type NodeWrite, patchFor, type WriteAction } from './node-writes.ts';
 import { SoakClock } from './soak-clock.ts';
 
 export interface OperatorOptions {
@@ -585,14 +584,9 @@ export class Operator {
    * `cordon`, nuo's cordon and its record, unless the node is unschedulable already (an admin's cordon
    * is never recorded as nuo's). The result updates the cache.
    */
-  async #patch(
-    view: NodeView,
-    annotations: Record<string, string | null>,
-    also: { labels?: Record<string, string | null>; taint?: boolean; cordon?: boolean } = {},
-    core = this.#core,
-  ) {
-    const { labels, taint } = also;
-    const cordon = also.cordon === true && !view.unschedulable;
+  async #patch(view: NodeView, write: NodeWrite, core = this.#core) {
+    const { annotations, labels, taint } = write;
+    const cordon = write.cordon === true && !view.unschedulable;
     const spec = {
       ...(taint === undefined ? {} : { taints: withPendingTaint(view.taints, taint) }),
       ...(cordon ? { unschedulable: true } : {}),
@@ -619,14 +613,6 @@ export class Operator {
         throw new Conflict(`node ${view.name} changed meanwhile`);
       throw err;
     }
-  }
-
-  #phase(to: Phase, reason: string, now: Date): Record<string, string> {
-    return {
-      [Annotations.state]: to,
-      [Annotations.stateReason]: reason,
-      [Annotations.stateSince]: now.toISOString(),
-    };
   }
 
   /**
@@ -660,60 +646,30 @@ export class Operator {
    */
   async #step(action: NodeStep, view: NodeView, now: Date, core: CoreV1Api): Promise<boolean> {
     const { log } = this.#o;
-    const c = this.#o.config;
     switch (action.type) {
-      case 'pending':
-        await this.#patch(
-          view,
-          {
-            ...this.#phase(Phase.pending, action.reason, now),
-            // A count nuo never wrote is read as 0 (no backoff): the write says so.
-            ...(view.ownKeysMalformed ? { [Annotations.failures]: null } : {}),
-          },
-          { taint: action.taint },
-          core,
-        );
-        return false;
-      case 'explain':
-        await this.#patch(view, { [Annotations.stateReason]: action.reason }, { taint: action.taint }, core);
-        return false;
-      case 'revoke':
-        await this.#patch(view, { [Annotations.rebootOk]: null }, {}, core);
-        this.#o.metrics?.grantsRevoked.inc();
-        this.#events.warning(view.name, 'ForeignGrant', action.reason);
-        log('warn', 'removed a reboot grant nuo did not give', { node: view.name, reason: action.reason });
-        return false;
-      case 'taint':
-        await this.#patch(view, {}, { taint: action.present }, core);
+      case 'drain':
+        this.#startDrain(view.name);
         return false;
       case 'admit':
-        await this.#enterAttempt(view, now, action.reason, core);
+        await this.#enterAttempt(view, action, now, core);
         return false;
-      case 'transition': {
+      case 'abort':
+        await this.#abortNode(view, action.reason, core);
+        return true;
+      case 'complete':
+        await this.#endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
+        this.#o.metrics?.completions.inc();
+        this.#events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');
+        log('info', 'completed', { node: view.name, ...(action.needSurvived ? { needSurvived: true } : {}) });
+        this.#handOver(view.name);
+        return true;
+      case 'transition':
         if (action.to === Phase.beforeReboot) {
-          await this.#enterAttempt(view, now, action.reason, core);
+          await this.#enterAttempt(view, action, now, core);
           return false;
         }
-        const annotations: Record<string, string | null> = this.#phase(action.to, action.reason, now);
-        const labels: Record<string, string | null> = {};
-        if (action.to === Phase.draining) labels[Labels.beforeReboot] = null;
-        if (action.clearGrant) annotations[Annotations.rebootOk] = null;
-        if (action.to === Phase.afterReboot && c.afterRebootAnnotations.length > 0)
-          labels[Labels.afterReboot] = 'true';
-        if (action.failed) annotations[Annotations.failures] = String(view.failures + 1);
-        if (action.to === Phase.idle) {
-          annotations[Annotations.failures] = null;
-          labels[Labels.beforeReboot] = null;
-          labels[Labels.afterReboot] = null;
-        }
-        const draining = action.to === Phase.draining;
-        await this.#patch(
-          view,
-          annotations,
-          { labels: Object.keys(labels).length ? labels : undefined, taint: action.taint, cordon: draining },
-          core,
-        );
-        if (draining) this.#startDrain(view.name, { cordoned: true });
+        await this.#patch(view, this.#write(action, view, now), core);
+        if (action.to === Phase.draining) this.#startDrain(view.name, { cordoned: true });
         if (action.failed) {
           this.#o.metrics?.failures.inc();
           this.#events.warning(view.name, 'RebootFailed', action.reason);
@@ -722,35 +678,21 @@ export class Operator {
           log('info', 'phase', { node: view.name, to: action.to, reason: action.reason });
         }
         return false;
-      }
-      case 'drain':
-        this.#startDrain(view.name);
+      case 'revoke':
+        await this.#patch(view, this.#write(action, view, now), core);
+        this.#o.metrics?.grantsRevoked.inc();
+        this.#events.warning(view.name, 'ForeignGrant', action.reason);
+        log('warn', 'removed a reboot grant nuo did not give', { node: view.name, reason: action.reason });
         return false;
-      case 'abort':
-        await this.#abortNode(view, action.reason, core);
-        return true;
-      case 'complete': {
-        await this.#endAttempt(view, core, (fresh) => ({
-          annotations: {
-            ...this.#phase(Phase.idle, action.reason, now),
-            [Annotations.rebootOk]: null,
-            [Annotations.failures]: null,
-            // A request for a later time is still to be honoured; this reboot answered any other.
-            ...(fresh.rebootRequested && fresh.rebootRequested > now
-              ? {}
-              : { [Annotations.rebootRequested]: null }),
-          },
-          labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
-          // Done: pods are welcome here again, and preferred over nodes still waiting.
-          ...(fresh.pendingTaint ? { taints: withPendingTaint(fresh.taints, false) } : {}),
-        }));
-        this.#o.metrics?.completions.inc();
-        this.#events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');
-        log('info', 'completed', { node: view.name });
-        this.#handOver(view.name);
-        return true;
-      }
+      default:
+        await this.#patch(view, this.#write(action, view, now), core);
+        return false;
     }
+  }
+
+  /** The node's write for a step (node-writes.ts). */
+  #write(action: WriteAction, view: NodeView, now: Date): NodeWrite {
+    return patchFor(action, view, this.#o.config, now);
   }
 
   /**
@@ -778,37 +720,14 @@ export class Operator {
    * this is where the node is admitted, so it is logged, counted and reported here, once per attempt:
    * the write is conditional, so only one of the two lands.
    */
-  async #enterAttempt(view: NodeView, now: Date, reason: string, core: CoreV1Api) {
-    await this.#writeAttemptStart(view, now, core);
+  async #enterAttempt(view: NodeView, action: WriteAction & { reason: string }, now: Date, core: CoreV1Api) {
+    const write = this.#write(action, view, now);
+    await this.#patch(view, write, core);
+    // Without before-reboot hooks the attempt starts in Draining, cordoned in the same write: drain now.
+    if (write.cordon && this.#acting()) this.#startDrain(view.name, { cordoned: true });
     this.#o.metrics?.admissions.inc();
-    this.#events.normal(view.name, 'Admitted', `admitted for reboot: ${reason}`);
-    this.#o.log('info', 'admitted', { node: view.name, reason });
-  }
-
-  /**
-   * The first phase of an attempt: BeforeReboot, where before-reboot hooks run; without hooks there is
-   * nothing to wait for there, so the node goes straight to Draining, in the one write, and the drain
-   * starts. (At 1,000 nodes, on an API server at full load, each extra write between admission and
-   * drain delayed the first wave by seconds.)
-   */
-  async #writeAttemptStart(view: NodeView, now: Date, core: CoreV1Api) {
-    if (this.#o.config.beforeRebootAnnotations.length > 0) {
-      // The reason decide() gives a node waiting here, so no second write follows to say it.
-      const missing = missingHooks(view, this.#o.config.beforeRebootAnnotations);
-      const reason = missing.length
-        ? `waiting for before-reboot hooks: ${missing.join(', ')}`
-        : 'admitted; before-reboot hooks done';
-      await this.#patch(
-        view,
-        this.#phase(Phase.beforeReboot, reason, now),
-        { labels: { [Labels.beforeReboot]: 'true' } },
-        core,
-      );
-      return;
-    }
-    const reason = 'admitted, no before-reboot hooks; draining';
-    await this.#patch(view, this.#phase(Phase.draining, reason, now), { cordon: true }, core);
-    if (this.#acting()) this.#startDrain(view.name, { cordoned: true });
+    this.#events.normal(view.name, 'Admitted', `admitted for reboot: ${action.reason}`);
+    this.#o.log('info', 'admitted', { node: view.name, reason: action.reason });
   }
 
   /**
@@ -819,7 +738,7 @@ export class Operator {
   async #endAttempt(
     decidedOn: Pick<NodeView, 'name' | 'state'>,
     core: CoreV1Api,
-    write: (node: NodeView) => AlsoWrite,
+    write: (node: NodeView) => NodeWrite,
   ) {
     const { name } = decidedOn;
     // Recover open: keep trying until the uncordon lands (a 409 is retried inside).
@@ -829,7 +748,9 @@ export class Operator {
           const fresh = viewNode(n);
           if (fresh.state !== decidedOn.state)
             throw new Conflict(`node ${name} is ${fresh.state} now, not ${decidedOn.state}`);
-          return write(fresh);
+          const { annotations, labels, taint } = write(fresh);
+          const taints = taint === undefined ? undefined : withPendingTaint(fresh.taints, taint);
+          return { annotations, labels, ...(taints ? { taints } : {}) };
         };
         const known = attempt === 1 ? this.#informer.get(name) : undefined;
         const { node } = await uncordonWith(core, name, check, known);
@@ -849,14 +770,8 @@ export class Operator {
     core = this.#core,
   ): Promise<void> {
     const { name } = decidedOn;
-    await this.#endAttempt(decidedOn, core, (fresh) => ({
-      annotations: {
-        ...this.#phase(Phase.pending, `${reason}; retrying after backoff`, new Date()),
-        [Annotations.failures]: String(fresh.failures + 1),
-        [Annotations.rebootOk]: null,
-      },
-      labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
-    }));
+    const abort = { type: 'abort', node: name, reason } as const;
+    await this.#endAttempt(decidedOn, core, (fresh) => this.#write(abort, fresh, new Date()));
     this.#o.metrics?.failures.inc();
     this.#events.warning(name, 'AttemptAborted', reason);
     this.#o.log('warn', 'attempt aborted; slot released', { node: name, reason });
@@ -887,10 +802,13 @@ export class Operator {
           await this.#abortNode(fresh, 'the node reports no boot ID (status.nodeInfo.bootID)');
           this.#slotsFreed = true;
         } else if (result.outcome === DrainOutcome.drained) {
-          await this.#patch(fresh, {
-            ...this.#phase(Phase.rebootGranted, `${result.message}; reboot granted`, new Date()),
-            [Annotations.rebootOk]: await this.#grant(fresh),
-          });
+          const grant = {
+            type: 'grant',
+            node: name,
+            message: result.message,
+            grant: await this.#grant(fresh),
+          } as const;
+          await this.#patch(fresh, this.#write(grant, fresh, new Date()));
           this.#events.normal(name, 'RebootGranted', result.message);
           this.#o.log('info', 'reboot granted', { node: name, drain: result.message, refused });
         } else {

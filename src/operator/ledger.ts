@@ -6,7 +6,33 @@
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { LEDGER } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
-import type { Ledger } from './decide.ts';
+
+export interface Slot {
+  /** When the node was admitted (RFC 3339). */
+  since: string;
+}
+
+/** A node promised the slot of a holder whose attempt is about to end (see Ledger.next). */
+export interface Succession {
+  /** The slot holder whose slot this node takes. */
+  after: string;
+  /** When the promise was made (RFC 3339); a promised node already in an attempt holds the slot since then. */
+  since: string;
+}
+
+export interface Ledger {
+  slots: Record<string, Slot>;
+  /**
+   * Successors: node → the holder whose slot it takes once that holder's attempt has ended. Promised while
+   * the holder soaks, so that the write that ends the holder's attempt can be followed at once by the
+   * successor's admission, with no pass and no ledger write between the two (the grant-latency path).
+   * A promised node holds no slot and counts against no budget until its predecessor's attempt has
+   * ended; a slot promised to a node is never given to another in the same pass.
+   */
+  next?: Record<string, Succession>;
+  /** When the last node was admitted (for the minimum spacing between grants). */
+  lastGrant?: string;
+}
 
 export class LedgerConflict extends Error {}
 

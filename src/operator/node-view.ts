@@ -32,6 +32,8 @@ export interface NodeView {
   rebootInProgress: boolean;
   bootIdBefore?: string;
   failures: number;
+  /** Completed reboots in a row that left the need in place (a malformed count reads as 0). */
+  ineffectiveReboots: number;
   annotations: Record<string, string>;
   /** One of the operator's own keys (state, state-since, failures) holds a value it never writes. */
   ownKeysMalformed: boolean;
@@ -82,6 +84,12 @@ export function viewNode(node: V1Node): NodeView {
     if (/^\d+$/.test(failuresRaw)) failures = Number(failuresRaw);
     else problems.push(`${quote(Annotations.failures, failuresRaw)} is not a count; read as 0`);
   }
+  const ineffectiveRaw = a[Annotations.ineffectiveReboots];
+  let ineffectiveReboots = 0;
+  if (ineffectiveRaw !== undefined) {
+    if (/^\d+$/.test(ineffectiveRaw)) ineffectiveReboots = Number(ineffectiveRaw);
+    else problems.push(`${quote(Annotations.ineffectiveReboots, ineffectiveRaw)} is not a count; read as 0`);
+  }
   const lastTransition = readyCondition?.lastTransitionTime;
   const stateSinceProblems: string[] = [];
   const stateSince = time(a[Annotations.stateSince], Annotations.stateSince, stateSinceProblems);
@@ -110,6 +118,7 @@ export function viewNode(node: V1Node): NodeView {
     rebootInProgress: bool(a[Annotations.rebootInProgress], Annotations.rebootInProgress, problems, true),
     bootIdBefore: a[Annotations.bootIdBefore],
     failures,
+    ineffectiveReboots,
     annotations: a,
     ownKeysMalformed,
     hasBeforeRebootLabel: labels[Labels.beforeReboot] === 'true',

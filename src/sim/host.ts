@@ -21,6 +21,8 @@ export const RebootBehaviour = {
   neverReturns: 'never-returns',
   /** Accepts the reboot request and does nothing (a broken reboot). */
   ignored: 'ignored',
+  /** Reboots normally, but the update does not take: the need for a reboot is still there after it. */
+  needSurvives: 'need-survives',
 } as const;
 export type RebootBehaviour = (typeof RebootBehaviour)[keyof typeof RebootBehaviour];
 
@@ -114,7 +116,7 @@ export class SimHost implements Detector, Rebooter, BootId {
     await down;
     if (this.#stopped) return;
     this.#bootId = randomUUID();
-    this.needsReboot = false;
+    this.needsReboot = this.behaviour === RebootBehaviour.needSurvives;
     await this.#postStatus(true);
     if (this.#stopped) return;
     this.#up = true;

@@ -17,6 +17,7 @@ import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { readAuditLog } from '../../src/sim/cluster/audit.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
+import { RebootBehaviour } from '../../src/sim/host.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
 
@@ -62,11 +63,15 @@ async function resetNodes() {
 }
 
 /** A fleet on every node, its checker started before anything changes, and one operator. */
-async function newFleet(budget: number, operatorArgs: string[] = []): Promise<Fleet> {
+async function newFleet(
+  budget: number,
+  operatorArgs: string[] = [],
+  behaviours: Record<string, RebootBehaviour> = {},
+): Promise<Fleet> {
   operator?.kill('SIGCONT');
   await fleet?.stop();
   await resetNodes();
-  const f = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000 });
+  const f = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000, behaviours });
   fleet = f;
   await f.start();
   identity = `adversary-${++operators}`;
@@ -158,8 +163,22 @@ describe('adversarial rollouts', () => {
     } finally {
       operator?.kill('SIGCONT');
     }
-    // Their successors pass their own hooks.
-    for (const node of ['node-2', 'node-3']) await annotate(node, { [HOOK]: 'true' });
+    // Their successors pass their own hooks, asked for afresh when each is back (one at a time: node-0's
+    // cordon takes a slot).
+    const hooked = new Set<string>();
+    await waitFor(
+      'node-2 and node-3 back and their hooks passed',
+      async () => {
+        for (const node of ['node-2', 'node-3']) {
+          if (hooked.has(node) || (await annotations(node))[Annotations.state] !== Phase.afterReboot)
+            continue;
+          await annotate(node, { [HOOK]: 'true' });
+          hooked.add(node);
+        }
+        return hooked.size === 2 ? true : undefined;
+      },
+      120_000,
+    );
     await rolledOnce(f, rolled);
     assert.ok(f.checker.maxDisrupted <= 2, `at most 2 disrupted at once, saw ${f.checker.maxDisrupted}`);
     const node0 = await core.readNode({ name: 'node-0' });
@@ -290,6 +309,64 @@ describe('adversarial rollouts', () => {
     const state = (await annotations('node-1'))[Annotations.state];
     assert.ok(state === undefined || state === Phase.idle, `node-1 ${state}, never in an attempt`);
     await annotate('node-1', { [Annotations.rebootRequested]: null });
+    await assertSafe(f);
+  });
+
+  test('a need that survives its reboot: the next attempt waits out a backoff, and past the limit nuo stops and says so', async () => {
+    const f = await newFleet(1, ['--retry-backoff=3s', '--max-ineffective-reboots=2'], {
+      'node-1': RebootBehaviour.needSurvives,
+    });
+    f.checker.allowReboots('node-1', 2);
+    f.stageUpdates(['node-1']);
+    const stopped = await waitFor(
+      'node-1 held back after two reboots that left the need in place',
+      async () => {
+        const r = (await annotations('node-1'))[Annotations.stateReason];
+        return r?.startsWith('stopped: the need survived 2 reboots in a row') ? r : undefined;
+      },
+      120_000,
+    );
+    assert.match(stopped, /remove nuo\.dev\/ineffective-reboots to try again/);
+    assert.equal(f.checker.rebootsOf('node-1'), 2);
+    const log = operatorLog().filter((l) => l.node === 'node-1');
+    const completed = log.filter((l) => l.msg === 'completed').map((l) => Number(l.time));
+    const admitted = log.filter((l) => l.msg === 'admitted').map((l) => Number(l.time));
+    assert.equal(admitted.length, 2, 'admitted twice');
+    assert.ok(
+      (admitted[1] ?? 0) - (completed[0] ?? 0) >= 3000,
+      `the second attempt waited out the 3 s backoff: ${(admitted[1] ?? 0) - (completed[0] ?? 0)} ms`,
+    );
+    // Stopped for good: a bounded look shows no third attempt (an absence cannot be awaited).
+    await delay(4000);
+    assert.equal(f.checker.rebootsOf('node-1'), 2, 'no third reboot');
+    assert.equal((await annotations('node-1'))[Annotations.state], Phase.pending);
+    await assertSafe(f);
+  });
+
+  test("a hook's value from an earlier attempt does not let the next attempt skip its hook", async () => {
+    const before = 'test.nuo.dev/before-ok';
+    const f = await newFleet(1, [`--before-reboot-annotations=${before}`]);
+    f.stageUpdates(['node-1']);
+    await inPhase('node-1', [Phase.beforeReboot]);
+    await annotate('node-1', { [before]: 'true' });
+    await rolledOnce(f, ['node-1']);
+    assert.equal((await annotations('node-1'))[before], undefined, 'cleared once the hook had passed');
+    // A stale "true" written back (a hook that ran late, a restored object): cleared at the next admission.
+    await annotate('node-1', { [before]: 'true' });
+    f.checker.allowReboots('node-1');
+    f.hosts.get('node-1')?.stageUpdate();
+    await inPhase('node-1', [Phase.beforeReboot]);
+    const waiting = await waitFor('node-1 waits for its hook again', async () => {
+      const a = await annotations('node-1');
+      return a[before] === undefined && a[Annotations.state] === Phase.beforeReboot ? a : undefined;
+    });
+    assert.match(waiting[Annotations.stateReason] ?? '', /waiting for before-reboot hooks/);
+    await annotate('node-1', { [before]: 'true' });
+    await waitFor('node-1 rebooted twice and Idle', async () =>
+      f.checker.rebootsOf('node-1') === 2 && (await annotations('node-1'))[Annotations.state] === Phase.idle
+        ? true
+        : undefined,
+    );
     await assertSafe(f);
   });
 

@@ -5,18 +5,15 @@ import { Annotations, Taints } from '../../src/api/keys.ts';
 import { PHASES, Phase } from '../../src/api/phases.ts';
 import { parseSelector } from '../../src/kube/selector.ts';
 import { budgetSlots, parseMaxUnavailable } from '../../src/operator/budget.ts';
+import { type Action, type DecideConfig, decide, type Snapshot } from '../../src/operator/decide.ts';
 import {
-  type Action,
-  type DecideConfig,
-  decide,
   HEALTH_LEAD_MS,
   HEALTH_REREAD_MS,
   healthDue,
   healthGated,
   healthRereadDue,
-  type Ledger,
-  type Snapshot,
-} from '../../src/operator/decide.ts';
+} from '../../src/operator/health-gate.ts';
+import type { Ledger } from '../../src/operator/ledger.ts';
 import { sameView, slimNode, viewNode, withPendingTaint } from '../../src/operator/node-view.ts';
 
 const NOW = new Date('2026-11-21T12:00:00Z');
@@ -34,6 +31,7 @@ const config: DecideConfig = {
   afterRebootAnnotations: [],
   retryBackoffMs: 60_000,
   retryBackoffMaxMs: 3_600_000,
+  maxIneffectiveReboots: 3,
   paused: false,
   pendingTaint: false,
 };

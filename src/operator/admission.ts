@@ -1,0 +1,128 @@
+/**
+ * decide()'s steps for nodes outside an attempt: what each one records while it needs nothing, and the
+ * admission of those that need a reboot — the longest-waiting first, while the budget has room and no
+ * gate holds them back; the others wait in Pending, with the reason.
+ */
+import { Phase } from '../api/phases.ts';
+import type { Action, DecideConfig } from './decide.ts';
+import { firstWait, NODE_GATES, PASS_GATES, type PassState, type Wait } from './gates.ts';
+import {
+  MALFORMED,
+  ms,
+  needsReboot,
+  outsideAttempt,
+  REQUESTED_LATER,
+  unavailableWithoutSlot,
+  withProblems,
+} from './need.ts';
+import type { NodeView } from './node-view.ts';
+import { byNodeName } from './slots.ts';
+
+/** A node that needs nothing: back to Idle, and its reason kept true (a request for later, problems). */
+export function idleStep(n: NodeView, wake: (at: number) => void): Action[] {
+  if (n.rebootRequested) wake(n.rebootRequested.getTime());
+  if ((n.state !== undefined && n.state !== Phase.idle) || n.ownKeysMalformed) {
+    // Out of an attempt, or nuo's own keys overwritten with nonsense: written Idle afresh, the reason
+    // naming what was found.
+    return [
+      { type: 'transition', node: n.name, to: Phase.idle, reason: withProblems(n, 'no reboot needed') },
+    ];
+  }
+  const later = n.rebootRequested?.toISOString();
+  const reason = withProblems(n, later ? `${REQUESTED_LATER}${later}: not before then` : '');
+  const stale = n.stateReason?.startsWith(MALFORMED) || n.stateReason?.startsWith(REQUESTED_LATER);
+  if (reason ? n.stateReason === reason : !stale) return [];
+  return [{ type: 'explain', node: n.name, reason: reason || 'no reboot needed' }];
+}
+
+export interface AdmissionInput {
+  /** Eligible nodes outside an attempt that need a reboot and are not promised a slot still held. */
+  waiting: NodeView[];
+  /** Promised nodes whose predecessor's attempt has ended: first in line. */
+  successors: ReadonlySet<string>;
+  slots: number;
+  used: number;
+  lastGrant: number;
+  config: DecideConfig;
+  t: number;
+  wake: (at: number) => void;
+}
+
+export interface Admission {
+  actions: Action[];
+  used: number;
+  /** Pending nodes that wait for nothing but a slot, in admission order (candidates for a promise). */
+  nextInLine: NodeView[];
+}
+
+/** Successors first, then Pending nodes by how long they wait, then newly needing nodes by name. */
+export function admissionOrder(waiting: NodeView[], successors: ReadonlySet<string>): NodeView[] {
+  return [...waiting].sort((a, b) => {
+    const as = successors.has(a.name);
+    if (as !== successors.has(b.name)) return as ? -1 : 1;
+    const ap = a.state === Phase.pending;
+    if (ap !== (b.state === Phase.pending)) return ap ? -1 : 1;
+    return ap ? ms(a.stateSince) - ms(b.stateSince) || byNodeName(a, b) : byNodeName(a, b);
+  });
+}
+
+/**
+ * Admits waiting nodes in order while slots remain (Idle ones at once: a free slot is not left idle for a
+ * pass that only writes Pending); each other one waits in Pending with the first reason that holds it.
+ */
+export function admit(input: AdmissionInput): Admission {
+  const { config: c, t, wake } = input;
+  const actions: Action[] = [];
+  const nextInLine: NodeView[] = [];
+  const pass: PassState = { lastGrant: input.lastGrant, admitted: 0 };
+  let used = input.used;
+  for (const n of admissionOrder(input.waiting, input.successors)) {
+    const gate = { node: n, config: c, now: t, pass };
+    let wait: Wait | undefined = firstWait(NODE_GATES, gate);
+    if (!wait && used >= input.slots) {
+      wait = { reason: `waiting for a free slot (maxUnavailable ${input.slots})` };
+      if (n.state === Phase.pending && !input.successors.has(n.name)) nextInLine.push(n);
+    }
+    wait ??= firstWait(PASS_GATES, gate);
+    if (wait) {
+      if (wait.until !== undefined) wake(wait.until);
+      if (input.successors.has(n.name))
+        actions.push({ type: 'unpromise', node: n.name, reason: wait.reason });
+      const reason = withProblems(n, wait.reason);
+      if (n.state !== Phase.pending) actions.push({ type: 'pending', node: n.name, reason });
+      else if (n.stateReason !== reason) actions.push({ type: 'explain', node: n.name, reason });
+      continue;
+    }
+    actions.push({ type: 'admit', node: n.name, reason: needsReboot(n, t) ?? 'admitted' });
+    // A node cordoned by someone else already counts as unavailable; admitting it uses no new slot.
+    if (!unavailableWithoutSlot(n)) used++;
+    pass.admitted++;
+  }
+  return { actions, used, nextInLine };
+}
+
+/**
+ * Sorts the eligible nodes outside a slot: those that need nothing get their idle step, those left in a
+ * phase of an attempt without a slot start over in Pending, and the rest wait for admission (but those
+ * promised a slot still held, which wait off the list).
+ */
+export function outsideSlots(
+  eligible: readonly NodeView[],
+  skip: (name: string) => boolean,
+  promised: ReadonlyMap<string, string>,
+  t: number,
+  wake: (at: number) => void,
+): { actions: Action[]; waiting: NodeView[] } {
+  const actions: Action[] = [];
+  const waiting: NodeView[] = [];
+  for (const n of eligible) {
+    if (skip(n.name)) continue;
+    const need = needsReboot(n, t);
+    if (!need) actions.push(...idleStep(n, wake));
+    // A phase of an attempt without a slot behind it (its slot was freed by hand, say): start over.
+    else if (!outsideAttempt(n))
+      actions.push({ type: 'pending', node: n.name, reason: withProblems(n, need) });
+    else if (!promised.has(n.name)) waiting.push(n);
+  }
+  return { actions, waiting };
+}

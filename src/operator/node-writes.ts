@@ -1,0 +1,145 @@
+/**
+ * What each step writes on its node, as one conditional patch: a pure function of the action, the node
+ * as decided on, the configuration and the time. The controller only sends it. Keys that go together are
+ * written together here and nowhere else (a phase with its reason and time; a grant with its phase; hook
+ * annotations cleared with the label that asks for them, as CLUO did, so a stale "true" never lets a
+ * later attempt skip its hooks).
+ */
+import { Annotations, Labels } from '../api/keys.ts';
+import { Phase } from '../api/phases.ts';
+import type { Action, DecideConfig } from './decide.ts';
+import type { NodeView } from './node-view.ts';
+
+export interface NodeWrite {
+  annotations: Record<string, string | null>;
+  labels?: Record<string, string | null>;
+  /** The reboot-pending taint added (true) or removed (false); absent: left as it is. */
+  taint?: boolean;
+  /** Cordoned in the same write, recorded as nuo's cordon (unless the node is unschedulable already). */
+  cordon?: boolean;
+}
+
+/** Every step that writes its node: decide()'s, and the grant that ends a drain. */
+export type WriteAction =
+  | Exclude<Action, { type: 'drain' | 'release' | 'promise' | 'unpromise' | 'claim' }>
+  | { type: 'grant'; node: string; message: string; grant: string };
+
+type HookConfig = Pick<DecideConfig, 'beforeRebootAnnotations' | 'afterRebootAnnotations'>;
+
+const phase = (to: Phase, reason: string, now: Date) => ({
+  [Annotations.state]: to,
+  [Annotations.stateReason]: reason,
+  [Annotations.stateSince]: now.toISOString(),
+});
+
+const cleared = (keys: readonly string[]) => Object.fromEntries(keys.map((k) => [k, null]));
+const allHooks = (c: HookConfig) => cleared([...c.beforeRebootAnnotations, ...c.afterRebootAnnotations]);
+const noHookLabels = { [Labels.beforeReboot]: null, [Labels.afterReboot]: null };
+
+/** The write that starts an attempt: BeforeReboot with its hooks asked for, or straight to Draining. */
+function attemptStart(c: HookConfig, now: Date): NodeWrite {
+  const hooks = c.beforeRebootAnnotations;
+  if (hooks.length === 0)
+    return {
+      annotations: phase(Phase.draining, 'admitted, no before-reboot hooks; draining', now),
+      cordon: true,
+    };
+  return {
+    // The reason decide() gives a node waiting here, so no second write follows to say it.
+    annotations: {
+      ...phase(Phase.beforeReboot, `waiting for before-reboot hooks: ${hooks.join(', ')}`, now),
+      ...cleared(hooks),
+    },
+    labels: { [Labels.beforeReboot]: 'true' },
+  };
+}
+
+function transition(
+  a: Extract<Action, { type: 'transition' }>,
+  n: NodeView,
+  c: HookConfig,
+  now: Date,
+): NodeWrite {
+  if (a.to === Phase.beforeReboot) return attemptStart(c, now);
+  const annotations: Record<string, string | null> = phase(a.to, a.reason, now);
+  const labels: Record<string, string | null> = {};
+  if (a.clearGrant) annotations[Annotations.rebootOk] = null;
+  if (a.failed) annotations[Annotations.failures] = String(n.failures + 1);
+  if (a.to === Phase.draining) {
+    labels[Labels.beforeReboot] = null;
+    Object.assign(annotations, cleared(c.beforeRebootAnnotations));
+  }
+  if (a.to === Phase.afterReboot && c.afterRebootAnnotations.length > 0) {
+    labels[Labels.afterReboot] = 'true';
+    Object.assign(annotations, cleared(c.afterRebootAnnotations));
+  }
+  if (a.to === Phase.idle) {
+    annotations[Annotations.failures] = null;
+    Object.assign(annotations, allHooks(c));
+    Object.assign(labels, noHookLabels);
+  }
+  return {
+    annotations,
+    ...(Object.keys(labels).length ? { labels } : {}),
+    ...(a.taint === undefined ? {} : { taint: a.taint }),
+    ...(a.to === Phase.draining ? { cordon: true } : {}),
+  };
+}
+
+export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date): NodeWrite {
+  const taint = (t: boolean | undefined) => (t === undefined ? {} : { taint: t });
+  switch (a.type) {
+    case 'pending':
+      return {
+        // A count nuo never wrote is read as 0 (no backoff): the write says so.
+        annotations: {
+          ...phase(Phase.pending, a.reason, now),
+          ...(n.ownKeysMalformed ? { [Annotations.failures]: null } : {}),
+        },
+        ...taint(a.taint),
+      };
+    case 'explain':
+      return { annotations: { [Annotations.stateReason]: a.reason }, ...taint(a.taint) };
+    case 'taint':
+      return { annotations: {}, taint: a.present };
+    case 'revoke':
+      return { annotations: { [Annotations.rebootOk]: null } };
+    case 'admit':
+      return attemptStart(c, now);
+    case 'transition':
+      return transition(a, n, c, now);
+    case 'grant':
+      return {
+        annotations: {
+          ...phase(Phase.rebootGranted, `${a.message}; reboot granted`, now),
+          [Annotations.rebootOk]: a.grant,
+        },
+      };
+    case 'abort':
+      return {
+        annotations: {
+          ...phase(Phase.pending, `${a.reason}; retrying after backoff`, now),
+          [Annotations.failures]: String(n.failures + 1),
+          [Annotations.rebootOk]: null,
+          ...allHooks(c),
+        },
+        labels: noHookLabels,
+      };
+    case 'complete':
+      return {
+        annotations: {
+          ...phase(Phase.idle, a.reason, now),
+          [Annotations.rebootOk]: null,
+          [Annotations.failures]: null,
+          // A request for a later time is still to be honoured; this reboot answered any other.
+          ...(n.rebootRequested && n.rebootRequested > now ? {} : { [Annotations.rebootRequested]: null }),
+          // A need the reboot did not clear counts towards a reboot loop (gates.ts); one it cleared ends it.
+          [Annotations.ineffectiveReboots]: a.needSurvived ? String(n.ineffectiveReboots + 1) : null,
+          ...allHooks(c),
+        },
+        labels: noHookLabels,
+        // Done: pods are welcome here again, and preferred over nodes still waiting.
+        ...(n.pendingTaint ? { taint: false } : {}),
+      };
+  }
+}

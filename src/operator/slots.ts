@@ -1,0 +1,134 @@
+/**
+ * decide()'s steps on the slot ledger: which entries have nothing behind them, what becomes of promised
+ * successors, how much of the budget is used, and which waiting nodes are promised a slot about to be
+ * freed. The ledger is the authority on who holds a slot; these steps read it and the cached nodes and
+ * never guess.
+ */
+import { Phase } from '../api/phases.ts';
+import type { Action, DecideConfig } from './decide.ts';
+import { firstWait, NODE_GATES, type PassState } from './gates.ts';
+import type { Ledger } from './ledger.ts';
+import { ms, needsReboot, outsideAttempt, unavailableWithoutSlot } from './need.ts';
+import type { NodeView } from './node-view.ts';
+
+/** Actions of these steps that change only the ledger. */
+type LedgerAction = Extract<Action, { type: 'release' | 'unpromise' | 'claim' | 'promise' }>;
+
+/**
+ * Ledger entries with nothing behind them: the node is gone, or came back to a phase without a slot (a
+ * crash between "node Idle" and "release"). Returns the holders left and the releases.
+ */
+export function releaseStale(
+  ledger: Ledger,
+  byName: ReadonlyMap<string, NodeView>,
+  t: number,
+): { holders: Set<string>; actions: LedgerAction[] } {
+  const holders = new Set(Object.keys(ledger.slots));
+  const actions: LedgerAction[] = [];
+  const release = (node: string, reason: string) => {
+    actions.push({ type: 'release', node, reason });
+    holders.delete(node);
+  };
+  for (const [name, slot] of Object.entries(ledger.slots)) {
+    const n = byName.get(name);
+    if (!n) release(name, 'node no longer exists');
+    else if (!outsideAttempt(n)) continue;
+    // Written since its admission: the attempt ended (completed or aborted) and the node is back.
+    // Written before it (or never): the admission's node write is still to come — kept, and redone,
+    // while the node still needs a reboot.
+    else if (ms(n.stateSince) >= Date.parse(slot.since))
+      release(name, `node is ${n.state ?? Phase.idle} after its attempt`);
+    else if (!needsReboot(n, t)) release(name, 'admitted, but no longer needs a reboot');
+  }
+  return { holders, actions };
+}
+
+export interface Promises {
+  actions: LedgerAction[];
+  /** Promised nodes whose predecessor still holds its slot: off the waiting list. */
+  promised: Map<string, string>;
+  /** Promised nodes whose predecessor's attempt has ended: admitted before any other. */
+  successors: Set<string>;
+  /** Slots freed this pass whose promise was withdrawn: given to nobody this pass. */
+  reserved: number;
+}
+
+/**
+ * Successors (Ledger.next). One already in an attempt (handed its slot at once) holds a slot, whatever
+ * the ledger says of its predecessor: it claims it (added to `holders`). One whose predecessor is still in
+ * its attempt waits, promised, while it could still start; one whose predecessor's attempt has ended is
+ * admitted first. A withdrawn promise keeps its freed slot from anyone else this pass: the operator may
+ * be handing it to the promised node at this very moment, on the ledger as last written. A promised node
+ * whose admission is in flight here is left as it is.
+ */
+export function settlePromises(
+  ledger: Ledger,
+  byName: ReadonlyMap<string, NodeView>,
+  holders: Set<string>,
+  inFlight: ReadonlySet<string>,
+  c: DecideConfig,
+  t: number,
+): Promises {
+  const out: Promises = { actions: [], promised: new Map(), successors: new Set(), reserved: 0 };
+  const pass: PassState = { lastGrant: Number.NEGATIVE_INFINITY, admitted: 0 };
+  for (const [name, s] of Object.entries(ledger.next ?? {})) {
+    const n = byName.get(name);
+    if (holders.has(name)) {
+      out.actions.push({ type: 'unpromise', node: name, reason: 'holds a slot already' });
+      continue;
+    }
+    if (inFlight.has(name)) continue;
+    if (n && !outsideAttempt(n)) {
+      out.actions.push({ type: 'claim', node: name, since: s.since });
+      holders.add(name);
+      continue;
+    }
+    const why = !n
+      ? 'node no longer exists'
+      : !c.eligible(n.labels) || !needsReboot(n, t)
+        ? 'no longer needs a reboot here'
+        : (firstWait(NODE_GATES, { node: n, config: c, now: t, pass })?.reason ??
+          (c.minGrantSpacingMs > 0 ? 'grants are spaced' : undefined));
+    if (why) {
+      out.actions.push({ type: 'unpromise', node: name, reason: why });
+      if (!holders.has(s.after)) out.reserved++;
+    } else if (holders.has(s.after)) out.promised.set(name, s.after);
+    else out.successors.add(name);
+  }
+  return out;
+}
+
+/** Nodes disrupted without a slot behind them: NotReady, cordoned, or in a phase of an attempt. */
+export function unavailable(
+  eligible: readonly NodeView[],
+  holders: ReadonlySet<string>,
+  inFlight: ReadonlySet<string>,
+): string[] {
+  return eligible
+    .filter((n) => !holders.has(n.name) && !inFlight.has(n.name) && unavailableWithoutSlot(n))
+    .map((n) => n.name);
+}
+
+export const byNodeName = (a: NodeView, b: NodeView) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/**
+ * Promises: holders soaking after their reboot (their attempt ends within the soak) each get the next
+ * node in line that waits for nothing but a slot, the soonest to end first. Not while grants are spaced.
+ */
+export function promiseEnding(
+  holders: Iterable<string>,
+  byName: ReadonlyMap<string, NodeView>,
+  promised: ReadonlyMap<string, string>,
+  nextInLine: readonly NodeView[],
+  c: DecideConfig,
+): LedgerAction[] {
+  if (c.minGrantSpacingMs > 0 || nextInLine.length === 0) return [];
+  const taken = new Set(promised.values());
+  const ending = [...holders]
+    .map((name) => byName.get(name) as NodeView)
+    .filter((n) => n.state === Phase.afterReboot && n.ready && !n.paused && !taken.has(n.name))
+    .sort((a, b) => ms(a.readySince) - ms(b.readySince) || byNodeName(a, b));
+  return ending
+    .slice(0, nextInLine.length)
+    .map((holder, i) => ({ type: 'promise', node: (nextInLine[i] as NodeView).name, after: holder.name }));
+}

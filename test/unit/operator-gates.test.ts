@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations } from '../../src/api/keys.ts';
+import { parseSelector } from '../../src/kube/selector.ts';
+import { parseMaxUnavailable } from '../../src/operator/budget.ts';
+import type { DecideConfig } from '../../src/operator/decide.ts';
+import { firstWait, NODE_GATES, PASS_GATES, type PassState } from '../../src/operator/gates.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+
+const NOW = Date.parse('2026-11-24T12:00:00Z');
+const config: DecideConfig = {
+  maxUnavailable: parseMaxUnavailable('1'),
+  eligible: parseSelector(''),
+  minGrantSpacingMs: 0,
+  drainTimeoutMs: 600_000,
+  rebootTimeoutMs: 600_000,
+  returnTimeoutMs: 600_000,
+  soakMs: 30_000,
+  beforeRebootAnnotations: [],
+  afterRebootAnnotations: [],
+  retryBackoffMs: 60_000,
+  retryBackoffMaxMs: 3_600_000,
+  maxIneffectiveReboots: 3,
+  paused: false,
+  pendingTaint: false,
+};
+const node = (annotations: Record<string, string> = {}, ready = true): V1Node => ({
+  metadata: { name: 'n', annotations },
+  status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+});
+const fresh: PassState = { lastGrant: Number.NEGATIVE_INFINITY, admitted: 0 };
+const since = (s: number) => new Date(NOW - s * 1000).toISOString();
+
+test('node gates: each says why and until when, the first in order wins', () => {
+  const table: Array<[string, V1Node, Partial<DecideConfig>, string | undefined, number | undefined]> = [
+    ['nothing holds it', node(), {}, undefined, undefined],
+    ['paused', node({ [Annotations.paused]: 'true' }), {}, 'paused', undefined],
+    ['paused by a malformed value', node({ [Annotations.paused]: 'maybe' }), {}, 'paused', undefined],
+    [
+      'a grant nuo did not give',
+      node({ [Annotations.rebootOk]: 'true' }),
+      {},
+      'waiting: a reboot grant nuo did not give is being removed',
+      undefined,
+    ],
+    ['cluster paused', node(), { paused: true }, 'waiting: nuo is paused cluster-wide', undefined],
+    ['NotReady', node({}, false), {}, 'waiting: node is NotReady', undefined],
+    [
+      'backoff after 2 failures: 2 min from the last attempt',
+      node({ [Annotations.failures]: '2', [Annotations.stateSince]: since(60) }),
+      {},
+      `waiting: retry after ${new Date(NOW + 60_000).toISOString()} (2 failure(s))`,
+      NOW + 60_000,
+    ],
+    [
+      'backoff over',
+      node({ [Annotations.failures]: '1', [Annotations.stateSince]: since(61) }),
+      {},
+      undefined,
+      undefined,
+    ],
+    [
+      'paused and NotReady: paused is named',
+      node({ [Annotations.paused]: 'true' }, false),
+      { paused: true },
+      'paused',
+      undefined,
+    ],
+  ];
+  for (const [what, n, cfg, reason, until] of table) {
+    const wait = firstWait(NODE_GATES, {
+      node: viewNode(n),
+      config: { ...config, ...cfg },
+      now: NOW,
+      pass: fresh,
+    });
+    assert.equal(wait?.reason, reason, what);
+    assert.equal(wait?.until, until, what);
+  }
+});
+
+test('pass gates: grants spaced by minGrantSpacing, one a pass', () => {
+  const spaced = { ...config, minGrantSpacingMs: 30_000 };
+  const input = (pass: PassState, c = spaced) => ({ node: viewNode(node()), config: c, now: NOW, pass });
+  assert.equal(firstWait(PASS_GATES, input(fresh, config)), undefined, 'no spacing configured');
+  assert.equal(firstWait(PASS_GATES, input(fresh)), undefined, 'never granted');
+  assert.equal(firstWait(PASS_GATES, input({ lastGrant: NOW - 31_000, admitted: 0 })), undefined);
+  assert.deepEqual(firstWait(PASS_GATES, input({ lastGrant: NOW - 10_000, admitted: 0 })), {
+    reason: 'waiting: minimum spacing between grants (30s)',
+    until: NOW + 20_000,
+  });
+  assert.equal(
+    firstWait(PASS_GATES, input({ lastGrant: NOW - 31_000, admitted: 1 }))?.reason,
+    'waiting: minimum spacing between grants (30s)',
+    'one admission a pass',
+  );
+});

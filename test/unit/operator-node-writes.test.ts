@@ -1,0 +1,186 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations as A, Labels as L, Taints } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+import { type NodeWrite, patchFor, type WriteAction } from '../../src/operator/node-writes.ts';
+
+const NOW = new Date('2026-11-24T12:00:00Z');
+const T = NOW.toISOString();
+const hooks = { beforeRebootAnnotations: ['hook/before'], afterRebootAnnotations: ['hook/after'] };
+const none = { beforeRebootAnnotations: [], afterRebootAnnotations: [] };
+const node = (annotations: Record<string, string> = {}, tainted = false): V1Node => ({
+  metadata: { name: 'n', annotations },
+  spec: tainted ? { taints: [{ key: Taints.rebootPending, effect: 'PreferNoSchedule' }] } : {},
+});
+const phase = (to: string, reason: string) => ({ [A.state]: to, [A.stateReason]: reason, [A.stateSince]: T });
+const noHookLabels = { [L.beforeReboot]: null, [L.afterReboot]: null };
+
+test('each step writes exactly its keys: action × node × hooks → one patch', () => {
+  const table: Array<[string, WriteAction, V1Node, typeof hooks, NodeWrite]> = [
+    [
+      'Pending, with its taint',
+      { type: 'pending', node: 'n', reason: 'waiting', taint: true },
+      node(),
+      none,
+      { annotations: phase(Phase.pending, 'waiting'), taint: true },
+    ],
+    [
+      'Pending over a count nuo never wrote',
+      { type: 'pending', node: 'n', reason: 'waiting' },
+      node({ [A.failures]: 'abc' }),
+      none,
+      { annotations: { ...phase(Phase.pending, 'waiting'), [A.failures]: null } },
+    ],
+    [
+      'a reason',
+      { type: 'explain', node: 'n', reason: 'r' },
+      node(),
+      none,
+      { annotations: { [A.stateReason]: 'r' } },
+    ],
+    [
+      'a taint alone',
+      { type: 'taint', node: 'n', present: false },
+      node(),
+      none,
+      { annotations: {}, taint: false },
+    ],
+    [
+      'a foreign grant removed',
+      { type: 'revoke', node: 'n', reason: 'r' },
+      node(),
+      none,
+      { annotations: { [A.rebootOk]: null } },
+    ],
+    [
+      'admitted, no hooks: Draining and cordoned in one write',
+      { type: 'admit', node: 'n', reason: 'r' },
+      node(),
+      none,
+      { annotations: phase(Phase.draining, 'admitted, no before-reboot hooks; draining'), cordon: true },
+    ],
+    [
+      'admitted with hooks: their label set, stale hook values cleared',
+      { type: 'admit', node: 'n', reason: 'r' },
+      node({ 'hook/before': 'true' }),
+      hooks,
+      {
+        annotations: {
+          ...phase(Phase.beforeReboot, 'waiting for before-reboot hooks: hook/before'),
+          'hook/before': null,
+        },
+        labels: { [L.beforeReboot]: 'true' },
+      },
+    ],
+    [
+      'hooks passed: Draining, their label and values gone, cordoned',
+      { type: 'transition', node: 'n', to: Phase.draining, reason: 'hooks done' },
+      node(),
+      hooks,
+      {
+        annotations: { ...phase(Phase.draining, 'hooks done'), 'hook/before': null },
+        labels: { [L.beforeReboot]: null },
+        cordon: true,
+      },
+    ],
+    [
+      'rebooted: the grant withdrawn, after-reboot hooks asked for afresh',
+      { type: 'transition', node: 'n', to: Phase.afterReboot, reason: 'back', clearGrant: true },
+      node(),
+      hooks,
+      {
+        annotations: { ...phase(Phase.afterReboot, 'back'), [A.rebootOk]: null, 'hook/after': null },
+        labels: { [L.afterReboot]: 'true' },
+      },
+    ],
+    [
+      'failed: one more failure counted',
+      { type: 'transition', node: 'n', to: Phase.failed, reason: 'late', failed: true },
+      node({ [A.failures]: '2' }),
+      none,
+      { annotations: { ...phase(Phase.failed, 'late'), [A.failures]: '3' } },
+    ],
+    [
+      'Idle outside an attempt: counts, hooks and their labels cleared',
+      { type: 'transition', node: 'n', to: Phase.idle, reason: 'no reboot needed' },
+      node(),
+      hooks,
+      {
+        annotations: {
+          ...phase(Phase.idle, 'no reboot needed'),
+          [A.failures]: null,
+          'hook/before': null,
+          'hook/after': null,
+        },
+        labels: noHookLabels,
+      },
+    ],
+    [
+      'the grant, with its phase',
+      { type: 'grant', node: 'n', message: 'drained 3 pods', grant: 'v1.x.y' },
+      node(),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.rebootGranted, 'drained 3 pods; reboot granted'),
+          [A.rebootOk]: 'v1.x.y',
+        },
+      },
+    ],
+    [
+      'aborted: Pending, one more failure, grant and hooks gone',
+      { type: 'abort', node: 'n', reason: 'drain timed out' },
+      node({ [A.failures]: '1' }),
+      hooks,
+      {
+        annotations: {
+          ...phase(Phase.pending, 'drain timed out; retrying after backoff'),
+          [A.failures]: '2',
+          [A.rebootOk]: null,
+          'hook/before': null,
+          'hook/after': null,
+        },
+        labels: noHookLabels,
+      },
+    ],
+    [
+      'completed: Idle, every protocol key of the attempt gone, the taint off',
+      { type: 'complete', node: 'n', reason: 'rebooted and healthy' },
+      node({ [A.rebootRequested]: '2026-11-24T11:00:00Z', [A.ineffectiveReboots]: '1' }, true),
+      hooks,
+      {
+        annotations: {
+          ...phase(Phase.idle, 'rebooted and healthy'),
+          [A.rebootOk]: null,
+          [A.failures]: null,
+          [A.rebootRequested]: null,
+          [A.ineffectiveReboots]: null,
+          'hook/before': null,
+          'hook/after': null,
+        },
+        labels: noHookLabels,
+        taint: false,
+      },
+    ],
+    [
+      'completed with the need still there: one more ineffective reboot; a later request kept',
+      { type: 'complete', node: 'n', reason: 'rebooted and healthy', needSurvived: true },
+      node({ [A.rebootRequested]: '2026-11-25T00:00:00Z', [A.ineffectiveReboots]: '1' }),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.idle, 'rebooted and healthy'),
+          [A.rebootOk]: null,
+          [A.failures]: null,
+          [A.ineffectiveReboots]: '2',
+        },
+        labels: noHookLabels,
+      },
+    ],
+  ];
+  for (const [what, action, n, config, want] of table) {
+    assert.deepEqual(patchFor(action, viewNode(n), config, NOW), want, what);
+  }
+});

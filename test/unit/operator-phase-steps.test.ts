@@ -1,0 +1,195 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { parseSelector } from '../../src/kube/selector.ts';
+import { parseMaxUnavailable } from '../../src/operator/budget.ts';
+import type { Action, DecideConfig } from '../../src/operator/decide.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+import { PAUSED_HOLDER, stepHolder } from '../../src/operator/phase-steps.ts';
+
+const NOW = new Date('2026-11-24T12:00:00Z');
+const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
+const config: DecideConfig = {
+  maxUnavailable: parseMaxUnavailable('1'),
+  eligible: parseSelector(''),
+  minGrantSpacingMs: 0,
+  drainTimeoutMs: 60_000,
+  rebootTimeoutMs: 60_000,
+  returnTimeoutMs: 60_000,
+  soakMs: 30_000,
+  beforeRebootAnnotations: ['hook/before'],
+  afterRebootAnnotations: [],
+  retryBackoffMs: 60_000,
+  retryBackoffMaxMs: 3_600_000,
+  maxIneffectiveReboots: 3,
+  paused: false,
+  pendingTaint: false,
+};
+
+interface Case {
+  what: string;
+  phase: string;
+  age?: number;
+  annotations?: Record<string, string>;
+  ready?: boolean;
+  readyFor?: number;
+  bootId?: string;
+  draining?: boolean;
+  healthy?: boolean;
+  /** The action's type and, for a transition, where to. */
+  want: string[];
+  wakeIn?: number;
+}
+
+const cases: Case[] = [
+  {
+    what: 'admission not written yet',
+    phase: Phase.pending,
+    annotations: { [Annotations.rebootNeeded]: 'true' },
+    want: ['transition BeforeReboot'],
+  },
+  {
+    what: 'hooks done',
+    phase: Phase.beforeReboot,
+    annotations: { 'hook/before': 'true' },
+    want: ['transition Draining'],
+  },
+  { what: 'hooks pending', phase: Phase.beforeReboot, age: 10, want: ['explain'], wakeIn: 50_001 },
+  { what: 'hooks too late', phase: Phase.beforeReboot, age: 61, want: ['abort'] },
+  { what: 'draining, no drain here', phase: Phase.draining, want: ['drain'] },
+  { what: 'draining, drain running', phase: Phase.draining, draining: true, want: [] },
+  { what: 'granted, agent silent', phase: Phase.rebootGranted, age: 10, want: [], wakeIn: 50_001 },
+  { what: 'granted, agent never started', phase: Phase.rebootGranted, age: 61, want: ['transition Failed'] },
+  {
+    what: 'granted, agent rebooting',
+    phase: Phase.rebootGranted,
+    annotations: { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: 'boot-1' },
+    want: ['transition Rebooting'],
+  },
+  {
+    what: 'granted, already back',
+    phase: Phase.rebootGranted,
+    annotations: { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: 'boot-1' },
+    bootId: 'boot-2',
+    want: ['transition AfterReboot'],
+  },
+  {
+    what: 'rebooting, boot unchanged, in time',
+    phase: Phase.rebooting,
+    age: 10,
+    annotations: { [Annotations.bootIdBefore]: 'boot-1' },
+    want: [],
+    wakeIn: 50_001,
+  },
+  {
+    what: 'rebooting, boot unchanged, too late',
+    phase: Phase.rebooting,
+    age: 61,
+    annotations: { [Annotations.bootIdBefore]: 'boot-1' },
+    want: ['transition Failed'],
+  },
+  {
+    what: 'after reboot, NotReady in time',
+    phase: Phase.afterReboot,
+    age: 10,
+    ready: false,
+    want: ['explain'],
+    wakeIn: 50_001,
+  },
+  {
+    what: 'after reboot, never Ready',
+    phase: Phase.afterReboot,
+    age: 61,
+    ready: false,
+    want: ['transition Failed'],
+  },
+  {
+    what: 'after reboot, soaking',
+    phase: Phase.afterReboot,
+    readyFor: 10,
+    want: ['explain'],
+    wakeIn: 20_000,
+  },
+  { what: 'after reboot, soaked, pods not read yet', phase: Phase.afterReboot, readyFor: 31, want: [] },
+  {
+    what: 'after reboot, soaked and healthy',
+    phase: Phase.afterReboot,
+    readyFor: 31,
+    healthy: true,
+    want: ['complete'],
+  },
+  {
+    what: 'after reboot, healthy, agent not back yet',
+    phase: Phase.afterReboot,
+    readyFor: 31,
+    healthy: true,
+    annotations: { [Annotations.rebootInProgress]: 'true' },
+    want: ['explain'],
+  },
+  {
+    what: 'failed, still down',
+    phase: Phase.failed,
+    ready: false,
+    bootId: 'boot-2',
+    annotations: { [Annotations.bootIdBefore]: 'boot-1' },
+    want: [],
+  },
+  {
+    what: 'failed, came back',
+    phase: Phase.failed,
+    bootId: 'boot-2',
+    annotations: { [Annotations.bootIdBefore]: 'boot-1' },
+    want: ['transition AfterReboot'],
+  },
+];
+
+const node = (c: Case): V1Node => ({
+  metadata: {
+    name: 'n',
+    annotations: {
+      [Annotations.state]: c.phase,
+      [Annotations.stateSince]: ago(c.age ?? 0),
+      ...c.annotations,
+    },
+  },
+  status: {
+    nodeInfo: { bootID: c.bootId ?? 'boot-1' } as never,
+    conditions: [
+      {
+        type: 'Ready',
+        status: c.ready === false ? 'False' : 'True',
+        lastTransitionTime: ago(c.readyFor ?? 3600) as never,
+      },
+    ],
+  },
+});
+
+const summary = (a: Action) => (a.type === 'transition' ? `transition ${a.to}` : a.type);
+
+test('a slot holder steps by its phase: phase × what it sees → its next action, and when to look again', () => {
+  for (const c of cases) {
+    let wakeAt: number | undefined;
+    const actions = stepHolder(viewNode(node(c)), {
+      config,
+      now: NOW,
+      draining: new Set(c.draining ? ['n'] : []),
+      health: new Map(c.healthy ? [['n', { daemonSetPodsReady: true, detail: '1 ready' }]] : []),
+      wake: (at) => {
+        if (at > NOW.getTime() && (wakeAt === undefined || at < wakeAt)) wakeAt = at;
+      },
+    });
+    assert.deepEqual(actions.map(summary), c.want, c.what);
+    assert.equal(wakeAt === undefined ? undefined : wakeAt - NOW.getTime(), c.wakeIn, `${c.what}: wake`);
+  }
+});
+
+test('a paused holder keeps its slot and only says so, once', () => {
+  const paused = viewNode(
+    node({ what: '', phase: Phase.draining, want: [], annotations: { [Annotations.paused]: 'true' } }),
+  );
+  const ctx = { config, now: NOW, draining: new Set<string>(), health: new Map(), wake: () => {} };
+  assert.deepEqual(stepHolder(paused, ctx), [{ type: 'explain', node: 'n', reason: PAUSED_HOLDER }]);
+  assert.deepEqual(stepHolder({ ...paused, stateReason: PAUSED_HOLDER }, ctx), []);
+});

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { admissionOrder } from '../../src/operator/admission.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+import { releaseStale } from '../../src/operator/slots.ts';
+
+const NOW = Date.parse('2026-11-24T12:00:00Z');
+const at = (s: number) => new Date(NOW + s * 1000).toISOString();
+const node = (name: string, annotations: Record<string, string>): V1Node => ({
+  metadata: { name, annotations },
+});
+
+test('a ledger entry is released only when nothing stands behind it', () => {
+  const slot = { since: at(-100) };
+  const table: Array<[string, Record<string, string> | undefined, string | undefined]> = [
+    ['the node is gone', undefined, 'node no longer exists'],
+    ['in an attempt', { [Annotations.state]: Phase.draining, [Annotations.stateSince]: at(-50) }, undefined],
+    [
+      'Idle since after its admission: completed',
+      { [Annotations.state]: Phase.idle, [Annotations.stateSince]: at(-10) },
+      'node is Idle after its attempt',
+    ],
+    [
+      'Pending since after its admission: aborted',
+      { [Annotations.state]: Phase.pending, [Annotations.stateSince]: at(-10) },
+      'node is Pending after its attempt',
+    ],
+    [
+      'Pending since before its admission, still needing: the admission write is to come',
+      {
+        [Annotations.state]: Phase.pending,
+        [Annotations.stateSince]: at(-200),
+        [Annotations.rebootNeeded]: 'true',
+      },
+      undefined,
+    ],
+    [
+      'Pending since before its admission, needing nothing any more',
+      { [Annotations.state]: Phase.pending, [Annotations.stateSince]: at(-200) },
+      'admitted, but no longer needs a reboot',
+    ],
+  ];
+  for (const [what, annotations, reason] of table) {
+    const byName = new Map(annotations ? [['a', viewNode(node('a', annotations))]] : []);
+    const { holders, actions } = releaseStale({ slots: { a: slot } }, byName, NOW);
+    assert.deepEqual(actions, reason ? [{ type: 'release', node: 'a', reason }] : [], what);
+    assert.equal(holders.has('a'), reason === undefined, what);
+  }
+});
+
+test('admission order: promised successors, then Pending by age, then new needs by name', () => {
+  const pending = (name: string, s: number) =>
+    viewNode(node(name, { [Annotations.state]: Phase.pending, [Annotations.stateSince]: at(-s) }));
+  const fresh = (name: string) => viewNode(node(name, { [Annotations.rebootNeeded]: 'true' }));
+  const order = admissionOrder(
+    [
+      fresh('z'),
+      pending('p-new', 10),
+      fresh('b'),
+      pending('p-old', 100),
+      pending('s', 1),
+      pending('p-tie-b', 50),
+      pending('p-tie-a', 50),
+    ],
+    new Set(['s']),
+  );
+  assert.deepEqual(
+    order.map((n) => n.name),
+    ['s', 'p-old', 'p-tie-a', 'p-tie-b', 'p-new', 'b', 'z'],
+  );
+});
