@@ -66,6 +66,8 @@ export function agentStep(input: StepInput): Step {
       patch: {
         [Annotations.rebootInProgress]: null,
         [Annotations.bootIdBefore]: null,
+        // A problem reported about the reboot (it did not happen in time) is over: the node rebooted.
+        ...(a[Annotations.agentProblem] === undefined ? {} : { [Annotations.agentProblem]: null }),
         ...needPatch(a, input.detection),
       },
       log: { level: 'info', message: `back after reboot (boot ${input.bootId}, before ${before})` },

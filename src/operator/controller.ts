@@ -119,8 +119,8 @@ export class Operator {
   readonly #soak = new SoakClock();
   /** The grant key (#signingKey). */
   #key: Promise<GrantKeyPair> | undefined;
-  /** The malformed annotations last reported of each node (#reportProblems). */
-  readonly #reportedProblems = new Map<string, string>();
+  /** What was last reported of each node and kind (#reportProblems): node/reason → message. */
+  readonly #reported = new Map<string, string>();
   /** The ledger version this leader last read or wrote, and when (see #readLedger). */
   #ledgerCopy: { version: LedgerVersion; at: number } | undefined;
   /** The ledger and health the last pass decided on, for re-deciding a node after a conflict. */
@@ -226,7 +226,7 @@ export class Operator {
         this.#leading = leading;
         this.#ledgerCopy = undefined;
         this.#healthReads.clear();
-        this.#reportedProblems.clear();
+        this.#reported.clear();
         this.#soak.clear();
         // Ready before the first grant: a replica that cannot read or create the key says so at once.
         this.#key = undefined;
@@ -702,16 +702,27 @@ export class Operator {
   #reportProblems(nodes: NodeView[]): void {
     const seen = new Set<string>();
     for (const n of nodes) {
-      if (n.problems.length === 0) continue;
-      seen.add(n.name);
-      const problems = n.problems.join('; ');
-      if (this.#reportedProblems.get(n.name) === problems) continue;
-      this.#reportedProblems.set(n.name, problems);
-      this.#events.warning(n.name, 'MalformedAnnotation', `${MALFORMED}${problems}`);
-      this.#o.log('warn', 'malformed annotations ignored', { node: n.name, problems: n.problems });
+      const malformed = n.problems.length > 0 ? `${MALFORMED}${n.problems.join('; ')}` : undefined;
+      const agent = n.annotations[Annotations.agentProblem];
+      if (malformed)
+        this.#reportOnce(seen, n.name, 'MalformedAnnotation', malformed, 'malformed annotations ignored');
+      if (agent) this.#reportOnce(seen, n.name, 'AgentProblem', agent, "the node's agent reports a problem");
     }
-    for (const name of this.#reportedProblems.keys())
-      if (!seen.has(name)) this.#reportedProblems.delete(name);
+    for (const key of this.#reported.keys()) if (!seen.has(key)) this.#reported.delete(key);
+    this.#o.metrics?.agentProblems.set(nodes.filter((n) => n.annotations[Annotations.agentProblem]).length);
+  }
+
+  /** A Warning Event and a log line for what a node shows, the first time it shows it. */
+  #reportOnce(seen: Set<string>, node: string, reason: string, message: string, line: string): void {
+    const key = `${node}/${reason}`;
+    seen.add(key);
+    if (this.#reported.get(key) === message) return;
+    this.#reported.set(key, message);
+    this.#events.warning(node, reason, message);
+    this.#o.log('warn', line, {
+      node,
+      problem: message.length > 512 ? `${message.slice(0, 512)}…` : message,
+    });
   }
 
   /**

@@ -27,6 +27,11 @@ export class OperatorMetrics {
     help: 'reboots completed',
     registers: [this.registry],
   });
+  readonly agentProblems = new Gauge({
+    name: 'nuo_agent_problems',
+    help: 'nodes whose agent reports a problem it cannot fix itself (nuo.dev/agent-problem)',
+    registers: [this.registry],
+  });
   readonly grantsRevoked = new Counter({
     name: 'nuo_grants_revoked_total',
     help: 'nuo.dev/reboot-ok values removed because nuo did not give them',

@@ -287,6 +287,23 @@ describe('adversarial rollouts', () => {
     await assertSafe(f);
   });
 
+  test("an agent's problem is reported once: an Event and a log line", async () => {
+    await newFleet(1);
+    const problem = 'the host did not reboot within 10m of the request';
+    await annotate('node-5', { [Annotations.agentProblem]: problem });
+    const [event] = await waitFor('an AgentProblem Event', async () => {
+      const found = await events('node-5', 'AgentProblem');
+      return found.length > 0 ? found : undefined;
+    });
+    assert.equal(event?.message, problem);
+    await waitFor('a log line', async () =>
+      operatorLog().some((l) => l.msg === "the node's agent reports a problem" && l.node === 'node-5')
+        ? true
+        : undefined,
+    );
+    await annotate('node-5', { [Annotations.agentProblem]: null });
+  });
+
   test('a reboot requested for a later time waits until then; one in 2099 does not reboot now', async () => {
     const f = await newFleet(2);
     await annotate('node-1', { [Annotations.rebootRequested]: '2099-01-01T00:00:00Z' });

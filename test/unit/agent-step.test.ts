@@ -109,6 +109,12 @@ test('after the boot: wait for the operator to withdraw the grant, then clear th
     [Annotations.bootIdBefore]: null,
     [Annotations.rebootNeeded]: null,
   });
+  const late = { ...withdrawn, [Annotations.agentProblem]: 'still up 10m after the reboot was requested' };
+  assert.equal(
+    step(late, notNeeded).patch?.[Annotations.agentProblem],
+    null,
+    'the problem is over after the boot',
+  );
 });
 
 test('in progress on the same boot: re-issue the reboot once per process, never loop', () => {
