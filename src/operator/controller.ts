@@ -8,13 +8,11 @@ import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { type GrantKeyPair, signGrant } from '../api/grant.ts';
 import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
-import { uncordonWith } from '../drain/cordon.ts';
-import { Drainer, DrainOutcome, type DrainResult, podsOnNode } from '../drain/evict.ts';
+import { Drainer, DrainOutcome, type DrainResult } from '../drain/evict.ts';
 import { backoffDelay, type KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leader.ts';
-import { mergePatch } from '../kube/patch.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { parseSelector } from '../kube/selector.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
@@ -24,17 +22,13 @@ import type { OperatorConfig } from './config.ts';
 import { type Action, type DecideConfig, decide } from './decide.ts';
 import { EventRecorder } from './events.ts';
 import { ensureGrantKey } from './grant-key.ts';
-import { type Health, healthGated, healthRereadDue } from './health-gate.ts';
-import {
-  type Ledger,
-  LedgerConflict,
-  type LedgerStore,
-  type LedgerVersion,
-  LedgerStore as Store,
-} from './ledger.ts';
+import type { Health } from './health-gate.ts';
+import { HealthReads } from './health-reads.ts';
+import { type Ledger, LedgerCache, type LedgerChange, LedgerConflict, LedgerStore } from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { MALFORMED } from './need.ts';
-import { type NodeView, sameView, slimNode, viewNode, withPendingTaint } from './node-view.ts';
+import { type NodeView, sameView, slimNode, viewNode } from './node-view.ts';
+import { Conflict, NodeWriter } from './node-writer.ts';
 import { type NodeWrite, patchFor, type WriteAction } from './node-writes.ts';
 import { SoakClock } from './soak-clock.ts';
 
@@ -48,14 +42,12 @@ export interface OperatorOptions {
   lease?: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
 }
 
-class Conflict extends Error {}
-
 /** Actions that change only the ledger: the pass's own conditional write. */
-type LedgerChange = Extract<Action, { type: 'release' | 'promise' | 'unpromise' | 'claim' }>;
+type LedgerOnly = Extract<LedgerChange, { type: 'release' | 'promise' | 'unpromise' | 'claim' }>;
 const LEDGER_ONLY: ReadonlySet<Action['type']> = new Set(['release', 'promise', 'unpromise', 'claim']);
-const isLedgerChange = (a: Action): a is LedgerChange => LEDGER_ONLY.has(a.type);
+const isLedgerChange = (a: Action): a is LedgerOnly => LEDGER_ONLY.has(a.type);
 /** What a node step does: every action but those that only change the ledger. */
-type NodeStep = Exclude<Action, LedgerChange>;
+type NodeStep = Exclude<Action, LedgerOnly>;
 
 const RESYNC_ACTIVE_MS = 1000;
 const RESYNC_IDLE_MS = 30_000;
@@ -77,8 +69,6 @@ const NODE_WRITERS = 64;
  * undisturbed run since; see the design notes).
  */
 const HANDOVER_WRITERS = 16;
-/** Reads of DaemonSet pods at the health gate in flight. */
-const HEALTH_READERS = 16;
 /** Writes of nodes outside an attempt (Pending, why they wait) in flight: they must not crowd out attempts. */
 const REASON_WRITERS = 4;
 /**
@@ -105,7 +95,7 @@ export class Operator {
   readonly #o: OperatorOptions;
   readonly #core: CoreV1Api;
   readonly #drainer: Drainer;
-  readonly #ledger: LedgerStore;
+  readonly #ledger: LedgerCache;
   readonly #events: EventRecorder;
   readonly #decideConfig: DecideConfig;
   readonly #informer: ResilientInformer<V1Node>;
@@ -121,8 +111,6 @@ export class Operator {
   #key: Promise<GrantKeyPair> | undefined;
   /** What was last reported of each node and kind (#reportProblems): node/reason → message. */
   readonly #reported = new Map<string, string>();
-  /** The ledger version this leader last read or wrote, and when (see #readLedger). */
-  #ledgerCopy: { version: LedgerVersion; at: number } | undefined;
   /** The ledger and health the last pass decided on, for re-deciding a node after a conflict. */
   #lastPass: { ledger: Ledger; health: ReadonlyMap<string, Health> } | undefined;
   /** Node steps running (one per node at most), and the bounds on them: for attempts, and for the rest. */
@@ -131,9 +119,8 @@ export class Operator {
   readonly #attemptLane: Lane;
   readonly #reasonLane: Lane;
   readonly #handoverLane: Lane;
-  /** The last read of each gated node's DaemonSet pods (see #health). */
-  readonly #healthReads = new Map<string, { health?: Health; at: number; running: boolean }>();
-  readonly #healthReaders = new Limiter(HEALTH_READERS);
+  readonly #health: HealthReads;
+  readonly #writer: NodeWriter;
   readonly #views = new Map<string, NodeView>();
   /** Milliseconds the last pass spent reading the cache and deciding, and when it ended. */
   #passCostMs = 0;
@@ -157,8 +144,16 @@ export class Operator {
         .makeApiClient(CoreV1Api),
     };
     this.#drainer = new Drainer(options.kubeconfig.separatePool({ requestConnections: DRAIN_CONNECTIONS }));
-    this.#ledger = new Store(this.#core, c.namespace);
+    this.#ledger = new LedgerCache(new LedgerStore(this.#core, c.namespace), LEDGER_TTL_MS);
     this.#events = new EventRecorder(this.#core, options.identity, options.log);
+    this.#health = new HealthReads({
+      core: this.#core,
+      soakMs: c.soakMs,
+      log: options.log,
+      onRead: () => {
+        if (this.#acting()) this.#queue.add(KEY);
+      },
+    });
     this.#decideConfig = {
       ...c,
       maxUnavailable: parseMaxUnavailable(c.maxUnavailable),
@@ -172,6 +167,7 @@ export class Operator {
       log: options.log,
       transform: slimNode,
     });
+    this.#writer = new NodeWriter(this.#informer, () => this.#acting());
     this.#queue = new WorkQueue<typeof KEY>({
       process: () => this.#reconcile(),
       name: 'reconcile',
@@ -224,8 +220,8 @@ export class Operator {
         log('info', 'became leader', { identity: this.#o.identity });
         this.#o.metrics?.leader.set(1);
         this.#leading = leading;
-        this.#ledgerCopy = undefined;
-        this.#healthReads.clear();
+        this.#ledger.forget();
+        this.#health.clear();
         this.#reported.clear();
         this.#soak.clear();
         // Ready before the first grant: a replica that cannot read or create the key says so at once.
@@ -268,13 +264,13 @@ export class Operator {
     clearTimeout(this.#resync);
     this.#slotsFreed = false;
     const started = performance.now();
-    const ledger = await this.#readLedger();
+    const ledger = await this.#ledger.read();
     const now = new Date();
     const costStart = performance.now();
     const nodes = this.#informer.list().map((n) => this.#soak.view(this.#view(n), now.getTime()));
     if (this.#views.size > nodes.length * 2) this.#pruneViews(nodes);
     let cost = performance.now() - costStart;
-    const health = this.#health(nodes, ledger.ledger, now);
+    const health = this.#health.current(nodes, ledger.ledger, now);
     this.#reportProblems(nodes);
     const decideStart = performance.now();
     const decision = decide(
@@ -306,27 +302,13 @@ export class Operator {
       //    A promise is not withdrawn while its node's step runs: that may be the handover (#handOver),
       //    and the slot stays held for it until the node is seen again.
       const slotChanges = decision.actions.filter(
-        (a) =>
+        (a): a is LedgerChange =>
           a.type === 'admit' ||
           (isLedgerChange(a) && !(a.type === 'unpromise' && this.#stepping.has(a.node))),
       );
       if (slotChanges.length > 0) {
         if (!this.#acting()) return;
-        current = await this.#writeLedger(ledger, (l) => {
-          const at = now.toISOString();
-          for (const a of slotChanges) {
-            if (a.type === 'release') delete l.slots[a.node];
-            else if (a.type === 'promise') l.next = { ...l.next, [a.node]: { after: a.after, since: at } };
-            else if (a.type === 'unpromise') delete l.next?.[a.node];
-            else {
-              l.slots[a.node] = { since: a.type === 'claim' ? a.since : at };
-              delete l.next?.[a.node];
-            }
-          }
-          if (l.next && Object.keys(l.next).length === 0) delete l.next;
-          if (slotChanges.some((a) => a.type === 'admit')) l.lastGrant = at;
-          return l;
-        });
+        current = await this.#ledger.write(ledger, slotChanges, now.toISOString());
         for (const a of slotChanges) {
           if (a.type === 'release') this.#o.log('info', 'slot released', { node: a.node, reason: a.reason });
         }
@@ -494,7 +476,7 @@ export class Operator {
    * pass records the handover in the ledger (the successor claims the slot).
    */
   #handOver(ended: string): void {
-    const ledger = this.#ledgerCopy?.version.ledger;
+    const ledger = this.#ledger.last;
     const successor = Object.entries(ledger?.next ?? {}).find(([, s]) => s.after === ended)?.[0];
     if (!ledger || !successor || this.#stepping.has(successor) || !this.#acting()) return;
     const node = this.#informer.get(successor);
@@ -518,129 +500,6 @@ export class Operator {
   }
 
   /**
-   * DaemonSet pod readiness of the nodes at the health gate, as last read. The reads run in the
-   * background and each one that lands triggers a pass: a pass never waits for them, so neither does the
-   * node whose slot another node has just freed (awaiting them made each pass at 1,000 nodes ~0.5 s).
-   * A node's pods are first read shortly before its soak ends and read again as healthRereadDue says,
-   * until it leaves the gate.
-   */
-  #health(nodes: NodeView[], ledger: Ledger, now: Date): Map<string, Health> {
-    const gated = nodes.filter((n) => ledger.slots[n.name] && healthGated(n, this.#decideConfig, now));
-    const names = new Set(gated.map((n) => n.name));
-    for (const name of this.#healthReads.keys()) if (!names.has(name)) this.#healthReads.delete(name);
-    const health = new Map<string, Health>();
-    for (const { name } of gated) {
-      const read = this.#healthReads.get(name);
-      if (read?.health) health.set(name, read.health);
-      const renew =
-        read?.running === false &&
-        healthRereadDue({
-          healthy: read.health?.daemonSetPodsReady === true,
-          ageMs: performance.now() - read.at,
-        });
-      if (!read || renew) this.#readHealth(name);
-    }
-    return health;
-  }
-
-  #readHealth(name: string): void {
-    const read = this.#healthReads.get(name) ?? { at: 0, running: false };
-    read.running = true;
-    this.#healthReads.set(name, read);
-    void this.#healthReaders
-      .run(async () => {
-        const pods = (await podsOnNode(this.#core, name)).filter(
-          (p) =>
-            p.metadata?.ownerReferences?.some((r) => r.controller && r.kind === 'DaemonSet') &&
-            !p.metadata?.deletionTimestamp,
-        );
-        const notReady = pods.filter(
-          (p) => !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
-        );
-        read.health = {
-          daemonSetPodsReady: notReady.length === 0,
-          detail:
-            notReady.length === 0
-              ? `${pods.length} ready`
-              : `${pods.length - notReady.length}/${pods.length} ready (waiting for ${notReady.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).join(', ')})`,
-        };
-      })
-      .catch((err) => {
-        this.#o.log('warn', 'reading DaemonSet pods at the health gate failed; will retry', {
-          node: name,
-          error: describeError(err),
-        });
-      })
-      .finally(() => {
-        read.running = false;
-        read.at = performance.now();
-        if (this.#acting()) this.#queue.add(KEY);
-      });
-  }
-
-  /**
-   * One conditional merge patch of a node's annotations and labels; with `taint`, its reboot-pending
-   * taint (the whole taint list as read, so the resourceVersion guards an admin's taints too); with
-   * `cordon`, nuo's cordon and its record, unless the node is unschedulable already (an admin's cordon
-   * is never recorded as nuo's). The result updates the cache.
-   */
-  async #patch(view: NodeView, write: NodeWrite, core = this.#core) {
-    const { annotations, labels, taint } = write;
-    const cordon = write.cordon === true && !view.unschedulable;
-    const spec = {
-      ...(taint === undefined ? {} : { taints: withPendingTaint(view.taints, taint) }),
-      ...(cordon ? { unschedulable: true } : {}),
-    };
-    try {
-      const node = await core.patchNode(
-        {
-          name: view.name,
-          body: {
-            metadata: {
-              resourceVersion: view.resourceVersion,
-              annotations: cordon ? { ...annotations, [Annotations.cordonedByNuo]: 'true' } : annotations,
-              ...(labels ? { labels } : {}),
-            },
-            ...(Object.keys(spec).length ? { spec } : {}),
-          },
-        },
-        mergePatch,
-      );
-      this.#informer.upsertFromWrite(node);
-      return node;
-    } catch (err) {
-      if (statusCode(err) === 409 || statusCode(err) === 404)
-        throw new Conflict(`node ${view.name} changed meanwhile`);
-      throw err;
-    }
-  }
-
-  /**
-   * The ledger as this leader last read or wrote it, read again when older than LEDGER_TTL_MS. While it
-   * leads, nuo is the ledger's only writer, so a read per pass (a round trip before every decision,
-   * 50-200 ms on a busy API server) bought nothing: a change by anyone else makes the next write 409,
-   * which drops the copy; and a copy that is stale only holds slots longer than needed, never fewer.
-   */
-  async #readLedger(): Promise<LedgerVersion> {
-    const copy = this.#ledgerCopy;
-    if (copy && performance.now() - copy.at < LEDGER_TTL_MS) return copy.version;
-    const version = await this.#ledger.read();
-    this.#ledgerCopy = { version, at: performance.now() };
-    return version;
-  }
-
-  async #writeLedger(from: LedgerVersion, change: (l: Ledger) => Ledger): Promise<LedgerVersion> {
-    try {
-      const version = await this.#ledger.write(from, change(structuredClone(from.ledger)));
-      this.#ledgerCopy = { version, at: performance.now() };
-      return version;
-    } catch (err) {
-      this.#ledgerCopy = undefined;
-      throw err;
-    }
-  }
-
-  /**
    * One node's part of an action (its slot was already taken in the ledger, for an admission). Returns
    * true when the node's attempt ended and its slot is to be freed.
    */
@@ -657,7 +516,7 @@ export class Operator {
         await this.#abortNode(view, action.reason, core);
         return true;
       case 'complete':
-        await this.#endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
+        await this.#writer.endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
         this.#o.metrics?.completions.inc();
         this.#events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');
         log('info', 'completed', { node: view.name, ...(action.needSurvived ? { needSurvived: true } : {}) });
@@ -668,7 +527,7 @@ export class Operator {
           await this.#enterAttempt(view, action, now, core);
           return false;
         }
-        await this.#patch(view, this.#write(action, view, now), core);
+        await this.#writer.patch(view, this.#write(action, view, now), core);
         if (action.to === Phase.draining) this.#startDrain(view.name, { cordoned: true });
         if (action.failed) {
           this.#o.metrics?.failures.inc();
@@ -679,13 +538,13 @@ export class Operator {
         }
         return false;
       case 'revoke':
-        await this.#patch(view, this.#write(action, view, now), core);
+        await this.#writer.patch(view, this.#write(action, view, now), core);
         this.#o.metrics?.grantsRevoked.inc();
         this.#events.warning(view.name, 'ForeignGrant', action.reason);
         log('warn', 'removed a reboot grant nuo did not give', { node: view.name, reason: action.reason });
         return false;
       default:
-        await this.#patch(view, this.#write(action, view, now), core);
+        await this.#writer.patch(view, this.#write(action, view, now), core);
         return false;
     }
   }
@@ -733,45 +592,12 @@ export class Operator {
    */
   async #enterAttempt(view: NodeView, action: WriteAction & { reason: string }, now: Date, core: CoreV1Api) {
     const write = this.#write(action, view, now);
-    await this.#patch(view, write, core);
+    await this.#writer.patch(view, write, core);
     // Without before-reboot hooks the attempt starts in Draining, cordoned in the same write: drain now.
     if (write.cordon && this.#acting()) this.#startDrain(view.name, { cordoned: true });
     this.#o.metrics?.admissions.inc();
     this.#events.normal(view.name, 'Admitted', `admitted for reboot: ${action.reason}`);
     this.#o.log('info', 'admitted', { node: view.name, reason: action.reason });
-  }
-
-  /**
-   * Writes the end of an attempt together with the undoing of nuo's own cordon; the cache takes the
-   * result. Only while the node is still in the phase the decision saw (else Conflict: re-decide). The
-   * cached node is written on first, with no read: it is what the decision saw, and a stale copy is a 409.
-   */
-  async #endAttempt(
-    decidedOn: Pick<NodeView, 'name' | 'state'>,
-    core: CoreV1Api,
-    write: (node: NodeView) => NodeWrite,
-  ) {
-    const { name } = decidedOn;
-    // Recover open: keep trying until the uncordon lands (a 409 is retried inside).
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const check = (n: V1Node) => {
-          const fresh = viewNode(n);
-          if (fresh.state !== decidedOn.state)
-            throw new Conflict(`node ${name} is ${fresh.state} now, not ${decidedOn.state}`);
-          const { annotations, labels, taint } = write(fresh);
-          const taints = taint === undefined ? undefined : withPendingTaint(fresh.taints, taint);
-          return { annotations, labels, ...(taints ? { taints } : {}) };
-        };
-        const known = attempt === 1 ? this.#informer.get(name) : undefined;
-        const { node } = await uncordonWith(core, name, check, known);
-        this.#informer.upsertFromWrite(node);
-        return;
-      } catch (err) {
-        if (err instanceof Conflict || attempt >= 5 || !this.#acting()) throw err;
-        await new Promise((r) => setTimeout(r, 200 * attempt));
-      }
-    }
   }
 
   /** Ends an attempt that did not reach the reboot: own cordon undone, Pending (the caller frees the slot). */
@@ -782,7 +608,7 @@ export class Operator {
   ): Promise<void> {
     const { name } = decidedOn;
     const abort = { type: 'abort', node: name, reason } as const;
-    await this.#endAttempt(decidedOn, core, (fresh) => this.#write(abort, fresh, new Date()));
+    await this.#writer.endAttempt(decidedOn, core, (fresh) => this.#write(abort, fresh, new Date()));
     this.#o.metrics?.failures.inc();
     this.#events.warning(name, 'AttemptAborted', reason);
     this.#o.log('warn', 'attempt aborted; slot released', { node: name, reason });
@@ -819,7 +645,7 @@ export class Operator {
             message: result.message,
             grant: await this.#grant(fresh),
           } as const;
-          await this.#patch(fresh, this.#write(grant, fresh, new Date()));
+          await this.#writer.patch(fresh, this.#write(grant, fresh, new Date()), this.#core);
           this.#events.normal(name, 'RebootGranted', result.message);
           this.#o.log('info', 'reboot granted', { node: name, drain: result.message, refused });
         } else {
@@ -838,7 +664,7 @@ export class Operator {
    * slot in the ledger (src/api/grant.ts): the agent checks that attempt against the ledger it reads.
    */
   async #grant(view: NodeView): Promise<string> {
-    const { ledger } = await this.#readLedger();
+    const { ledger } = await this.#ledger.read();
     const attempt = ledger.slots[view.name]?.since ?? ledger.next?.[view.name]?.since;
     if (!attempt) throw new Error(`node ${view.name} holds no slot in the ledger: no grant`);
     const key = await this.#signingKey();

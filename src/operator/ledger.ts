@@ -6,6 +6,7 @@
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { LEDGER } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
+import type { Action } from './decide.ts';
 
 export interface Slot {
   /** When the node was admitted (RFC 3339). */
@@ -121,5 +122,73 @@ export class LedgerStore {
       if (statusCode(err) === 409) throw new LedgerConflict('the slot ledger changed meanwhile');
       throw err;
     }
+  }
+}
+
+/** decide()'s actions that change the ledger: the slots a pass takes, frees, promises and records. */
+export type LedgerChange = Extract<Action, { type: 'admit' | 'release' | 'promise' | 'unpromise' | 'claim' }>;
+
+/** The ledger after `changes`, made at `at` (RFC 3339): a new object, the old one untouched. */
+export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at: string): Ledger {
+  const l = structuredClone(ledger);
+  for (const a of changes) {
+    if (a.type === 'release') delete l.slots[a.node];
+    else if (a.type === 'promise') l.next = { ...l.next, [a.node]: { after: a.after, since: at } };
+    else if (a.type === 'unpromise') delete l.next?.[a.node];
+    else {
+      // An admission takes its slot now; a claim records a handover made when its promise was.
+      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at };
+      delete l.next?.[a.node];
+    }
+  }
+  if (l.next && Object.keys(l.next).length === 0) delete l.next;
+  if (changes.some((a) => a.type === 'admit')) l.lastGrant = at;
+  return l;
+}
+
+/**
+ * The ledger as this leader last read or wrote it, read again when older than `ttlMs`. While it leads,
+ * nuo is the ledger's only writer, so a read before every decision buys nothing: a change by anyone else
+ * makes the next write 409, which drops the copy, and a stale copy only holds slots longer than needed,
+ * never fewer.
+ */
+export class LedgerCache {
+  readonly #store: LedgerStore;
+  readonly #ttlMs: number;
+  #copy: { version: LedgerVersion; at: number } | undefined;
+
+  constructor(store: LedgerStore, ttlMs: number) {
+    this.#store = store;
+    this.#ttlMs = ttlMs;
+  }
+
+  /** The ledger as last read or written here, if any (a handover decides on it). */
+  get last(): Ledger | undefined {
+    return this.#copy?.version.ledger;
+  }
+
+  async read(): Promise<LedgerVersion> {
+    const copy = this.#copy;
+    if (copy && performance.now() - copy.at < this.#ttlMs) return copy.version;
+    const version = await this.#store.read();
+    this.#copy = { version, at: performance.now() };
+    return version;
+  }
+
+  /** The ledger at `from` with `changes`, written conditionally (LedgerConflict on 409: re-decide). */
+  async write(from: LedgerVersion, changes: readonly LedgerChange[], at: string): Promise<LedgerVersion> {
+    try {
+      const version = await this.#store.write(from, withChanges(from.ledger, changes, at));
+      this.#copy = { version, at: performance.now() };
+      return version;
+    } catch (err) {
+      this.#copy = undefined;
+      throw err;
+    }
+  }
+
+  /** A new leadership reads afresh. */
+  forget(): void {
+    this.#copy = undefined;
   }
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { parseLedger } from '../../src/operator/ledger.ts';
+import { type Ledger, type LedgerChange, parseLedger, withChanges } from '../../src/operator/ledger.ts';
 
 const cm = (text?: string): V1ConfigMap => ({
   metadata: { name: 'nuo-slots', namespace: 'nuo-system' },
@@ -24,4 +24,48 @@ test('a ledger reads its slots and promises; anything malformed is corrupt, neve
   ] as const) {
     assert.throws(() => parseLedger(cm(text)), /nuo-system\/nuo-slots is corrupt .*admits no node/, what);
   }
+});
+
+test("a pass's ledger changes: slots taken and freed, promises made, withdrawn and claimed", () => {
+  const at = '2026-11-24T12:00:00.000Z';
+  const before: Ledger = {
+    slots: { a: { since: 'A' }, b: { since: 'B' } },
+    next: { c: { after: 'a', since: 'C' }, d: { after: 'b', since: 'D' } },
+  };
+  const table: Array<[string, LedgerChange[], Ledger]> = [
+    ['nothing', [], before],
+    [
+      'a slot freed and taken in one write',
+      [
+        { type: 'release', node: 'a', reason: 'done' },
+        { type: 'admit', node: 'e', reason: 'needed' },
+      ],
+      { slots: { b: { since: 'B' }, e: { since: at } }, next: before.next, lastGrant: at },
+    ],
+    [
+      'a handover recorded: the slot held since the promise',
+      [
+        { type: 'release', node: 'a', reason: 'done' },
+        { type: 'claim', node: 'c', since: 'C' },
+      ],
+      { slots: { b: { since: 'B' }, c: { since: 'C' } }, next: { d: { after: 'b', since: 'D' } } },
+    ],
+    [
+      'promises withdrawn, the last one removes next',
+      [
+        { type: 'unpromise', node: 'c', reason: 'paused' },
+        { type: 'unpromise', node: 'd', reason: 'paused' },
+      ],
+      { slots: before.slots },
+    ],
+    [
+      'a promise made',
+      [{ type: 'promise', node: 'f', after: 'a' }],
+      { slots: before.slots, next: { ...before.next, f: { after: 'a', since: at } } },
+    ],
+  ];
+  for (const [what, changes, want] of table) {
+    assert.deepEqual(withChanges(before, changes, at), want, what);
+  }
+  assert.deepEqual(before.slots, { a: { since: 'A' }, b: { since: 'B' } }, 'the ledger read is untouched');
 });
