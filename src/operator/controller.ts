@@ -56,25 +56,21 @@ const MIN_RESYNC_MS = 20;
 const PASS_SPACING = 5;
 const MAX_PASS_SPACING_MS = 250;
 /**
- * Steps of nodes in an attempt in flight; the API server's default inflight limit is 400. Behind 16,
- * a first wave of 100 admissions (each write ~0.5 s on an API server at full load) took 11 s to start
- * draining; behind 64, 5–7 s.
+ * Steps of nodes in an attempt in flight: enough that a first wave of admissions starts draining
+ * together, well under the API server's default inflight limit of 400.
  */
 const NODE_WRITERS = 64;
 /**
  * Handovers in flight (#handOver): writers and connections of their own, so a freed slot's next node
- * never queues behind the other attempts' writes (at most maxUnavailable wait at once, each a single
- * write). On the shared connections they waited behind the completions' own writes and Events when a
- * 1,000-node rollout's first wave ended: 10-30 handovers of 0.9-1.7 s within two seconds (none in the
- * undisturbed run since; see the design notes).
+ * never queues behind the completions, Events and other writes that end a wave at the same moment.
  */
 const HANDOVER_WRITERS = 16;
 /** Writes of nodes outside an attempt (Pending, why they wait) in flight: they must not crowd out attempts. */
 const REASON_WRITERS = 4;
 /**
- * Connections of the drains' own pool. Evictions come in bursts (up to 50 a node at once, for every node
- * draining): on the shared pool they queued node writes, the ledger and the Lease renewal behind them,
- * and at 1,000 nodes the leader lost its Lease mid-rollout. The Lease has a connection of its own too.
+ * Connections of the drains' own pool: evictions come in bursts (up to 50 a node, for every node
+ * draining), and node writes, the ledger and the Lease renewal must not queue behind them. The Lease has
+ * a connection of its own too.
  */
 const DRAIN_CONNECTIONS = 64;
 /** Writes a node step tries (re-reading and re-deciding after each 409) before leaving it to the next pass. */
@@ -250,10 +246,9 @@ export class Operator {
 
   async #reconcile(): Promise<void> {
     if (!this.#acting()) return;
-    // A pass reads every node: in a 5,000-node rollout, with events arriving all the time, back-to-back
-    // passes would spend the process on reading the same cache over and over (and on the garbage). So
-    // passes are spaced by PASS_SPACING times the cost of the last one's reading and deciding — nothing
-    // on small clusters, tens of milliseconds on large ones.
+    // A pass reads every node, and on a large cluster events arrive all the time: passes are spaced by
+    // PASS_SPACING times the cost of the last one's reading and deciding, so back-to-back passes do not
+    // spend the process on reading the same cache (nothing on small clusters).
     const spacing =
       Math.min(MAX_PASS_SPACING_MS, this.#passCostMs * PASS_SPACING) - (performance.now() - this.#passEnd);
     // Except right after slots were freed: nodes wait for them, and grant latency is a goal (p99 < 1 s).
@@ -331,12 +326,11 @@ export class Operator {
         stepping: this.#stepping.size,
       });
     }
-    // 2. Each node's own step, in the background, so one slow write (seconds, on an API server at full
-    //    load) holds up no other node and no next pass. A node has one step at a time, and a decision
-    //    made on a version of the node that a step has changed since is skipped: the next pass decides
-    //    on what that step wrote. Nodes in an attempt have their own writers: the others' writes only
-    //    record why they wait (900 "Pending" at the start of a 1,000-node rollout had queued ahead of
-    //    the first wave's grants for 18 s).
+    // 2. Each node's own step, in the background, so one slow write holds up no other node and no next
+    //    pass. A node has one step at a time, and a decision made on a version of the node that a step
+    //    has changed since is skipped: the next pass decides on what that step wrote. Nodes in an attempt
+    //    have their own writers, so the many writes that only record why a node waits never queue ahead
+    //    of a grant.
     const attempts = new Set(decision.budget.holders);
     for (const action of decision.actions) {
       if (isLedgerChange(action) || this.#stepping.has(action.node)) continue;
@@ -468,8 +462,7 @@ export class Operator {
 
   /**
    * The slot of a node whose attempt just ended goes at once to the node promised it (Ledger.next), with
-   * no pass and no ledger write in between: from a slot freed to the next node draining is then one
-   * write, where a pass and the ledger's write took 0.2 s at the median and 1.4 s at p99 at 1,000 nodes.
+   * no pass and no ledger write in between: from a slot freed to the next node draining is one write.
    * decide() runs on the whole cache (the ended attempt in it, as written) and the ledger as this leader
    * last wrote it, so the budget is counted exactly as a pass would; and no pass gives a promised slot to
    * anyone else (decide() holds it back while the promise is withdrawn), so this needs no lock. The next
@@ -617,10 +610,9 @@ export class Operator {
   /**
    * Grants the reboot of a drained node, or ends the attempt of a drain that failed, on the node as it
    * is now. Another writer (the agent, the node-lifecycle controller) may change the node between the
-   * read and the conditional write: that 409 is read again and retried here, where it used to send the
-   * node through a second drain in a later pass (51 of 1,000 nodes in a rollout, each a second or more).
-   * The first try writes on the cached node (the write is conditional, so a stale cache costs a 409 and
-   * a read; a read first cost every grant a round trip).
+   * read and the conditional write: that 409 is read again and retried here rather than sending the node
+   * through a second drain. The first try writes on the cached node (the write is conditional, so a
+   * stale cache costs a 409 and a read, and a fresh one saves a round trip per grant).
    */
   async #recordDrain(name: string, result: DrainResult, refused: number): Promise<void> {
     for (let attempt = 1; ; attempt++) {

@@ -130,7 +130,7 @@ export function viewNode(node: V1Node): NodeView {
 /**
  * What the operator keeps of a Node in its cache: everything but managedFields and the image list, which
  * it never reads and which make up most of a real node object (a node with 50 images carries ~10 KiB of
- * them), so the cache of a 5,000-node cluster stays small.
+ * them), so the cache of a large cluster stays small.
  */
 export function slimNode(node: V1Node): V1Node {
   if (node.metadata) node.metadata.managedFields = undefined;
@@ -140,7 +140,7 @@ export function slimNode(node: V1Node): V1Node {
 
 /**
  * Whether two views differ in anything a decision reads. A kubelet's status heartbeat changes only the
- * resourceVersion and condition heartbeat times: no reason to reconcile a 5,000-node cluster again.
+ * resourceVersion and condition heartbeat times: no reason to reconcile the whole cluster again.
  */
 export function sameView(a: NodeView, b: NodeView): boolean {
   return JSON.stringify({ ...a, resourceVersion: '' }) === JSON.stringify({ ...b, resourceVersion: '' });

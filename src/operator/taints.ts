@@ -17,7 +17,7 @@ export function pendingTaints(
   c: DecideConfig,
   t: number,
 ): Action[] {
-  // Indexed by node: a scan of the actions per node is quadratic at the start of a 5,000-node rollout.
+  // Indexed by node: a scan of the actions per node would be quadratic in the cluster's size.
   const admitted = new Set<string>();
   const writes = new Map<string, Write>();
   for (const a of actions) {
