@@ -5,7 +5,6 @@
  * the slot ledger): a new leader continues exactly where the last one stopped.
  */
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
-import { type GrantKeyPair, signGrant } from '../api/grant.ts';
 import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { Drainer, DrainOutcome, type DrainResult } from '../drain/evict.ts';
@@ -20,8 +19,9 @@ import { Limiter } from '../util/parallel.ts';
 import { parseMaxUnavailable } from './budget.ts';
 import type { OperatorConfig } from './config.ts';
 import { type Action, type DecideConfig, decide } from './decide.ts';
+import { DrainRunner } from './drain-runner.ts';
 import { EventRecorder } from './events.ts';
-import { ensureGrantKey } from './grant-key.ts';
+import { GrantSigner } from './grant-key.ts';
 import type { Health } from './health-gate.ts';
 import { HealthReads } from './health-reads.ts';
 import { type Ledger, LedgerCache, type LedgerChange, LedgerConflict, LedgerStore } from './ledger.ts';
@@ -90,21 +90,19 @@ function refusal(err: unknown): boolean {
 export class Operator {
   readonly #o: OperatorOptions;
   readonly #core: CoreV1Api;
-  readonly #drainer: Drainer;
   readonly #ledger: LedgerCache;
   readonly #events: EventRecorder;
   readonly #decideConfig: DecideConfig;
   readonly #informer: ResilientInformer<V1Node>;
   readonly #queue: WorkQueue<typeof KEY>;
-  readonly #draining = new Map<string, AbortController>();
+  readonly #drains: DrainRunner;
   /** Admissions decided here and not yet landed (Snapshot.admitting): marked before any await. */
   readonly #admitting = new Set<string>();
   /** Nodes whose last write failed for good (#holdBack): no step for them before `until`. */
   readonly #heldBack = new Map<string, { failures: number; until: number }>();
   /** When this leader first saw each node at the health gate Ready (the soak counts from then). */
   readonly #soak = new SoakClock();
-  /** The grant key (#signingKey). */
-  #key: Promise<GrantKeyPair> | undefined;
+  readonly #grants: GrantSigner;
   /** What was last reported of each node and kind (#reportProblems): node/reason → message. */
   readonly #reported = new Map<string, string>();
   /** The ledger and health the last pass decided on, for re-deciding a node after a conflict. */
@@ -139,7 +137,23 @@ export class Operator {
         .separatePool({ requestConnections: HANDOVER_WRITERS })
         .makeApiClient(CoreV1Api),
     };
-    this.#drainer = new Drainer(options.kubeconfig.separatePool({ requestConnections: DRAIN_CONNECTIONS }));
+    this.#drains = new DrainRunner({
+      drainer: new Drainer(options.kubeconfig.separatePool({ requestConnections: DRAIN_CONNECTIONS })),
+      config: c,
+      log: options.log,
+      metrics: options.metrics,
+      leading: () => this.#leading,
+      acting: () => this.#acting(),
+      record: async (node, result, refused) => {
+        await this.#recordDrain(node, result, refused);
+        this.#heldBack.delete(node);
+      },
+      recordFailed: (node, err) => this.#holdBack(node, err, "recording the drain's outcome"),
+      ended: () => {
+        if (this.#acting()) this.#queue.add(KEY);
+      },
+    });
+    this.#grants = new GrantSigner(this.#core, c.namespace);
     this.#ledger = new LedgerCache(new LedgerStore(this.#core, c.namespace), LEDGER_TTL_MS);
     this.#events = new EventRecorder(this.#core, options.identity, options.log);
     this.#health = new HealthReads({
@@ -221,15 +235,14 @@ export class Operator {
         this.#reported.clear();
         this.#soak.clear();
         // Ready before the first grant: a replica that cannot read or create the key says so at once.
-        this.#key = undefined;
-        this.#signingKey().catch((err: unknown) => log('error', describeError(err)));
+        this.#grants.prepare().catch((err: unknown) => log('error', describeError(err)));
         this.#queue.add(KEY);
       },
       onStoppedLeading: () => {
         log('warn', 'stopped leading: no further actions', { identity: this.#o.identity });
         this.#o.metrics?.leader.set(0);
         this.#leading = undefined;
-        for (const controller of this.#draining.values()) controller.abort();
+        this.#drains.abortAll();
         clearTimeout(this.#resync);
       },
     });
@@ -237,7 +250,7 @@ export class Operator {
       await this.#elector.run(signal);
     } finally {
       clearTimeout(this.#resync);
-      for (const controller of this.#draining.values()) controller.abort();
+      this.#drains.abortAll();
       await this.#queue.shutdown();
       await Promise.allSettled(this.#stepping.values());
       await this.#informer.stop();
@@ -272,7 +285,7 @@ export class Operator {
       {
         nodes,
         ledger: ledger.ledger,
-        draining: new Set(this.#draining.keys()),
+        draining: this.#drains.running(),
         admitting: this.#admitting,
         health,
       },
@@ -334,7 +347,7 @@ export class Operator {
     const attempts = new Set(decision.budget.holders);
     for (const action of decision.actions) {
       if (isLedgerChange(action) || this.#stepping.has(action.node)) continue;
-      if (action.type === 'drain' && this.#draining.has(action.node)) continue;
+      if (action.type === 'drain' && this.#drains.has(action.node)) continue;
       if (this.#isHeldBack(action.node)) continue;
       const view = byName.get(action.node);
       const cached = this.#informer.get(action.node)?.metadata?.resourceVersion;
@@ -447,7 +460,7 @@ export class Operator {
       {
         nodes: [this.#soak.view(view, now.getTime())],
         ledger: { slots: { [view.name]: slot } },
-        draining: new Set(this.#draining.keys()),
+        draining: this.#drains.running(),
         admitting: new Set(),
         health: this.#lastPass.health,
       },
@@ -479,7 +492,7 @@ export class Operator {
       {
         nodes: this.#informer.list().map((n) => this.#soak.view(this.#view(n), now.getTime())),
         ledger,
-        draining: new Set(this.#draining.keys()),
+        draining: this.#drains.running(),
         admitting: this.#admitting,
         health: this.#lastPass?.health ?? new Map(),
       },
@@ -500,7 +513,7 @@ export class Operator {
     const { log } = this.#o;
     switch (action.type) {
       case 'drain':
-        this.#startDrain(view.name);
+        this.#drains.start(view.name);
         return false;
       case 'admit':
         await this.#enterAttempt(view, action, now, core);
@@ -521,7 +534,7 @@ export class Operator {
           return false;
         }
         await this.#writer.patch(view, this.#write(action, view, now), core);
-        if (action.to === Phase.draining) this.#startDrain(view.name, { cordoned: true });
+        if (action.to === Phase.draining) this.#drains.start(view.name, { cordoned: true });
         if (action.failed) {
           this.#o.metrics?.failures.inc();
           this.#events.warning(view.name, 'RebootFailed', action.reason);
@@ -587,7 +600,7 @@ export class Operator {
     const write = this.#write(action, view, now);
     await this.#writer.patch(view, write, core);
     // Without before-reboot hooks the attempt starts in Draining, cordoned in the same write: drain now.
-    if (write.cordon && this.#acting()) this.#startDrain(view.name, { cordoned: true });
+    if (write.cordon && this.#acting()) this.#drains.start(view.name, { cordoned: true });
     this.#o.metrics?.admissions.inc();
     this.#events.normal(view.name, 'Admitted', `admitted for reboot: ${action.reason}`);
     this.#o.log('info', 'admitted', { node: view.name, reason: action.reason });
@@ -635,7 +648,7 @@ export class Operator {
             type: 'grant',
             node: name,
             message: result.message,
-            grant: await this.#grant(fresh),
+            grant: await this.#grants.grant(fresh, (await this.#ledger.read()).ledger),
           } as const;
           await this.#writer.patch(fresh, this.#write(grant, fresh, new Date()), this.#core);
           this.#events.normal(name, 'RebootGranted', result.message);
@@ -649,69 +662,6 @@ export class Operator {
         if (!(err instanceof Conflict) || attempt >= CONFLICT_RETRIES || !this.#acting()) throw err;
       }
     }
-  }
-
-  /**
-   * The signed grant for a drained node's reboot out of its current boot, for the attempt that holds its
-   * slot in the ledger (src/api/grant.ts): the agent checks that attempt against the ledger it reads.
-   */
-  async #grant(view: NodeView): Promise<string> {
-    const { ledger } = await this.#ledger.read();
-    const attempt = ledger.slots[view.name]?.since ?? ledger.next?.[view.name]?.since;
-    if (!attempt) throw new Error(`node ${view.name} holds no slot in the ledger: no grant`);
-    const key = await this.#signingKey();
-    return signGrant(key.privateKey, { node: view.name, bootId: view.bootId, attempt });
-  }
-
-  /** The grant key, read (or created) once per leadership; a failed read is tried again at the next grant. */
-  #signingKey(): Promise<GrantKeyPair> {
-    this.#key ??= ensureGrantKey(this.#core, this.#o.config.namespace).catch((err: unknown) => {
-      this.#key = undefined;
-      throw new Error(`cannot sign a reboot grant: the grant key: ${describeError(err)}`);
-    });
-    return this.#key;
-  }
-
-  /** `cordoned`: the write that started it made the node unschedulable (or found it so). */
-  #startDrain(name: string, { cordoned = false } = {}): void {
-    const controller = new AbortController();
-    this.#leading?.addEventListener('abort', () => controller.abort(), { once: true });
-    this.#draining.set(name, controller);
-    const c = this.#o.config;
-    this.#o.log('info', 'draining', { node: name });
-    // Evictions a PDB refused: where a slow drain's time went (logged with the grant, and a metric).
-    let refused = 0;
-    this.#drainer
-      .drain({
-        node: name,
-        cordoned,
-        signal: controller.signal,
-        onEvent: (e) => {
-          if (e.type === 'retry' && e.refusedByPdb) refused++;
-        },
-        options: {
-          force: c.drainForce,
-          ignoreDaemonSets: true,
-          deleteEmptyDirData: c.drainDeleteEmptyDirData,
-          gracePeriodSeconds: c.drainGracePeriodSeconds,
-          timeoutSeconds: Math.ceil(c.drainTimeoutMs / 1000),
-          concurrency: c.drainConcurrency,
-        },
-      })
-      .then(async (result) => {
-        this.#o.metrics?.drainSeconds.observe({ outcome: result.outcome }, result.elapsedMs / 1000);
-        this.#o.metrics?.evictions.inc(result.pods.filter((p) => p.phase === 'gone').length);
-        this.#o.metrics?.evictionsRefused.inc(refused);
-        if (!this.#acting() || result.outcome === DrainOutcome.aborted) return;
-        await this.#recordDrain(name, result, refused);
-        this.#heldBack.delete(name);
-      })
-      // The node stays Draining: a later pass drains it again (nothing is left to evict) and grants.
-      .catch((err) => this.#holdBack(name, err, "recording the drain's outcome"))
-      .finally(() => {
-        this.#draining.delete(name);
-        if (this.#acting()) this.#queue.add(KEY);
-      });
   }
 }
 

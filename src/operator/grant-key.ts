@@ -12,8 +12,11 @@ import {
   generateGrantKey,
   PRIVATE_KEY_FIELD,
   PUBLIC_KEY_FIELD,
+  signGrant,
 } from '../api/grant.ts';
-import { statusCode } from '../kube/errors.ts';
+import { describeError, statusCode } from '../kube/errors.ts';
+import type { Ledger } from './ledger.ts';
+import type { NodeView } from './node-view.ts';
 
 const LABELS = { 'app.kubernetes.io/name': 'nuo' };
 
@@ -85,4 +88,44 @@ async function publish(core: CoreV1Api, namespace: string, publicPem: string): P
     namespace,
     body: { ...body, metadata: { ...body.metadata, resourceVersion: current.metadata?.resourceVersion } },
   });
+}
+
+/**
+ * Signs grants with the operator's key, read (or created) once per leadership: a failed read is tried
+ * again at the next grant.
+ */
+export class GrantSigner {
+  readonly #core: CoreV1Api;
+  readonly #namespace: string;
+  #key: Promise<GrantKeyPair> | undefined;
+
+  constructor(core: CoreV1Api, namespace: string) {
+    this.#core = core;
+    this.#namespace = namespace;
+  }
+
+  /** Reads the key afresh (a new leadership): a replica that cannot read or create it says so at once. */
+  prepare(): Promise<GrantKeyPair> {
+    this.#key = undefined;
+    return this.#signingKey();
+  }
+
+  /**
+   * The grant for a drained node's reboot out of its current boot, for the attempt that holds its slot
+   * in `ledger`: the agent checks that attempt against the ledger it reads. No slot, no grant.
+   */
+  async grant(view: NodeView, ledger: Ledger): Promise<string> {
+    const attempt = ledger.slots[view.name]?.since ?? ledger.next?.[view.name]?.since;
+    if (!attempt) throw new Error(`node ${view.name} holds no slot in the ledger: no grant`);
+    const key = await this.#signingKey();
+    return signGrant(key.privateKey, { node: view.name, bootId: view.bootId, attempt });
+  }
+
+  #signingKey(): Promise<GrantKeyPair> {
+    this.#key ??= ensureGrantKey(this.#core, this.#namespace).catch((err: unknown) => {
+      this.#key = undefined;
+      throw new Error(`cannot sign a reboot grant: the grant key: ${describeError(err)}`);
+    });
+    return this.#key;
+  }
 }

@@ -1,0 +1,89 @@
+/**
+ * Runs the drain engine for nodes in Draining, one drain per node, each aborted when this replica stops
+ * leading; reports each outcome to the operator, which records it (a grant, or an abort).
+ */
+import type { Drainer, DrainResult } from '../drain/evict.ts';
+import { DrainOutcome } from '../drain/evict.ts';
+import type { KubeLog } from '../kube/backoff.ts';
+import type { OperatorConfig } from './config.ts';
+import type { OperatorMetrics } from './metrics.ts';
+
+export interface DrainRunnerOptions {
+  drainer: Drainer;
+  config: OperatorConfig;
+  log: KubeLog;
+  metrics?: OperatorMetrics;
+  /** The current leadership's signal: a drain started under it ends with it. */
+  leading: () => AbortSignal | undefined;
+  acting: () => boolean;
+  /** Records a drain's outcome (not called for an aborted drain, nor once leadership is lost). */
+  record: (node: string, result: DrainResult, refusedByPdb: number) => Promise<void>;
+  /** Recording failed: the node stays Draining and a later pass drains it again (nothing left to evict). */
+  recordFailed: (node: string, err: unknown) => void;
+  /** A drain ended, however: a pass may have something to do. */
+  ended: (node: string) => void;
+}
+
+export class DrainRunner {
+  readonly #o: DrainRunnerOptions;
+  readonly #running = new Map<string, AbortController>();
+
+  constructor(options: DrainRunnerOptions) {
+    this.#o = options;
+  }
+
+  /** Nodes with a drain running here. */
+  running(): ReadonlySet<string> {
+    return new Set(this.#running.keys());
+  }
+
+  has(node: string): boolean {
+    return this.#running.has(node);
+  }
+
+  /** Ends every drain in flight (leadership lost, or shutdown). */
+  abortAll(): void {
+    for (const controller of this.#running.values()) controller.abort();
+  }
+
+  /** `cordoned`: the write that started it made the node unschedulable (or found it so). */
+  start(node: string, { cordoned = false } = {}): void {
+    const controller = new AbortController();
+    this.#o.leading()?.addEventListener('abort', () => controller.abort(), { once: true });
+    this.#running.set(node, controller);
+    const c = this.#o.config;
+    this.#o.log('info', 'draining', { node });
+    // Evictions a PDB refused: where a slow drain's time went (logged with the grant, and a metric).
+    let refused = 0;
+    this.#o.drainer
+      .drain({
+        node,
+        cordoned,
+        signal: controller.signal,
+        onEvent: (e) => {
+          if (e.type === 'retry' && e.refusedByPdb) refused++;
+        },
+        options: {
+          force: c.drainForce,
+          ignoreDaemonSets: true,
+          deleteEmptyDirData: c.drainDeleteEmptyDirData,
+          gracePeriodSeconds: c.drainGracePeriodSeconds,
+          timeoutSeconds: Math.ceil(c.drainTimeoutMs / 1000),
+          concurrency: c.drainConcurrency,
+        },
+      })
+      .then(async (result) => {
+        const m = this.#o.metrics;
+        m?.drainSeconds.observe({ outcome: result.outcome }, result.elapsedMs / 1000);
+        m?.evictions.inc(result.pods.filter((p) => p.phase === 'gone').length);
+        m?.evictionsRefused.inc(refused);
+        if (!this.#o.acting() || result.outcome === DrainOutcome.aborted) return;
+        await this.#o.record(node, result, refused);
+      })
+      .catch((err) => this.#o.recordFailed(node, err))
+      .finally(() => {
+        this.#running.delete(node);
+        this.#o.ended(node);
+      });
+  }
+}
