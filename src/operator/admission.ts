@@ -19,7 +19,7 @@ import type { NodeView } from './node-view.ts';
 import { byNodeName } from './slots.ts';
 
 /** A node that needs nothing: back to Idle, and its reason kept true (a request for later, problems). */
-export function idleStep(n: NodeView, wake: (at: number) => void): Action[] {
+function idleStep(n: NodeView, wake: (at: number) => void): Action[] {
   if (n.rebootRequested) wake(n.rebootRequested.getTime());
   if ((n.state !== undefined && n.state !== Phase.idle) || n.ownKeysMalformed) {
     // Out of an attempt, or nuo's own keys overwritten with nonsense: written Idle afresh, the reason
