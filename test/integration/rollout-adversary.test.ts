@@ -12,14 +12,14 @@ import { after, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { fromPrivatePem, GRANT_KEY_NAME, PRIVATE_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
-import { Annotations, Labels } from '../../src/api/keys.ts';
+import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { readAuditLog } from '../../src/sim/cluster/audit.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { RebootBehaviour } from '../../src/sim/host.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { useCluster } from './support.ts';
+import { resetNodes, useCluster } from './support.ts';
 
 const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4', 'node-5'];
 const ADMIN = 'nuo-admin';
@@ -39,29 +39,6 @@ after(async () => {
   await fleet?.stop();
 });
 
-/** A clean slate: no nuo or test key, hook label or cordon on any node, no ledger. */
-async function resetNodes() {
-  for (const n of (await core.listNode()).items) {
-    const a = n.metadata?.annotations ?? {};
-    const clear: Record<string, null> = {};
-    for (const key of Object.keys(a)) if (key.includes('nuo.dev/')) clear[key] = null;
-    await core.patchNode(
-      {
-        name: n.metadata?.name ?? '',
-        body: {
-          metadata: {
-            annotations: clear,
-            labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
-          },
-          spec: { unschedulable: false },
-        },
-      },
-      mergePatch,
-    );
-  }
-  await core.deleteNamespacedConfigMap({ name: 'nuo-slots', namespace: 'nuo-system' }).catch(() => {});
-}
-
 /** A fleet on every node, its checker started before anything changes, and one operator. */
 async function newFleet(
   budget: number,
@@ -70,7 +47,7 @@ async function newFleet(
 ): Promise<Fleet> {
   operator?.kill('SIGCONT');
   await fleet?.stop();
-  await resetNodes();
+  await resetNodes(core, { uncordonAll: true });
   const f = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000, behaviours });
   fleet = f;
   await f.start();

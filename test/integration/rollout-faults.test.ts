@@ -10,14 +10,14 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
-import { Annotations, Labels } from '../../src/api/keys.ts';
+import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { podsOnNode } from '../../src/drain/evict.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { useCluster } from './support.ts';
+import { resetNodes, useCluster } from './support.ts';
 
 const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4'];
 const cluster = await useCluster({ nodes: NODES.length, zones: 2 });
@@ -55,32 +55,9 @@ const ACTIONS = new Set([
 let fleet: Fleet | undefined;
 after(() => fleet?.stop());
 
-/** Each test starts from a clean slate: no nuo key or test hook on any node, no nuo cordon, no ledger. */
-async function resetNodes() {
-  for (const n of (await core.listNode()).items) {
-    const a = n.metadata?.annotations ?? {};
-    const clear: Record<string, null> = {};
-    for (const key of Object.keys(a)) if (key.includes('nuo.dev/')) clear[key] = null;
-    await core.patchNode(
-      {
-        name: n.metadata?.name ?? '',
-        body: {
-          metadata: {
-            annotations: clear,
-            labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
-          },
-          ...(a[Annotations.cordonedByNuo] === 'true' ? { spec: { unschedulable: false } } : {}),
-        },
-      },
-      mergePatch,
-    );
-  }
-  await core.deleteNamespacedConfigMap({ name: 'nuo-slots', namespace: 'nuo-system' }).catch(() => {});
-}
-
 async function newFleet(budget: number, options: Partial<ConstructorParameters<typeof Fleet>[1]> = {}) {
   await fleet?.stop();
-  await resetNodes();
+  await resetNodes(core);
   fleet = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000, ...options });
   await fleet.start();
   return fleet;

@@ -3,7 +3,9 @@
  * tests, with every component's log printed if any test in the file failed.
  */
 import { after, afterEach } from 'node:test';
-import { ApiException } from '@kubernetes/client-node';
+import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
+import { Annotations, Labels } from '../../src/api/keys.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
 import { type ClusterOptions, type LocalCluster, startCluster } from '../../src/sim/cluster/cluster.ts';
 
 export async function useCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
@@ -31,4 +33,31 @@ export async function statusOf(call: Promise<unknown>): Promise<number> {
     throw err;
   }
   throw new Error('expected the API call to fail, but it succeeded');
+}
+
+/**
+ * A clean slate for the next rollout: no nuo key or test hook (any key with nuo.dev/ in it) and no hook
+ * label on any node, nuo's cordons undone (every cordon with `uncordonAll`), no ledger.
+ */
+export async function resetNodes(core: CoreV1Api, { uncordonAll = false } = {}): Promise<void> {
+  for (const n of (await core.listNode()).items) {
+    const a = n.metadata?.annotations ?? {};
+    const clear: Record<string, null> = {};
+    for (const key of Object.keys(a)) if (key.includes('nuo.dev/')) clear[key] = null;
+    const uncordon = uncordonAll || a[Annotations.cordonedByNuo] === 'true';
+    await core.patchNode(
+      {
+        name: n.metadata?.name ?? '',
+        body: {
+          metadata: {
+            annotations: clear,
+            labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
+          },
+          ...(uncordon ? { spec: { unschedulable: false } } : {}),
+        },
+      },
+      mergePatch,
+    );
+  }
+  await core.deleteNamespacedConfigMap({ name: 'nuo-slots', namespace: 'nuo-system' }).catch(() => {});
 }

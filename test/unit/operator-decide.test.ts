@@ -15,26 +15,12 @@ import {
 } from '../../src/operator/health-gate.ts';
 import type { Ledger } from '../../src/operator/ledger.ts';
 import { sameView, slimNode, viewNode, withPendingTaint } from '../../src/operator/node-view.ts';
+import { decideConfig } from './operator-fixtures.ts';
 
 const NOW = new Date('2026-11-21T12:00:00Z');
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
 
-const config: DecideConfig = {
-  maxUnavailable: parseMaxUnavailable('1'),
-  eligible: parseSelector(''),
-  minGrantSpacingMs: 0,
-  drainTimeoutMs: 600_000,
-  rebootTimeoutMs: 600_000,
-  returnTimeoutMs: 600_000,
-  soakMs: 30_000,
-  beforeRebootAnnotations: [],
-  afterRebootAnnotations: [],
-  retryBackoffMs: 60_000,
-  retryBackoffMaxMs: 3_600_000,
-  maxIneffectiveReboots: 3,
-  paused: false,
-  pendingTaint: false,
-};
+const config: DecideConfig = decideConfig;
 
 interface NodeOpts {
   annotations?: Record<string, string>;

@@ -2,29 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
-import { parseSelector } from '../../src/kube/selector.ts';
-import { parseMaxUnavailable } from '../../src/operator/budget.ts';
 import type { DecideConfig } from '../../src/operator/decide.ts';
 import { firstWait, NODE_GATES, PASS_GATES, type PassState } from '../../src/operator/gates.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
+import { decideConfig } from './operator-fixtures.ts';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');
-const config: DecideConfig = {
-  maxUnavailable: parseMaxUnavailable('1'),
-  eligible: parseSelector(''),
-  minGrantSpacingMs: 0,
-  drainTimeoutMs: 600_000,
-  rebootTimeoutMs: 600_000,
-  returnTimeoutMs: 600_000,
-  soakMs: 30_000,
-  beforeRebootAnnotations: [],
-  afterRebootAnnotations: [],
-  retryBackoffMs: 60_000,
-  retryBackoffMaxMs: 3_600_000,
-  maxIneffectiveReboots: 3,
-  paused: false,
-  pendingTaint: false,
-};
+const config: DecideConfig = decideConfig;
 const node = (annotations: Record<string, string> = {}, ready = true): V1Node => ({
   metadata: { name: 'n', annotations },
   status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },

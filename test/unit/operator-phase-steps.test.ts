@@ -3,29 +3,19 @@ import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { parseSelector } from '../../src/kube/selector.ts';
-import { parseMaxUnavailable } from '../../src/operator/budget.ts';
 import type { Action, DecideConfig } from '../../src/operator/decide.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 import { PAUSED_HOLDER, stepHolder } from '../../src/operator/phase-steps.ts';
+import { decideConfig } from './operator-fixtures.ts';
 
 const NOW = new Date('2026-11-24T12:00:00Z');
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
 const config: DecideConfig = {
-  maxUnavailable: parseMaxUnavailable('1'),
-  eligible: parseSelector(''),
-  minGrantSpacingMs: 0,
+  ...decideConfig,
   drainTimeoutMs: 60_000,
   rebootTimeoutMs: 60_000,
   returnTimeoutMs: 60_000,
-  soakMs: 30_000,
   beforeRebootAnnotations: ['hook/before'],
-  afterRebootAnnotations: [],
-  retryBackoffMs: 60_000,
-  retryBackoffMaxMs: 3_600_000,
-  maxIneffectiveReboots: 3,
-  paused: false,
-  pendingTaint: false,
 };
 
 interface Case {
