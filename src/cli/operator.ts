@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
@@ -31,7 +31,8 @@ export const operatorCommand: Command = {
     'Flags:',
     '  --config FILE                  settings file',
     '  --identity NAME                leader-election identity (default: $POD_NAME or the host name)',
-    '  --metrics-port N               serve /metrics and /healthz on this port (default 8080; 0 disables)',
+    '  --metrics-port N               serve /metrics, /healthz (live) and /readyz (node cache synced and fresh)',
+    '                                 on this port (default 8080; 0 disables)',
     configUsage(),
     ...kubeFlagsUsage,
   ].join('\n'),
@@ -76,13 +77,17 @@ export const operatorCommand: Command = {
     const log = pinoLog('nuo-operator');
     const metrics = new OperatorMetrics();
     const port = positiveInt('metrics-port', values['metrics-port'] as string | undefined, 8080);
+    const operator = new Operator({ kubeconfig: kc, config, identity, log, metrics, lease });
+    const probe = (problems: string[], res: ServerResponse) =>
+      problems.length === 0 ? res.end('ok') : res.writeHead(503).end(`${problems.join('\n')}\n`);
     const server =
       port > 0
         ? createServer(async (req, res) => {
             if (req.url === '/metrics') {
               res.setHeader('Content-Type', metrics.registry.contentType);
               res.end(await metrics.registry.metrics());
-            } else if (req.url === '/healthz') res.end('ok');
+            } else if (req.url === '/healthz') probe(operator.probes().live, res);
+            else if (req.url === '/readyz') probe(operator.probes().ready, res);
             else res.writeHead(404).end();
           }).listen(port)
         : undefined;
@@ -97,7 +102,7 @@ export const operatorCommand: Command = {
     process.once('SIGINT', shutdown);
     log('info', 'starting', { identity, config: { ...config } });
     try {
-      await new Operator({ kubeconfig: kc, config, identity, log, metrics, lease }).run(stop.signal);
+      await operator.run(stop.signal);
     } finally {
       server?.close();
     }

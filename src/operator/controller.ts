@@ -30,6 +30,7 @@ import { MALFORMED } from './need.ts';
 import { type NodeView, sameView, slimNode, viewNode } from './node-view.ts';
 import { Conflict, NodeWriter } from './node-writer.ts';
 import { type NodeWrite, patchFor, type WriteAction } from './node-writes.ts';
+import { informerProgress, liveness, Progress, readiness } from './probes.ts';
 import { SoakClock } from './soak-clock.ts';
 
 export interface OperatorOptions {
@@ -122,6 +123,9 @@ export class Operator {
   /** The last pass freed slots: the next one runs at once. */
   #slotsFreed = false;
   #elector: LeaderElector | undefined;
+  /** The leader election loop has ended (a live process whose election ended is wedged). */
+  #electionEnded = false;
+  readonly #progress = new Progress();
   #leading: AbortSignal | undefined;
   #resync: ReturnType<typeof setTimeout> | undefined;
 
@@ -210,6 +214,21 @@ export class Operator {
     return this.#leading !== undefined && !this.#leading.aborted && this.#elector?.isLeader() === true;
   }
 
+  /** What /healthz and /readyz answer (probes.ts): the problems, none when live / ready. */
+  probes(now = Date.now()): { live: string[]; ready: string[] } {
+    const informer = this.#informer.stats();
+    const input = {
+      now,
+      informer,
+      watchdogMs: this.#informer.watchdogMs,
+      electionEnded: this.#electionEnded,
+    };
+    return {
+      live: liveness(input, this.#progress.observe(informerProgress(informer), now)),
+      ready: readiness(input),
+    };
+  }
+
   async run(signal: AbortSignal): Promise<void> {
     const { log } = this.#o;
     this.#informer.onEvent((type, node, old) => {
@@ -249,6 +268,7 @@ export class Operator {
     try {
       await this.#elector.run(signal);
     } finally {
+      this.#electionEnded = true;
       clearTimeout(this.#resync);
       this.#drains.abortAll();
       await this.#queue.shutdown();

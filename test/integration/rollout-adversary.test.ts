@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -106,6 +107,18 @@ function operatorLog(): LogLine[] {
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as LogLine);
+}
+
+/** A port nothing listens on now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 async function events(node: string, reason: string) {
@@ -261,6 +274,25 @@ describe('adversarial rollouts', () => {
     assert.equal(f.checker.rebootsOf('node-3'), 0, 'paused="maybe" reads as paused');
     await annotate('node-1', { [Annotations.rebootRequested]: null });
     await annotate('node-3', { [Annotations.paused]: null });
+    await assertSafe(f);
+  });
+
+  test('a running operator answers /readyz and /healthz with ok (the 503 cases are unit-tested in operator-probes)', async () => {
+    const port = await freePort();
+    const f = await newFleet(1, [`--metrics-port=${port}`]);
+    const get = (path: string) =>
+      fetch(`http://127.0.0.1:${port}${path}`).then(async (r) => ({
+        status: r.status,
+        body: await r.text(),
+      }));
+    const ready = await waitFor('/readyz to answer 200', () =>
+      get('/readyz')
+        .then((r) => (r.status === 200 ? r : undefined))
+        .catch(() => undefined),
+    );
+    assert.equal(ready.body, 'ok');
+    assert.deepEqual(await get('/healthz'), { status: 200, body: 'ok' });
+    assert.equal((await get('/nothing')).status, 404);
     await assertSafe(f);
   });
 
