@@ -5,16 +5,15 @@
  * Node, and only when a value changes (an idle agent makes no writes).
  */
 import { Annotations } from '../api/keys.ts';
-import { type BackoffOptions, backoffDelay, sleep } from '../kube/backoff.ts';
+import type { BackoffOptions } from '../kube/backoff.ts';
 import { LeanApiError, type LeanClient, type LeanNode } from '../kube/lean-client.ts';
+import { Reflector } from '../kube/reflector.ts';
 import type { GrantVerifier } from './grant-key.ts';
 import { type BootId, type Detection, type Detector, Need, type Rebooter } from './os.ts';
 import { agentStep } from './step.ts';
 
 /** Retries of the Node watch: 500 ms doubling to 30 s, jittered so agents that failed together spread out. */
 const WATCH_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 30_000, jitter: 0.5 };
-/** A watch that lasted this long (or delivered anything) was healthy: the next failure starts afresh. */
-const HEALTHY_WATCH_MS = 10_000;
 /** The default of AgentOptions.reportSpreadMs. */
 export const REPORT_SPREAD_MS = 10_000;
 
@@ -96,77 +95,41 @@ export class NodeAgent {
   }
 
   /**
-   * Follows the agent's Node as client-go's reflector does: list it (by field selector), watch from the
-   * list's resourceVersion, and watch again from the last resourceVersion seen (events and bookmarks) when
-   * a watch ends. Only 410 Gone relists: watching from the Node's own resourceVersion, which is as old as
-   * its last change, was answered 410 after every kube-apiserver restart, and the agent looped (~4
-   * requests/s per idle node). The backoff grows while attempts fail and is reset only by a watch that
-   * delivered events or lasted a while, never by a step that merely succeeded on the way to a failure.
+   * Follows the agent's Node with the reflector loop (reflector.ts): list it (by field selector), watch
+   * from the list's resourceVersion, watch again from the last one seen; only 410 Gone lists again.
+   * Watching from the Node's own resourceVersion instead, which is as old as its last change, is answered
+   * 410 after every kube-apiserver restart.
    */
   async #follow(signal: AbortSignal): Promise<void> {
     const name = this.#o.nodeName;
     let announced = false;
-    let failures = 0;
-    /** Where the next watch starts; undefined: list first. */
-    let resourceVersion: string | undefined;
-    while (!signal.aborted) {
-      let listed = false;
-      let watchStarted = 0;
-      let events = 0;
-      let error: unknown;
-      try {
-        if (resourceVersion === undefined) {
-          const list = await this.#o.client.listNode(name);
-          listed = true;
-          const node = list.items[0];
-          if (!node) throw new Error(`node ${name} not found`);
-          await this.#schedule(() => this.#onNode(node));
-          if (!announced && !signal.aborted) {
-            // Once per process, after its first decision on the Node: says which boot this agent runs in
-            // (and lets tests know a restarted agent has looked at its Node).
-            announced = true;
-            this.#o.log('info', `${name}: agent running (boot ${this.#bootId}); watching its node`);
-          }
-          resourceVersion = list.metadata.resourceVersion;
+    const reflector = new Reflector<LeanNode>({
+      name: `watching node ${name}`,
+      list: async () => {
+        const list = await this.#o.client.listNode(name);
+        const node = list.items[0];
+        if (!node) throw new Error(`node ${name} not found`);
+        await this.#schedule(() => this.#onNode(node));
+        if (!announced && !signal.aborted) {
+          // Once per process, after its first decision on the Node: says which boot this agent runs in
+          // (and lets tests know a restarted agent has looked at its Node).
+          announced = true;
+          this.#o.log('info', `${name}: agent running (boot ${this.#bootId}); watching its node`);
         }
-        watchStarted = Date.now();
-        await this.#o.client.watchNode(
-          name,
-          resourceVersion,
-          (type, n) => {
-            events++;
-            if (n.metadata?.resourceVersion) resourceVersion = n.metadata.resourceVersion;
-            if (type === 'ADDED' || type === 'MODIFIED') void this.#schedule(() => this.#onNode(n));
-          },
-          signal,
-        );
-      } catch (err) {
-        error = err;
-      }
-      if (signal.aborted) break;
-      const healthy = watchStarted > 0 && (events > 0 || Date.now() - watchStarted >= HEALTHY_WATCH_MS);
-      if (healthy) failures = 0;
-      // A watch that ran well and ended (timeoutSeconds): watch again at once from where it stopped.
-      if (healthy && error === undefined) continue;
-      if (error instanceof LeanApiError && error.status === 410) {
-        resourceVersion = undefined;
-        // Our resourceVersion left the API server's window (e.g. it restarted): relist at once, unless
-        // this attempt already was a fresh list, whose version the server refused too.
-        if (!listed) {
-          this.#o.log('info', `${name}: watch expired (410 Gone); listing the node again`);
-          continue;
-        }
-      }
-      failures++;
-      const delayMs = Math.round(backoffDelay(failures, WATCH_BACKOFF));
-      this.#o.log(
-        'warn',
-        error === undefined
-          ? `watching node ${name}: the watch ended at once with no events; watching again in ${delayMs} ms`
-          : `watching node ${name}: ${(error as Error).message}; retrying in ${delayMs} ms`,
-      );
-      await sleep(delayMs, signal);
-    }
+        return { resourceVersion: list.metadata.resourceVersion };
+      },
+      watch: (resourceVersion, onEvent, watchSignal) =>
+        this.#o.client.watchNode(name, resourceVersion ?? '', onEvent, watchSignal),
+      onEvent: (type, node) => {
+        if (type === 'ADDED' || type === 'MODIFIED') void this.#schedule(() => this.#onNode(node));
+      },
+      isGone: (err) => err instanceof LeanApiError && err.status === 410,
+      backoff: WATCH_BACKOFF,
+      log: (level, message) => {
+        if (level !== 'debug') this.#o.log(level, message);
+      },
+    });
+    await reflector.run(signal);
   }
 
   /** Writes a problem the agent cannot fix itself on its node (e.g. a reboot that did not happen). */

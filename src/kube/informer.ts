@@ -1,12 +1,10 @@
 /**
  * A list+watch cache that never silently stops (client-go's Reflector + Indexer, with a watchdog).
  *
+ * The loop is reflector.ts's: list, watch from the list's resourceVersion, watch again from the last
+ * resourceVersion seen, list again on 410 Gone (an ERROR event or the HTTP status). This informer adds:
  * - `start()` lists (paginated) and resolves once the cache holds that first list.
- * - It then watches from the list's resourceVersion with bookmarks and a randomised server-side timeout,
- *   so watches roll over regularly. A watch that ends normally is re-opened from the last
- *   resourceVersion seen (events and bookmarks both advance it).
- * - 410 Gone (an ERROR event or the HTTP status): the resourceVersion is too old to resume from, so it
- *   relists at once.
+ * - Watches ask for bookmarks and a randomised server-side timeout, so they roll over regularly.
  * - Any other failure (connection refused, 5xx, 403, a broken stream): capped exponential backoff with
  *   jitter, then a relist.
  * - Watchdog: no event or bookmark for `watchdogMs` means the stream may be dead without the socket
@@ -20,16 +18,10 @@
  * list returns (Date fields as Date), so consumers see one shape whatever path an object came by.
  */
 import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
-import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
-import {
-  type BackoffOptions,
-  backoffDelay,
-  type KubeLog,
-  silentLog,
-  sleep,
-  validateBackoff,
-} from './backoff.ts';
+import { type KubeLog, silentLog, validateBackoff } from './backoff.ts';
+import { deserializeModel, setWatchInactivityTimeout, watchFailureStatus } from './client-node-internals.ts';
 import { describeError, statusCode } from './errors.ts';
+import { HEALTHY_WATCH_MS, type Listed, Reflector } from './reflector.ts';
 
 export type InformerEventType = 'add' | 'update' | 'delete';
 
@@ -112,12 +104,6 @@ export interface InformerStats {
   resourceVersion: string | undefined;
 }
 
-type WatchOutcome =
-  | { kind: 'ended'; events: number; ms: number }
-  | { kind: 'gone'; events: number; ms: number }
-  | { kind: 'watchdog'; events: number; ms: number }
-  | { kind: 'stopped'; events: number; ms: number };
-
 /** An ERROR event other than 410, or a watch that could not be opened. */
 export class WatchError extends Error {
   readonly code: number | undefined;
@@ -152,8 +138,6 @@ export function compareResourceVersions(
 
 const DEFAULT_BACKOFF = { initialMs: 200, maxMs: 30_000 };
 const JITTER = 0.5;
-/** A watch that ends normally this fast without a single event counts as a failure (no hot loop). */
-const QUICK_END_MS = 1_000;
 
 export class ResilientInformer<T extends KubernetesObject> {
   readonly path: string;
@@ -163,7 +147,7 @@ export class ResilientInformer<T extends KubernetesObject> {
   readonly watchdogMs: number;
   readonly #kubeconfig: KubeConfig;
   readonly #listFn: (opts: InformerListOptions) => Promise<InformerListPage<T>>;
-  readonly #backoff: BackoffOptions;
+  readonly #reflector: Reflector<KubernetesObject>;
   readonly #watchTimeout: { min: number; max: number };
   readonly #pageSize: number;
   readonly #listTimeoutMs: number;
@@ -173,20 +157,13 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   #cache = new Map<string, T>();
   readonly #handlers = new Set<InformerHandler<T>>();
-  #resourceVersion: string | undefined;
   #synced = false;
   #running: Promise<void> | undefined;
   #started: Promise<void> | undefined;
   #resolveStarted: (() => void) | undefined;
   #rejectStarted: ((err: Error) => void) | undefined;
   readonly #stop = new AbortController();
-  #abortWatch: (() => void) | undefined;
 
-  #lists = 0;
-  #watches = 0;
-  #watchdogFires = 0;
-  #errors = 0;
-  #events = 0;
   #lastEventTime: number | undefined;
   #lastSyncTime: number | undefined;
 
@@ -204,9 +181,6 @@ export class ResilientInformer<T extends KubernetesObject> {
       listTimeoutMs = 60_000,
       objectType,
     } = options;
-    if (!kubeconfig || typeof kubeconfig.getCurrentCluster !== 'function') {
-      throw new Error('ResilientInformer: kubeconfig must be a KubeConfig');
-    }
     if (!kubeconfig.getCurrentCluster()) {
       throw new Error('ResilientInformer: the kubeconfig has no current cluster');
     }
@@ -247,7 +221,6 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.labelSelector = labelSelector;
     this.fieldSelector = fieldSelector;
     this.watchdogMs = watchdogMs;
-    this.#backoff = { initialMs: backoff.initialMs, maxMs: backoff.maxMs, jitter: JITTER };
     this.#watchTimeout = { min, max };
     this.#pageSize = pageSize;
     this.#listTimeoutMs = listTimeoutMs;
@@ -255,6 +228,22 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.#transform = options.transform ?? ((obj) => obj);
     this.name = options.name ?? path;
     this.#log = options.log ?? silentLog;
+    this.#reflector = new Reflector<KubernetesObject>({
+      name: `informer ${this.name}`,
+      list: () => this.#relist(),
+      watch: (resourceVersion, onEvent, signal) => this.#watch(resourceVersion, onEvent, signal),
+      onEvent: (type, raw) => this.#handleEvent(type, raw),
+      isGone: (err) => errorCode(err) === 410,
+      backoff: { initialMs: backoff.initialMs, maxMs: backoff.maxMs, jitter: JITTER },
+      // As client-go's reflector after most failures: a list brings the whole cache back, whatever the
+      // server lost meanwhile.
+      relistAfterFailure: true,
+      // A watch the watchdog cut lasted as long as it could: a short watchdog must still reset the backoff.
+      healthyMs: Math.min(watchdogMs, HEALTHY_WATCH_MS),
+      watchdog: { afterMs: watchdogMs, probe: () => this.#probeConnection() },
+      describe: describeError,
+      log: this.#log,
+    });
   }
 
   /** True once the first list is in the cache (stays true through later relists). */
@@ -275,14 +264,13 @@ export class ResilientInformer<T extends KubernetesObject> {
     });
     // Rejected only by stop(): whoever stopped it need not also handle the rejection.
     this.#started.catch(() => {});
-    this.#running = this.#run();
+    this.#running = this.#reflector.run(this.#stop.signal);
     return this.#started;
   }
 
   /** Stops watching; resolves once the loop has exited. The cache keeps its last contents. */
   async stop(): Promise<void> {
     if (!this.#stop.signal.aborted) this.#stop.abort();
-    this.#abortWatch?.();
     this.#rejectStarted?.(new Error(`informer ${this.name} was stopped before it synced`));
     this.#resolveStarted = undefined;
     this.#rejectStarted = undefined;
@@ -329,95 +317,23 @@ export class ResilientInformer<T extends KubernetesObject> {
   }
 
   stats(): InformerStats {
+    const r = this.#reflector.stats();
     return {
       synced: this.#synced,
       items: this.#cache.size,
-      relists: Math.max(0, this.#lists - 1),
-      watchRestarts: Math.max(0, this.#watches - 1),
-      watchdogFires: this.#watchdogFires,
-      errors: this.#errors,
-      events: this.#events,
+      relists: Math.max(0, r.lists - 1),
+      watchRestarts: Math.max(0, r.watches - 1),
+      watchdogFires: r.silences,
+      errors: r.failures,
+      events: r.events,
       lastEventTime: this.#lastEventTime,
       lastSyncTime: this.#lastSyncTime,
-      resourceVersion: this.#resourceVersion,
+      resourceVersion: this.#reflector.resourceVersion,
     };
   }
 
-  async #run(): Promise<void> {
-    const signal = this.#stop.signal;
-    let failures = 0;
-    let needList = true;
-    while (!signal.aborted) {
-      try {
-        if (needList) {
-          await this.#relist();
-          needList = false;
-          if (signal.aborted) break;
-        }
-        const outcome = await this.#watchOnce();
-        if (signal.aborted || outcome.kind === 'stopped') break;
-        // A watch that delivered something, or lasted, was healthy: the failure streak is over.
-        const healthy = outcome.events > 0 || outcome.ms >= Math.min(this.watchdogMs, 10_000);
-        if (healthy) failures = 0;
-        if (outcome.kind === 'ended') {
-          if (healthy || outcome.ms >= QUICK_END_MS) {
-            this.#log('debug', `informer ${this.name}: watch ended; re-watching`, {
-              resourceVersion: this.#resourceVersion,
-            });
-            continue;
-          }
-          // Closed at once without an event: re-watch, but not in a tight loop.
-          failures++;
-          await sleep(backoffDelay(failures, this.#backoff), signal);
-          continue;
-        }
-        if (outcome.kind === 'watchdog') {
-          // Silence is either a quiet collection or a dead connection. A new watch from the last
-          // resourceVersion loses nothing either way (only 410 needs a relist; relisting 5,000 nodes every
-          // 90 s in a quiet cluster would not be cheap); a dead pooled connection must go first, or every
-          // request would keep riding it.
-          const alive = await this.#probeConnection();
-          this.#log(
-            alive ? 'info' : 'warn',
-            `informer ${this.name}: no event or bookmark for ${this.watchdogMs} ms; re-watching`,
-            {
-              resourceVersion: this.#resourceVersion,
-              connection: alive ? 'answers' : 'did not answer: connections reset',
-            },
-          );
-          if (!alive) {
-            failures++;
-            await sleep(backoffDelay(failures, this.#backoff), signal);
-          }
-          continue;
-        }
-        this.#log('info', `informer ${this.name}: resourceVersion expired (410 Gone); relisting`, {
-          resourceVersion: this.#resourceVersion,
-        });
-        needList = true;
-        if (!healthy) {
-          // Relisting after every watch that failed at once would be a tight loop.
-          failures++;
-          await sleep(backoffDelay(failures, this.#backoff), signal);
-        }
-      } catch (err) {
-        if (signal.aborted) break;
-        failures++;
-        this.#errors++;
-        needList = true;
-        const delay = backoffDelay(failures, this.#backoff);
-        this.#log(
-          'warn',
-          `informer ${this.name}: ${describeError(err)}; relisting in ${Math.round(delay)} ms (failure ${failures})`,
-          { code: errorCode(err), failures, delayMs: Math.round(delay) },
-        );
-        await sleep(delay, signal);
-      }
-    }
-  }
-
-  /** Lists the whole collection (paginated) and replaces the cache with it, emitting the differences. */
-  async #relist(): Promise<void> {
+  /** Lists the whole collection (paginated); applying it replaces the cache (#replace). */
+  async #relist(): Promise<Listed> {
     const items = new Map<string, T>();
     let resourceVersion: string | undefined;
     let cont: string | undefined;
@@ -442,7 +358,7 @@ export class ResilientInformer<T extends KubernetesObject> {
         }
         throw err;
       }
-      if (this.#stop.signal.aborted) return;
+      if (this.#stop.signal.aborted) return { resourceVersion };
       if (!page || !Array.isArray(page.items)) throw new Error('list returned no items array');
       const kind = page.kind?.endsWith('List') ? page.kind.slice(0, -'List'.length) : undefined;
       for (const item of page.items) {
@@ -455,7 +371,11 @@ export class ResilientInformer<T extends KubernetesObject> {
       cont = page.metadata?._continue || undefined;
       if (cont === undefined) break;
     }
+    return { resourceVersion, apply: () => this.#replace(items, resourceVersion) };
+  }
 
+  /** Replaces the cache with a list, emitting the differences. */
+  #replace(items: Map<string, T>, resourceVersion: string | undefined): void {
     const changes: Array<[InformerEventType, T, T | undefined]> = [];
     for (const [key, item] of items) {
       const old = this.#cache.get(key);
@@ -480,16 +400,14 @@ export class ResilientInformer<T extends KubernetesObject> {
       }
     }
     this.#cache = items;
-    this.#resourceVersion = resourceVersion;
-    this.#lists++;
     this.#lastSyncTime = Date.now();
-    this.#log(this.#lists === 1 ? 'debug' : 'info', `informer ${this.name}: listed ${items.size} objects`, {
+    const first = !this.#synced;
+    this.#log(first ? 'debug' : 'info', `informer ${this.name}: listed ${items.size} objects`, {
       resourceVersion,
       added: changes.filter(([t]) => t === 'add').length,
       updated: changes.filter(([t]) => t === 'update').length,
       deleted: changes.filter(([t]) => t === 'delete').length,
     });
-    const first = !this.#synced;
     this.#synced = true;
     for (const [type, obj, old] of changes) this.#emit(type, obj, old);
     if (first) {
@@ -523,96 +441,75 @@ export class ResilientInformer<T extends KubernetesObject> {
     });
   }
 
-  /** One watch from the current resourceVersion, until it ends, fails, goes silent or is stopped. */
-  #watchOnce(): Promise<WatchOutcome> {
-    return new Promise<WatchOutcome>((resolve, reject) => {
-      const started = Date.now();
+  /**
+   * One watch from `resourceVersion` (the reflector's `watch`): resolves when the server ends it or
+   * `signal` aborts; rejects on a failure or an ERROR event (a WatchError with the event's code).
+   */
+  #watch(
+    resourceVersion: string | undefined,
+    onEvent: (type: string, raw: KubernetesObject) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal.aborted) {
+        resolve();
+        return;
+      }
       let settled = false;
-      let events = 0;
       let controller: AbortController | undefined;
-      let watchdog: NodeJS.Timeout | undefined;
-      const finish = (outcome: WatchOutcome['kind'] | Error) => {
+      const finish = (err?: unknown) => {
         if (settled) return;
         settled = true;
-        clearTimeout(watchdog);
-        this.#abortWatch = undefined;
+        signal.removeEventListener('abort', onAbort);
         controller?.abort();
-        if (outcome instanceof Error) reject(outcome);
-        else resolve({ kind: outcome, events, ms: Date.now() - started });
+        if (err === undefined) resolve();
+        else reject(err instanceof Error ? err : new Error(String(err)));
       };
-      const armWatchdog = () => {
-        clearTimeout(watchdog);
-        watchdog = setTimeout(() => {
-          this.#watchdogFires++;
-          finish('watchdog');
-        }, this.watchdogMs);
-      };
-      this.#abortWatch = () => finish('stopped');
-      armWatchdog();
+      const onAbort = () => finish();
+      signal.addEventListener('abort', onAbort, { once: true });
 
       const { min, max } = this.#watchTimeout;
       const query: Record<string, string | number | boolean | undefined> = {
         allowWatchBookmarks: true,
         timeoutSeconds: min + Math.floor(Math.random() * (max - min + 1)),
-        resourceVersion: this.#resourceVersion,
+        resourceVersion,
         labelSelector: this.labelSelector,
         fieldSelector: this.fieldSelector,
       };
       const watch = new Watch(this.#kubeconfig);
-      // The client's own inactivity timeout (30 s) would end quiet watches between bookmarks (about one
-      // a minute); the watchdog above is the inactivity timeout here.
-      (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = this.watchdogMs + 30_000;
-      this.#watches++;
+      // The client's own inactivity timeout must not end quiet watches between bookmarks (about one a
+      // minute): the watchdog is the inactivity timeout here.
+      setWatchInactivityTimeout(watch, this.watchdogMs + 30_000);
       watch
         .watch(
           this.path,
           query,
           (type: string, raw: unknown) => {
             if (settled) return;
-            // An ERROR ends the watch; it does not show the watch was healthy.
-            if (type !== 'ERROR') events++;
-            this.#events++;
-            this.#lastEventTime = Date.now();
-            armWatchdog();
-            const outcome = this.#handleEvent(type, raw);
-            if (outcome) finish(outcome);
+            if (type === 'ERROR') finish(watchEventError(raw));
+            else onEvent(type, raw as KubernetesObject);
           },
-          (err: unknown) => {
-            if (settled) return;
-            if (err == null) finish('ended');
-            else if (errorCode(err) === 410) finish('gone');
-            else finish(err instanceof Error ? err : new Error(String(err)));
-          },
+          (err: unknown) => finish(err ?? undefined),
         )
         .then(
           (c) => {
             controller = c;
             if (settled) c.abort();
           },
-          (err: unknown) => finish(err instanceof Error ? err : new Error(String(err))),
+          (err: unknown) => finish(err ?? new Error('the watch could not be opened')),
         );
     });
   }
 
-  /** Applies one watch event; returns how the watch ends if the event ends it. */
-  #handleEvent(type: string, raw: unknown): 'gone' | Error | undefined {
-    if (type === 'ERROR') {
-      const status = raw as { code?: number; message?: string; reason?: string } | undefined;
-      if (status?.code === 410) return 'gone';
-      return new WatchError(
-        `watch error: ${status?.message ?? status?.reason ?? 'unknown'} (code ${status?.code})`,
-        status?.code,
-      );
-    }
+  /** Applies one watch event or bookmark (the reflector tracks its resourceVersion). */
+  #handleEvent(type: string, raw: KubernetesObject): void {
+    this.#lastEventTime = Date.now();
+    if (type === 'BOOKMARK') return;
     const obj = this.#decode(raw);
     const rv = obj?.metadata?.resourceVersion;
-    if (type === 'BOOKMARK') {
-      if (rv) this.#resourceVersion = rv;
-      return undefined;
-    }
     if (!obj?.metadata?.name) {
       this.#log('warn', `informer ${this.name}: ignoring a ${type} event without an object name`);
-      return undefined;
+      return;
     }
     const key = objectKey(obj);
     const old = this.#cache.get(key);
@@ -631,8 +528,6 @@ export class ResilientInformer<T extends KubernetesObject> {
     } else {
       this.#log('debug', `informer ${this.name}: ignoring watch event type ${type}`);
     }
-    if (rv) this.#resourceVersion = rv;
-    return undefined;
   }
 
   /**
@@ -666,7 +561,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     if (!type) return this.#transform(raw as T);
     let obj: T;
     try {
-      obj = ObjectSerializer.deserialize(raw, type, '') as T;
+      obj = deserializeModel<T>(raw, type);
     } catch {
       obj = raw as T;
     }
@@ -701,9 +596,16 @@ function modelName(apiVersion: string | undefined, kind: string | undefined): st
   return `${version[0]?.toUpperCase()}${version.slice(1)}${kind}`;
 }
 
+/** The failure an ERROR event (a Status object) ends a watch with. */
+function watchEventError(raw: unknown): WatchError {
+  const status = raw as { code?: number; message?: string; reason?: string } | undefined;
+  return new WatchError(
+    `watch error: ${status?.message ?? status?.reason ?? 'unknown'} (code ${status?.code})`,
+    status?.code,
+  );
+}
+
+/** The HTTP status of a failed list (ApiException), watch (its `done`) or ERROR event (WatchError). */
 function errorCode(err: unknown): number | undefined {
-  const code = statusCode(err) ?? (err as { statusCode?: unknown; code?: unknown } | undefined)?.statusCode;
-  if (typeof code === 'number') return code;
-  const own = (err as { code?: unknown } | undefined)?.code;
-  return typeof own === 'number' ? own : undefined;
+  return statusCode(err) ?? watchFailureStatus(err) ?? (err instanceof WatchError ? err.code : undefined);
 }
