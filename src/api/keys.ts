@@ -82,9 +82,6 @@ export const Taints = {
   rebootPending: 'nuo.dev/reboot-pending',
 } as const;
 
-/** operator: `plan.nuo.dev/<plan>` = hash of the plan applied to the node. */
-export const planLabel = (plan: string) => `plan.nuo.dev/${plan}`;
-
 /** Kubernetes' own keys nuo reads. */
 export const Kubernetes = {
   /** Set by the kubelet on mirror pods of static pods; such pods cannot be evicted. */

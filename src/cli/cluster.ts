@@ -1,21 +1,21 @@
 import { parseArgs } from 'node:util';
-import { type ClusterOptions, type LocalCluster, startCluster } from '../sim/cluster/cluster.ts';
 import { positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
+import { type ClusterHarness, loadHarness } from './harness.ts';
 
 /** Starts a local cluster, prints how to reach it, and keeps it up until Ctrl-C. */
-export async function runLocalCluster(
-  options: ClusterOptions,
-  afterStart: (cluster: LocalCluster) => Promise<void> = async () => {},
-): Promise<number> {
+async function runLocalCluster(harness: ClusterHarness, nodes: number, zones: number): Promise<number> {
   const started = Date.now();
-  const cluster = await startCluster({ ...options, log: (line) => process.stderr.write(`  ${line}\n`) });
+  const cluster = await harness.startCluster({
+    nodes,
+    zones,
+    log: (line) => process.stderr.write(`  ${line}\n`),
+  });
   try {
-    await afterStart(cluster);
     process.stdout.write(
       [
         '',
-        `Local cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s: Kubernetes ${cluster.binaries.versions.kubernetes}, ${options.nodes ?? 0} KWOK nodes.`,
+        `Local cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s: Kubernetes ${cluster.binaries.versions.kubernetes}, ${nodes} KWOK nodes.`,
         `  export KUBECONFIG=${cluster.kubeconfigPath}`,
         `  ${cluster.binaries.path.kubectl} get nodes -L topology.kubernetes.io/zone`,
         `Component logs: ${cluster.dir}/logs`,
@@ -47,6 +47,8 @@ export const clusterCommand: Command = {
     'Flags:',
     '  --nodes N   nodes to create (default 3)',
     '  --zones Z   zones to spread them over (default 1)',
+    '',
+    'Runs from a source checkout only (npm install && npm run cluster): the build leaves out the harness.',
   ].join('\n'),
   async run(argv) {
     const { positionals, values } = parseArgs({
@@ -60,6 +62,8 @@ export const clusterCommand: Command = {
     }
     const nodes = positiveInt('nodes', values.nodes, 3);
     const zones = positiveInt('zones', values.zones, 1, 1);
-    return runLocalCluster({ nodes, zones });
+    const harness = await loadHarness<ClusterHarness>('cluster/cluster.ts', 'cluster', 'cluster');
+    if (!harness) return 2;
+    return runLocalCluster(harness, nodes, zones);
   },
 };

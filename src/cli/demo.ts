@@ -1,16 +1,7 @@
 import { parseArgs } from 'node:util';
-import { runDemo } from '../sim/demo.ts';
-import { parseDuration } from '../util/duration.ts';
-import { positiveInt } from './args.ts';
+import { durationFlag, positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
-
-function duration(flag: string, value: string | undefined, fallback: string): number {
-  try {
-    return parseDuration(value ?? fallback);
-  } catch (err) {
-    throw new UsageError(`--${flag}: ${(err as Error).message}`);
-  }
-}
+import { type DemoHarness, loadHarness } from './harness.ts';
 
 export const demoCommand: Command = {
   name: 'demo',
@@ -30,6 +21,8 @@ export const demoCommand: Command = {
     '  --reboot-time D       how long a simulated reboot takes (default 5s)',
     '  --soak D              Ready time required after a reboot (default 2s)',
     '  --keep                keep the cluster up after the rollout until Ctrl-C',
+    '',
+    'Runs from a source checkout only (npm install && npm run demo): the build leaves out the harness.',
   ].join('\n'),
   async run(argv) {
     const { values, positionals } = parseArgs({
@@ -49,12 +42,16 @@ export const demoCommand: Command = {
     const nodes = positiveInt('nodes', values.nodes, 12, 1);
     const zones = positiveInt('zones', values.zones, 3, 1);
     const maxUnavailable = positiveInt('max-unavailable', values['max-unavailable'], 3, 1);
-    return runDemo({
+    const rebootMs = durationFlag('reboot-time', values['reboot-time'], '5s');
+    const soakMs = durationFlag('soak', values.soak, '2s');
+    const harness = await loadHarness<DemoHarness>('demo.ts', 'demo', 'demo');
+    if (!harness) return 2;
+    return harness.runDemo({
       nodes,
       zones,
       maxUnavailable,
-      rebootMs: duration('reboot-time', values['reboot-time'], '5s'),
-      soakMs: duration('soak', values.soak, '2s'),
+      rebootMs,
+      soakMs,
       keep: values.keep,
       out: (text) => process.stdout.write(text),
       tty: process.stdout.isTTY === true,

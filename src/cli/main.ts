@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { type Command, UsageError } from './command.ts';
 
 /**
@@ -13,7 +14,8 @@ interface Entry {
 const commands: Entry[] = [
   {
     name: 'demo',
-    summary: 'roll a reboot through a local cluster of simulated nodes, with live progress',
+    summary:
+      'roll a reboot through a local cluster of simulated nodes, with live progress (source checkout only)',
     load: async () => (await import('./demo.ts')).demoCommand,
   },
   {
@@ -58,7 +60,7 @@ const commands: Entry[] = [
   },
   {
     name: 'cluster',
-    summary: 'start a local Kubernetes control plane with KWOK nodes (for trying nuo out)',
+    summary: 'start a local Kubernetes control plane with KWOK nodes to try nuo on (source checkout only)',
     load: async () => (await import('./cluster.ts')).clusterCommand,
   },
 ];
@@ -73,8 +75,28 @@ function help(): string {
     'Commands:',
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
-    'Run "nuo <command> --help" for a command\'s flags.',
+    'Run "nuo <command> --help" for a command\'s flags, "nuo --version" for the version.',
+    '"Source checkout only": the build (dist/) leaves out the simulation harness these commands drive.',
   ].join('\n');
+}
+
+/**
+ * nuo's version, from the nearest package.json named "nuo" above this module: found from src/cli and
+ * from dist/src/cli alike, since an image ships package.json beside dist/ (it makes dist/ ESM).
+ */
+function version(): string {
+  for (let dir = new URL('./', import.meta.url); dir.pathname !== '/'; dir = new URL('../', dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === 'nuo' && pkg.version) return pkg.version;
+    } catch {
+      // No package.json here (or not JSON): look one directory up.
+    }
+  }
+  return 'unknown';
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -82,6 +104,10 @@ export async function main(argv: string[]): Promise<number> {
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
     process.stdout.write(`${help()}\n`);
     return name === undefined ? 2 : 0;
+  }
+  if (name === '--version') {
+    process.stdout.write(`nuo ${version()}\n`);
+    return 0;
   }
   const entry = commands.find((c) => c.name === name);
   if (!entry) {

@@ -15,7 +15,7 @@ import { kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
 const HEAP_GROWING = '--heap-growing-percent=50';
 
 /** A KubeLog writing JSON lines through pino (structured, cheap, what log pipelines expect). */
-export function pinoLog(name: string): KubeLog {
+function pinoLog(name: string): KubeLog {
   const logger = pino({ name, level: process.env.NUO_LOG_LEVEL ?? 'info' }, destination(2));
   return (level, msg, fields = {}) => logger[level](fields, msg);
 }

@@ -1,0 +1,49 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { err } from './command.ts';
+
+/** What `nuo demo` needs of src/sim/demo.ts (test/unit/build.test.ts checks that the module fits). */
+export interface DemoHarness {
+  runDemo: (options: {
+    nodes: number;
+    zones: number;
+    maxUnavailable: number;
+    rebootMs: number;
+    soakMs: number;
+    keep: boolean;
+    out: (text: string) => void;
+    tty: boolean;
+  }) => Promise<number>;
+}
+
+/** What `nuo cluster up` needs of src/sim/cluster/cluster.ts (checked as DemoHarness is). */
+export interface ClusterHarness {
+  startCluster: (options: { nodes: number; zones: number; log: (line: string) => void }) => Promise<{
+    dir: string;
+    kubeconfigPath: string;
+    binaries: { versions: { kubernetes: string }; path: { kubectl: string } };
+    stop(): Promise<void>;
+  }>;
+}
+
+/**
+ * Loads a module of the simulation harness, src/sim, or says why it cannot and returns undefined.
+ * The harness is loaded by a computed path, never a static import: tsc follows imports (type-only ones
+ * too) into the build, and the build must not ship a local control plane and simulated hosts.
+ * From dist/ the sources are absent, so `nuo demo` and `nuo cluster` run from a source checkout only.
+ */
+export async function loadHarness<T>(
+  module: string,
+  command: string,
+  script: string,
+): Promise<T | undefined> {
+  const url = new URL(`../sim/${module}`, import.meta.url);
+  if (!existsSync(fileURLToPath(url))) {
+    err(
+      `nuo ${command} runs from a source checkout of nuo, not from the build: dist/ leaves out the simulation harness (src/sim).\n` +
+        `In a clone of the nuo repository: npm install && npm run ${script}`,
+    );
+    return undefined;
+  }
+  return (await import(url.href)) as T;
+}
