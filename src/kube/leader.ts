@@ -6,10 +6,16 @@
  *   renewTime is never compared with the local clock, so clock skew between replicas does not matter.
  * - Every write is conditional on the resourceVersion read (create, or replace); a 409 means someone
  *   else wrote: re-read and decide again, never force.
- * - The leader renews every retryPeriod. If no renewal succeeded for renewDeadline it steps down at
- *   once, even while a request hangs: the signal given to onStartedLeading aborts and onStoppedLeading
- *   runs. renewDeadline < leaseDuration, so that happens before any other candidate may take over.
- *   `isLeader()` answers from the same clock: guard every actuation with it.
+ * - A successful write (create, take over or renew) counts from the instant it was sent, not from when
+ *   the attempt began (its read may have hung) nor from when the answer came: nobody can see the record
+ *   before it was sent, so nobody can take over before that instant + leaseDuration.
+ * - The leader renews every retryPeriod, counted from the start of the previous attempt, so after a slow
+ *   write the next renewal goes out at once. If no write sent within the last renewDeadline succeeded
+ *   it steps down at once, even while a request hangs: the signal given to onStartedLeading aborts and
+ *   onStoppedLeading runs. renewDeadline < leaseDuration, so that happens before any other candidate may
+ *   take over. `isLeader()` answers from the same clock: guard every actuation with it.
+ * - A candidate starts leading only if its winning write left at least a retryPeriod of the renew
+ *   deadline; otherwise it renews first, so a slow acquire cannot lead and step down moments later.
  * - When `run(signal)` is aborted, the leader steps down and releases the Lease (conditionally), so a
  *   standby can take over at once instead of waiting out the lease.
  */
@@ -143,7 +149,7 @@ export interface LeaderElectorStats {
   renewals: number;
   /** Failed acquire or renew attempts (API errors). */
   failures: number;
-  /** Date.now() of the start of the last successful acquire or renew. */
+  /** Date.now() when the last successful acquire or renew write was sent. */
   lastRenewTime: number | undefined;
 }
 
@@ -169,7 +175,7 @@ export class LeaderElector {
   #leader: string | undefined;
   #leading = false;
   #leaderScope: AbortController | undefined;
-  /** Monotonic time (performance.now()) of the start of the last successful acquire or renew. */
+  /** Monotonic time (performance.now()) when the last successful acquire or renew write was sent. */
   #lastRenewAt: number | undefined;
   /** The same instant by the wall clock, for stats. */
   #lastRenewWall: number | undefined;
@@ -245,8 +251,8 @@ export class LeaderElector {
   }
 
   /**
-   * True only while this candidate leads and its last successful renewal is younger than
-   * renewDeadlineMs. Check it right before every actuation.
+   * True only while this candidate leads and its last successful write was sent less than
+   * renewDeadlineMs ago. Check it right before every actuation.
    */
   isLeader(): boolean {
     return (
@@ -299,10 +305,18 @@ export class LeaderElector {
     while (!signal.aborted) {
       const result = await this.#attempt(signal, false);
       if (signal.aborted) return false;
-      // A write that took longer than the renew deadline is already stale: renew before leading.
-      const fresh = monotonic() - (this.#lastRenewAt ?? Number.NEGATIVE_INFINITY) < this.renewDeadlineMs;
-      if (result === 'leading' && fresh) return true;
-      if (result === 'leading') continue;
+      if (result === 'leading') {
+        // Lead only with at least a retryPeriod of the renew deadline left, else renew at once first:
+        // with less, the first renewal could hardly land in time and leading would end at once,
+        // aborting the drains it had started.
+        const left = (this.#lastRenewAt ?? Number.NEGATIVE_INFINITY) + this.renewDeadlineMs - monotonic();
+        if (left >= this.retryPeriodMs) return true;
+        this.#log(
+          'info',
+          `leader election: ${this.identity} holds ${this.#leaseName()} but its write was slow (${Math.max(0, Math.round(left))} ms of the ${this.renewDeadlineMs} ms renew deadline left); renewing before leading`,
+        );
+        continue;
+      }
       await sleep(this.retryPeriodMs * (1 + 0.2 * Math.random()), signal);
     }
     return false;
@@ -339,9 +353,14 @@ export class LeaderElector {
       signal.addEventListener('abort', onAbort, { once: true });
       armDeadline();
       void (async () => {
+        // Attempts start retryPeriod after the previous one started (the first, after the acquiring
+        // write was sent), at once if it took longer: a slow write leaves the next renewal the rest of
+        // the deadline instead of a retryPeriod less.
+        let last = this.#lastRenewAt ?? monotonic();
         while (!scope.signal.aborted) {
-          await sleep(this.retryPeriodMs, scope.signal);
+          await sleep(last + this.retryPeriodMs - monotonic(), scope.signal);
           if (scope.signal.aborted) return;
+          last = monotonic();
           const result = await this.#attempt(scope.signal, true);
           if (scope.signal.aborted) return;
           if (result === 'leading') armDeadline();
@@ -359,8 +378,6 @@ export class LeaderElector {
    * and count as "not leading" for this attempt.
    */
   async #attempt(signal: AbortSignal, renewing: boolean): Promise<Attempt> {
-    const started = monotonic();
-    const startedWall = Date.now();
     try {
       // The leader renews from the copy it last wrote (a 409 tells if anyone else wrote since);
       // a candidate always reads.
@@ -381,6 +398,9 @@ export class LeaderElector {
           return 'not-leading';
         }
         try {
+          // Stamped right before the write leaves: the earliest instant anyone can see the record.
+          const sent = monotonic();
+          const sentWall = Date.now();
           const written =
             decision.action === 'create'
               ? await this.#api.createNamespacedLease(
@@ -393,8 +413,8 @@ export class LeaderElector {
                 );
           this.#lease = written;
           this.#observe(leaseRecord(written));
-          this.#lastRenewAt = started;
-          this.#lastRenewWall = startedWall;
+          this.#lastRenewAt = sent;
+          this.#lastRenewWall = sentWall;
           this.#lastError = undefined;
           if (decision.action === 'renew' && renewing) this.#renewals++;
           if (decision.action !== 'renew' || !renewing) {
