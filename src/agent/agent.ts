@@ -195,6 +195,7 @@ export class NodeAgent {
           : await this.#o.grants.verify(grant, { node: this.#o.nodeName, bootId: this.#bootId }),
       detection: this.#detection,
       rebootRequested: this.#rebootRequested,
+      unschedulable: node.spec?.unschedulable === true,
     });
     const line = step.log ? `${this.#o.nodeName}: ${step.log.message}` : '';
     if (step.log && line !== this.#lastStepLog) this.#o.log(step.log.level, line);

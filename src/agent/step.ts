@@ -16,6 +16,8 @@ export interface StepInput {
   detection: Detection;
   /** This agent process already asked its Rebooter to reboot. */
   rebootRequested: boolean;
+  /** The node is cordoned (`spec.unschedulable`): a drained node stays so until its attempt ends. */
+  unschedulable: boolean;
 }
 
 export interface Step {
@@ -71,6 +73,16 @@ export function agentStep(input: StepInput): Step {
         ...needPatch(a, input.detection),
       },
       log: { level: 'info', message: `back after reboot (boot ${input.bootId}, before ${before})` },
+    };
+  }
+  // Someone uncordoned the node since its drain (pods may be scheduled onto it again): never reboot it
+  // so; the operator cordons it again and drains it once more.
+  if (granted && !input.unschedulable && !input.rebootRequested) {
+    return {
+      log: {
+        level: 'warn',
+        message: 'granted, but the node is schedulable (uncordoned since its drain): not rebooting',
+      },
     };
   }
   if (inProgress) {

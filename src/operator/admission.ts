@@ -79,7 +79,10 @@ export function admit(input: AdmissionInput): Admission {
   for (const n of admissionOrder(input.waiting, input.successors)) {
     const gate = { node: n, config: c, now: t, pass };
     let wait: Wait | undefined = firstWait(NODE_GATES, gate);
-    if (!wait && used >= input.slots) {
+    // A node unavailable already (cordoned by someone else, NotReady) is counted in `used`: its admission
+    // takes no new slot, so it fits while the budget is not exceeded.
+    const usedAfter = unavailableWithoutSlot(n) ? used : used + 1;
+    if (!wait && usedAfter > input.slots) {
       wait = { reason: `waiting for a free slot (maxUnavailable ${input.slots})` };
       if (n.state === Phase.pending && !input.successors.has(n.name)) nextInLine.push(n);
     }
@@ -118,8 +121,16 @@ export function outsideSlots(
   for (const n of eligible) {
     if (skip(n.name)) continue;
     const need = needsReboot(n, t);
-    if (!need) actions.push(...idleStep(n, wake));
-    // A phase of an attempt without a slot behind it (its slot was freed by hand, say): start over.
+    // A phase of an attempt without a slot behind it (its slot was freed by hand, say) and nothing left
+    // to do: the attempt ends as an abort would, nuo's cordon undone.
+    if (!need && !outsideAttempt(n))
+      actions.push({
+        type: 'end',
+        node: n.name,
+        reason: withProblems(n, 'no reboot needed; attempt ended without a slot'),
+      });
+    else if (!need) actions.push(...idleStep(n, wake));
+    // Such a phase while the need remains: start over.
     else if (!outsideAttempt(n))
       actions.push({ type: 'pending', node: n.name, reason: withProblems(n, need) });
     else if (!promised.has(n.name)) waiting.push(n);

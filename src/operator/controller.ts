@@ -30,6 +30,7 @@ import { MALFORMED } from './need.ts';
 import { type NodeView, sameView, slimNode, viewNode } from './node-view.ts';
 import { Conflict, NodeWriter } from './node-writer.ts';
 import { type NodeWrite, patchFor, type WriteAction } from './node-writes.ts';
+import { UNCORDONED_DURING_DRAIN } from './phase-steps.ts';
 import { informerProgress, liveness, Progress, readiness } from './probes.ts';
 import { SoakClock } from './soak-clock.ts';
 
@@ -307,6 +308,7 @@ export class Operator {
         ledger: ledger.ledger,
         draining: this.#drains.running(),
         admitting: this.#admitting,
+        ownGrant: this.#grants.signed,
         health,
       },
       this.#decideConfig,
@@ -482,6 +484,7 @@ export class Operator {
         ledger: { slots: { [view.name]: slot } },
         draining: this.#drains.running(),
         admitting: new Set(),
+        ownGrant: this.#grants.signed,
         health: this.#lastPass.health,
       },
       this.#decideConfig,
@@ -514,6 +517,7 @@ export class Operator {
         ledger,
         draining: this.#drains.running(),
         admitting: this.#admitting,
+        ownGrant: this.#grants.signed,
         health: this.#lastPass?.health ?? new Map(),
       },
       this.#decideConfig,
@@ -548,6 +552,13 @@ export class Operator {
         log('info', 'completed', { node: view.name, ...(action.needSurvived ? { needSurvived: true } : {}) });
         this.#handOver(view.name);
         return true;
+      case 'end':
+        await this.#writer.endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
+        log('warn', 'attempt without a slot ended; cordon undone', {
+          node: view.name,
+          reason: action.reason,
+        });
+        return false;
       case 'transition':
         if (action.to === Phase.beforeReboot) {
           await this.#enterAttempt(view, action, now, core);
@@ -659,7 +670,17 @@ export class Operator {
         return;
       }
       try {
-        if (result.outcome === DrainOutcome.drained && !fresh.bootId) {
+        if (result.outcome === DrainOutcome.drained && !fresh.unschedulable) {
+          // Someone uncordoned it during the drain: pods may have landed since the drain's list.
+          const reason = UNCORDONED_DURING_DRAIN;
+          await this.#writer.patch(
+            fresh,
+            this.#write({ type: 'transition', node: name, to: Phase.draining, reason }, fresh, new Date()),
+            this.#core,
+          );
+          this.#events.warning(name, 'UncordonedMidAttempt', reason);
+          this.#o.log('warn', 'uncordoned during its drain: cordoned and drained again', { node: name });
+        } else if (result.outcome === DrainOutcome.drained && !fresh.bootId) {
           // Without a boot ID a grant cannot name the boot it is for, nor a reboot be confirmed.
           await this.#abortNode(fresh, 'the node reports no boot ID (status.nodeInfo.bootID)');
           this.#slotsFreed = true;

@@ -41,6 +41,11 @@ export type DecideConfig = Omit<
 export interface Snapshot {
   nodes: NodeView[];
   ledger: Ledger;
+  /**
+   * Whether the node's `nuo.dev/reboot-ok` is a grant nuo signed for it (checked with the operator's
+   * key); absent, every grant shown in a grant phase is taken as nuo's.
+   */
+  ownGrant?: (n: NodeView) => boolean;
   /** Nodes with a drain running in this process. */
   draining: ReadonlySet<string>;
   /**
@@ -80,6 +85,8 @@ export type Action =
    * the agent reports the need again after the boot (it counts towards a reboot loop).
    */
   | { type: 'complete'; node: string; reason: string; needSurvived?: boolean }
+  /** A phase of an attempt without a slot, nothing needed: Idle with nuo's cordon undone (no slot to free). */
+  | { type: 'end'; node: string; reason: string }
   /** A ledger entry without a live attempt behind it (deleted node, or a node already Idle). */
   | { type: 'release'; node: string; reason: string }
   /** Remove a `nuo.dev/reboot-ok` nuo did not give (written by another client, or left behind). */
@@ -124,7 +131,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const wake = wakeUp(t);
   const byName = new Map(snapshot.nodes.map((n) => [n.name, n]));
   const eligible = snapshot.nodes.filter((n) => c.eligible(n.labels));
-  const actions: Action[] = revokeForeignGrants(snapshot.nodes);
+  const actions: Action[] = revokeForeignGrants(snapshot.nodes, snapshot.ownGrant);
   const stale = releaseStale(snapshot.ledger, byName, t);
   const holders = stale.holders;
   const inFlight = new Set([...snapshot.admitting].filter((name) => !holders.has(name) && byName.has(name)));

@@ -14,9 +14,20 @@ const GRANT_PHASES: ReadonlySet<Phase | undefined> = new Set([
   Phase.failed,
 ]);
 
-export function revokeForeignGrants(nodes: readonly NodeView[]): Action[] {
+/**
+ * Grants to remove: any outside the grant phases, and in RebootGranted one that `ownGrant` says nuo did
+ * not sign (another client's value over nuo's grant: the agent will not reboot on it, and a fresh grant
+ * follows once it is gone).
+ */
+export function revokeForeignGrants(
+  nodes: readonly NodeView[],
+  ownGrant: (n: NodeView) => boolean = () => true,
+): Action[] {
   return nodes
-    .filter((n) => n.grantShown && !GRANT_PHASES.has(n.state))
+    .filter(
+      (n) =>
+        n.grantShown && (!GRANT_PHASES.has(n.state) || (n.state === Phase.rebootGranted && !ownGrant(n))),
+    )
     .map((n) => ({
       type: 'revoke',
       node: n.name,

@@ -8,12 +8,15 @@ import type { CoreV1Api, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import {
   fromPrivatePem,
   GRANT_KEY_NAME,
+  GrantCheck,
   type GrantKeyPair,
   generateGrantKey,
   PRIVATE_KEY_FIELD,
   PUBLIC_KEY_FIELD,
   signGrant,
+  verifyGrant,
 } from '../api/grant.ts';
+import { Annotations } from '../api/keys.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
@@ -98,6 +101,8 @@ export class GrantSigner {
   readonly #core: CoreV1Api;
   readonly #namespace: string;
   #key: Promise<GrantKeyPair> | undefined;
+  /** The key once read: grants are checked with it synchronously, in decide(). */
+  #loaded: GrantKeyPair | undefined;
 
   constructor(core: CoreV1Api, namespace: string) {
     this.#core = core;
@@ -121,11 +126,29 @@ export class GrantSigner {
     return signGrant(key.privateKey, { node: view.name, bootId: view.bootId, attempt });
   }
 
+  /**
+   * Whether `view`'s grant is one this key signed for the node's current boot; true while the key is not
+   * read yet (nothing to check with: the agent still verifies every grant before it reboots).
+   */
+  signed = (view: NodeView): boolean => {
+    const value = view.annotations[Annotations.rebootOk];
+    if (value === undefined || !this.#loaded) return true;
+    return (
+      verifyGrant(this.#loaded.publicKey, value, { node: view.name, bootId: view.bootId }).check !==
+      GrantCheck.forged
+    );
+  };
+
   #signingKey(): Promise<GrantKeyPair> {
-    this.#key ??= ensureGrantKey(this.#core, this.#namespace).catch((err: unknown) => {
-      this.#key = undefined;
-      throw new Error(`cannot sign a reboot grant: the grant key: ${describeError(err)}`);
-    });
+    this.#key ??= ensureGrantKey(this.#core, this.#namespace)
+      .then((key) => {
+        this.#loaded = key;
+        return key;
+      })
+      .catch((err: unknown) => {
+        this.#key = undefined;
+        throw new Error(`cannot sign a reboot grant: the grant key: ${describeError(err)}`);
+      });
     return this.#key;
   }
 }

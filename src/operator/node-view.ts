@@ -37,6 +37,8 @@ export interface NodeView {
   annotations: Record<string, string>;
   /** One of the operator's own keys (state, state-since, failures) holds a value it never writes. */
   ownKeysMalformed: boolean;
+  /** `nuo.dev/state` holds something that is not a phase (another client's write): `state` is undefined. */
+  stateMalformed: boolean;
   hasBeforeRebootLabel: boolean;
   hasAfterRebootLabel: boolean;
   problems: string[];
@@ -121,6 +123,7 @@ export function viewNode(node: V1Node): NodeView {
     ineffectiveReboots,
     annotations: a,
     ownKeysMalformed,
+    stateMalformed: stateRaw !== undefined && state === undefined,
     hasBeforeRebootLabel: labels[Labels.beforeReboot] === 'true',
     hasAfterRebootLabel: labels[Labels.afterReboot] === 'true',
     problems,

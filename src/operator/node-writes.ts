@@ -125,6 +125,13 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
         },
         labels: noHookLabels,
       };
+    case 'end':
+      return transition(
+        { type: 'transition', node: a.node, to: Phase.idle, reason: a.reason, clearGrant: true },
+        n,
+        c,
+        now,
+      );
     case 'complete':
       return {
         annotations: {

@@ -19,6 +19,14 @@ export interface StepContext {
   wake: (at: number) => void;
 }
 
+/** Why a node drained or granted is cordoned and drained again: someone uncordoned it mid-attempt. */
+export const UNCORDONED_DURING_DRAIN =
+  "uncordoned by someone else during its drain: cordoned again (as nuo's), draining again";
+export const UNCORDONED_AFTER_GRANT =
+  "uncordoned by someone else before its reboot: grant withdrawn, cordoned again (as nuo's), draining again";
+
+export const GRANT_REMOVED = 'its grant was removed by someone else before the reboot: draining again';
+
 /** The reason a paused slot holder shows; written once. */
 export const PAUSED_HOLDER = 'paused: holds its slot, no further action';
 
@@ -78,6 +86,20 @@ const rebootGranted: PhaseStep = (n, { config, wake }, age) => {
   if (n.rebootInProgress && bootChanged(n)) return [rebooted(n, 'rebooted: boot ID changed')];
   if (n.rebootInProgress)
     return [{ type: 'transition', node: n.name, to: Phase.rebooting, reason: 'agent is rebooting the node' }];
+  // The grant is gone (removed by someone else, or revoked as not nuo's): drain again (nothing left to
+  // evict, unless pods came back) and grant anew, rather than wait for a reboot that cannot come.
+  if (!n.grantShown) return [{ type: 'transition', node: n.name, to: Phase.draining, reason: GRANT_REMOVED }];
+  // The agent reboots only a cordoned node; pods may have landed since the drain: drain it again.
+  if (!n.unschedulable)
+    return [
+      {
+        type: 'transition',
+        node: n.name,
+        to: Phase.draining,
+        reason: UNCORDONED_AFTER_GRANT,
+        clearGrant: true,
+      },
+    ];
   if (age > config.rebootTimeoutMs)
     return [
       failed(n, `the agent did not start the reboot within ${config.rebootTimeoutMs / 1000}s of the grant`),
@@ -145,8 +167,31 @@ const STEPS: Record<Phase, PhaseStep> = {
   [Phase.failed]: failedPhase,
 };
 
+/**
+ * The next step of a slot holder whose `nuo.dev/state` was overwritten, from what its other keys prove:
+ * the agent's reboot mark says Rebooting (same boot) or AfterReboot (new boot); a grant says
+ * RebootGranted (the agent reboots only on one it verifies). Anything else could be BeforeReboot,
+ * Draining or AfterReboot after the agent cleared its mark: the attempt ends, nuo's cordon undone, rather
+ * than drain and grant a node that may have rebooted already. A need left is admitted again later.
+ */
+export function restorePhase(n: NodeView): Action {
+  const why = `phase restored from the node's other keys (${n.problems[0] ?? 'nuo.dev/state overwritten'})`;
+  const to = (phase: Phase, extra = {}): Action => ({
+    type: 'transition',
+    node: n.name,
+    to: phase,
+    reason: `${phase}: ${why}`,
+    ...extra,
+  });
+  if (n.rebootInProgress)
+    return bootChanged(n) ? to(Phase.afterReboot, { clearGrant: true }) : to(Phase.rebooting);
+  if (n.grantShown) return to(Phase.rebootGranted);
+  return { type: 'end', node: n.name, reason: `its phase was lost, so its attempt ended: ${why}` };
+}
+
 /** The next action of a node that holds a slot, in the phase it is in. */
 export function stepHolder(n: NodeView, ctx: StepContext): Action[] {
+  if (n.stateMalformed) return [restorePhase(n)];
   if (n.paused) return explain(n, PAUSED_HOLDER);
   const since = ms(n.stateSince);
   const age = Number.isNaN(since) ? 0 : ctx.now.getTime() - since;

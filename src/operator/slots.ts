@@ -32,7 +32,9 @@ export function releaseStale(
   for (const [name, slot] of Object.entries(ledger.slots)) {
     const n = byName.get(name);
     if (!n) release(name, 'node no longer exists');
-    else if (!outsideAttempt(n)) continue;
+    // A phase overwritten with nonsense tells nothing of the attempt: the slot stays, the phase is
+    // restored from the node's other keys (phase-steps.ts).
+    else if (n.stateMalformed || !outsideAttempt(n)) continue;
     // Written since its admission: the attempt ended (completed or aborted) and the node is back.
     // Written before it (or never): the admission's node write is still to come — kept, and redone,
     // while the node still needs a reboot.

@@ -26,7 +26,8 @@ const step = (
   detection = notNeeded as typeof needed | typeof notNeeded | typeof unknown,
   rebootRequested = false,
   verdict: GrantVerdict | undefined = annotations[Annotations.rebootOk] ? valid : undefined,
-) => agentStep({ annotations, bootId: 'boot-2', grant: verdict, detection, rebootRequested });
+  unschedulable = true,
+) => agentStep({ annotations, bootId: 'boot-2', grant: verdict, detection, rebootRequested, unschedulable });
 
 test('publishes a detected need and clears it when gone; unknown changes nothing', () => {
   assert.deepEqual(step({}, needed).patch, {
@@ -49,6 +50,20 @@ test('a fresh grant: mark in-progress with the current boot ID, then reboot', ()
   assert.deepEqual(s.patch, { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: 'boot-2' });
   assert.equal(s.reboot, true);
   assert.deepEqual(step(grant, needed, true), {}, 'once per process');
+});
+
+test('a valid grant on a node someone uncordoned since its drain reboots nothing, and writes nothing', () => {
+  const s = step(grant, needed, false, valid, false);
+  assert.equal(s.reboot, undefined);
+  assert.equal(s.patch, undefined);
+  assert.match(s.log?.message ?? '', /schedulable/);
+  const marked = { ...grant, [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: 'boot-2' };
+  assert.equal(
+    step(marked, needed, false, valid, false).reboot,
+    undefined,
+    'not after an agent restart either',
+  );
+  assert.equal(step(marked, needed, false, valid, true).reboot, true, 'cordoned again: it reboots');
 });
 
 test('a grant the operator did not give reboots nothing, and the need is still reported', () => {
@@ -135,6 +150,7 @@ test('mirrors the update engine status', () => {
     bootId: 'b',
     grant: undefined,
     rebootRequested: false,
+    unschedulable: false,
     detection: {
       need: Need.needed,
       reason: 'update_engine: UPDATE_STATUS_UPDATED_NEED_REBOOT',

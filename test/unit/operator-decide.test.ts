@@ -62,9 +62,11 @@ function run(
     draining?: string[];
     admitting?: string[];
     healthy?: string[];
+    ownGrant?: Snapshot['ownGrant'];
   } = {},
 ) {
   const snapshot: Snapshot = {
+    ...(opts.ownGrant ? { ownGrant: opts.ownGrant } : {}),
     nodes: nodes.map(viewNode),
     ledger: opts.ledger ?? { slots: {} },
     draining: new Set(opts.draining ?? []),
@@ -189,6 +191,29 @@ describe('decide: admission', () => {
     const attemptWithoutSlot = run([node('a', p), node('x', { annotations: state(Phase.draining, 5) })]);
     assert.deepEqual(ofType(attemptWithoutSlot.actions, 'admit'), []);
     assert.deepEqual(attemptWithoutSlot.budget.unavailable, ['x']);
+  });
+
+  test('a node unavailable already (cordoned by an admin, NotReady) takes its own place in the budget, never more', () => {
+    const p = { ...needs, ...state(Phase.pending, 10) };
+    const alone = run([node('x', { unschedulable: true, annotations: p }), node('b')]);
+    assert.deepEqual(ofType(alone.actions, 'admit'), ['x'], 'cordoned by an admin, alone in a budget of 1');
+    // (A NotReady node is held back by its own gate until it is Ready again.)
+    for (const o of [{ unschedulable: true }, { ready: false }]) {
+      const two = run([node('x', { ...o, annotations: p }), node('y', { unschedulable: true })]);
+      assert.deepEqual(
+        ofType(two.actions, 'admit'),
+        [],
+        `two unavailable in a budget of 1: ${JSON.stringify(o)}`,
+      );
+      const held = run(
+        [node('x', { ...o, annotations: p }), node('h', { annotations: state(Phase.draining, 5) })],
+        {
+          ledger: { slots: { h: { since: ago(6) } } },
+          draining: ['h'],
+        },
+      );
+      assert.deepEqual(ofType(held.actions, 'admit'), [], `with a holder: ${JSON.stringify(o)}`);
+    }
   });
 
   test('slot holders in the ledger count, whatever their node says', () => {
@@ -335,6 +360,17 @@ describe('decide: hostile values', () => {
       const d = run([node('a', { annotations: { ...forged, ...needs, ...state(phase, 10) } })], slot);
       assert.deepEqual(ofType(d.actions, 'revoke'), [], `${phase}: the grant is nuo's to withdraw`);
     }
+    // With the operator's key at hand, a grant over nuo's own in RebootGranted that nuo did not sign goes.
+    const granted = {
+      annotations: { ...forged, ...needs, ...state(Phase.rebootGranted, 10) },
+      unschedulable: true,
+    };
+    const checked = (own: boolean) => {
+      const snapshot = { ...slot, ownGrant: () => own };
+      return run([node('a', granted)], snapshot);
+    };
+    assert.deepEqual(ofType(checked(false).actions, 'revoke'), ['a'], 'not signed by nuo: removed');
+    assert.deepEqual(ofType(checked(true).actions, 'revoke'), [], "nuo's own: kept");
     const huge = run([node('a', { annotations: { [Annotations.rebootOk]: 'x'.repeat(150_000) } })]);
     const reason = (huge.actions[0] as { reason: string }).reason;
     assert.ok(reason.length < 200, `the reason quotes a bounded prefix: ${reason.length} characters`);
@@ -542,7 +578,10 @@ describe('decide: phases', () => {
   });
 
   test('no reboot within the timeout fails closed: Failed, slot kept', () => {
-    const neverStarted = run([holder('a', state(Phase.rebootGranted, 601))], { ledger: ledger('a') });
+    const granted = { ...state(Phase.rebootGranted, 601), [Annotations.rebootOk]: 'v1.a.b' };
+    const neverStarted = run([holder('a', granted, { unschedulable: true })], {
+      ledger: ledger('a'),
+    });
     assert.equal(neverStarted.actions[0]?.type === 'transition' && neverStarted.actions[0].to, Phase.failed);
     const neverBack = run(
       [
@@ -680,6 +719,52 @@ describe('decide: phases', () => {
     assert.deepEqual(d.actions, [
       { type: 'explain', node: 'a', reason: 'paused: holds its slot, no further action' },
     ]);
+  });
+
+  test("a holder's phase overwritten by another client: the slot is kept, the phase restored from what its keys prove", () => {
+    const garbage = { [Annotations.state]: 'Garbage', [Annotations.stateSince]: ago(1) };
+    const marked = { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: 'boot-1' };
+    const cordoned = { [Annotations.cordonedByNuo]: 'true' };
+    const cases: Array<[string, Record<string, string>, string, string]> = [
+      ['admitted, nothing done yet', {}, 'boot-1', 'end'],
+      ['draining, or back with the mark cleared: never drained and granted again', cordoned, 'boot-1', 'end'],
+      ['granted', { ...cordoned, [Annotations.rebootOk]: 'v1.a.b' }, 'boot-1', Phase.rebootGranted],
+      ['rebooting', { ...cordoned, [Annotations.rebootOk]: 'v1.a.b', ...marked }, 'boot-1', Phase.rebooting],
+      ['back', { ...cordoned, [Annotations.rebootOk]: 'v1.a.b', ...marked }, 'boot-2', Phase.afterReboot],
+    ];
+    for (const [what, keys, bootId, want] of cases) {
+      const d = run(
+        [node('a', { annotations: { ...needs, ...garbage, ...keys }, bootId, unschedulable: true })],
+        {
+          ledger: ledger('a', 60),
+        },
+      );
+      assert.deepEqual(ofType(d.actions, 'release'), [], `${what}: slot kept`);
+      const step = d.actions.find((a) => a.type === 'transition' || a.type === 'end');
+      assert.equal(step?.type === 'transition' ? step.to : step?.type, want, what);
+      assert.match((step as { reason?: string })?.reason ?? '', /phase restored from the node's other keys/);
+    }
+  });
+
+  test('a phase of an attempt without a slot and no need left: the attempt ends, its cordon undone', () => {
+    const d = run([
+      node('x', {
+        unschedulable: true,
+        annotations: { ...state(Phase.draining, 5), [Annotations.cordonedByNuo]: 'true' },
+      }),
+    ]);
+    assert.deepEqual(ofType(d.actions, 'end'), ['x']);
+    const manualDrain = run([
+      node('x', {
+        unschedulable: true,
+        annotations: { ...state(Phase.idle, 5), [Annotations.cordonedByNuo]: 'true' },
+      }),
+    ]);
+    assert.deepEqual(
+      manualDrain.actions,
+      [],
+      '`nuo drain` by hand on an Idle node: its cordon is left to the person',
+    );
   });
 
   test('ledger entries with nothing behind them are released; an admission in flight is kept', () => {

@@ -28,6 +28,10 @@ interface Case {
   bootId?: string;
   draining?: boolean;
   healthy?: boolean;
+  /** spec.unschedulable (default true: nuo's cordon stands from Draining on). */
+  unschedulable?: boolean;
+  /** A grant on the node (default: in RebootGranted). */
+  grant?: boolean;
   /** The action's type and, for a transition, where to. */
   want: string[];
   wakeIn?: number;
@@ -52,6 +56,25 @@ const cases: Case[] = [
   { what: 'draining, drain running', phase: Phase.draining, draining: true, want: [] },
   { what: 'granted, agent silent', phase: Phase.rebootGranted, age: 10, want: [], wakeIn: 50_001 },
   { what: 'granted, agent never started', phase: Phase.rebootGranted, age: 61, want: ['transition Failed'] },
+  {
+    what: 'granted, the grant removed by someone else: drained again',
+    phase: Phase.rebootGranted,
+    grant: false,
+    want: ['transition Draining'],
+  },
+  {
+    what: 'granted, uncordoned by someone else since: drained again',
+    phase: Phase.rebootGranted,
+    unschedulable: false,
+    want: ['transition Draining'],
+  },
+  {
+    what: 'granted, agent rebooting though uncordoned since its mark: the reboot goes on',
+    phase: Phase.rebootGranted,
+    unschedulable: false,
+    annotations: { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: 'boot-1' },
+    want: ['transition Rebooting'],
+  },
   {
     what: 'granted, agent rebooting',
     phase: Phase.rebootGranted,
@@ -141,9 +164,13 @@ const node = (c: Case): V1Node => ({
     annotations: {
       [Annotations.state]: c.phase,
       [Annotations.stateSince]: ago(c.age ?? 0),
+      ...((c.grant ?? c.phase === Phase.rebootGranted)
+        ? { [Annotations.rebootOk]: 'v1.claim.signature' }
+        : {}),
       ...c.annotations,
     },
   },
+  spec: { unschedulable: c.unschedulable ?? true },
   status: {
     nodeInfo: { bootID: c.bootId ?? 'boot-1' } as never,
     conditions: [
