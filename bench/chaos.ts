@@ -1,27 +1,38 @@
 /**
- * npm run chaos -- --runs N --seed S [--nodes M] [--max-unavailable K] [--keep-logs DIR]
+ * npm run chaos -- --runs N --seed S [--nodes M] [--max-unavailable K] [--keep-logs DIR] [--part DIR]
+ * npm run chaos -- --merge DIR/*.json
+ *
+ * Rollouts on one local control plane while faults of every kind strike at seeded moments
+ * (src/sim/chaos.ts, src/sim/chaos-faults.ts). Prints each run's plan and outcome, then a table of the
+ * faults injected by kind and the violations by rule, and the command that replays the runs; publishes
+ * the table in docs/benchmarks.md. Exits 1 on any violation.
+ *
+ * A campaign too long for one sitting runs in parts: `--part DIR` saves the part's tallies in
+ * DIR/seed-S.json instead of publishing; `--merge` adds the parts up (contiguous seeds, one setting) and
+ * publishes the whole campaign.
  *
  * The control plane's, operators' and agents' logs are copied to .tmp/chaos-logs-seed-S when a run has a
  * violation, or always to DIR with --keep-logs.
- *
- * Rollouts on one local control plane while faults strike at random moments (src/sim/chaos.ts): the
- * operator leader SIGKILLed, agents restarted, kube-apiserver restarted, delayed reboots and sometimes a
- * node that never returns. Prints each run's plan and outcome, then a table of the faults injected by
- * kind and the violations by rule, and the command that replays the runs. Exits 1 on any violation.
  */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { RULES, reproduceCommand, runChaos } from '../src/sim/chaos.ts';
+import { type ChaosResult, RULES, reproduceCommand, runChaos } from '../src/sim/chaos.ts';
 import { FAULT_KINDS } from '../src/sim/chaos-plan.ts';
+import { type ChaosPart, mergeParts } from './chaos-parts.ts';
 import { publish } from './report.ts';
 
-const { values } = parseArgs({
+const { values, positionals } = parseArgs({
   options: {
     runs: { type: 'string', default: '10' },
     seed: { type: 'string', default: '1' },
     nodes: { type: 'string', default: '6' },
     'max-unavailable': { type: 'string', default: '2' },
     'keep-logs': { type: 'string' },
+    part: { type: 'string' },
+    merge: { type: 'boolean', default: false },
   },
+  allowPositionals: true,
   strict: true,
 });
 
@@ -31,6 +42,80 @@ function int(name: string, value: string | undefined, min: number, max = Number.
     throw new Error(`--${name} must be an integer in [${min}, ${max}], got ${value}`);
   }
   return n;
+}
+
+function tally(
+  result: ChaosResult,
+  o: Pick<ChaosPart, 'seed' | 'runs' | 'nodes' | 'maxUnavailable'>,
+  elapsedMs: number,
+): ChaosPart {
+  return {
+    ...o,
+    finished: result.runs.filter((r) => r.finished).length,
+    expectedStalls: result.expectedStalls,
+    injected: result.injected,
+    skipped: result.runs.reduce((s, r) => s + r.skipped.length, 0),
+    violations: result.violations,
+    runaways: result.runs.reduce((s, r) => s + r.runaways.length, 0),
+    elapsedMs,
+    versions: result.versions,
+  };
+}
+
+const row = (label: string, value: string | number) => `  ${label.padEnd(34)} ${value}`;
+const totalOf = (p: ChaosPart) => RULES.reduce((s, r) => s + (p.violations[r] ?? 0), 0);
+
+function summary(p: ChaosPart): string[] {
+  return [
+    `Chaos: ${p.runs} run(s), seeds ${p.seed}…${p.seed + p.runs - 1}, ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}, ${(p.elapsedMs / 1000).toFixed(0)}s`,
+    row('runs finished', `${p.finished}/${p.runs}`),
+    row('expected stalls (never returns)', p.expectedStalls),
+    'faults injected',
+    ...FAULT_KINDS.map((k) => row(`  ${k}`, p.injected[k] ?? 0)),
+    row('  skipped', p.skipped),
+    'violations',
+    ...RULES.map((r) => row(`  ${r}`, p.violations[r] ?? 0)),
+    row('  total', totalOf(p)),
+    row('operators killed as runaways (memory guard)', p.runaways),
+  ];
+}
+
+function publishCampaign(p: ChaosPart, command: string): void {
+  const cell = (label: string, value: string | number) => `| ${label} | ${value} |`;
+  publish({
+    id: 'chaos',
+    title: 'Fault injection against the safety rules',
+    versions: p.versions,
+    command,
+    body: [
+      `${p.runs} seeded run(s) (seeds ${p.seed}…${p.seed + p.runs - 1}), ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}, ${(p.elapsedMs / 3_600_000).toFixed(1)} h of runs; faults of ${FAULT_KINDS.length} kinds at`,
+      'seeded moments of rollouts on one local control plane, an independent checker watching every node.',
+      '',
+      '| | count |',
+      '|---|---|',
+      cell('runs finished', `${p.finished}/${p.runs}`),
+      cell('expected stalls (a node that never returns holds its slot)', p.expectedStalls),
+      ...FAULT_KINDS.map((k) => cell(`fault: ${k}`, p.injected[k] ?? 0)),
+      cell('faults that could not strike (skipped)', p.skipped),
+      ...RULES.map((r) => cell(`**violations: ${r}**`, `**${p.violations[r] ?? 0}**`)),
+      cell('operators killed as runaways (memory guard)', p.runaways),
+    ].join('\n'),
+  });
+}
+
+if (values.merge) {
+  if (positionals.length === 0)
+    throw new Error('--merge needs the parts: npm run chaos -- --merge DIR/*.json');
+  const parts = positionals.map((file) => JSON.parse(readFileSync(file, 'utf8')) as ChaosPart);
+  const campaign = mergeParts(parts);
+  process.stdout.write(`${summary(campaign).join('\n')}\n`);
+  const commands = [...parts]
+    .sort((a, b) => a.seed - b.seed)
+    .map((p) =>
+      reproduceCommand({ runs: p.runs, seed: p.seed, nodes: p.nodes, maxUnavailable: p.maxUnavailable }),
+    );
+  publishCampaign(campaign, commands.join('`, then `'));
+  process.exit(totalOf(campaign) > 0 || campaign.runaways > 0 ? 1 : 0);
 }
 
 const runs = int('runs', values.runs, 1);
@@ -50,31 +135,11 @@ const result = await runChaos({
   keepLogsAlways: values['keep-logs'] !== undefined,
   log: (line) => process.stdout.write(`${line}\n`),
 });
-
-const row = (label: string, value: string | number) => `  ${label.padEnd(34)} ${value}`;
-const totalViolations = RULES.reduce((s, r) => s + result.violations[r], 0);
-const runaways = result.runs.flatMap((r) => r.runaways);
-const lines = [
-  '',
-  `Chaos: ${runs} run(s), seeds ${seed}…${seed + runs - 1}, ${nodes} nodes, maxUnavailable ${maxUnavailable}, ${((Date.now() - started) / 1000).toFixed(0)}s`,
-  row('runs finished', `${result.runs.filter((r) => r.finished).length}/${runs}`),
-  row('expected stalls (never returns)', result.expectedStalls),
-  'faults injected',
-  ...FAULT_KINDS.map((k) => row(`  ${k}`, result.injected[k])),
-  row(
-    '  skipped',
-    result.runs.reduce((s, r) => s + r.skipped.length, 0),
-  ),
-  'violations',
-  ...RULES.map((r) => row(`  ${r}`, result.violations[r])),
-  row('  total', totalViolations),
-  row('operators killed as runaways (memory guard)', runaways.length),
-  ...runaways.map((r) => `  ${r}`),
-  '',
-  `reproduce: ${result.reproduce}`,
-];
-const failing = result.runs.filter((r) => r.violations.length > 0 || r.runaways.length > 0);
-for (const r of failing) {
+const part = tally(result, { seed, runs, nodes, maxUnavailable }, Date.now() - started);
+const lines = ['', ...summary(part)];
+for (const r of result.runs.flatMap((r) => r.runaways)) lines.push(`  ${r}`);
+lines.push('', `reproduce: ${result.reproduce}`);
+for (const r of result.runs.filter((r) => r.violations.length > 0 || r.runaways.length > 0)) {
   lines.push(
     `  run ${r.index + 1}'s plan alone (the pods placed afresh): ${reproduceCommand({ runs: 1, seed: r.plan.seed, nodes, maxUnavailable })}`,
     `  run ${r.index + 1} after the runs before it (the pods where they left them): ${reproduceCommand({ runs: r.index + 1, seed, nodes, maxUnavailable })}`,
@@ -82,23 +147,14 @@ for (const r of failing) {
 }
 if (result.logsKeptIn) lines.push(`logs (operators, agents, control plane): ${result.logsKeptIn}`);
 process.stdout.write(`${lines.join('\n')}\n`);
-const cell = (label: string, value: string | number) => `| ${label} | ${value} |`;
-publish({
-  id: 'chaos',
-  title: 'Fault injection against the safety rules',
-  versions: result.versions,
-  command: result.reproduce,
-  body: [
-    `${runs} seeded run(s) (seeds ${seed}…${seed + runs - 1}), ${nodes} nodes, maxUnavailable ${maxUnavailable}; faults at random`,
-    'moments of rollouts on one local control plane, an independent checker watching every node.',
-    '',
-    '| | count |',
-    '|---|---|',
-    cell('runs finished', `${result.runs.filter((r) => r.finished).length}/${runs}`),
-    cell('expected stalls (a node that never returns holds its slot)', result.expectedStalls),
-    ...FAULT_KINDS.map((k) => cell(`fault: ${k}`, result.injected[k])),
-    ...RULES.map((r) => cell(`**violations: ${r}**`, `**${result.violations[r]}**`)),
-    cell('operators killed as runaways (memory guard)', runaways.length),
-  ].join('\n'),
-});
-process.exit(totalViolations > 0 || runaways.length > 0 ? 1 : 0);
+if (values.part) {
+  mkdirSync(values.part, { recursive: true });
+  const file = join(values.part, `seed-${seed}.json`);
+  writeFileSync(file, `${JSON.stringify(part, null, 2)}\n`);
+  process.stdout.write(
+    `part saved to ${file}; publish the campaign with: npm run chaos -- --merge ${values.part}/*.json\n`,
+  );
+} else {
+  publishCampaign(part, result.reproduce);
+}
+process.exit(totalOf(part) > 0 || part.runaways > 0 ? 1 : 0);

@@ -13,14 +13,60 @@ export const FaultKind = {
   restartAgent: 'restart-agent',
   /** Restart kube-apiserver (an API outage of a few seconds); at most one per run. */
   restartApiserver: 'restart-apiserver',
+  /** Restart etcd (the API server answers errors until it is back); at most one per run. */
+  restartEtcd: 'restart-etcd',
+  /** SIGSTOP the leader past its Lease, then SIGCONT it: a process that hangs rather than dies. */
+  pauseLeader: 'pause-leader',
+  /** SIGSTOP kube-apiserver or etcd for `pauseMs`, then SIGCONT: requests hang instead of failing. */
+  pauseComponent: 'pause-component',
+  /** SIGKILL the leader; its replacement runs with its wall clock skewed by `skewS` (libfaketime). */
+  skewClock: 'skew-clock',
+  /**
+   * An admin cordons a node (`kubectl cordon`, whatever nuo is doing with it) and uncordons it `downMs`
+   * later (`kubectl uncordon`): on a node nuo is draining that removes nuo's cordon mid-attempt.
+   */
+  adminCordon: 'admin-cordon',
+  /** The Node object of a node being updated is deleted while it holds a slot; re-registered after `downMs`. */
+  deleteNode: 'delete-node',
+  /**
+   * A third client writes hostile values into nuo's keys (garbage state and counts, an oversized
+   * request); a person removes the oversized one `downMs` later, nuo must clean or ignore the rest.
+   */
+  hostileAnnotations: 'hostile-annotations',
+  /** A third client writes a reboot grant nuo did not give (`forgery` says which kind). */
+  forgeGrant: 'forge-grant',
+  /** The workload's PodDisruptionBudget allows no disruption for `downMs` (evictions refused), then 1 again. */
+  changePdb: 'change-pdb',
 } as const;
 export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
 export const FAULT_KINDS: readonly FaultKind[] = Object.values(FaultKind);
 
+/** What a forged grant looks like: the old boolean, a well-formed grant signed with another key, or junk. */
+export const Forgery = {
+  plain: 'plain',
+  otherKey: 'other-key',
+  junk: 'junk',
+} as const;
+export type Forgery = (typeof Forgery)[keyof typeof Forgery];
+const FORGERIES: readonly Forgery[] = Object.values(Forgery);
+
+/** Components a pause-component fault may stop. */
+export const PAUSABLE = ['kube-apiserver', 'etcd'] as const;
+export type Pausable = (typeof PAUSABLE)[number];
+
 export type Fault =
   | { kind: typeof FaultKind.killLeader; atMs: number }
   | { kind: typeof FaultKind.restartAgent; atMs: number; node: string; downMs: number }
-  | { kind: typeof FaultKind.restartApiserver; atMs: number };
+  | { kind: typeof FaultKind.restartApiserver; atMs: number }
+  | { kind: typeof FaultKind.restartEtcd; atMs: number }
+  | { kind: typeof FaultKind.pauseLeader; atMs: number; pauseMs: number }
+  | { kind: typeof FaultKind.pauseComponent; atMs: number; component: Pausable; pauseMs: number }
+  | { kind: typeof FaultKind.skewClock; atMs: number; skewS: number }
+  | { kind: typeof FaultKind.adminCordon; atMs: number; node: string; downMs: number }
+  | { kind: typeof FaultKind.deleteNode; atMs: number; node: string; downMs: number }
+  | { kind: typeof FaultKind.hostileAnnotations; atMs: number; node: string; downMs: number }
+  | { kind: typeof FaultKind.forgeGrant; atMs: number; node: string; forgery: Forgery }
+  | { kind: typeof FaultKind.changePdb; atMs: number; downMs: number };
 
 export interface PlannedUpdate {
   node: string;
@@ -136,6 +182,37 @@ export function planRun(
     });
   }
   if (rnd.chance(0.5)) faults.push({ kind: FaultKind.restartApiserver, atMs: at() });
+  // The wider campaign's kinds, each drawn in every plan in this order (part of the seed contract).
+  const within = (minMs: number, maxMs: number) => tenth(rnd.between(minMs, maxMs));
+  if (rnd.chance(0.3)) faults.push({ kind: FaultKind.restartEtcd, atMs: at() });
+  if (rnd.chance(0.4)) faults.push({ kind: FaultKind.pauseLeader, atMs: at(), pauseMs: within(4000, 8000) });
+  if (rnd.chance(0.3)) {
+    const component = rnd.pick(PAUSABLE);
+    faults.push({ kind: FaultKind.pauseComponent, atMs: at(), component, pauseMs: within(2000, 8000) });
+  }
+  if (rnd.chance(0.3)) {
+    const skewS = Math.round(rnd.between(30, 900)) * (rnd.chance(0.5) ? 1 : -1);
+    faults.push({ kind: FaultKind.skewClock, atMs: at(), skewS });
+  }
+  if (rnd.chance(0.5)) {
+    // Mostly a node being updated, so the uncordon often lands mid-attempt.
+    const node = rnd.chance(0.75) ? rnd.pick(chosen) : rnd.pick(sorted);
+    faults.push({ kind: FaultKind.adminCordon, atMs: at(), node, downMs: within(2000, 15_000) });
+  }
+  const returning = chosen.filter((n) => n !== neverReturns);
+  if (rnd.chance(0.3)) {
+    const node = rnd.pick(returning);
+    faults.push({ kind: FaultKind.deleteNode, atMs: at(), node, downMs: within(1000, 5000) });
+  }
+  if (rnd.chance(0.5)) {
+    const node = rnd.pick(sorted);
+    faults.push({ kind: FaultKind.hostileAnnotations, atMs: at(), node, downMs: within(1000, 5000) });
+  }
+  if (rnd.chance(0.5)) {
+    const node = rnd.pick(sorted);
+    faults.push({ kind: FaultKind.forgeGrant, atMs: at(), node, forgery: rnd.pick(FORGERIES) });
+  }
+  if (rnd.chance(0.4)) faults.push({ kind: FaultKind.changePdb, atMs: at(), downMs: within(2000, 15_000) });
   faults.sort((a, b) => a.atMs - b.atMs); // stable: ties keep their draw order
 
   const maxReboot = Math.max(...updates.map((u) => u.rebootMs));
@@ -154,13 +231,30 @@ export function planRun(
 
 export function describeFault(f: Fault): string {
   const at = `+${(f.atMs / 1000).toFixed(1)}s`;
+  const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
   switch (f.kind) {
     case FaultKind.killLeader:
+    case FaultKind.restartApiserver:
+    case FaultKind.restartEtcd:
       return `${at} ${f.kind}`;
     case FaultKind.restartAgent:
-      return `${at} ${f.kind} ${f.node} (down ${(f.downMs / 1000).toFixed(1)}s)`;
-    case FaultKind.restartApiserver:
-      return `${at} ${f.kind}`;
+      return `${at} ${f.kind} ${f.node} (down ${secs(f.downMs)})`;
+    case FaultKind.pauseLeader:
+      return `${at} ${f.kind} for ${secs(f.pauseMs)}`;
+    case FaultKind.pauseComponent:
+      return `${at} ${f.kind} ${f.component} for ${secs(f.pauseMs)}`;
+    case FaultKind.skewClock:
+      return `${at} ${f.kind} ${f.skewS > 0 ? '+' : ''}${f.skewS}s`;
+    case FaultKind.adminCordon:
+      return `${at} ${f.kind} ${f.node} (uncordoned after ${secs(f.downMs)})`;
+    case FaultKind.deleteNode:
+      return `${at} ${f.kind} ${f.node} (re-registered after ${secs(f.downMs)})`;
+    case FaultKind.hostileAnnotations:
+      return `${at} ${f.kind} ${f.node} (oversized value removed after ${secs(f.downMs)})`;
+    case FaultKind.forgeGrant:
+      return `${at} ${f.kind} ${f.node} (${f.forgery})`;
+    case FaultKind.changePdb:
+      return `${at} ${f.kind} (no disruption allowed for ${secs(f.downMs)})`;
   }
 }
 

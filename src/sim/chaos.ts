@@ -1,9 +1,9 @@
 /**
- * The chaos runner (issue #6, part 1): rollouts on the real local control plane while faults strike at
- * random moments — the operator leader SIGKILLed (two replicas always run), agents killed and restarted,
- * kube-apiserver restarted — with reboots of random lengths and, sometimes, a node that never returns.
- * An independent SafetyChecker per run records every breach of DESIGN.md's safety rules, and
- * "not-finished" when the rollout misses its bound.
+ * The chaos runner: rollouts on the real local control plane (two operator replicas always run) while
+ * faults of every kind in chaos-plan.ts strike at seeded moments (chaos-faults.ts says how each one
+ * strikes), with reboots of random lengths and, sometimes, a node that never returns. An independent
+ * SafetyChecker per run records every breach of the safety rules, and "not-finished" when the rollout
+ * misses its bound.
  *
  * Each run's plan comes from its seed alone (chaos-plan.ts): run i of `--seed S` uses seed S+i, so one
  * failing run's plan is replayed on its own with `--seed S+i --runs 1`. The plan (faults, offsets,
@@ -21,12 +21,21 @@ import { statusCode } from '../kube/errors.ts';
 import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
 import { pollUntil } from '../util/poll.ts';
 import {
+  CHAOS_NAMESPACE,
+  type FaultContext,
+  LEASE,
+  OPERATOR_NAMESPACE,
+  PDB,
+  type Replicas,
+  strike,
+} from './chaos-faults.ts';
+import {
   DEFAULT_TIMINGS,
   describeFault,
   describePlan,
   FAULT_KINDS,
   type Fault,
-  FaultKind,
+  type FaultKind,
   type PlanTimings,
   planRun,
   type RunPlan,
@@ -117,8 +126,6 @@ const OPERATOR_ARGS = [
   '--retry-backoff=5s',
   '--drain-timeout=60s',
 ];
-const NAMESPACE = 'chaos';
-const LEASE = 'nuo-operator';
 const LEDGER = 'nuo-slots';
 
 /** Node names as startCluster() makes them: node-0 … node-(n-1), zero-padded to the same width. */
@@ -208,6 +215,7 @@ interface Env {
   core: CoreV1Api;
   apps: AppsV1Api;
   coordination: CoordinationV1Api;
+  policy: PolicyV1Api;
 }
 
 /** Namespaces and a workload the drains must respect: a Deployment under a PDB, and a DaemonSet. */
@@ -223,29 +231,32 @@ async function prepare(cluster: LocalCluster, names: string[]): Promise<Env> {
       `the cluster must have exactly the nodes ${names.join(', ')}; it has ${[...present].join(', ')}`,
     );
   }
-  for (const name of ['nuo-system', NAMESPACE]) {
+  for (const name of [OPERATOR_NAMESPACE, CHAOS_NAMESPACE]) {
     await core.createNamespace({ body: { metadata: { name } } }).catch(ignore(409));
   }
-  await pollUntil(`default ServiceAccount in ${NAMESPACE}`, () =>
-    core.readNamespacedServiceAccount({ name: 'default', namespace: NAMESPACE }).then(() => true),
+  await pollUntil(`default ServiceAccount in ${CHAOS_NAMESPACE}`, () =>
+    core.readNamespacedServiceAccount({ name: 'default', namespace: CHAOS_NAMESPACE }).then(() => true),
   );
   await apps
-    .createNamespacedDeployment({ namespace: NAMESPACE, body: deployment(NAMESPACE, 'web', names.length) })
+    .createNamespacedDeployment({
+      namespace: CHAOS_NAMESPACE,
+      body: deployment(CHAOS_NAMESPACE, 'web', names.length),
+    })
     .catch(ignore(409));
   await policy
     .createNamespacedPodDisruptionBudget({
-      namespace: NAMESPACE,
+      namespace: CHAOS_NAMESPACE,
       body: {
-        metadata: { name: 'web' },
+        metadata: { name: PDB },
         spec: { maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } },
       },
     })
     .catch(ignore(409));
   await apps
-    .createNamespacedDaemonSet({ namespace: NAMESPACE, body: daemonSet(NAMESPACE, 'node-agent') })
+    .createNamespacedDaemonSet({ namespace: CHAOS_NAMESPACE, body: daemonSet(CHAOS_NAMESPACE, 'node-agent') })
     .catch(ignore(409));
-  await waitAvailable(apps, NAMESPACE, 'web');
-  return { core, apps, coordination };
+  await waitAvailable(apps, CHAOS_NAMESPACE, 'web');
+  return { core, apps, coordination, policy };
 }
 
 /**
@@ -298,8 +309,10 @@ async function resetNodes(env: Env): Promise<void> {
       mergePatch,
     );
   }
-  await core.deleteNamespacedConfigMap({ name: LEDGER, namespace: 'nuo-system' }).catch(ignore(404));
-  await env.coordination.deleteNamespacedLease({ name: LEASE, namespace: 'nuo-system' }).catch(ignore(404));
+  await core.deleteNamespacedConfigMap({ name: LEDGER, namespace: OPERATOR_NAMESPACE }).catch(ignore(404));
+  await env.coordination
+    .deleteNamespacedLease({ name: LEASE, namespace: OPERATOR_NAMESPACE })
+    .catch(ignore(404));
   await pollUntil(
     'every node Ready and schedulable',
     async () => {
@@ -308,7 +321,7 @@ async function resetNodes(env: Env): Promise<void> {
     },
     { timeoutMs: 60_000, intervalMs: 200 },
   );
-  await waitAvailable(env.apps, NAMESPACE, 'web');
+  await waitAvailable(env.apps, CHAOS_NAMESPACE, 'web');
 }
 
 /** Where a run stands: done = every planned node rebooted once and Idle, the never-returning one Failed. */
@@ -323,7 +336,8 @@ function progress(nodes: V1Node[], plan: RunPlan, fleet: Fleet): { done: boolean
     const ok =
       node === plan.neverReturns
         ? state === Phase.failed
-        : state === Phase.idle &&
+        : // A node deleted after its reboot and registered again has no phase: nothing left to do.
+          (state === Phase.idle || (state === undefined && reboots === 1)) &&
           a[Annotations.rebootNeeded] === undefined &&
           a[Annotations.rebootRequested] === undefined &&
           a[Annotations.rebootInProgress] === undefined &&
@@ -344,7 +358,7 @@ async function runOne(
 ): Promise<RunResult> {
   await resetNodes(env);
   // Earlier runs of a campaign leave the pods where their drains put them; this run starts from there.
-  const web = await env.core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'app=web' });
+  const web = await env.core.listNamespacedPod({ namespace: CHAOS_NAMESPACE, labelSelector: 'app=web' });
   log(`  web pods at the start, by node: ${placementSummary(plan.nodes, web.items)}`);
   const agentsLog = join(cluster.dir, 'logs', 'agents.log');
   appendFileSync(
@@ -362,14 +376,8 @@ async function runOne(
   const skipped: string[] = [];
   const args = [`--max-unavailable=${plan.maxUnavailable}`, ...OPERATOR_ARGS, ...extraOperatorArgs];
   // Replica identities name the run, so each operator's log file belongs to one run.
-  let replicas = 0;
+  let started = 0;
   const replicaIds: string[] = [];
-  const startReplica = () => {
-    const id = `chaos-s${plan.seed}-${++replicas}`;
-    fleet.startOperator(id, args);
-    replicaIds.push(id);
-    return id;
-  };
   const alive = (id: string) => {
     const c = fleet.operator(id);
     return c !== undefined && c.exitCode === null && c.signalCode === null;
@@ -379,66 +387,59 @@ async function runOne(
   // Offset from staging, and the wall clock (UTC) to match against the components' logs.
   const stamp = () => `+${((Date.now() - t0) / 1000).toFixed(1)}s ${new Date().toISOString().slice(11, 23)}`;
 
-  /** Replicas a kill-leader fault has chosen: no second fault picks the same one. */
-  const killing = new Set<string>();
+  /** Replicas a fault has claimed (killed or stopped): no second fault picks the same one. */
+  const claimed = new Set<string>();
+  const replicas: Replicas = {
+    start: ({ clockSkewS } = {}) => {
+      const id = `chaos-s${plan.seed}-${++started}`;
+      fleet.startOperator(id, args, clockSkewS === undefined ? {} : { clockSkewS });
+      replicaIds.push(id);
+      return id;
+    },
+    // The leader is whoever holds the Lease among the live replicas (it may be mid-handover: wait).
+    // Claimed in the same step as it is found: two faults waiting out an API server restart together
+    // both found the same holder, and the second "killed" a process already dead.
+    claimLeader: () =>
+      pollUntil(
+        'a live replica to hold the Lease',
+        async () => {
+          const lease = await env.coordination.readNamespacedLease({
+            name: LEASE,
+            namespace: OPERATOR_NAMESPACE,
+          });
+          const holder = lease.spec?.holderIdentity;
+          if (!holder || !replicaIds.includes(holder) || !alive(holder) || claimed.has(holder))
+            return undefined;
+          claimed.add(holder);
+          return holder;
+        },
+        { timeoutMs: 30_000, intervalMs: 100, signal: cancelled.signal },
+      ).catch(() => undefined),
+    release: (id) => claimed.delete(id),
+  };
+  const context: FaultContext = {
+    cluster,
+    core: env.core,
+    coordination: env.coordination,
+    policy: env.policy,
+    fleet,
+    replicas,
+    signal: cancelled.signal,
+    note: () => {},
+  };
   const inject = async (f: Fault): Promise<void> => {
-    switch (f.kind) {
-      case FaultKind.killLeader: {
-        // The leader is whoever holds the Lease among the live replicas (it may be mid-handover: wait).
-        // Claimed in the same step as it is found: two kill faults waiting out an API server restart
-        // together both found the same holder, and the second "killed" a process already dead.
-        const leader = await pollUntil(
-          'a live replica to hold the Lease',
-          async () => {
-            const lease = await env.coordination.readNamespacedLease({
-              name: LEASE,
-              namespace: 'nuo-system',
-            });
-            const holder = lease.spec?.holderIdentity;
-            if (!holder || !replicaIds.includes(holder) || !alive(holder) || killing.has(holder))
-              return undefined;
-            killing.add(holder);
-            return holder;
-          },
-          { timeoutMs: 30_000, intervalMs: 100, signal: cancelled.signal },
-        ).catch(() => undefined);
-        if (!leader) {
-          skipped.push(`${describeFault(f)}: no live leader within 30 s`);
-          return;
-        }
-        await fleet.killOperator(leader, 'SIGKILL');
-        const killedAt = stamp();
-        const replacement = startReplica();
-        injected[f.kind]++;
-        log(`  ${killedAt} ${f.kind}: SIGKILLed ${leader}; started ${replacement}`);
-        return;
-      }
-      case FaultKind.restartAgent: {
-        const host = fleet.hosts.get(f.node);
-        if (!host) throw new Error(`no host ${f.node}`);
-        await host.killAgent();
-        injected[f.kind]++;
-        await sleep(f.downMs);
-        const started = host.restartAgent();
-        log(
-          `  ${stamp()} ${f.kind}: ${f.node}'s agent killed, ${started ? `restarted after ${f.downMs} ms` : 'not restarted: the host is down (its boot starts the agent)'}`,
-        );
-        return;
-      }
-      case FaultKind.restartApiserver: {
-        const began = Date.now();
-        await cluster.restart('kube-apiserver');
-        injected[f.kind]++;
-        log(`  ${stamp()} ${f.kind}: healthy again after ${((Date.now() - began) / 1000).toFixed(1)}s`);
-        return;
-      }
+    try {
+      await strike(f, { ...context, note: (line) => log(`  ${stamp()} ${f.kind}: ${line}`) });
+      injected[f.kind]++;
+    } catch (err) {
+      skipped.push(`${describeFault(f)}: ${(err as Error).message}`);
     }
   };
 
   try {
     await fleet.start();
-    startReplica();
-    startReplica();
+    replicas.start();
+    replicas.start();
     fleet.stageUpdates(plan.updates.map((u) => u.node));
     t0 = Date.now();
     const deadline = t0 + plan.boundMs;
@@ -446,7 +447,7 @@ async function runOne(
       plan.faults.map(async (f) => {
         await sleep(f.atMs);
         if (cancelled.signal.aborted) return;
-        await inject(f).catch((err) => skipped.push(`${describeFault(f)}: ${(err as Error).message}`));
+        await inject(f);
       }),
     );
     // Done = the rollout is finished and every fault has struck (a late fault must not undo it either).
@@ -502,11 +503,11 @@ async function runOne(
 /** Pods, PDB and nodes as they are, for a run that did not finish or failed (what blocks a drain is usually here). */
 async function workloadReport(cluster: LocalCluster, env: Env): Promise<string> {
   const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
-  const pods = (await env.core.listNamespacedPod({ namespace: NAMESPACE })).items.map((p) => {
+  const pods = (await env.core.listNamespacedPod({ namespace: CHAOS_NAMESPACE })).items.map((p) => {
     const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
     return `    pod ${p.metadata?.name} on ${p.spec?.nodeName ?? '-'}: ${p.status?.phase} ready=${ready?.status}${ready?.reason ? `(${ready.reason})` : ''}${p.metadata?.deletionTimestamp ? ' DELETING' : ''}`;
   });
-  const pdb = await policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace: NAMESPACE });
+  const pdb = await policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace: CHAOS_NAMESPACE });
   const nodes = (await env.core.listNode()).items.map(
     (n) =>
       `    node ${n.metadata?.name}: ready=${isReady(n)} unschedulable=${n.spec?.unschedulable === true} taints=${(n.spec?.taints ?? []).map((t) => t.key).join(',') || '-'}`,

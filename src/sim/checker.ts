@@ -1,13 +1,21 @@
 /**
  * The independent safety checker: watches every Node on its own (sharing nothing with the operator) and
- * records each violation of DESIGN.md's rules it can see — more nodes disrupted than the budget, a
- * reboot without a grant or of a node left schedulable (so never drained), a node rebooted twice for one
- * need, an admin's cordon removed, nuo's cordon on a node outside an attempt or left behind after the
- * rollout.
+ * records each violation of the safety rules it can see — more nodes disrupted than the budget, a reboot
+ * without a grant nuo gave or of a node left schedulable (so never drained), a node rebooted twice for
+ * one need, an admin's cordon removed, nuo's cordon on a node outside an attempt or left behind after
+ * the rollout.
+ *
+ * The budget, checked two ways: nuo's attempts alone never exceed it; and no attempt starts while the
+ * nodes already disrupted (NotReady, cordoned by anyone, or in an attempt) leave no room. A disruption
+ * that began less than RACE_MS before an attempt started is not held against it: no client can see
+ * another's write before it is made, and an admin who cordons a node as nuo admits another one is a
+ * coincidence the next admission accounts for.
  */
+import type { KeyObject } from 'node:crypto';
 import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
-import { Annotations } from '../api/keys.ts';
-import { Phase } from '../api/phases.ts';
+import { GRANT_KEY_NAME, GrantCheck, PUBLIC_KEY_FIELD, publicKeyFromPem, verifyGrant } from '../api/grant.ts';
+import { Annotations, DEFAULT_NAMESPACE } from '../api/keys.ts';
+import { isPhase, Phase } from '../api/phases.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { isReady } from './cluster/nodes.ts';
 
@@ -38,20 +46,41 @@ const CORDONED_PHASES: ReadonlySet<string> = new Set([
   Phase.failed,
 ]);
 
+/** Phases of an attempt: the node holds a slot of the budget. */
+const ATTEMPT_PHASES: ReadonlySet<string> = new Set([Phase.beforeReboot, ...CORDONED_PHASES]);
+
+/** How long before an attempt starts a disruption must have begun to count against it. */
+export const RACE_MS = 2000;
+
+const inAttempt = (n: V1Node | undefined) =>
+  ATTEMPT_PHASES.has(n?.metadata?.annotations?.[Annotations.state] ?? '') ||
+  n?.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true';
+const disruptedNow = (n: V1Node) => !isReady(n) || n.spec?.unschedulable === true || inAttempt(n);
+
+export interface CheckerOptions {
+  /** The operator's namespace, where it publishes the key its grants are verified with. */
+  namespace?: string;
+}
+
 export class SafetyChecker {
   readonly violations: Violation[] = [];
   maxDisrupted = 0;
   readonly #budget: number;
+  readonly #namespace: string;
   readonly #informer: ResilientInformer<V1Node>;
   readonly #adminCordoned = new Set<string>();
+  /** performance.now() since when each disrupted node has been disrupted, as this watch saw it. */
+  readonly #disruptedSince = new Map<string, number>();
+  #grantKey: KeyObject | undefined;
   readonly #reboots = new Map<string, number>();
   readonly #allowedReboots = new Map<string, number>();
   readonly #core: CoreV1Api;
   /** Confirmations still in flight; awaited by settle(). */
   readonly #pending: Promise<void>[] = [];
 
-  constructor(kubeconfig: KubeConfig, budget: number) {
+  constructor(kubeconfig: KubeConfig, budget: number, options: CheckerOptions = {}) {
     this.#budget = budget;
+    this.#namespace = options.namespace ?? DEFAULT_NAMESPACE;
     const core = kubeconfig.makeApiClient(CoreV1Api);
     this.#core = core;
     this.#informer = new ResilientInformer<V1Node>({
@@ -64,13 +93,29 @@ export class SafetyChecker {
   }
 
   async start(): Promise<void> {
+    this.#grantKey = await this.#readGrantKey();
     await this.#informer.start();
     for (const n of this.#informer.list()) {
+      // Disrupted before the checker looked: long enough for any admission to have seen it.
+      if (disruptedNow(n)) this.#disruptedSince.set(n.metadata?.name ?? '', Number.NEGATIVE_INFINITY);
       if (n.spec?.unschedulable && n.metadata?.annotations?.[Annotations.cordonedByNuo] !== 'true') {
         this.#adminCordoned.add(n.metadata?.name ?? '');
       }
     }
     this.#count();
+  }
+
+  /**
+   * An admin cordoned `node` (a test's or the chaos runner's own write, told before it is sent): its
+   * cordon must outlast nuo's attempts.
+   */
+  adminCordon(node: string): void {
+    this.#adminCordoned.add(node);
+  }
+
+  /** The admin lifts their cordon (told before the uncordon is sent): from now on nuo may too. */
+  adminUncordon(node: string): void {
+    this.#adminCordoned.delete(node);
   }
 
   /** Each node may reboot `times` more times (once per staged update). */
@@ -79,26 +124,16 @@ export class SafetyChecker {
   }
 
   /**
-   * Called by the simulated host at the moment it reboots. The grant must be in the API by then, and the
-   * node cordoned (a drained node is unschedulable until its attempt ends); the checker's own watch may
-   * lag the agent's by a few milliseconds, so a cache miss is confirmed with a read before it counts (the
-   * grant is withdrawn and the cordon undone only after the boot ID changes, later than this read).
+   * Called by the simulated host at the moment it reboots, from boot `bootId`. The node must carry a
+   * grant signed with the operator's published key for this node and boot, and be cordoned (a drained
+   * node is unschedulable until its attempt ends). The checker's own watch may lag the agent's by a few
+   * milliseconds, so a miss is confirmed with a read before it counts (the grant is withdrawn and the
+   * cordon undone only after the boot ID changes, later than this read).
    */
-  onReboot(node: string): void {
-    const granted = (n: V1Node | undefined) => n?.metadata?.annotations?.[Annotations.rebootOk] !== undefined;
-    const cordoned = (n: V1Node | undefined) => n?.spec?.unschedulable === true;
+  onReboot(node: string, bootId: string): void {
     const cached = this.#informer.get(node);
-    if (!granted(cached) || !cordoned(cached)) {
-      this.#pending.push(
-        this.#core
-          .readNode({ name: node })
-          .catch(() => undefined)
-          .then((n) => {
-            if (!granted(n))
-              this.#violate('reboot-without-grant', `${node} rebooted without nuo.dev/reboot-ok`);
-            if (!cordoned(n)) this.#violate('reboot-not-drained', `${node} rebooted while schedulable`);
-          }),
-      );
+    if (!this.#granted(cached, bootId) || !this.#cordonedForReboot(cached)) {
+      this.#pending.push(this.#confirmReboot(node, bootId));
     }
     const count = (this.#reboots.get(node) ?? 0) + 1;
     this.#reboots.set(node, count);
@@ -108,6 +143,51 @@ export class SafetyChecker {
         `${node} rebooted ${count} times for ${this.#allowedReboots.get(node) ?? 0} staged update(s)`,
       );
     }
+  }
+
+  async #confirmReboot(node: string, bootId: string): Promise<void> {
+    const n = await this.#core.readNode({ name: node }).catch(() => undefined);
+    if (!this.#granted(n, bootId)) {
+      // The key may have been published (or replaced) since it was read: read it once more.
+      this.#grantKey = await this.#readGrantKey();
+      if (!this.#granted(n, bootId)) {
+        const value = n?.metadata?.annotations?.[Annotations.rebootOk];
+        const why =
+          value === undefined
+            ? 'no nuo.dev/reboot-ok'
+            : (verifyGrant(this.#grantKey, value, { node, bootId }).why ?? 'not valid');
+        this.#violate('reboot-without-grant', `${node} rebooted without a grant nuo gave: ${why}`);
+      }
+    }
+    if (!this.#cordonedForReboot(n))
+      this.#violate('reboot-not-drained', `${node} rebooted while schedulable`);
+  }
+
+  #granted(n: V1Node | undefined, bootId: string): boolean {
+    const value = n?.metadata?.annotations?.[Annotations.rebootOk];
+    if (value === undefined || !n) return false;
+    return (
+      verifyGrant(this.#grantKey, value, { node: n.metadata?.name ?? '', bootId }).check === GrantCheck.valid
+    );
+  }
+
+  /**
+   * Unschedulable now, or when the agent marked the reboot as started: an uncordon that lands between
+   * the agent's conditional mark and the reboot itself is a person's act on a node going down.
+   */
+  #cordonedForReboot(n: V1Node | undefined): boolean {
+    return n?.spec?.unschedulable === true || this.#markedCordoned.has(n?.metadata?.name ?? '');
+  }
+
+  /** Nodes whose agent marked reboot-in-progress while the node was unschedulable (until the mark goes). */
+  readonly #markedCordoned = new Set<string>();
+
+  async #readGrantKey(): Promise<KeyObject | undefined> {
+    const cm = await this.#core
+      .readNamespacedConfigMap({ name: GRANT_KEY_NAME, namespace: this.#namespace })
+      .catch(() => undefined);
+    const pem = cm?.data?.[PUBLIC_KEY_FIELD];
+    return pem ? publicKeyFromPem(pem) : this.#grantKey;
   }
 
   /** The rollout did not finish within its bound (judged by the runner, which knows the bound). */
@@ -147,12 +227,19 @@ export class SafetyChecker {
   disrupted(): string[] {
     return this.#informer
       .list()
-      .filter((n) => !isReady(n) || n.spec?.unschedulable === true)
+      .filter(disruptedNow)
       .map((n) => n.metadata?.name ?? '');
   }
 
   #observe(type: string, node: V1Node, old: V1Node | undefined): void {
     const name = node.metadata?.name ?? '';
+    if (type === 'delete') {
+      this.#adminCordoned.delete(name);
+      this.#markedCordoned.delete(name);
+      this.#disruptedSince.delete(name);
+      this.#count();
+      return;
+    }
     if (
       type === 'update' &&
       this.#adminCordoned.has(name) &&
@@ -161,9 +248,12 @@ export class SafetyChecker {
     ) {
       this.#violate('admin-cordon-removed', `${name}: an admin's cordon was removed`);
     }
-    const state = node.metadata?.annotations?.[Annotations.state];
+    const annotations = node.metadata?.annotations ?? {};
+    const state = annotations[Annotations.state];
+    // A phase nuo never writes (a third client's garbage) is not nuo's act; what nuo does next is.
     if (
-      node.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true' &&
+      annotations[Annotations.cordonedByNuo] === 'true' &&
+      (state === undefined || isPhase(state)) &&
       !CORDONED_PHASES.has(state ?? '') &&
       (type === 'add' ||
         old?.metadata?.annotations?.[Annotations.cordonedByNuo] !== 'true' ||
@@ -171,16 +261,50 @@ export class SafetyChecker {
     ) {
       this.#violate('cordon-outside-attempt', `${name} is cordoned by nuo in phase ${state ?? '(none)'}`);
     }
+    const marked = annotations[Annotations.rebootInProgress] === 'true';
+    if (!marked) this.#markedCordoned.delete(name);
+    else if (
+      old?.metadata?.annotations?.[Annotations.rebootInProgress] !== 'true' &&
+      node.spec?.unschedulable
+    )
+      this.#markedCordoned.add(name);
+    this.#track(node);
+    if (type === 'update' && inAttempt(node) && !inAttempt(old)) this.#checkAdmission(name);
     this.#count();
   }
 
-  #count(): void {
-    const disrupted = this.disrupted();
-    this.maxDisrupted = Math.max(this.maxDisrupted, disrupted.length);
-    if (disrupted.length > this.#budget) {
+  #track(node: V1Node): void {
+    const name = node.metadata?.name ?? '';
+    if (!disruptedNow(node)) this.#disruptedSince.delete(name);
+    else if (!this.#disruptedSince.has(name)) this.#disruptedSince.set(name, performance.now());
+  }
+
+  /** An attempt started on `node`: the disruptions older than RACE_MS, and every attempt, had to leave room. */
+  #checkAdmission(node: string): void {
+    const now = performance.now();
+    const counted = this.#informer
+      .list()
+      .filter(
+        (n) =>
+          inAttempt(n) ||
+          (disruptedNow(n) && now - (this.#disruptedSince.get(n.metadata?.name ?? '') ?? now) >= RACE_MS),
+      )
+      .map((n) => n.metadata?.name ?? '');
+    if (counted.length > this.#budget) {
       this.#violate(
         'budget',
-        `${disrupted.length} nodes disrupted at once (budget ${this.#budget}): ${disrupted.join(', ')}`,
+        `${node}'s attempt started with ${counted.length} nodes disrupted (budget ${this.#budget}): ${counted.join(', ')}`,
+      );
+    }
+  }
+
+  #count(): void {
+    this.maxDisrupted = Math.max(this.maxDisrupted, this.disrupted().length);
+    const attempts = this.#informer.list().filter(inAttempt);
+    if (attempts.length > this.#budget) {
+      this.#violate(
+        'budget',
+        `${attempts.length} nodes in nuo's attempts at once (budget ${this.#budget}): ${attempts.map((n) => n.metadata?.name).join(', ')}`,
       );
     }
   }

@@ -3,7 +3,7 @@
  * started as real `nuo operator` children (so tests can SIGKILL them), and the independent checker.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { appendFileSync, openSync } from 'node:fs';
+import { appendFileSync, existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -30,6 +30,24 @@ export const OPERATOR_NODE_OPTIONS = '--max-semi-space-size=2 --max-old-space-si
  */
 const RUNAWAY_RSS_MIB = 1024;
 const RSS_CHECK_MS = 1000;
+
+/** Debian's libfaketime: the library that shifts the wall clock of the process it is preloaded into. */
+export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
+function skewedEnv(skewS: number): NodeJS.ProcessEnv {
+  if (!existsSync(LIBFAKETIME)) {
+    throw new Error(
+      `${LIBFAKETIME} is missing: install Debian's faketime package (apt-get install faketime)`,
+    );
+  }
+  return {
+    ...process.env,
+    LD_PRELOAD: LIBFAKETIME,
+    // An offset in seconds: "+300" or "-300".
+    FAKETIME: `${skewS >= 0 ? '+' : ''}${skewS}`,
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  };
+}
 
 export interface FleetOptions {
   rebootMs: number;
@@ -89,7 +107,7 @@ export class Fleet {
           agentCheckIntervalMs: this.options.agentCheckIntervalMs,
           agentReportSpreadMs: this.options.agentReportSpreadMs,
           log: this.options.log,
-          onReboot: (node) => this.checker.onReboot(node),
+          onReboot: (node, bootIdBefore) => this.checker.onReboot(node, bootIdBefore),
         });
         this.hosts.set(nodeName, host);
         await host.start();
@@ -105,8 +123,16 @@ export class Fleet {
     }
   }
 
-  /** Starts `nuo operator` as a child process; its log goes to the cluster's log directory. */
-  startOperator(identity: string, args: string[]): ChildProcess {
+  /**
+   * Starts `nuo operator` as a child process; its log goes to the cluster's log directory. `clockSkewS`
+   * runs it with its wall clock that many seconds off (Debian's libfaketime; the monotonic clock is left
+   * alone, as NTP would leave it).
+   */
+  startOperator(
+    identity: string,
+    args: string[],
+    { clockSkewS }: { clockSkewS?: number } = {},
+  ): ChildProcess {
     const logs = join(this.#cluster.dir, 'logs');
     const logPath = join(logs, `operator-${identity}.log`);
     const log = openSync(logPath, 'a');
@@ -124,7 +150,7 @@ export class Fleet {
         '--namespace=nuo-system',
         ...args,
       ],
-      { stdio: ['ignore', log, log] },
+      { stdio: ['ignore', log, log], ...(clockSkewS === undefined ? {} : { env: skewedEnv(clockSkewS) }) },
     );
     killWithHarness(child);
     this.#operators.set(identity, child);
@@ -157,6 +183,8 @@ export class Fleet {
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill(signal);
+    // A stopped (SIGSTOPped) process would hold any other signal pending.
+    child.kill('SIGCONT');
     await exited;
   }
 

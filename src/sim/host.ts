@@ -52,7 +52,6 @@ export class SimHost implements Detector, Rebooter, BootId {
   #pendingBoot: ReturnType<typeof setTimeout> | undefined;
   #onChange: (() => void) | undefined;
   #stopped = false;
-  /** False from the moment the host goes down for a reboot until its boot is complete. */
   #up = true;
   readonly #o: SimHostOptions;
   reboots = 0;
@@ -62,6 +61,11 @@ export class SimHost implements Detector, Rebooter, BootId {
     this.#o = options;
     this.nodeName = options.nodeName;
     this.behaviour = options.behaviour ?? RebootBehaviour.normal;
+  }
+
+  /** False from the moment the host goes down for a reboot until its boot is complete. */
+  get up(): boolean {
+    return this.#up;
   }
 
   get bootIdValue(): string {

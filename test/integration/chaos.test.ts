@@ -1,6 +1,8 @@
 /**
- * A short chaos run on the real control plane (the long one is `npm run chaos`): rollouts while the
- * operator leader is SIGKILLed, agents are restarted and kube-apiserver is restarted, with delayed
+ * A short chaos run on the real control plane (the long one is `npm run chaos`): rollouts while every
+ * kind of fault strikes (leaders killed, paused past their Lease or restarted with a skewed clock; agents,
+ * the API server and etcd restarted or paused; admins cordoning and uncordoning; a node deleted mid-attempt;
+ * hostile values and forged grants from a third client; the PDB tightened mid-drain), with delayed
  * reboots and a node that never returns. The independent checker of each run must see no violation.
  */
 import assert from 'node:assert/strict';
@@ -10,9 +12,9 @@ import { FAULT_KINDS } from '../../src/sim/chaos-plan.ts';
 import { useCluster } from './support.ts';
 
 const NODES = 6;
-/** Runs seeds 3, 4 and 5: every kind of fault, an API server restart in each, one node never returns. */
-const SEED = 3;
-const RUNS = 3;
+/** Seeds 12 and 13: together every kind of fault (the unit test of the plans checks it); one node never returns. */
+const SEED = 12;
+const RUNS = 2;
 
 const cluster = await useCluster({ nodes: NODES, zones: 2 });
 

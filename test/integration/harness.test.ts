@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, beforeEach, describe, test } from 'node:test';
 import { CoreV1Api } from '@kubernetes/client-node';
+import { GRANT_KEY_NAME, generateGrantKey, PUBLIC_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
@@ -24,6 +25,7 @@ import { useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 3 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
 const NODES = ['node-0', 'node-1', 'node-2'];
 
 let checker: SafetyChecker | undefined;
@@ -71,6 +73,21 @@ function patch(name: string, annotations: Record<string, string | null>, unsched
   );
 }
 
+async function bootId(name: string): Promise<string> {
+  return (await core.readNode({ name })).status?.nodeInfo?.bootID ?? '';
+}
+
+/** A grant key published where the operator publishes its own, as the checker reads it. */
+async function publishGrantKey() {
+  const key = generateGrantKey();
+  await core.deleteNamespacedConfigMap({ name: GRANT_KEY_NAME, namespace: 'nuo-system' }).catch(() => {});
+  await core.createNamespacedConfigMap({
+    namespace: 'nuo-system',
+    body: { metadata: { name: GRANT_KEY_NAME }, data: { [PUBLIC_KEY_FIELD]: key.publicPem } },
+  });
+  return key;
+}
+
 const rules = (c: SafetyChecker) => c.violations.map((v) => v.rule);
 const seen = (c: SafetyChecker, rule: Violation['rule']) =>
   pollUntil(`the checker to report ${rule}`, () => (rules(c).includes(rule) ? true : undefined), {
@@ -86,6 +103,32 @@ describe('the safety checker reports each rule broken', () => {
     await seen(c, 'budget');
     assert.equal(c.maxDisrupted, 2);
     assert.match(c.violations.find((v) => v.rule === 'budget')?.detail ?? '', /node-0, node-1/);
+  });
+
+  test('budget: an attempt starts while an admin cordon takes the only slot; not when the cordon came at the same moment', async () => {
+    await patch('node-2', {}, true);
+    const c = await startChecker();
+    await patch('node-0', { [Annotations.state]: Phase.beforeReboot });
+    await seen(c, 'budget');
+    assert.match(
+      c.violations[0]?.detail ?? '',
+      /node-0's attempt started with 2 nodes disrupted \(budget 1\)/,
+    );
+    await patch('node-0', { [Annotations.state]: Phase.idle });
+    c.adminUncordon('node-2');
+    await patch('node-2', {}, false);
+    c.violations.length = 0;
+    // A cordon the operator could not have seen yet (well within RACE_MS) is a coincidence, not a breach.
+    c.adminCordon('node-1');
+    await patch('node-1', {}, true);
+    await patch('node-0', { [Annotations.state]: Phase.beforeReboot });
+    await pollUntil('the checker to see node-0 in its attempt', () =>
+      c.disrupted().includes('node-0') ? true : undefined,
+    );
+    assert.deepEqual(c.violations, []);
+    c.adminUncordon('node-1');
+    await patch('node-1', {}, false);
+    await patch('node-0', { [Annotations.state]: Phase.idle });
   });
 
   test("admin-cordon-removed: a cordon that was there before nuo's checker started is undone", async () => {
@@ -127,27 +170,54 @@ describe('the safety checker reports each rule broken', () => {
   test('reboot-without-grant and reboot-not-drained: a host reboots with neither', async () => {
     const c = await startChecker();
     c.allowReboots('node-0');
-    c.onReboot('node-0');
+    c.onReboot('node-0', await bootId('node-0'));
     await c.settle();
     assert.deepEqual(rules(c).sort(), ['reboot-not-drained', 'reboot-without-grant']);
   });
 
+  test('reboot-without-grant: a cordoned node rebooted on a grant nuo did not sign, or for another boot', async () => {
+    const boot = await bootId('node-0');
+    const key = await publishGrantKey();
+    const c = await startChecker();
+    c.allowReboots('node-0', 3);
+    const forgeries = [
+      'true',
+      signGrant(generateGrantKey().privateKey, { node: 'node-0', bootId: boot, attempt: 'x' }),
+      signGrant(key.privateKey, { node: 'node-0', bootId: 'another-boot', attempt: 'x' }),
+    ];
+    for (const forged of forgeries) {
+      await patch(
+        'node-0',
+        { [Annotations.state]: Phase.rebootGranted, [Annotations.rebootOk]: forged },
+        true,
+      );
+      c.onReboot('node-0', boot);
+      await c.settle();
+    }
+    assert.deepEqual(rules(c), ['reboot-without-grant', 'reboot-without-grant', 'reboot-without-grant']);
+    assert.match(c.violations[0]?.detail ?? '', /not a signed grant/);
+    assert.match(c.violations[1]?.detail ?? '', /signature is not the operator key/);
+    assert.match(c.violations[2]?.detail ?? '', /given in boot another-boot/);
+  });
+
   test('double-reboot: a second reboot for one staged update; none for a granted, drained first one', async () => {
+    const boot = await bootId('node-0');
+    const key = await publishGrantKey();
     const c = await startChecker();
     await patch(
       'node-0',
       {
         [Annotations.state]: Phase.rebootGranted,
-        [Annotations.rebootOk]: 'true',
+        [Annotations.rebootOk]: signGrant(key.privateKey, { node: 'node-0', bootId: boot, attempt: 'x' }),
         [Annotations.cordonedByNuo]: 'true',
       },
       true,
     );
     c.allowReboots('node-0');
-    c.onReboot('node-0');
+    c.onReboot('node-0', boot);
     await c.settle();
     assert.deepEqual(c.violations, []);
-    c.onReboot('node-0');
+    c.onReboot('node-0', boot);
     await c.settle();
     assert.deepEqual(rules(c), ['double-reboot']);
   });

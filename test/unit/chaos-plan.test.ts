@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_TIMINGS, describePlan, FAULT_KINDS, FaultKind, planRun } from '../../src/sim/chaos-plan.ts';
+import {
+  DEFAULT_TIMINGS,
+  describePlan,
+  FAULT_KINDS,
+  FaultKind,
+  Forgery,
+  PAUSABLE,
+  planRun,
+} from '../../src/sim/chaos-plan.ts';
 
 const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4', 'node-5'];
 
@@ -40,7 +48,8 @@ describe('chaos plan', () => {
           assert.ok(k >= 2, 'never with maxUnavailable 1: its held slot would stall every other node');
           assert.ok(names.includes(p.neverReturns), 'the node that never returns is one being updated');
         }
-        assert.ok(p.faults.filter((f) => f.kind === FaultKind.restartApiserver).length <= 1);
+        for (const once of [FaultKind.restartApiserver, FaultKind.restartEtcd, FaultKind.skewClock])
+          assert.ok(p.faults.filter((f) => f.kind === once).length <= 1, `at most one ${once}`);
         assert.ok(p.faults.some((f) => f.kind === FaultKind.killLeader));
         assert.ok(p.faults.some((f) => f.kind === FaultKind.restartAgent));
         for (let i = 0; i < p.faults.length; i++) {
@@ -51,6 +60,23 @@ describe('chaos plan', () => {
             assert.ok(NODES.includes(f.node));
             assert.ok(f.downMs >= 0 && f.downMs <= 2000);
           }
+          if (f.kind === FaultKind.pauseLeader)
+            assert.ok(f.pauseMs >= 4000 && f.pauseMs <= 8000, 'past a 3 s Lease');
+          if (f.kind === FaultKind.pauseComponent) {
+            assert.ok(PAUSABLE.includes(f.component));
+            assert.ok(f.pauseMs >= 2000 && f.pauseMs <= 8000);
+          }
+          if (f.kind === FaultKind.skewClock) assert.ok(Math.abs(f.skewS) >= 30 && Math.abs(f.skewS) <= 900);
+          if (f.kind === FaultKind.adminCordon || f.kind === FaultKind.hostileAnnotations)
+            assert.ok(NODES.includes(f.node));
+          if (f.kind === FaultKind.deleteNode) {
+            assert.ok(
+              names.includes(f.node) && f.node !== p.neverReturns,
+              'a node being updated that returns',
+            );
+            assert.ok(f.downMs >= 1000 && f.downMs <= 5000);
+          }
+          if (f.kind === FaultKind.forgeGrant) assert.ok(Object.values(Forgery).includes(f.forgery));
           kinds.add(f.kind);
         }
         assert.ok(p.boundMs >= DEFAULT_TIMINGS.slackMs + DEFAULT_TIMINGS.slackPerWaveMs);
@@ -68,6 +94,17 @@ describe('chaos plan', () => {
       const slots = p.neverReturns ? 1 : 2;
       assert.equal(p.boundMs, Math.ceil(toFinish / slots) * (maxReboot + 1000 + 15_000) + 60_000 + 120_000);
     }
+  });
+
+  test("the chaos test's seeds (12 and 13 of 6 nodes, budget 2) strike every kind of fault and plan a node that never returns", () => {
+    const plans = [12, 13].map((seed) => planRun(seed, NODES, 2));
+    const kinds = new Set(plans.flatMap((p) => p.faults.map((f) => f.kind)));
+    assert.deepEqual([...kinds].sort(), [...FAULT_KINDS].sort());
+    assert.ok(plans.some((p) => p.neverReturns));
+  });
+
+  test('at least 8 kinds of fault', () => {
+    assert.ok(FAULT_KINDS.length >= 8, `${FAULT_KINDS.length} kinds`);
   });
 
   test('bad input is refused', () => {

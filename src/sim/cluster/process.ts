@@ -118,9 +118,20 @@ export class Component {
     }
   }
 
+  /**
+   * SIGSTOP (`paused`) or SIGCONT: a component that hangs rather than dies. Its connections stay open and
+   * its clients' requests wait, as with a frozen VM.
+   */
+  setPaused(paused: boolean): void {
+    if (this.#exitCode !== undefined) return;
+    this.#child.kill(paused ? 'SIGSTOP' : 'SIGCONT');
+  }
+
   async stop(graceMs = 5000): Promise<void> {
     if (this.#exitCode !== undefined) return;
     this.#stopping = true;
+    // A stopped process would hold SIGTERM pending until the grace ran out.
+    this.#child.kill('SIGCONT');
     this.#child.kill('SIGTERM');
     const timer = setTimeout(() => this.#child.kill('SIGKILL'), graceMs);
     await this.#exited;

@@ -1,0 +1,57 @@
+/**
+ * A fault campaign too long for one sitting runs in parts (`npm run chaos -- --runs 50 --seed 1 --part
+ * DIR`, then `--seed 51`, …): each part saves its tallies as JSON, and `--merge DIR/*.json` adds them up
+ * into the one published table, refusing parts that overlap, leave a gap, or ran another setting.
+ */
+import type { Versions } from './report.ts';
+
+export interface ChaosPart {
+  seed: number;
+  runs: number;
+  nodes: number;
+  maxUnavailable: number;
+  finished: number;
+  expectedStalls: number;
+  /** Faults injected by kind, and those that could not strike. */
+  injected: Record<string, number>;
+  skipped: number;
+  /** Violations by rule. */
+  violations: Record<string, number>;
+  runaways: number;
+  elapsedMs: number;
+  versions: Versions;
+}
+
+/** The parts added up, in seed order; throws on an overlap, a gap or a different setting. */
+export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
+  if (parts.length === 0) throw new Error('no campaign parts to merge');
+  const sorted = [...parts].sort((a, b) => a.seed - b.seed);
+  const first = sorted[0] as ChaosPart;
+  const sum = (a: Record<string, number>, b: Record<string, number>) => {
+    const out = { ...a };
+    for (const [k, v] of Object.entries(b)) out[k] = (out[k] ?? 0) + v;
+    return out;
+  };
+  let merged: ChaosPart = { ...first, injected: { ...first.injected }, violations: { ...first.violations } };
+  for (const p of sorted.slice(1)) {
+    const next = merged.seed + merged.runs;
+    if (p.nodes !== first.nodes || p.maxUnavailable !== first.maxUnavailable)
+      throw new Error(
+        `part from seed ${p.seed} ran ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}; the first ran ${first.nodes}, ${first.maxUnavailable}`,
+      );
+    if (p.seed < next) throw new Error(`part from seed ${p.seed} overlaps seeds up to ${next - 1}`);
+    if (p.seed > next) throw new Error(`seeds ${next}…${p.seed - 1} are missing between the parts`);
+    merged = {
+      ...merged,
+      runs: merged.runs + p.runs,
+      finished: merged.finished + p.finished,
+      expectedStalls: merged.expectedStalls + p.expectedStalls,
+      injected: sum(merged.injected, p.injected),
+      skipped: merged.skipped + p.skipped,
+      violations: sum(merged.violations, p.violations),
+      runaways: merged.runaways + p.runaways,
+      elapsedMs: merged.elapsedMs + p.elapsedMs,
+    };
+  }
+  return merged;
+}
