@@ -30,7 +30,10 @@ export const Annotations = {
   stateReason: 'nuo.dev/state-reason',
   /** operator: RFC 3339 time the phase was entered. */
   stateSince: 'nuo.dev/state-since',
-  /** operator: "true" once the node is drained: the agent may reboot now. */
+  /**
+   * operator: the reboot grant, written once the node is drained: signed for this node, boot and attempt
+   * (src/api/grant.ts); the agent reboots on no other value.
+   */
   rebootOk: 'nuo.dev/reboot-ok',
   /** agent: "true" while the agent is rebooting the node. */
   rebootInProgress: 'nuo.dev/reboot-in-progress',
@@ -70,6 +73,22 @@ export const Labels = {
   /** agent: VERSION_ID from the host's /etc/os-release. */
   osVersion: 'nuo.dev/os-version',
 } as const;
+
+/**
+ * The keys the agent writes, and no others: the admission policy in deploy/base/agent-policy.yaml lets
+ * the agent's token change exactly these on its own Node (a test checks the two lists agree).
+ */
+export const AGENT_ANNOTATIONS: readonly string[] = [
+  Annotations.rebootNeeded,
+  Annotations.rebootNeededReason,
+  Annotations.rebootInProgress,
+  Annotations.bootIdBefore,
+  Annotations.agentProblem,
+  Annotations.status,
+  Annotations.newVersion,
+  Annotations.lastCheckedTime,
+];
+export const AGENT_LABELS: readonly string[] = [Labels.osId, Labels.osVersion];
 
 /** Node taints. */
 export const Taints = {

@@ -18,7 +18,7 @@ import {
   publicKeyFromPem,
   verifyGrant,
 } from '../../src/api/grant.ts';
-import { Annotations } from '../../src/api/keys.ts';
+import { AGENT_ANNOTATIONS, AGENT_LABELS, Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { LeanApiError, LeanClient } from '../../src/kube/lean-client.ts';
 import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
@@ -91,7 +91,7 @@ describe('deploy/', () => {
     }
   });
 
-  test("an agent's pod-bound token may change only its own Node's nuo.dev/ keys", async () => {
+  test("an agent's pod-bound token may change only its own Node, and there only the agent's keys, key by key", async () => {
     const pod = await pollUntil('an agent pod on node-0', async () => {
       const pods = await core.listNamespacedPod({
         namespace: 'nuo-system',
@@ -131,10 +131,30 @@ describe('deploy/', () => {
         metadata: { annotations: { [Annotations.rebootNeeded]: 'true' } },
       });
       assert.equal(own.metadata.annotations?.[Annotations.rebootNeeded], 'true');
-      const otherKey = await rejection(
-        client.patchNode('node-0', { metadata: { annotations: { 'example.com/x': 'y' } } }),
-      );
-      assert.match(otherKey.message, /only nuo.dev\/ annotations and labels/);
+      // Key by key: every key of another writer is refused, every key of the agent's is taken.
+      const notAgents = [
+        ...Object.values(Annotations).filter((k) => !AGENT_ANNOTATIONS.includes(k)),
+        'example.com/x',
+      ];
+      for (const key of notAgents) {
+        const refused = await rejection(
+          client.patchNode('node-0', { metadata: { annotations: { [key]: 'x' } } }),
+        );
+        assert.match(refused.message, /may change only its own keys/, key);
+        assert.ok(refused.message.endsWith(`not: ${key}`), `${key}: named in "${refused.message}"`);
+      }
+      for (const key of [
+        ...Object.values(Labels).filter((k) => !AGENT_LABELS.includes(k)),
+        'example.com/x',
+      ]) {
+        const refused = await rejection(client.patchNode('node-0', { metadata: { labels: { [key]: 'x' } } }));
+        assert.match(refused.message, /may change only its own keys/, `label ${key}`);
+      }
+      for (const key of AGENT_ANNOTATIONS) {
+        const taken = await client.patchNode('node-0', { metadata: { annotations: { [key]: 'x' } } });
+        assert.equal(taken.metadata.annotations?.[key], 'x', key);
+        await client.patchNode('node-0', { metadata: { annotations: { [key]: null } } });
+      }
       const cordon = await rejection(client.patchNode('node-0', { spec: { unschedulable: true } }));
       assert.match(cordon.message, /may not change a Node's spec/);
       const label = await client.patchNode('node-0', {
