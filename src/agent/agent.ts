@@ -30,11 +30,9 @@ export interface AgentOptions {
   /** How often the detector is polled (push detectors also call back). */
   checkIntervalMs?: number;
   /**
-   * A need for a reboot that is not on the node yet is reported after a random delay up to this long.
-   * An update that reaches a whole fleet at once (pushed by configuration management, or every
-   * update-engine signalling in the same minute) otherwise has every agent write its node in the same
-   * instant: at 1,000 nodes on the 2-core testing ground that burst held the API server for 7–14 s, and
-   * the operator's first admissions waited behind it. 0 reports at once.
+   * A need for a reboot that is not on the node yet is reported after a random delay up to this long, so
+   * an update that reaches a whole fleet at once does not have every agent write its node in the same
+   * instant, a burst the operator's first admissions would queue behind. 0 reports at once.
    */
   reportSpreadMs?: number;
   /** Random numbers in [0, 1) for the report's delay (tests fix them). */

@@ -85,7 +85,7 @@ export function osIdentity(fields: Record<string, string>): OsIdentity {
   return { id: toLabelValue(fields.ID ?? 'linux'), versionId: toLabelValue(fields.VERSION_ID ?? '') };
 }
 
-export const OS_RELEASE_PATHS = ['/etc/os-release', '/usr/lib/os-release'] as const;
+const OS_RELEASE_PATHS = ['/etc/os-release', '/usr/lib/os-release'] as const;
 
 /** Reads the host's os-release under hostRoot (default /host); throws naming the paths tried. */
 export async function readOsRelease(

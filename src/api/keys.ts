@@ -3,8 +3,6 @@
  * keeps the protocol race-free: the agent never writes an operator key and vice versa.
  */
 
-export const PREFIX = 'nuo.dev/';
-
 /** Where nuo's own objects live (ledger, Lease, grant key) unless configured otherwise. */
 export const DEFAULT_NAMESPACE = 'nuo-system';
 

@@ -92,9 +92,9 @@ export const operatorCommand: Command = {
           }).listen(port)
         : undefined;
     // The heap grows to 1.5× its live data between full collections instead of V8's up to 4× on a
-    // machine with gigabytes: rolling 200 of 5,000 nodes keeps ~54 MiB live but churns through garbage,
-    // and the RSS peak fell from 343 to 202–220 MiB (bench:footprint). Not allowed in NODE_OPTIONS,
-    // and read by V8 whenever it sets the next limit, so it is set here, at start.
+    // machine with gigabytes: the operator's live data is small but it churns through garbage, and its
+    // memory peak is what a node's limit must hold (bench:footprint). Not allowed in NODE_OPTIONS, and
+    // read by V8 whenever it sets the next limit, so it is set here, at start.
     setFlagsFromString(HEAP_GROWING);
     const stop = new AbortController();
     const shutdown = () => stop.abort();

@@ -60,7 +60,7 @@ export const Reasons = {
   terminating: 'already terminating',
 } as const;
 
-export function isFinished(pod: V1Pod): boolean {
+function isFinished(pod: V1Pod): boolean {
   return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
 }
 

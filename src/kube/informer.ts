@@ -184,20 +184,11 @@ export class ResilientInformer<T extends KubernetesObject> {
     if (!kubeconfig.getCurrentCluster()) {
       throw new Error('ResilientInformer: the kubeconfig has no current cluster');
     }
-    if (typeof path !== 'string' || !path.startsWith('/') || path.includes('?')) {
+    // Checks only what the types cannot say: a value's range, or fields that must agree.
+    if (!path.startsWith('/') || path.includes('?')) {
       throw new Error(
         `ResilientInformer: path must be an API collection path like /api/v1/nodes (got ${path})`,
       );
-    }
-    if (typeof list !== 'function') throw new Error('ResilientInformer: list must be a function');
-    for (const [what, value] of [
-      ['labelSelector', labelSelector],
-      ['fieldSelector', fieldSelector],
-      ['objectType', objectType],
-    ] as const) {
-      if (value !== undefined && typeof value !== 'string') {
-        throw new Error(`ResilientInformer: ${what} must be a string`);
-      }
     }
     if (!Number.isFinite(watchdogMs) || watchdogMs < 100) {
       throw new Error(`ResilientInformer: watchdogMs must be at least 100 ms (got ${watchdogMs})`);

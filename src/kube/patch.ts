@@ -5,5 +5,4 @@
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 
 export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-export const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 export const strategicMergePatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);

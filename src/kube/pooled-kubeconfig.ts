@@ -2,31 +2,24 @@
  * A KubeConfig whose API clients share one connection pool per cluster and user.
  *
  * @kubernetes/client-node 2.x builds a new undici Agent in every applySecurityAuthentication(), that is
- * for every request and every watch: each request paid a TLS handshake and a new SecureContext (the CA
- * parsed again), and the agents' kept-alive sockets piled up until they timed out. Measured on the
- * operator in a 60-node rollout: ~20 % of a core and RSS growing from 113 to 357 MiB in 80 s, nearly all
- * of it in TLS set-up. Credentials stay per request (the Authorization header is still applied every
- * time, so rotated tokens are picked up); only the transport is shared.
+ * for every request and every watch: each request would pay a TLS handshake and a new SecureContext, and
+ * kept-alive sockets would pile up (CPU and memory grow with the request rate). Credentials stay per
+ * request (the Authorization header is still applied every time, so rotated tokens are picked up); only
+ * the transport is shared.
  *
- * The transport is HTTP/1.1, never HTTP/2. undici 8 offers h2 by default and the API server accepts it,
- * but Node's native HTTP/2 client (Http2Session::SendPendingData → CopyDataIntoOutgoing, still in Node
- * 24.21) can loop forever doubling its outgoing buffer: caught in the chaos test after an API server
- * restart, an operator went from 150 MiB to 1 GiB in seconds with its event loop stuck in that loop (gdb
- * stack in docs/design-notes.md), and once in CI to 9.7 GiB. An operator that must survive API server
- * restarts cannot sit on that; at 1,000 nodes HTTP/1.1 measured within run-to-run noise of HTTP/2
- * (docs/design-notes.md).
+ * The transport is HTTP/1.1, never HTTP/2: Node's native HTTP/2 client can loop forever doubling its
+ * outgoing buffer after a server restart (docs/design-notes.md), and an operator must survive API server
+ * restarts; HTTP/1.1 is as fast here.
  *
- * On HTTP/1.1 a connection carries one request at a time and undici opens one per request in flight, at
- * ~150 KiB each with TLS (400 at once measured +60 MiB RSS); with drains evicting up to 50 pods a node at
- * once, that put the operator past its 250 MiB goal at 5,000 nodes. So requests share a pool of
- * REQUEST_CONNECTIONS (beyond it they queue, as HTTP/2 streams would past the server's stream limit), and
- * watches, each holding its connection for minutes, get a pool of their own that requests cannot starve.
- * undici is a direct dependency for that: the library builds its Agent without a connection limit, and
- * the transport options it derives reach the request pool through createDispatcherOptions (#transports).
+ * On HTTP/1.1 a connection carries one request at a time and undici opens one per request in flight (~150
+ * KiB each with TLS), so requests share a pool of REQUEST_CONNECTIONS (beyond it they queue, as HTTP/2
+ * streams would past the server's stream limit) to bound memory under a drain's eviction bursts; watches,
+ * each holding its connection for minutes, get a pool of their own that requests cannot starve. undici is
+ * a direct dependency for that: the library builds its Agent without a connection limit, and the transport
+ * options it derives reach the request pool through createDispatcherOptions (#transports).
  *
- * One pool is one queue: behind a burst of a drain's evictions (up to 50 a node, 100 nodes at once),
- * the leader's Lease renewal waited over 10 s at 1,000 nodes and the operator stopped leading mid-rollout.
- * separatePool() gives such a burst, or such a vital request, connections of its own.
+ * One pool is one queue: a vital request (the leader's Lease renewal) must not wait behind a burst of
+ * evictions, so separatePool() gives it connections of its own.
  */
 import type * as https from 'node:https';
 import {
@@ -43,7 +36,7 @@ type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
 const HTTP1_ONLY = { allowH2: false } as const;
 
 /** Connections per API server for requests other than watches. */
-export const REQUEST_CONNECTIONS = 64;
+const REQUEST_CONNECTIONS = 64;
 
 export interface PoolOptions {
   /** Connections per API server for requests other than watches; more requests queue. */

@@ -188,7 +188,7 @@ export const FIELDS: Field[] = [
 ];
 
 const envName = (flag: string) => `NUO_${flag.toUpperCase().replaceAll('-', '_')}`;
-export const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 function convert(field: Field, raw: unknown, source: string, problems: string[]): unknown {
   const where = `${source} ${field.flag}`;

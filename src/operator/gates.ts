@@ -38,7 +38,7 @@ export interface Gate {
 }
 
 /** When a node with `failures` consecutive failed attempts may try again (0: at once). */
-export function retryAt(n: NodeView, c: Pick<DecideConfig, 'retryBackoffMs' | 'retryBackoffMaxMs'>): number {
+function retryAt(n: NodeView, c: Pick<DecideConfig, 'retryBackoffMs' | 'retryBackoffMaxMs'>): number {
   if (n.failures === 0 || !n.stateSince) return 0;
   const wait = Math.min(c.retryBackoffMs * 2 ** Math.min(n.failures - 1, 30), c.retryBackoffMaxMs);
   return ms(n.stateSince) + wait;

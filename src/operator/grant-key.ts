@@ -24,7 +24,7 @@ import type { NodeView } from './node-view.ts';
 const LABELS = { 'app.kubernetes.io/name': 'nuo' };
 
 /** Reads the key, creating it if there is none yet, and publishes its public half. */
-export async function ensureGrantKey(core: CoreV1Api, namespace: string): Promise<GrantKeyPair> {
+async function ensureGrantKey(core: CoreV1Api, namespace: string): Promise<GrantKeyPair> {
   const key = await readOrCreateSecret(core, namespace);
   await publish(core, namespace, key.publicPem);
   return key;

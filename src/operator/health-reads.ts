@@ -17,7 +17,7 @@ import type { NodeView } from './node-view.ts';
 const HEALTH_READERS = 16;
 
 /** What the health gate makes of a node's pods: its DaemonSet pods, not being deleted, all Ready. */
-export function daemonSetHealth(pods: readonly V1Pod[]): Health {
+function daemonSetHealth(pods: readonly V1Pod[]): Health {
   const ds = pods.filter(
     (p) =>
       p.metadata?.ownerReferences?.some((r) => r.controller && r.kind === 'DaemonSet') &&

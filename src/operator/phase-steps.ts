@@ -22,10 +22,10 @@ export interface StepContext {
 /** Why a node drained or granted is cordoned and drained again: someone uncordoned it mid-attempt. */
 export const UNCORDONED_DURING_DRAIN =
   "uncordoned by someone else during its drain: cordoned again (as nuo's), draining again";
-export const UNCORDONED_AFTER_GRANT =
+const UNCORDONED_AFTER_GRANT =
   "uncordoned by someone else before its reboot: grant withdrawn, cordoned again (as nuo's), draining again";
 
-export const GRANT_REMOVED = 'its grant was removed by someone else before the reboot: draining again';
+const GRANT_REMOVED = 'its grant was removed by someone else before the reboot: draining again';
 
 /** The reason a paused slot holder shows; written once. */
 export const PAUSED_HOLDER = 'paused: holds its slot, no further action';
@@ -174,7 +174,7 @@ const STEPS: Record<Phase, PhaseStep> = {
  * Draining or AfterReboot after the agent cleared its mark: the attempt ends, nuo's cordon undone, rather
  * than drain and grant a node that may have rebooted already. A need left is admitted again later.
  */
-export function restorePhase(n: NodeView): Action {
+function restorePhase(n: NodeView): Action {
   const why = `phase restored from the node's other keys (${n.problems[0] ?? 'nuo.dev/state overwritten'})`;
   const to = (phase: Phase, extra = {}): Action => ({
     type: 'transition',

@@ -49,9 +49,6 @@ export interface FaultContext {
   note: (line: string) => void;
 }
 
-/** Thrown when a fault could not strike (e.g. no live leader): counted as skipped, not injected. */
-export class NotInjected extends Error {}
-
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
@@ -121,7 +118,7 @@ export async function strike(f: Fault, ctx: FaultContext): Promise<void> {
 
 async function leaderOrSkip(ctx: FaultContext): Promise<string> {
   const leader = await ctx.replicas.claimLeader();
-  if (!leader) throw new NotInjected('no live leader within 30 s');
+  if (!leader) throw new Error('no live leader within 30 s'); // skipped, not injected
   return leader;
 }
 

@@ -22,17 +22,15 @@ const nuoBin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
 export const OPERATOR_NODE_OPTIONS = '--max-semi-space-size=2 --max-old-space-size=384';
 
 /**
- * Resident memory past which an operator is a runaway: ~150 MiB is its size here, and its V8 heap is
- * capped at 384 MiB, so only native memory can grow this far. In CI, one grew to 9.7 GiB with its event
- * loop stuck and took the machine's memory with it. The guard kills such a process before it takes the
- * run down, and first logs where it was (runaway.ts): that is how Node's HTTP/2 client was found looping
- * (see pooled-kubeconfig.ts).
+ * Resident memory past which an operator is a runaway: its V8 heap is capped at 384 MiB, so only native
+ * memory leaking or looping can grow this far. The guard kills such a process before it takes the
+ * machine's memory, and first logs where it was (runaway.ts).
  */
 const RUNAWAY_RSS_MIB = 1024;
 const RSS_CHECK_MS = 1000;
 
 /** Debian's libfaketime: the library that shifts the wall clock of the process it is preloaded into. */
-export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
 function skewedEnv(skewS: number): NodeJS.ProcessEnv {
   if (!existsSync(LIBFAKETIME)) {

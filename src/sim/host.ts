@@ -105,10 +105,8 @@ export class SimHost implements Detector, Rebooter, BootId {
     this.#up = false;
     // The agent dies with the OS; don't wait for it here, since it is the caller.
     this.#agentStop?.abort();
-    // The reboot's clock starts now, as a machine's does, not when the API server has taken the
-    // NotReady status: waiting for that write first made every simulated reboot longer than rebootMs by
-    // the write's latency (0.4 s on average at 1,000 nodes, seconds at p99). The boot waits for it, so
-    // NotReady never lands after Ready.
+    // The reboot's clock starts now, as a machine's does, not when the API server has taken the NotReady
+    // status; the boot waits for that write, so NotReady never lands after Ready.
     const down = this.#postStatus(false);
     if (this.behaviour !== RebootBehaviour.neverReturns) {
       this.#pendingBoot = setTimeout(() => void this.#boot(down), this.#o.rebootMs);
@@ -129,8 +127,7 @@ export class SimHost implements Detector, Rebooter, BootId {
 
   /**
    * Posts the status until the API server takes it, as a kubelet keeps posting its own (e.g. through a
-   * kube-apiserver restart). A single failed write used to end the reboot there: the host never booted
-   * (no new boot ID, ever), and a failure in #boot was an unhandled rejection.
+   * kube-apiserver restart): a host whose one write failed would never boot.
    */
   async #postStatus(ready: boolean): Promise<void> {
     for (let delayMs = 200; ; delayMs = Math.min(delayMs * 2, 2000)) {
@@ -177,8 +174,8 @@ export class SimHost implements Detector, Rebooter, BootId {
   /**
    * Takes the node's status over from KWOK for as long as the host runs, as a kubelet owns its node's
    * (KWOK keeps renewing its Lease and running its pods), publishes the first boot ID and starts the
-   * agent. Taking it over at each reboot instead cost two more node writes a reboot, ~10 % of a
-   * 1,000-node rollout's, each a chance for the operator's conditional writes to conflict.
+   * agent. Once, not at each reboot: every extra node write is a chance for the operator's conditional
+   * writes to conflict.
    */
   async start(): Promise<void> {
     await this.#customStatus('custom');
@@ -197,9 +194,9 @@ export class SimHost implements Detector, Rebooter, BootId {
   }
 
   #startAgent(): void {
-    // One agent per host, as one DaemonSet pod per node: a new agent replaces the running one (a restart
-    // during the boot, racing the boot's own start, used to leave an orphan agent with a stale view of
-    // the host acting on the node until the process ended), and none starts once the host is stopped.
+    // One agent per host, as one DaemonSet pod per node: a new agent replaces the running one (else a
+    // restart racing the boot's own start leaves an orphan agent acting on a stale view of the host), and
+    // none starts once the host is stopped.
     if (this.#stopped) return;
     this.#agentStop?.abort();
     const stop = new AbortController();

@@ -275,7 +275,6 @@ test('options are validated', () => {
   const bad: Array<[Record<string, unknown>, RegExp]> = [
     [{ path: 'api/v1/nodes' }, /path/],
     [{ path: '/api/v1/nodes?watch=1' }, /path/],
-    [{ list: undefined }, /list/],
     [{ watchdogMs: 0 }, /watchdogMs/],
     [{ watchdogMs: Number.POSITIVE_INFINITY }, /watchdogMs/],
     [{ backoff: { initialMs: 0, maxMs: 10 } }, /initialMs/],
@@ -283,7 +282,6 @@ test('options are validated', () => {
     [{ watchTimeoutSeconds: { min: 10, max: 5 } }, /watchTimeoutSeconds/],
     [{ pageSize: 0 }, /pageSize/],
     [{ listTimeoutMs: 0 }, /listTimeoutMs/],
-    [{ labelSelector: 5 }, /labelSelector/],
     [{ kubeconfig: new KubeConfig() }, /current cluster/],
   ];
   for (const [override, message] of bad) {

@@ -7,8 +7,7 @@
  * addon, no node-gyp build, no libdbus, which keeps the agent image small and buildable anywhere. Its
  * optional native "usocket" module is not installed; plain unix/tcp sockets through node:net suffice.
  * It is CommonJS; Node's ESM loader exposes its named exports. It is loaded lazily (dynamic import) so an
- * agent that uses no D-Bus source or action never pays for it. Measured on Node 24: importing it and holding
- * one connection adds about 9-12 MiB RSS over a bare process.
+ * agent that uses no D-Bus source or action never pays for its memory.
  *
  * Only the low-level API is used (Message, MessageBus.call/send and the "message" event): no proxy objects,
  * so no Introspect round trip and no XML parsing on the hot path.

@@ -50,7 +50,7 @@ export function validateTimeout(what: string, value: unknown): number {
 }
 
 /** argv as a readable command line. */
-export function formatArgv(argv: readonly string[]): string {
+function formatArgv(argv: readonly string[]): string {
   return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
 }
 

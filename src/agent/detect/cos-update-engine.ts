@@ -13,7 +13,7 @@ import { type DBusDetectorOptions, DBusServiceDetector } from '../dbus/service-d
 import { type Detection, Need, type UpdateStatus } from '../os.ts';
 import { unixSeconds } from './update-engine.ts';
 
-export const COS_UPDATE_ENGINE = {
+const COS_UPDATE_ENGINE = {
   name: 'org.chromium.UpdateEngine',
   path: '/org/chromium/UpdateEngine',
   interface: 'org.chromium.UpdateEngineInterface',

@@ -7,7 +7,7 @@
 import { type DBusDetectorOptions, DBusServiceDetector } from '../dbus/service-detector.ts';
 import { type Detection, Need, type UpdateStatus } from '../os.ts';
 
-export const UPDATE_ENGINE = {
+const UPDATE_ENGINE = {
   name: 'com.coreos.update1',
   path: '/com/coreos/update1',
   interface: 'com.coreos.update1.Manager',

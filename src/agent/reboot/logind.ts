@@ -7,7 +7,7 @@ import { SystemBusClient, type SystemBusClientOptions } from '../dbus/client.ts'
 import { describeError } from '../dbus/connection.ts';
 import type { Rebooter } from '../os.ts';
 
-export const LOGIND = {
+const LOGIND = {
   name: 'org.freedesktop.login1',
   path: '/org/freedesktop/login1',
   interface: 'org.freedesktop.login1.Manager',

@@ -54,7 +54,7 @@ const run = promisify(execFile);
 /** Nodes annotated `${KWOK_CUSTOM_STATUS}=custom` keep the status their simulated host writes. */
 export const KWOK_CUSTOM_STATUS = 'kwok.x-k8s.io/status';
 
-export const CLUSTER_DIR_PREFIX = 'nuo-cluster-';
+const CLUSTER_DIR_PREFIX = 'nuo-cluster-';
 
 export interface LocalCluster {
   /** Temp dir holding the PKI, configs and logs/ (removed by stop()). */
@@ -219,8 +219,8 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
       `${JSON.stringify({
         apiVersion: 'config.kwok.x-k8s.io/v1alpha1',
         kind: 'KwokConfiguration',
-        // KWOK's defaults are 4 workers each. Each node's Lease is created before its stages play, and at
-        // ~40 ms a request 16 Lease workers made 5,000 nodes take ~60 s to become Ready; 64 take ~25 s.
+        // KWOK's defaults are 4 workers each; each node's Lease is created before its stages play, so
+        // thousands of nodes become Ready only as fast as these workers create Leases.
         options: {
           nodeLeaseDurationSeconds: leaseSeconds,
           nodeLeaseParallelism: 64,

@@ -37,7 +37,7 @@ export function kwokNode(spec: NodeSpec): V1Node {
 const NOT_READY_TAINTS = new Set(['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable']);
 
 /** Ready, and the scheduler can see it: no not-ready/unreachable taint left from before it was Ready. */
-export function isSchedulable(node: V1Node): boolean {
+function isSchedulable(node: V1Node): boolean {
   return isReady(node) && !(node.spec?.taints ?? []).some((t) => NOT_READY_TAINTS.has(t.key));
 }
 
