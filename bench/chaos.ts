@@ -76,7 +76,7 @@ function summary(p: ChaosPart): string[] {
     'violations',
     ...RULES.map((r) => row(`  ${r}`, p.violations[r] ?? 0)),
     row('  total', totalOf(p)),
-    row('operators killed as runaways (memory guard)', p.runaways),
+    row('operators killed (runaway or hung)', p.runaways),
   ];
 }
 
@@ -98,7 +98,7 @@ function publishCampaign(p: ChaosPart, command: string): void {
       ...FAULT_KINDS.map((k) => cell(`fault: ${k}`, p.injected[k] ?? 0)),
       cell('faults that could not strike (skipped)', p.skipped),
       ...RULES.map((r) => cell(`**violations: ${r}**`, `**${p.violations[r] ?? 0}**`)),
-      cell('operators killed as runaways (memory guard)', p.runaways),
+      cell('operators killed: memory runaway, or hung after SIGTERM', p.runaways),
     ].join('\n'),
   });
 }

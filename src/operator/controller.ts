@@ -237,7 +237,20 @@ export class Operator {
       if (type === 'update' && old && sameView(this.#view(old), this.#view(node))) return;
       this.#queue.add(KEY);
     });
-    await this.#informer.start();
+    if (signal.aborted) return;
+    // A shutdown before the cache syncs (the API server unreachable, a clock TLS refuses) ends it here:
+    // the informer would otherwise retry its list for as long as the process lives.
+    const stopInformer = () => void this.#informer.stop();
+    signal.addEventListener('abort', stopInformer, { once: true });
+    try {
+      await this.#informer.start();
+    } catch (err) {
+      if (!signal.aborted) throw err;
+      log('info', 'stopped before the node cache synced');
+      return;
+    } finally {
+      signal.removeEventListener('abort', stopInformer);
+    }
     log('info', 'node cache synced', { nodes: this.#informer.list().length });
     this.#elector = new LeaderElector({
       kubeconfig: this.#o.kubeconfig.separatePool({ requestConnections: 1 }),

@@ -88,7 +88,7 @@ export interface RunResult {
   /** Faults that could not be injected, and why (e.g. no live leader to kill). */
   skipped: string[];
   violations: Violation[];
-  /** Operators the fleet's memory guard killed (Fleet.runaways): a failure, though no safety rule's. */
+  /** Operators the fleet had to kill (Fleet.runaways): a failure, though no safety rule's. */
   runaways: string[];
   finished: boolean;
   /** From staging the updates until the rollout was done and every fault had been injected. */
@@ -488,7 +488,8 @@ async function runOne(
       injected,
       skipped,
       violations: [...fleet.checker.violations],
-      runaways: [...fleet.runaways],
+      // The array itself: stopping the fleet (below) adds an operator that hangs on SIGTERM.
+      runaways: fleet.runaways,
       finished: finished === true,
       elapsedMs,
       drains: drainSummary(cluster, replicaIds),

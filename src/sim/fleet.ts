@@ -28,6 +28,8 @@ export const OPERATOR_NODE_OPTIONS = '--max-semi-space-size=2 --max-old-space-si
  */
 const RUNAWAY_RSS_MIB = 1024;
 const RSS_CHECK_MS = 1000;
+/** How long an operator may take to exit after SIGTERM (the kubelet's default grace is 30 s). */
+const TERM_GRACE_MS = 15_000;
 
 /** Debian's libfaketime: the library that shifts the wall clock of the process it is preloaded into. */
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
@@ -70,7 +72,10 @@ export class Fleet {
   readonly #cluster: LocalCluster;
   readonly #client: LeanClient;
   readonly #operators = new Map<string, ChildProcess>();
-  /** One line per operator the memory guard killed; where it was is in that operator's log. */
+  /**
+   * One line per operator the fleet had to kill: past its memory limit (where it was is in its log), or
+   * still running long after SIGTERM.
+   */
   readonly runaways: string[] = [];
 
   constructor(cluster: LocalCluster, options: FleetOptions) {
@@ -176,6 +181,10 @@ export class Fleet {
     return this.#operators.get(identity);
   }
 
+  /**
+   * Signals an operator and waits for it to exit. One that outlives a SIGTERM by TERM_GRACE_MS is
+   * SIGKILLed, as the kubelet would, and recorded with the runaways: a process that hangs on shutdown.
+   */
   async killOperator(identity: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const child = this.#operators.get(identity);
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
@@ -183,7 +192,13 @@ export class Fleet {
     child.kill(signal);
     // A stopped (SIGSTOPped) process would hold any other signal pending.
     child.kill('SIGCONT');
+    if (signal !== 'SIGTERM') return void (await exited);
+    const timer = setTimeout(() => {
+      this.runaways.push(`operator ${identity} still running ${TERM_GRACE_MS / 1000}s after SIGTERM: killed`);
+      child.kill('SIGKILL');
+    }, TERM_GRACE_MS);
     await exited;
+    clearTimeout(timer);
   }
 
   async stop(): Promise<void> {

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { pollUntil } from '../../src/util/poll.ts';
 
 const bin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
 const nuo = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
@@ -42,5 +47,53 @@ test('every node command shows its usage: one NODE and the kubeconfig flags', ()
     assert.equal(r.status, 0, command);
     assert.match(r.stdout, new RegExp(`^Usage: nuo ${command} NODE \\[flags\\]\n\n\\S`), command);
     assert.match(r.stdout, /\n\nFlags:\n {2}--kubeconfig FILE .*\n {2}--context NAME/, command);
+  }
+});
+
+test('an operator that cannot reach its API server exits at once on SIGTERM, before its cache ever synced', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nuo-cli-test-'));
+  try {
+    // Port 1 on loopback refuses every connection: the node list fails and is retried with backoff.
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      }),
+    );
+    const child = spawn(
+      process.execPath,
+      [bin, 'operator', `--kubeconfig=${kubeconfig}`, '--metrics-port=0'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      out += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await pollUntil(
+      'the operator to fail its first list',
+      () => (out.includes('listing again') ? true : undefined),
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    child.kill('SIGTERM');
+    const code = await Promise.race([exited, delay(20_000).then(() => 'still running' as const)]);
+    if (code === 'still running') child.kill('SIGKILL');
+    assert.equal(code, 0, `exit after SIGTERM:\n${out}`);
+    assert.match(out, /stopped before the node cache synced/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
