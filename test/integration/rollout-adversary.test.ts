@@ -11,7 +11,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
 import { fromPrivatePem, GRANT_KEY_NAME, PRIVATE_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
@@ -19,6 +19,7 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import { readAuditLog } from '../../src/sim/cluster/audit.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { RebootBehaviour } from '../../src/sim/host.ts';
+import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { resetNodes, useCluster } from './support.ts';
 
@@ -26,6 +27,8 @@ const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4', 'node-5'];
 const ADMIN = 'nuo-admin';
 const cluster = await useCluster({ nodes: NODES.length, zones: 2, audit: { users: [ADMIN] } });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
+const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
 await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
 
 const HOOK = 'test.nuo.dev/after-reboot-ok';
@@ -394,6 +397,47 @@ describe('adversarial rollouts', () => {
         : undefined,
     );
     await assertSafe(f);
+  });
+
+  test('a node an admin uncordons mid-drain is cordoned and drained again before its reboot, never rebooted schedulable', async () => {
+    const f = await newFleet(1);
+    // One pod pinned to node-1 under a PDB that allows no disruption: the drain waits, cordoned.
+    const ns = 'uncordon';
+    await core.createNamespace({ body: { metadata: { name: ns } } });
+    const pinned = deployment(ns, 'pinned', 1);
+    const podSpec = pinned.spec?.template.spec;
+    if (podSpec) podSpec.nodeSelector = { 'kubernetes.io/hostname': 'node-1' };
+    await apps.createNamespacedDeployment({ namespace: ns, body: pinned });
+    await policy.createNamespacedPodDisruptionBudget({
+      namespace: ns,
+      body: {
+        metadata: { name: 'pinned' },
+        spec: { minAvailable: 1, selector: { matchLabels: { app: 'pinned' } } },
+      },
+    });
+    try {
+      await waitAvailable(apps, ns, 'pinned');
+      f.stageUpdates(['node-1']);
+      await inPhase('node-1', [Phase.draining]);
+      // The PDB allows no disruption: once the drain runs, it cannot end before the PDB goes.
+      await waitFor('node-1 draining, cordoned by nuo', async () =>
+        operatorLog().some((l) => l.msg === 'draining' && l.node === 'node-1') &&
+        (await annotations('node-1'))[Annotations.cordonedByNuo] === 'true'
+          ? true
+          : undefined,
+      );
+      // kubectl uncordon, mid-drain.
+      await core.patchNode({ name: 'node-1', body: { spec: { unschedulable: false } } }, mergePatch);
+      await policy.deleteNamespacedPodDisruptionBudget({ name: 'pinned', namespace: ns });
+      await rolledOnce(f, ['node-1']);
+      await assertSafe(f);
+      assert.ok(
+        (await events('node-1', 'UncordonedMidAttempt')).length >= 1,
+        'the operator said it cordoned and drained the node again',
+      );
+    } finally {
+      await core.deleteNamespace({ name: ns });
+    }
   });
 
   test('a soak that passed while the operator was stopped is not counted: the soak is time it saw', async () => {
