@@ -1,4 +1,4 @@
-/** A node's phase as the operator records it in `nuo.dev/state` (DESIGN.md, "A node's phases"). */
+/** A node's phase as the operator records it in `nuo.dev/state` (docs/architecture.md, "A node's phases"). */
 export const Phase = {
   idle: 'Idle',
   /** Needs a reboot; waits for budget, spacing, backoff or unpause. */

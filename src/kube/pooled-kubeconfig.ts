@@ -8,8 +8,8 @@
  * the transport is shared.
  *
  * The transport is HTTP/1.1, never HTTP/2: Node's native HTTP/2 client can loop forever doubling its
- * outgoing buffer after a server restart (docs/design-notes.md), and an operator must survive API server
- * restarts; HTTP/1.1 is as fast here.
+ * outgoing buffer after a server restart (docs/decisions/0022-http1-only.md), and an operator must
+ * survive API server restarts; HTTP/1.1 is as fast here.
  *
  * On HTTP/1.1 a connection carries one request at a time and undici opens one per request in flight (~150
  * KiB each with TLS), so requests share a pool of REQUEST_CONNECTIONS (beyond it they queue, as HTTP/2
