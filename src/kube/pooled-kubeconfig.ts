@@ -20,6 +20,8 @@
  *
  * One pool is one queue: a vital request (the leader's Lease renewal) must not wait behind a burst of
  * evictions, so separatePool() gives it connections of its own.
+ *
+ * setFence() drops requests a stale leader or an ended attempt would still send (fence.ts).
  */
 import type * as https from 'node:https';
 import {
@@ -29,6 +31,7 @@ import {
   type RequestContext,
 } from '@kubernetes/client-node';
 import { Agent } from 'undici';
+import type { Fence } from './fence.ts';
 
 type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
 
@@ -41,6 +44,8 @@ const REQUEST_CONNECTIONS = 64;
 export interface PoolOptions {
   /** Connections per API server for requests other than watches; more requests queue. */
   requestConnections?: number;
+  /** For separatePool(): false leaves its requests unfenced (the leader election's own). Default true. */
+  fenced?: boolean;
 }
 
 /** The library's transport options, with HTTP/2 refused on each kind. */
@@ -66,6 +71,34 @@ function http1Only(options: DispatcherOptions): DispatcherOptions {
   }
 }
 
+type Headers = Parameters<Dispatcher['dispatch']>[0]['headers'];
+
+/** `headers` (as undici dispatches them: an object, or a flat array of names and values) with `userAgent`. */
+export function withUserAgent(headers: Headers, userAgent: string): Headers {
+  if (Array.isArray(headers)) {
+    const out: string[] = [];
+    for (let i = 0; i + 1 < headers.length; i += 2) {
+      if (String(headers[i]).toLowerCase() !== 'user-agent')
+        out.push(String(headers[i]), String(headers[i + 1]));
+    }
+    return [...out, 'user-agent', userAgent];
+  }
+  const out: Record<string, string | string[] | undefined> = {};
+  for (const [name, value] of Object.entries(
+    (headers ?? {}) as Record<string, string | string[] | undefined>,
+  )) {
+    if (name.toLowerCase() !== 'user-agent') out[name] = value;
+  }
+  return { ...out, 'user-agent': userAgent };
+}
+
+/** The library sets its own User-Agent after any hook of ours: it is replaced on the way out. */
+const userAgentInterceptor =
+  (userAgent: string): Parameters<Dispatcher['compose']>[0] =>
+  (dispatch) =>
+  (options, handler) =>
+    dispatch({ ...options, headers: withUserAgent(options.headers, userAgent) }, handler);
+
 export class PooledKubeConfig extends KubeConfig {
   readonly #pools = new Map<string, Dispatcher>();
   /** The transport options derived for each cluster and user, which the request pool is built with. */
@@ -73,6 +106,9 @@ export class PooledKubeConfig extends KubeConfig {
   readonly #requestConnections: number;
   /** Made by separatePool(): reset and closed with this one. */
   readonly #separate: PooledKubeConfig[] = [];
+  #fence: Fence | undefined;
+  readonly #fenced: boolean;
+  #userAgent: string | undefined;
 
   constructor(options: PoolOptions = {}) {
     super();
@@ -80,6 +116,25 @@ export class PooledKubeConfig extends KubeConfig {
     if (!Number.isInteger(n) || n < 1)
       throw new Error(`requestConnections must be a positive integer, not ${n}`);
     this.#requestConnections = n;
+    this.#fenced = options.fenced ?? true;
+  }
+
+  /**
+   * Fences every request other than a watch (fence.ts), here and in every separate pool made with
+   * `fenced` left true, before or after. Set it before any request is sent.
+   */
+  setFence(fence: Fence): void {
+    if (this.#fenced) this.#fence = fence;
+    for (const kc of this.#separate) kc.setFence(fence);
+  }
+
+  /**
+   * Sent as User-Agent on every request here and in the separate pools, instead of the library's own:
+   * which process sent it, in the API server's audit log. Set it before any request is sent.
+   */
+  setUserAgent(userAgent: string): void {
+    this.#userAgent = userAgent;
+    for (const kc of this.#separate) kc.setUserAgent(userAgent);
   }
 
   /** What the transport depends on: server, trust, client certificate, proxy. */
@@ -126,6 +181,11 @@ export class PooledKubeConfig extends KubeConfig {
         !watch && transport?.type === 'agent'
           ? new Agent({ connect: transport.connect, connections: this.#requestConnections })
           : fresh;
+      const interceptors = [
+        ...(this.#userAgent ? [userAgentInterceptor(this.#userAgent)] : []),
+        ...(!watch && this.#fence ? [this.#fence.interceptor] : []),
+      ];
+      if (interceptors.length > 0) pooled = pooled.compose(interceptors);
       this.#pools.set(key, pooled);
     }
     context.setDispatcher(pooled);
@@ -139,6 +199,8 @@ export class PooledKubeConfig extends KubeConfig {
    */
   separatePool(options: PoolOptions = {}): PooledKubeConfig {
     const kc = new PooledKubeConfig(options);
+    if (this.#fence) kc.setFence(this.#fence);
+    if (this.#userAgent) kc.setUserAgent(this.#userAgent);
     kc.loadFromOptions({
       clusters: this.clusters,
       users: this.users,

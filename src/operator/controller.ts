@@ -10,6 +10,7 @@ import { Phase } from '../api/phases.ts';
 import { Drainer, DrainOutcome, type DrainResult } from '../drain/evict.ts';
 import { backoffDelay, type KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
+import { Fence } from '../kube/fence.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leader.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
@@ -127,12 +128,17 @@ export class Operator {
   /** The leader election loop has ended (a live process whose election ended is wedged). */
   #electionEnded = false;
   readonly #progress = new Progress();
+  /** Drops requests that would change something while this replica does not lead (fence.ts). */
+  readonly #fence = new Fence(() => (this.#acting() ? undefined : 'this replica does not lead now'));
   #leading: AbortSignal | undefined;
   #resync: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: OperatorOptions) {
     this.#o = options;
     const c = options.config;
+    // Before any request: every pool is made with the fence in place (the leader election's excepted).
+    options.kubeconfig.setFence(this.#fence);
+    options.kubeconfig.setUserAgent(`nuo-operator (${options.identity})`);
     this.#core = options.kubeconfig.makeApiClient(CoreV1Api);
     this.#attemptLane = { writers: new Limiter(NODE_WRITERS), core: this.#core };
     this.#reasonLane = { writers: new Limiter(REASON_WRITERS), core: this.#core };
@@ -144,6 +150,7 @@ export class Operator {
     };
     this.#drains = new DrainRunner({
       drainer: new Drainer(options.kubeconfig.separatePool({ requestConnections: DRAIN_CONNECTIONS })),
+      fence: this.#fence,
       config: c,
       log: options.log,
       metrics: options.metrics,
@@ -253,7 +260,7 @@ export class Operator {
     }
     log('info', 'node cache synced', { nodes: this.#informer.list().length });
     this.#elector = new LeaderElector({
-      kubeconfig: this.#o.kubeconfig.separatePool({ requestConnections: 1 }),
+      kubeconfig: this.#o.kubeconfig.separatePool({ requestConnections: 1, fenced: false }),
       namespace: this.#o.config.namespace,
       name: 'nuo-operator',
       identity: this.#o.identity,

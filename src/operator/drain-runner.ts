@@ -5,11 +5,14 @@
 import type { Drainer, DrainResult } from '../drain/evict.ts';
 import { DrainOutcome } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
+import type { Fence } from '../kube/fence.ts';
 import type { OperatorConfig } from './config.ts';
 import type { OperatorMetrics } from './metrics.ts';
 
 export interface DrainRunnerOptions {
   drainer: Drainer;
+  /** Every request of a drain is dropped once the drain is aborted, even one already queued. */
+  fence: Fence;
   config: OperatorConfig;
   log: KubeLog;
   metrics?: OperatorMetrics;
@@ -55,23 +58,25 @@ export class DrainRunner {
     this.#o.log('info', 'draining', { node });
     // Evictions a PDB refused: where a slow drain's time went (logged with the grant, and a metric).
     let refused = 0;
-    this.#o.drainer
-      .drain({
-        node,
-        cordoned,
-        signal: controller.signal,
-        onEvent: (e) => {
-          if (e.type === 'retry' && e.refusedByPdb) refused++;
-        },
-        options: {
-          force: c.drainForce,
-          ignoreDaemonSets: true,
-          deleteEmptyDirData: c.drainDeleteEmptyDirData,
-          gracePeriodSeconds: c.drainGracePeriodSeconds,
-          timeoutSeconds: Math.ceil(c.drainTimeoutMs / 1000),
-          concurrency: c.drainConcurrency,
-        },
-      })
+    this.#o.fence
+      .run(controller.signal, () =>
+        this.#o.drainer.drain({
+          node,
+          cordoned,
+          signal: controller.signal,
+          onEvent: (e) => {
+            if (e.type === 'retry' && e.refusedByPdb) refused++;
+          },
+          options: {
+            force: c.drainForce,
+            ignoreDaemonSets: true,
+            deleteEmptyDirData: c.drainDeleteEmptyDirData,
+            gracePeriodSeconds: c.drainGracePeriodSeconds,
+            timeoutSeconds: Math.ceil(c.drainTimeoutMs / 1000),
+            concurrency: c.drainConcurrency,
+          },
+        }),
+      )
       .then(async (result) => {
         const m = this.#o.metrics;
         m?.drainSeconds.observe({ outcome: result.outcome }, result.elapsedMs / 1000);

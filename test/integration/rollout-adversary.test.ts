@@ -11,12 +11,12 @@ import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { AppsV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
 import { fromPrivatePem, GRANT_KEY_NAME, PRIVATE_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
-import { readAuditLog } from '../../src/sim/cluster/audit.ts';
+import { type AuditEvent, readAuditLog } from '../../src/sim/cluster/audit.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { RebootBehaviour } from '../../src/sim/host.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
@@ -29,6 +29,7 @@ const cluster = await useCluster({ nodes: NODES.length, zones: 2, audit: { users
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
 const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
+const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
 await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
 
 const HOOK = 'test.nuo.dev/after-reboot-ok';
@@ -130,6 +131,27 @@ async function events(node: string, reason: string) {
     fieldSelector: `involvedObject.name=${node},reason=${reason}`,
   });
   return list.items;
+}
+
+/**
+ * A namespace with one pod pinned to `node` under a PDB that allows no disruption: a drain of the node
+ * waits, cordoned, until the test deletes PDB `pinned`.
+ */
+async function pinnedUnderPdb(ns: string, node: string): Promise<string> {
+  await core.createNamespace({ body: { metadata: { name: ns } } });
+  const pinned = deployment(ns, 'pinned', 1);
+  const podSpec = pinned.spec?.template.spec;
+  if (podSpec) podSpec.nodeSelector = { 'kubernetes.io/hostname': node };
+  await apps.createNamespacedDeployment({ namespace: ns, body: pinned });
+  await policy.createNamespacedPodDisruptionBudget({
+    namespace: ns,
+    body: {
+      metadata: { name: 'pinned' },
+      spec: { minAvailable: 1, selector: { matchLabels: { app: 'pinned' } } },
+    },
+  });
+  await waitAvailable(apps, ns, 'pinned');
+  return ns;
 }
 
 describe('adversarial rollouts', () => {
@@ -401,22 +423,8 @@ describe('adversarial rollouts', () => {
 
   test('a node an admin uncordons mid-drain is cordoned and drained again before its reboot, never rebooted schedulable', async () => {
     const f = await newFleet(1);
-    // One pod pinned to node-1 under a PDB that allows no disruption: the drain waits, cordoned.
-    const ns = 'uncordon';
-    await core.createNamespace({ body: { metadata: { name: ns } } });
-    const pinned = deployment(ns, 'pinned', 1);
-    const podSpec = pinned.spec?.template.spec;
-    if (podSpec) podSpec.nodeSelector = { 'kubernetes.io/hostname': 'node-1' };
-    await apps.createNamespacedDeployment({ namespace: ns, body: pinned });
-    await policy.createNamespacedPodDisruptionBudget({
-      namespace: ns,
-      body: {
-        metadata: { name: 'pinned' },
-        spec: { minAvailable: 1, selector: { matchLabels: { app: 'pinned' } } },
-      },
-    });
+    const ns = await pinnedUnderPdb('uncordon', 'node-1');
     try {
-      await waitAvailable(apps, ns, 'pinned');
       f.stageUpdates(['node-1']);
       await inPhase('node-1', [Phase.draining]);
       // The PDB allows no disruption: once the drain runs, it cannot end before the PDB goes.
@@ -436,6 +444,65 @@ describe('adversarial rollouts', () => {
         'the operator said it cordoned and drained the node again',
       );
     } finally {
+      await core.deleteNamespace({ name: ns });
+    }
+  });
+
+  test('a leader paused past its Lease sends nothing it had queued once it resumes: no eviction, no Event', async () => {
+    const f = await newFleet(1);
+    const paused = identity;
+    const pausedProcess = operator;
+    const holder = async () =>
+      (await coordination.readNamespacedLease({ name: 'nuo-operator', namespace: 'nuo-system' })).spec
+        ?.holderIdentity;
+    await waitFor('the first replica to lead', async () => ((await holder()) === paused ? true : undefined));
+    const standby = `adversary-${++operators}`;
+    f.startOperator(standby, ['--max-unavailable=1', ...FAST]);
+    const ns = await pinnedUnderPdb('fence', 'node-1');
+    const mine = (e: AuditEvent) => e.userAgent?.includes(`(${paused})`) === true;
+    try {
+      f.stageUpdates(['node-1']);
+      // The PDB refuses its evictions: the drain retries them, some always waiting for their turn.
+      await waitFor('the leader to have an eviction refused', async () =>
+        (await readAuditLog(cluster.auditLogPath ?? '', ADMIN)).some(
+          (e) => mine(e) && e.objectRef?.subresource === 'eviction' && e.responseStatus?.code === 429,
+        )
+          ? true
+          : undefined,
+      );
+      pausedProcess?.kill('SIGSTOP');
+      await waitFor('the standby to lead', async () => ((await holder()) === standby ? true : undefined));
+      const resumed = Date.now();
+      pausedProcess?.kill('SIGCONT');
+      await waitFor('the resumed replica to say it stopped leading', async () =>
+        operatorLog().some((l) => l.msg === 'stopped leading: no further actions') ? true : undefined,
+      );
+      await policy.deleteNamespacedPodDisruptionBudget({ name: 'pinned', namespace: ns });
+      await rolledOnce(f, ['node-1']);
+      // Audit events are written in batches: wait until the log holds a request made after the rollout.
+      const done = Date.now();
+      await core.readNode({ name: 'node-0' });
+      const audit = await waitFor('the audit log to reach the end of the rollout', async () => {
+        const events = await readAuditLog(cluster.auditLogPath ?? '', ADMIN);
+        return events.some((e) => Date.parse(e.requestReceivedTimestamp) >= done) ? events : undefined;
+      });
+      const late = audit.filter(
+        (e) =>
+          mine(e) &&
+          Date.parse(e.requestReceivedTimestamp) >= resumed &&
+          !['get', 'list', 'watch'].includes(e.verb) &&
+          e.objectRef?.resource !== 'leases',
+      );
+      assert.deepEqual(
+        late.map(
+          (e) => `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.subresource ?? ''} ${e.objectRef?.name}`,
+        ),
+        [],
+        'the resumed replica changed nothing (its own Lease aside)',
+      );
+      await assertSafe(f);
+    } finally {
+      pausedProcess?.kill('SIGCONT');
       await core.deleteNamespace({ name: ns });
     }
   });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Cluster } from '@kubernetes/client-node';
-import { PooledKubeConfig } from '../../src/kube/pooled-kubeconfig.ts';
+import { PooledKubeConfig, withUserAgent } from '../../src/kube/pooled-kubeconfig.ts';
 
 const ca = { ca: 'a CA bundle' };
 const cases: Array<{
@@ -55,4 +55,19 @@ test('the TLS settings the library derived are kept', () => {
   assert.equal(options.connect.ca, 'a CA bundle');
   assert.equal(options.connect.servername, 'api.example');
   assert.equal(options.connect.keepAlive, true);
+});
+
+test("withUserAgent replaces the library's User-Agent, whatever the case, in either header shape", () => {
+  assert.deepEqual(withUserAgent({ 'user-agent': 'lib/2', accept: 'x' }, 'nuo (a)'), {
+    accept: 'x',
+    'user-agent': 'nuo (a)',
+  });
+  assert.deepEqual(withUserAgent({ 'User-Agent': 'lib/2' }, 'nuo (a)'), { 'user-agent': 'nuo (a)' });
+  assert.deepEqual(withUserAgent(['accept', 'x', 'User-Agent', 'lib/2'], 'nuo (a)'), [
+    'accept',
+    'x',
+    'user-agent',
+    'nuo (a)',
+  ]);
+  assert.deepEqual(withUserAgent(undefined, 'nuo (a)'), { 'user-agent': 'nuo (a)' });
 });
