@@ -5,7 +5,6 @@
  * the slot ledger): a new leader continues exactly where the last one stopped.
  */
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
-import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { Drainer, DrainOutcome, type DrainResult } from '../drain/evict.ts';
 import { backoffDelay, type KubeLog } from '../kube/backoff.ts';
@@ -27,12 +26,12 @@ import type { Health } from './health-gate.ts';
 import { HealthReads } from './health-reads.ts';
 import { type Ledger, LedgerCache, type LedgerChange, LedgerConflict, LedgerStore } from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
-import { MALFORMED } from './need.ts';
 import { type NodeView, sameView, slimNode, viewNode } from './node-view.ts';
 import { Conflict, NodeWriter } from './node-writer.ts';
 import { type NodeWrite, patchFor, type WriteAction } from './node-writes.ts';
 import { UNCORDONED_DURING_DRAIN } from './phase-steps.ts';
 import { informerProgress, liveness, Progress, readiness } from './probes.ts';
+import { ProblemReports } from './problem-reports.ts';
 import { SoakClock } from './soak-clock.ts';
 
 export interface OperatorOptions {
@@ -106,8 +105,7 @@ export class Operator {
   /** When this leader first saw each node at the health gate Ready (the soak counts from then). */
   readonly #soak = new SoakClock();
   readonly #grants: GrantSigner;
-  /** What was last reported of each node and kind (#reportProblems): node/reason → message. */
-  readonly #reported = new Map<string, string>();
+  readonly #problems: ProblemReports;
   /** The ledger and health the last pass decided on, for re-deciding a node after a conflict. */
   #lastPass: { ledger: Ledger; health: ReadonlyMap<string, Health> } | undefined;
   /** Node steps running (one per node at most), and the bounds on them: for attempts, and for the rest. */
@@ -168,6 +166,7 @@ export class Operator {
     this.#grants = new GrantSigner(this.#core, c.namespace);
     this.#ledger = new LedgerCache(new LedgerStore(this.#core, c.namespace), LEDGER_TTL_MS);
     this.#events = new EventRecorder(this.#core, options.identity, options.log);
+    this.#problems = new ProblemReports(this.#events, options.log, options.metrics);
     this.#health = new HealthReads({
       core: this.#core,
       soakMs: c.soakMs,
@@ -272,7 +271,7 @@ export class Operator {
         this.#leading = leading;
         this.#ledger.forget();
         this.#health.clear();
-        this.#reported.clear();
+        this.#problems.clear();
         this.#soak.clear();
         // Ready before the first grant: a replica that cannot read or create the key says so at once.
         this.#grants.prepare().catch((err: unknown) => log('error', describeError(err)));
@@ -320,7 +319,7 @@ export class Operator {
     if (this.#views.size > nodes.length * 2) this.#pruneViews(nodes);
     let cost = performance.now() - costStart;
     const health = this.#health.current(nodes, ledger.ledger, now);
-    this.#reportProblems(nodes);
+    this.#problems.report(nodes);
     const decideStart = performance.now();
     const decision = decide(
       {
@@ -609,36 +608,6 @@ export class Operator {
   /** The node's write for a step (node-writes.ts). */
   #write(action: WriteAction, view: NodeView, now: Date): NodeWrite {
     return patchFor(action, view, this.#o.config, now);
-  }
-
-  /**
-   * Malformed annotations are logged and reported in an Event once per node and set of problems (decide()
-   * also names them in the node's reason); nothing is repeated while they stay as they are.
-   */
-  #reportProblems(nodes: NodeView[]): void {
-    const seen = new Set<string>();
-    for (const n of nodes) {
-      const malformed = n.problems.length > 0 ? `${MALFORMED}${n.problems.join('; ')}` : undefined;
-      const agent = n.annotations[Annotations.agentProblem];
-      if (malformed)
-        this.#reportOnce(seen, n.name, 'MalformedAnnotation', malformed, 'malformed annotations ignored');
-      if (agent) this.#reportOnce(seen, n.name, 'AgentProblem', agent, "the node's agent reports a problem");
-    }
-    for (const key of this.#reported.keys()) if (!seen.has(key)) this.#reported.delete(key);
-    this.#o.metrics?.agentProblems.set(nodes.filter((n) => n.annotations[Annotations.agentProblem]).length);
-  }
-
-  /** A Warning Event and a log line for what a node shows, the first time it shows it. */
-  #reportOnce(seen: Set<string>, node: string, reason: string, message: string, line: string): void {
-    const key = `${node}/${reason}`;
-    seen.add(key);
-    if (this.#reported.get(key) === message) return;
-    this.#reported.set(key, message);
-    this.#events.warning(node, reason, message);
-    this.#o.log('warn', line, {
-      node,
-      problem: message.length > 512 ? `${message.slice(0, 512)}…` : message,
-    });
   }
 
   /**
