@@ -20,7 +20,7 @@ import type { Health } from './health-gate.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import { stepHolder } from './phase-steps.ts';
-import { promiseEnding, releaseStale, settlePromises, unavailable } from './slots.ts';
+import { promiseEnding, releaseStale, settlePromises, unavailable, withdrawUnstarted } from './slots.ts';
 import { pendingTaints } from './taints.ts';
 
 /** The operator's settings as decide() reads them: the budget and selector parsed, the rest as configured. */
@@ -137,8 +137,15 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const inFlight = new Set([...snapshot.admitting].filter((name) => !holders.has(name) && byName.has(name)));
   const promises = settlePromises(snapshot.ledger, byName, holders, inFlight, c, t);
   actions.push(...stale.actions, ...promises.actions);
-  const disrupted = unavailable(eligible, holders, inFlight);
   const slots = budgetSlots(c.maxUnavailable, eligible.length);
+  const excess =
+    holders.size +
+    unavailable(eligible, holders, inFlight).length +
+    promises.reserved +
+    inFlight.size -
+    slots;
+  actions.push(...withdrawUnstarted(snapshot.ledger, byName, holders, excess));
+  const disrupted = unavailable(eligible, holders, inFlight);
 
   const step = { config: c, now, draining: snapshot.draining, health: snapshot.health, wake: wake.at };
   for (const name of holders) actions.push(...stepHolder(byName.get(name) as NodeView, step));

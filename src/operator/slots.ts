@@ -45,6 +45,35 @@ export function releaseStale(
   return { holders, actions };
 }
 
+/**
+ * Admissions whose node write has not happened yet (a leader died between the ledger write and the node
+ * write) while the budget is now exceeded — by a node an admin cordoned or one that went NotReady in
+ * between: withdrawn, the most recent first, as many as the excess, rather than start disrupting a node
+ * over budget. A holder unavailable already is not withdrawn (it would count just the same).
+ */
+export function withdrawUnstarted(
+  ledger: Ledger,
+  byName: ReadonlyMap<string, NodeView>,
+  holders: Set<string>,
+  excess: number,
+): LedgerAction[] {
+  if (excess <= 0) return [];
+  const unstarted = [...holders]
+    .map((name) => ({ name, n: byName.get(name), since: Date.parse(ledger.slots[name]?.since ?? '') }))
+    .filter(
+      ({ n }) => n !== undefined && outsideAttempt(n) && !n.stateMalformed && !unavailableWithoutSlot(n),
+    )
+    .sort((a, b) => b.since - a.since || (a.name < b.name ? 1 : -1))
+    .slice(0, excess);
+  for (const { name } of unstarted) holders.delete(name);
+  return unstarted.map(({ name }) => ({
+    type: 'release',
+    node: name,
+    reason:
+      'admission withdrawn before it started: the budget is exceeded since (a node cordoned or NotReady meanwhile)',
+  }));
+}
+
 export interface Promises {
   actions: LedgerAction[];
   /** Promised nodes whose predecessor still holds its slot: off the waiting list. */

@@ -216,6 +216,38 @@ describe('decide: admission', () => {
     }
   });
 
+  test('an admission not yet written on its node is withdrawn if the budget is exceeded since; else redone', () => {
+    const ledger = { slots: { h: { since: ago(5) }, x: { since: ago(60) } } };
+    const nodes = (adminCordon: boolean) => [
+      node('h', { annotations: { ...needs, ...state(Phase.pending, 30) } }),
+      node('x', {
+        unschedulable: true,
+        annotations: { ...state(Phase.draining, 50), [Annotations.cordonedByNuo]: 'true' },
+      }),
+      node('y', { unschedulable: adminCordon }),
+    ];
+    const over = run(nodes(true), {
+      ledger,
+      draining: ['x'],
+      cfg: { maxUnavailable: parseMaxUnavailable('2') },
+    });
+    assert.deepEqual(
+      ofType(over.actions, 'release'),
+      ['h'],
+      'withdrawn: x and y already use the budget of 2',
+    );
+    assert.deepEqual(ofType(over.actions, 'transition'), [], 'and its node is not written');
+    assert.deepEqual(ofType(over.actions, 'admit'), []);
+    const room = run(nodes(false), {
+      ledger,
+      draining: ['x'],
+      cfg: { maxUnavailable: parseMaxUnavailable('2') },
+    });
+    assert.deepEqual(ofType(room.actions, 'release'), []);
+    const redo = room.actions.find((a) => a.type === 'transition' && a.node === 'h');
+    assert.equal(redo?.type === 'transition' && redo.to, Phase.beforeReboot, 'redone while it fits');
+  });
+
   test('slot holders in the ledger count, whatever their node says', () => {
     const d = run(
       [
