@@ -121,18 +121,12 @@ export function outsideSlots(
   for (const n of eligible) {
     if (skip(n.name)) continue;
     const need = needsReboot(n, t);
-    // A phase of an attempt without a slot behind it (its slot was freed by hand, say) and nothing left
-    // to do: the attempt ends as an abort would, nuo's cordon undone.
-    if (!need && !outsideAttempt(n))
-      actions.push({
-        type: 'end',
-        node: n.name,
-        reason: withProblems(n, 'no reboot needed; attempt ended without a slot'),
-      });
-    else if (!need) actions.push(...idleStep(n, wake));
-    // Such a phase while the need remains: start over.
-    else if (!outsideAttempt(n))
-      actions.push({ type: 'pending', node: n.name, reason: withProblems(n, need) });
+    // A phase of an attempt without a slot behind it (its slot freed by hand, an admission withdrawn as
+    // its node write landed): the attempt ends, nuo's cordon undone; a need left waits in Pending.
+    if (!outsideAttempt(n)) {
+      const reason = withProblems(n, `${need ?? 'no reboot needed'}; its attempt ended: it holds no slot`);
+      actions.push({ type: 'end', node: n.name, reason, to: need ? Phase.pending : Phase.idle });
+    } else if (!need) actions.push(...idleStep(n, wake));
     else if (!promised.has(n.name)) waiting.push(n);
   }
   return { actions, waiting };

@@ -85,8 +85,11 @@ export type Action =
    * the agent reports the need again after the boot (it counts towards a reboot loop).
    */
   | { type: 'complete'; node: string; reason: string; needSurvived?: boolean }
-  /** A phase of an attempt without a slot, nothing needed: Idle with nuo's cordon undone (no slot to free). */
-  | { type: 'end'; node: string; reason: string }
+  /**
+   * An attempt that has no slot behind it (or lost track of its phase) ends: Pending while the node still
+   * needs a reboot, else Idle, in one write with the grant withdrawn and nuo's cordon undone.
+   */
+  | { type: 'end'; node: string; reason: string; to: typeof Phase.idle | typeof Phase.pending }
   /** A ledger entry without a live attempt behind it (deleted node, or a node already Idle). */
   | { type: 'release'; node: string; reason: string }
   /** Remove a `nuo.dev/reboot-ok` nuo did not give (written by another client, or left behind). */
@@ -144,7 +147,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     promises.reserved +
     inFlight.size -
     slots;
-  actions.push(...withdrawUnstarted(snapshot.ledger, byName, holders, excess));
+  actions.push(...withdrawUnstarted(snapshot.ledger, byName, holders, snapshot.admitting, excess));
   const disrupted = unavailable(eligible, holders, inFlight);
 
   const step = { config: c, now, draining: snapshot.draining, health: snapshot.health, wake: wake.at };

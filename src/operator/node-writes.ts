@@ -127,7 +127,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
       };
     case 'end':
       return transition(
-        { type: 'transition', node: a.node, to: Phase.idle, reason: a.reason, clearGrant: true },
+        { type: 'transition', node: a.node, to: a.to, reason: a.reason, clearGrant: true },
         n,
         c,
         now,

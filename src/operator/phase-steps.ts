@@ -174,7 +174,7 @@ const STEPS: Record<Phase, PhaseStep> = {
  * Draining or AfterReboot after the agent cleared its mark: the attempt ends, nuo's cordon undone, rather
  * than drain and grant a node that may have rebooted already. A need left is admitted again later.
  */
-function restorePhase(n: NodeView): Action {
+function restorePhase(n: NodeView, ctx: StepContext): Action {
   const why = `phase restored from the node's other keys (${n.problems[0] ?? 'nuo.dev/state overwritten'})`;
   const to = (phase: Phase, extra = {}): Action => ({
     type: 'transition',
@@ -186,12 +186,13 @@ function restorePhase(n: NodeView): Action {
   if (n.rebootInProgress)
     return bootChanged(n) ? to(Phase.afterReboot, { clearGrant: true }) : to(Phase.rebooting);
   if (n.grantShown) return to(Phase.rebootGranted);
-  return { type: 'end', node: n.name, reason: `its phase was lost, so its attempt ended: ${why}` };
+  const end = needsReboot(n, ctx.now.getTime()) ? Phase.pending : Phase.idle;
+  return { type: 'end', node: n.name, reason: `its phase was lost, so its attempt ended: ${why}`, to: end };
 }
 
 /** The next action of a node that holds a slot, in the phase it is in. */
 export function stepHolder(n: NodeView, ctx: StepContext): Action[] {
-  if (n.stateMalformed) return [restorePhase(n)];
+  if (n.stateMalformed) return [restorePhase(n, ctx)];
   if (n.paused) return explain(n, PAUSED_HOLDER);
   const since = ms(n.stateSince);
   const age = Number.isNaN(since) ? 0 : ctx.now.getTime() - since;

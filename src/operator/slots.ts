@@ -55,10 +55,13 @@ export function withdrawUnstarted(
   ledger: Ledger,
   byName: ReadonlyMap<string, NodeView>,
   holders: Set<string>,
+  admitting: ReadonlySet<string>,
   excess: number,
 ): LedgerAction[] {
   if (excess <= 0) return [];
+  // An admission whose node write is in flight here has started: its write may land at any moment.
   const unstarted = [...holders]
+    .filter((name) => !admitting.has(name))
     .map((name) => ({ name, n: byName.get(name), since: Date.parse(ledger.slots[name]?.since ?? '') }))
     .filter(
       ({ n }) => n !== undefined && outsideAttempt(n) && !n.stateMalformed && !unavailableWithoutSlot(n),

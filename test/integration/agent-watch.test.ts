@@ -157,6 +157,8 @@ test('an idle agent survives a kube-apiserver restart with a few requests, and s
             [Annotations.stateSince]: new Date().toISOString(),
           },
         },
+        // Drained, as the operator leaves a node it grants: the agent reboots only a cordoned node.
+        spec: { unschedulable: true },
       },
     },
     mergePatch,

@@ -238,6 +238,13 @@ describe('decide: admission', () => {
     );
     assert.deepEqual(ofType(over.actions, 'transition'), [], 'and its node is not written');
     assert.deepEqual(ofType(over.actions, 'admit'), []);
+    const inFlight = run(nodes(true), {
+      ledger,
+      draining: ['x'],
+      admitting: ['h'],
+      cfg: { maxUnavailable: parseMaxUnavailable('2') },
+    });
+    assert.deepEqual(ofType(inFlight.actions, 'release'), [], 'not while its node write is in flight here');
     const room = run(nodes(false), {
       ledger,
       draining: ['x'],
@@ -778,14 +785,22 @@ describe('decide: phases', () => {
     }
   });
 
-  test('a phase of an attempt without a slot and no need left: the attempt ends, its cordon undone', () => {
-    const d = run([
+  test('a phase of an attempt without a slot ends, its cordon undone: Pending while the need remains, else Idle', () => {
+    const drainingNoSlot = (extra: Record<string, string>) =>
       node('x', {
         unschedulable: true,
-        annotations: { ...state(Phase.draining, 5), [Annotations.cordonedByNuo]: 'true' },
-      }),
-    ]);
-    assert.deepEqual(ofType(d.actions, 'end'), ['x']);
+        annotations: { ...state(Phase.draining, 5), [Annotations.cordonedByNuo]: 'true', ...extra },
+      });
+    const idle = run([drainingNoSlot({})]);
+    assert.deepEqual(
+      idle.actions.filter((a) => a.type === 'end').map((a) => a.type === 'end' && a.to),
+      [Phase.idle],
+    );
+    const pending = run([drainingNoSlot(needs)]);
+    assert.deepEqual(
+      pending.actions.filter((a) => a.type === 'end').map((a) => a.type === 'end' && a.to),
+      [Phase.pending],
+    );
     const manualDrain = run([
       node('x', {
         unschedulable: true,

@@ -24,11 +24,21 @@ test('a soak counts from the first time this operator saw the node Ready in its 
     'Ready long before, unseen: from now',
   );
   assert.deepEqual(clock.view(view({}), T + 5000).readySince, at(0), 'and stays at the first sight');
-  const later = view({ readySince: at(7) });
-  assert.deepEqual(clock.view(later, T + 8000).readySince, at(7), 'a later transition counts as reported');
+  const flapped = view({ readySince: at(7) });
   assert.deepEqual(
-    clock.view(view({ bootId: 'boot-3' }), T + 9000).readySince,
+    clock.view(flapped, T + 8000).readySince,
+    at(8),
+    'a new transition (NotReady and back between two looks) starts over, from when it was seen',
+  );
+  const ahead = view({ readySince: at(3600) });
+  assert.deepEqual(
+    clock.view(ahead, T + 9000).readySince,
     at(9),
+    "a transition time from a clock an hour ahead of this one's does not hold the soak back",
+  );
+  assert.deepEqual(
+    clock.view(view({ bootId: 'boot-3', readySince: at(3600) }), T + 10_000).readySince,
+    at(10),
     'a new boot starts over',
   );
 });
