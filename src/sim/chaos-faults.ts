@@ -258,6 +258,18 @@ async function deleteNode(ctx: FaultContext, node: string, downMs: number): Prom
   await sleep(downMs, ctx.signal);
   await persist(ctx, `register ${node}`, () => ctx.cluster.addNodes([{ name: node, zone }]));
   await host.start();
+  // KWOK may still be writing the new node's status when the host takes it over: publish the boot ID
+  // until it shows, as a kubelet keeps its status.
+  await pollUntil(
+    `${node} to show its boot ID`,
+    async () => {
+      const n = await ctx.core.readNode({ name: node });
+      if (n.status?.nodeInfo?.bootID === host.bootIdValue) return true;
+      await host.publishBootId();
+      return undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 200, signal: ctx.signal },
+  );
   ctx.note(`${node} deleted in phase ${phaseOf(target) || '(none)'}, registered again after ${downMs} ms`);
 }
 

@@ -179,11 +179,16 @@ export class SimHost implements Detector, Rebooter, BootId {
    */
   async start(): Promise<void> {
     await this.#customStatus('custom');
+    await this.publishBootId();
+    this.#startAgent();
+  }
+
+  /** Writes the host's boot ID into the node's status, as the kubelet does at registration. */
+  async publishBootId(): Promise<void> {
     await this.#o.core.patchNodeStatus(
       { name: this.nodeName, body: { status: { nodeInfo: { bootID: this.#bootId } } } },
       strategicMergePatch,
     );
-    this.#startAgent();
   }
 
   #customStatus(value: 'custom' | null): Promise<unknown> {
