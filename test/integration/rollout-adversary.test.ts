@@ -113,6 +113,11 @@ function operatorLog(): LogLine[] {
     .map((l) => JSON.parse(l) as LogLine);
 }
 
+/** The operator's log line `matching`, once it is on disk (the log is written asynchronously). */
+function logged(what: string, matching: (l: LogLine) => boolean): Promise<LogLine> {
+  return waitFor(`the operator to log ${what}`, async () => operatorLog().find(matching));
+}
+
 /** A port nothing listens on now. */
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -236,9 +241,9 @@ describe('adversarial rollouts', () => {
       assert.match(event?.message ?? '', /nuo gave no grant/);
     }
     for (const node of NODES) assert.equal(f.checker.rebootsOf(node), 0, `${node} did not reboot`);
-    assert.ok(
-      operatorLog().some((l) => l.msg === 'removed a reboot grant nuo did not give' && l.node === 'node-1'),
-      'the operator logs it',
+    await logged(
+      'the removal',
+      (l) => l.msg === 'removed a reboot grant nuo did not give' && l.node === 'node-1',
     );
     // Each of them still reports a real need, and reboots once, through a grant nuo gave.
     f.stageUpdates(Object.keys(forgeries));
@@ -291,10 +296,7 @@ describe('adversarial rollouts', () => {
         `${node}: ${found.length} MalformedAnnotation Event(s)`,
       );
       for (const e of found) assert.match(e.message ?? '', /^ignored malformed annotations: nuo\.dev\//);
-      assert.ok(
-        operatorLog().some((l) => l.msg === 'malformed annotations ignored' && l.node === node),
-        `${node}: logged`,
-      );
+      await logged(`${node}'s problems`, (l) => l.msg === 'malformed annotations ignored' && l.node === node);
     }
     assert.equal(f.checker.rebootsOf('node-3'), 0, 'paused="maybe" reads as paused');
     await annotate('node-1', { [Annotations.rebootRequested]: null });
@@ -350,7 +352,7 @@ describe('adversarial rollouts', () => {
         : undefined,
     );
     await waitFor('node-2 rebooted', async () => (f.checker.rebootsOf('node-2') === 1 ? true : undefined));
-    const admitted = operatorLog().find((l) => l.msg === 'admitted' && l.node === 'node-2');
+    const admitted = await logged("node-2's admission", (l) => l.msg === 'admitted' && l.node === 'node-2');
     assert.ok(
       Number(admitted?.time) >= soon.getTime(),
       `node-2 admitted at ${new Date(Number(admitted?.time)).toISOString()}, not before ${soon.toISOString()}`,
@@ -529,10 +531,13 @@ describe('adversarial rollouts', () => {
       operator?.kill('SIGCONT');
     }
     await rolledOnce(f, ['node-1']);
+    // The node can be Idle before the line saying so is on disk.
     const at = (msg: string, to?: string) =>
-      Number(operatorLog().find((l) => l.msg === msg && l.node === 'node-1' && (!to || l.to === to))?.time);
-    const afterReboot = at('phase', Phase.afterReboot);
-    const done = at('completed');
+      logged(`${msg} ${to ?? ''}`, (l) => l.msg === msg && l.node === 'node-1' && (!to || l.to === to)).then(
+        (l) => Number(l.time),
+      );
+    const afterReboot = await at('phase', Phase.afterReboot);
+    const done = await at('completed');
     assert.ok(
       done - afterReboot >= 4000,
       `completed ${done - afterReboot} ms after the operator saw it back: the 4 s soak is its own`,
