@@ -28,6 +28,9 @@ export interface Step {
   log?: { level: 'info' | 'warn'; message: string };
 }
 
+/** The operator's phases in which a reboot is granted or under way: the agent's marker must stay. */
+const REBOOT_PHASES: ReadonlySet<string> = new Set([Phase.rebootGranted, Phase.rebooting]);
+
 /** Marks a grant the node outlived without rebooting for it: the operator sees a changed boot ID. */
 export const REBOOTED_BEFORE_GRANT = 'rebooted-before-grant';
 
@@ -61,9 +64,11 @@ export function agentStep(input: StepInput): Step {
   const before = a[Annotations.bootIdBefore];
 
   if (inProgress && before !== input.bootId) {
-    // After the boot. Keep the marker until the operator withdrew the grant, so the grant can never be
-    // mistaken for a new one; then clear it together with a fresh reboot-needed.
-    if (grantShown) return {};
+    // After the boot. Keep the marker until the operator has moved the node past the reboot (the grant
+    // withdrawn, the phase on), so neither a grant nor its absence is ever taken for a reboot still to
+    // come: a grant removed by someone else must not read as "not rebooted yet". Then clear it together
+    // with a fresh reboot-needed.
+    if (grantShown || REBOOT_PHASES.has(a[Annotations.state] ?? '')) return {};
     return {
       patch: {
         [Annotations.rebootInProgress]: null,

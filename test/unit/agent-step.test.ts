@@ -104,7 +104,7 @@ test('a grant for an earlier boot never causes a reboot', () => {
   });
 });
 
-test('after the boot: wait for the operator to withdraw the grant, then clear the markers', () => {
+test('after the boot: wait for the operator to withdraw the grant and move the node on, then clear the markers', () => {
   const after = {
     ...grant,
     [Annotations.rebootInProgress]: 'true',
@@ -124,6 +124,18 @@ test('after the boot: wait for the operator to withdraw the grant, then clear th
     [Annotations.bootIdBefore]: null,
     [Annotations.rebootNeeded]: null,
   });
+  // A grant someone else removed while the operator still has the node in a reboot phase: the marker
+  // stays, so the operator sees the reboot happened rather than a grant never acted on.
+  for (const phase of [Phase.rebootGranted, Phase.rebooting]) {
+    assert.deepEqual(step({ ...withdrawn, [Annotations.state]: phase }, notNeeded), {}, `kept in ${phase}`);
+  }
+  assert.equal(
+    step({ ...withdrawn, [Annotations.state]: Phase.afterReboot }, notNeeded).patch?.[
+      Annotations.rebootInProgress
+    ],
+    null,
+    'cleared once the operator moved the node on',
+  );
   const late = { ...withdrawn, [Annotations.agentProblem]: 'still up 10m after the reboot was requested' };
   assert.equal(
     step(late, notNeeded).patch?.[Annotations.agentProblem],
