@@ -9,6 +9,7 @@ import type { CoordinationV1Api, CoreV1Api, PolicyV1Api, V1Node } from '@kuberne
 import { attemptOf, signGrant } from '../api/grant.ts';
 import { Annotations, LEDGER } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
+import { sleep } from '../kube/backoff.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
 import { pollUntil } from '../util/poll.ts';
@@ -48,19 +49,6 @@ export interface FaultContext {
   /** One line about what was done, stamped by the runner. */
   note: (line: string) => void;
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 
 /** How long a third client keeps retrying a write through an API outage (a restart, a paused etcd). */
 const PERSIST_MS = 60_000;

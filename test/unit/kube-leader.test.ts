@@ -9,6 +9,7 @@ import {
   leaseRecord,
   observeLease,
 } from '../../src/kube/leader.ts';
+import { pollUntil } from '../../src/util/poll.ts';
 
 const ME = 'me';
 const held = (holder: string, extra: Partial<LeaseRecord> = {}): LeaseRecord => ({
@@ -303,15 +304,9 @@ function runElector(t: TestContext, fake: FakeLeases): Run {
   return run;
 }
 
-async function until<T>(what: string, check: () => T | undefined, timeoutMs = 5_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+/** Polls a condition on the fake every 5 ms (timings here are a few hundred ms). */
+const until = <T>(what: string, check: () => T | undefined, timeoutMs = 5_000) =>
+  pollUntil(what, check, { timeoutMs, intervalMs: 5 });
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
