@@ -40,7 +40,7 @@ await waitAvailable(apps, 'app', 'web');
 
 const LEASE_FAST = ['--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
 const FAST = ['--soak=1s', ...LEASE_FAST];
-/** Every message the operator logs when it changes something (controller.ts). */
+/** Every message the operator logs when it changes something (attempt-writes.ts, reconciler.ts, drain-runner.ts). */
 const ACTIONS = new Set([
   'admitted',
   'phase',

@@ -939,7 +939,7 @@ describe('decide: a slot about to be freed is promised to the next node in line'
 
 describe('decide: coincident completions never give one slot twice', () => {
   // Two holders end their attempts at once and each hands its slot to the node promised it (the
-  // controller's #handOver runs decide() on its cache, one completion after the other). A holder that
+  // handover (attempt-writes.ts) runs decide() on its cache, one completion after the other). A holder that
   // stays unavailable after its attempt (an admin's cordon, NotReady) frees no capacity, and the first
   // handover's admission may still be in flight when the second decides.
   const after = {

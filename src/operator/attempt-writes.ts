@@ -1,0 +1,225 @@
+/**
+ * What each node action does to the cluster: the node's conditional write (node-writes.ts builds it),
+ * and the drain, Event, metric and log that go with it; the grant or abort that records a drain's
+ * outcome; and the handover of an ended attempt's slot to the node promised it.
+ */
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { Phase } from '../api/phases.ts';
+import { DrainOutcome, type DrainResult } from '../drain/evict.ts';
+import type { KubeLog } from '../kube/backoff.ts';
+import type { OperatorConfig } from './config.ts';
+import type { Decider, NodeStep } from './decider.ts';
+import type { DrainRunner } from './drain-runner.ts';
+import type { EventRecorder } from './events.ts';
+import type { GrantSigner } from './grant-key.ts';
+import type { Health } from './health-gate.ts';
+import type { LedgerCache } from './ledger.ts';
+import type { OperatorMetrics } from './metrics.ts';
+import { CONFLICT_RETRIES, type NodeSteps } from './node-steps.ts';
+import type { NodeView } from './node-view.ts';
+import { Conflict, type NodeCache, type NodeWriter } from './node-writer.ts';
+import { type NodeWrite, patchFor, type WriteAction } from './node-writes.ts';
+import { UNCORDONED_DURING_DRAIN } from './phase-steps.ts';
+
+export interface AttemptWritesOptions {
+  core: CoreV1Api;
+  config: OperatorConfig;
+  writer: NodeWriter;
+  nodes: NodeCache;
+  decider: Decider;
+  drains: DrainRunner;
+  grants: GrantSigner;
+  ledger: LedgerCache;
+  events: EventRecorder;
+  steps: () => NodeSteps;
+  /** The health the last pass decided on (a handover decides on it too). */
+  health: () => ReadonlyMap<string, Health>;
+  acting: () => boolean;
+  log: KubeLog;
+  metrics?: OperatorMetrics;
+}
+
+export class AttemptWrites {
+  readonly #o: AttemptWritesOptions;
+
+  constructor(options: AttemptWritesOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * One node's part of an action (its slot was already taken in the ledger, for an admission). Returns
+   * true when the node's attempt ended and its slot is to be freed.
+   */
+  apply = async (action: NodeStep, view: NodeView, now: Date, core: CoreV1Api): Promise<boolean> => {
+    const { writer, log } = this.#o;
+    switch (action.type) {
+      case 'drain':
+        this.#o.drains.start(view.name);
+        return false;
+      case 'admit':
+        await this.#enterAttempt(view, action, now, core);
+        return false;
+      case 'abort':
+        await this.#abort(view, action.reason, core);
+        return true;
+      case 'complete':
+        await writer.endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
+        this.#o.metrics?.completions.inc();
+        this.#o.events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');
+        log('info', 'completed', { node: view.name, ...(action.needSurvived ? { needSurvived: true } : {}) });
+        this.#handOver(view.name);
+        return true;
+      case 'end':
+        await writer.endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
+        log('warn', 'attempt without a slot ended; cordon undone', {
+          node: view.name,
+          reason: action.reason,
+        });
+        return false;
+      case 'transition':
+        await this.#transition(action, view, now, core);
+        return false;
+      case 'revoke':
+        await writer.patch(view, this.#write(action, view, now), core);
+        this.#o.metrics?.grantsRevoked.inc();
+        this.#o.events.warning(view.name, 'ForeignGrant', action.reason);
+        log('warn', 'removed a reboot grant nuo did not give', { node: view.name, reason: action.reason });
+        return false;
+      default:
+        await writer.patch(view, this.#write(action, view, now), core);
+        return false;
+    }
+  };
+
+  /**
+   * Grants the reboot of a drained node, or ends the attempt of a drain that failed, on the node as it
+   * is now. Another writer (the agent, the node-lifecycle controller) may change the node between the
+   * read and the conditional write: that 409 is read again and retried here rather than sending the node
+   * through a second drain. The first try writes on the cached node (the write is conditional, so a
+   * stale cache costs a 409 and a read, and a fresh one saves a round trip per grant).
+   */
+  recordDrain = async (name: string, result: DrainResult, refused: number): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      const cached = attempt === 1 ? this.#o.nodes.get(name) : undefined;
+      const fresh = this.#o.decider.view(cached ?? (await this.#o.core.readNode({ name })));
+      if (fresh.state !== Phase.draining) return;
+      // Paused while draining: "leave this node alone" — keep it cordoned in its slot, grant nothing.
+      // After resume, reconcile drains again (nothing left to evict) and grants then.
+      if (fresh.paused) {
+        this.#o.log('info', 'drained, but paused: no grant until resumed', { node: name });
+        return;
+      }
+      try {
+        await this.#drained(fresh, result, refused);
+        return;
+      } catch (err) {
+        if (!(err instanceof Conflict) || attempt >= CONFLICT_RETRIES || !this.#o.acting()) throw err;
+      }
+    }
+  };
+
+  async #drained(fresh: NodeView, result: DrainResult, refused: number): Promise<void> {
+    const { name } = fresh;
+    if (result.outcome !== DrainOutcome.drained) {
+      await this.#abort(fresh, `drain ${result.message}`);
+      this.#o.steps().freed();
+    } else if (!fresh.unschedulable) {
+      // Someone uncordoned it during the drain: pods may have landed since the drain's list.
+      const reason = UNCORDONED_DURING_DRAIN;
+      const again = { type: 'transition', node: name, to: Phase.draining, reason } as const;
+      await this.#o.writer.patch(fresh, this.#write(again, fresh, new Date()), this.#o.core);
+      this.#o.events.warning(name, 'UncordonedMidAttempt', reason);
+      this.#o.log('warn', 'uncordoned during its drain: cordoned and drained again', { node: name });
+    } else if (!fresh.bootId) {
+      // Without a boot ID a grant cannot name the boot it is for, nor a reboot be confirmed.
+      await this.#abort(fresh, 'the node reports no boot ID (status.nodeInfo.bootID)');
+      this.#o.steps().freed();
+    } else {
+      const grant = {
+        type: 'grant',
+        node: name,
+        message: result.message,
+        grant: await this.#o.grants.grant(fresh, (await this.#o.ledger.read()).ledger),
+      } as const;
+      await this.#o.writer.patch(fresh, this.#write(grant, fresh, new Date()), this.#o.core);
+      this.#o.events.normal(name, 'RebootGranted', result.message);
+      this.#o.log('info', 'reboot granted', { node: name, drain: result.message, refused });
+    }
+  }
+
+  async #transition(
+    action: Extract<NodeStep, { type: 'transition' }>,
+    view: NodeView,
+    now: Date,
+    core: CoreV1Api,
+  ) {
+    if (action.to === Phase.beforeReboot) {
+      await this.#enterAttempt(view, action, now, core);
+      return;
+    }
+    await this.#o.writer.patch(view, this.#write(action, view, now), core);
+    if (action.to === Phase.draining) this.#o.drains.start(view.name, { cordoned: true });
+    if (action.failed) {
+      this.#o.metrics?.failures.inc();
+      this.#o.events.warning(view.name, 'RebootFailed', action.reason);
+      this.#o.log('error', 'node failed; its slot stays held', { node: view.name, reason: action.reason });
+    } else {
+      this.#o.log('info', 'phase', { node: view.name, to: action.to, reason: action.reason });
+    }
+  }
+
+  /** The node's write for a step (node-writes.ts). */
+  #write(action: WriteAction, view: NodeView, now: Date): NodeWrite {
+    return patchFor(action, view, this.#o.config, now);
+  }
+
+  /**
+   * The node write that starts an admitted attempt: an admission's, or the same write redone for a node
+   * the ledger gave a slot while its own write did not land (a 409 after a handover, a crash). Either way
+   * this is where the node is admitted, so it is logged, counted and reported here, once per attempt:
+   * the write is conditional, so only one of the two lands.
+   */
+  async #enterAttempt(view: NodeView, action: WriteAction & { reason: string }, now: Date, core: CoreV1Api) {
+    const write = this.#write(action, view, now);
+    await this.#o.writer.patch(view, write, core);
+    // Without before-reboot hooks the attempt starts in Draining, cordoned in the same write: drain now.
+    if (write.cordon && this.#o.acting()) this.#o.drains.start(view.name, { cordoned: true });
+    this.#o.metrics?.admissions.inc();
+    this.#o.events.normal(view.name, 'Admitted', `admitted for reboot: ${action.reason}`);
+    this.#o.log('info', 'admitted', { node: view.name, reason: action.reason });
+  }
+
+  /** Ends an attempt that did not reach the reboot: own cordon undone, Pending (the caller frees the slot). */
+  async #abort(decidedOn: Pick<NodeView, 'name' | 'state'>, reason: string, core = this.#o.core) {
+    const { name } = decidedOn;
+    const abort = { type: 'abort', node: name, reason } as const;
+    await this.#o.writer.endAttempt(decidedOn, core, (fresh) => this.#write(abort, fresh, new Date()));
+    this.#o.metrics?.failures.inc();
+    this.#o.events.warning(name, 'AttemptAborted', reason);
+    this.#o.log('warn', 'attempt aborted; slot released', { node: name, reason });
+  }
+
+  /**
+   * The slot of a node whose attempt just ended goes at once to the node promised it (Ledger.next), with
+   * no pass and no ledger write in between: from a slot freed to the next node draining is one write.
+   * decide() runs on the whole cache (the ended attempt in it, as written) and the ledger as this leader
+   * last wrote it, so the budget is counted exactly as a pass would; and no pass gives a promised slot to
+   * anyone else (decide() holds it back while the promise is withdrawn), so this needs no lock. The next
+   * pass records the handover in the ledger (the successor claims the slot).
+   */
+  #handOver(ended: string): void {
+    const ledger = this.#o.ledger.last;
+    const successor = Object.entries(ledger?.next ?? {}).find(([, s]) => s.after === ended)?.[0];
+    const steps = this.#o.steps();
+    if (!ledger || !successor || steps.has(successor) || !this.#o.acting()) return;
+    const node = this.#o.nodes.get(successor);
+    if (!node) return;
+    const now = new Date();
+    const { decider } = this.#o;
+    const { actions } = decider.decide(decider.nodes(now), ledger, this.#o.health(), now);
+    const admit = actions.find((a) => a.type === 'admit' && a.node === successor);
+    if (admit?.type !== 'admit') return;
+    this.#o.log('info', 'slot handed over', { from: ended, to: successor });
+    steps.start(admit, decider.view(node), now, steps.handoverLane);
+  }
+}
