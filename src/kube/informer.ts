@@ -16,6 +16,9 @@
  *
  * Objects from watch events are converted to the same @kubernetes/client-node model classes the typed
  * list returns (Date fields as Date), so consumers see one shape whatever path an object came by.
+ *
+ * One file over 400 lines on purpose: the cache, the relist diff, the watchdog and read-your-writes all
+ * order objects by the same resourceVersion rule over the same map, and are only correct read together.
  */
 import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
 import { type KubeLog, silentLog, validateBackoff } from './backoff.ts';

@@ -12,20 +12,19 @@
  * where the earlier runs' drains left them (logged at each run's start). Replaying the campaign up to
  * the failing run (`--seed S --runs i+1`) starts it from the same sequence of runs.
  */
-import { appendFileSync, cpSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, cpSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api, type V1Node } from '@kubernetes/client-node';
-import { Annotations, Labels } from '../api/keys.ts';
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
-import { statusCode } from '../kube/errors.ts';
-import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
+import { sleep } from '../kube/backoff.ts';
 import { pollUntil } from '../util/poll.ts';
+import { type Env, prepare, resetNodes } from './chaos-env.ts';
 import {
   CHAOS_NAMESPACE,
   type FaultContext,
   LEASE,
   OPERATOR_NAMESPACE,
-  PDB,
   type Replicas,
   strike,
 } from './chaos-faults.ts';
@@ -40,12 +39,12 @@ import {
   planRun,
   type RunPlan,
 } from './chaos-plan.ts';
+import { drainSummary, readinessRepairs, workloadReport } from './chaos-report.ts';
 import type { Violation } from './checker.ts';
-import { KWOK_CUSTOM_STATUS, type LocalCluster, startCluster } from './cluster/cluster.ts';
-import { isReady } from './cluster/nodes.ts';
+import { type LocalCluster, startCluster } from './cluster/cluster.ts';
 import { Fleet } from './fleet.ts';
 import { RebootBehaviour } from './host.ts';
-import { daemonSet, deployment, placementSummary, waitAvailable } from './workload.ts';
+import { placementSummary } from './workload.ts';
 
 export interface ChaosOptions {
   /** A running cluster with exactly `nodes` nodes (reused across runs); default: start one and stop it. */
@@ -126,7 +125,6 @@ const OPERATOR_ARGS = [
   '--retry-backoff=5s',
   '--drain-timeout=60s',
 ];
-const LEDGER = 'nuo-slots';
 
 /** Node names as startCluster() makes them: node-0 … node-(n-1), zero-padded to the same width. */
 export function nodeNames(count: number): string[] {
@@ -139,12 +137,6 @@ export function reproduceCommand(o: Pick<ChaosOptions, 'runs' | 'seed' | 'nodes'
 
 const emptyKinds = (): Record<FaultKind, number> =>
   Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-const ignore =
-  (...codes: number[]) =>
-  (err: unknown) => {
-    if (!codes.includes(statusCode(err) ?? 0)) throw err;
-  };
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   if (!(Number.isInteger(o.runs) && o.runs >= 1)) throw new Error(`runs must be ≥ 1, got ${o.runs}`);
@@ -211,119 +203,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   };
 }
 
-interface Env {
-  core: CoreV1Api;
-  apps: AppsV1Api;
-  coordination: CoordinationV1Api;
-  policy: PolicyV1Api;
-}
-
-/** Namespaces and a workload the drains must respect: a Deployment under a PDB, and a DaemonSet. */
-async function prepare(cluster: LocalCluster, names: string[]): Promise<Env> {
-  const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
-  const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
-  const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
-  const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
-  const present = new Set((await core.listNode()).items.map((n) => n.metadata?.name ?? ''));
-  const missing = names.filter((n) => !present.has(n));
-  if (missing.length > 0 || present.size !== names.length) {
-    throw new Error(
-      `the cluster must have exactly the nodes ${names.join(', ')}; it has ${[...present].join(', ')}`,
-    );
-  }
-  for (const name of [OPERATOR_NAMESPACE, CHAOS_NAMESPACE]) {
-    await core.createNamespace({ body: { metadata: { name } } }).catch(ignore(409));
-  }
-  await pollUntil(`default ServiceAccount in ${CHAOS_NAMESPACE}`, () =>
-    core.readNamespacedServiceAccount({ name: 'default', namespace: CHAOS_NAMESPACE }).then(() => true),
-  );
-  await apps
-    .createNamespacedDeployment({
-      namespace: CHAOS_NAMESPACE,
-      body: deployment(CHAOS_NAMESPACE, 'web', names.length),
-    })
-    .catch(ignore(409));
-  await policy
-    .createNamespacedPodDisruptionBudget({
-      namespace: CHAOS_NAMESPACE,
-      body: {
-        metadata: { name: PDB },
-        spec: { maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } },
-      },
-    })
-    .catch(ignore(409));
-  await apps
-    .createNamespacedDaemonSet({ namespace: CHAOS_NAMESPACE, body: daemonSet(CHAOS_NAMESPACE, 'node-agent') })
-    .catch(ignore(409));
-  await waitAvailable(apps, CHAOS_NAMESPACE, 'web');
-  return { core, apps, coordination, policy };
-}
-
-/**
- * A clean slate before each run (as rollout-faults.test.ts does): no nuo key, hook label or nuo cordon on
- * any node, no ledger, no Lease; and every node Ready under KWOK again — a node that never returned in
- * the last run is still NotReady with its status held by its simulated host.
- */
-async function resetNodes(env: Env): Promise<void> {
-  const { core } = env;
-  for (const n of (await core.listNode()).items) {
-    const name = n.metadata?.name ?? '';
-    const a = n.metadata?.annotations ?? {};
-    if (a[KWOK_CUSTOM_STATUS] !== undefined || !isReady(n)) {
-      const now = new Date().toISOString();
-      await core.patchNodeStatus(
-        {
-          name,
-          body: {
-            status: {
-              conditions: [
-                {
-                  type: 'Ready',
-                  status: 'True',
-                  reason: 'KubeletReady',
-                  message: 'chaos runner: reset between runs',
-                  lastHeartbeatTime: now,
-                  lastTransitionTime: now,
-                },
-              ],
-            },
-          },
-        },
-        strategicMergePatch,
-      );
-    }
-    const clear: Record<string, null> = {};
-    for (const key of Object.keys(a))
-      if (key.includes('nuo.dev/') || key === KWOK_CUSTOM_STATUS) clear[key] = null;
-    await core.patchNode(
-      {
-        name,
-        body: {
-          metadata: {
-            annotations: clear,
-            labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
-          },
-          ...(a[Annotations.cordonedByNuo] === 'true' ? { spec: { unschedulable: false } } : {}),
-        },
-      },
-      mergePatch,
-    );
-  }
-  await core.deleteNamespacedConfigMap({ name: LEDGER, namespace: OPERATOR_NAMESPACE }).catch(ignore(404));
-  await env.coordination
-    .deleteNamespacedLease({ name: LEASE, namespace: OPERATOR_NAMESPACE })
-    .catch(ignore(404));
-  await pollUntil(
-    'every node Ready and schedulable',
-    async () => {
-      const nodes = (await core.listNode()).items;
-      return nodes.every((n) => isReady(n) && !n.spec?.unschedulable) ? true : undefined;
-    },
-    { timeoutMs: 60_000, intervalMs: 200 },
-  );
-  await waitAvailable(env.apps, CHAOS_NAMESPACE, 'web');
-}
-
 /** Where a run stands: done = every planned node rebooted once and Idle, the never-returning one Failed. */
 function progress(nodes: V1Node[], plan: RunPlan, fleet: Fleet): { done: boolean; states: string } {
   const byName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
@@ -346,6 +225,89 @@ function progress(nodes: V1Node[], plan: RunPlan, fleet: Fleet): { done: boolean
     states.push(`${node}=${state ?? '-'}(${reboots} reboot(s); ${a[Annotations.stateReason] ?? ''})`);
   }
   return { done, states: states.join(', ') };
+}
+
+/**
+ * The run's operator replicas: started under identities that name the run (each operator's log file
+ * belongs to one run), and the leader found and claimed for a fault.
+ */
+function runReplicas(
+  env: Env,
+  fleet: Fleet,
+  seed: number,
+  args: string[],
+  signal: AbortSignal,
+): { replicas: Replicas; replicaIds: string[] } {
+  let started = 0;
+  const replicaIds: string[] = [];
+  const alive = (id: string) => {
+    const c = fleet.operator(id);
+    return c !== undefined && c.exitCode === null && c.signalCode === null;
+  };
+  /** Replicas a fault has claimed (killed or stopped): no second fault picks the same one. */
+  const claimed = new Set<string>();
+  const replicas: Replicas = {
+    start: ({ clockSkewS } = {}) => {
+      const id = `chaos-s${seed}-${++started}`;
+      fleet.startOperator(id, args, clockSkewS === undefined ? {} : { clockSkewS });
+      replicaIds.push(id);
+      return id;
+    },
+    // The leader is whoever holds the Lease among the live replicas (it may be mid-handover: wait).
+    // Claimed in the same step as it is found: two faults waiting out an API server restart together
+    // both found the same holder, and the second "killed" a process already dead.
+    claimLeader: () =>
+      pollUntil(
+        'a live replica to hold the Lease',
+        async () => {
+          const lease = await env.coordination.readNamespacedLease({
+            name: LEASE,
+            namespace: OPERATOR_NAMESPACE,
+          });
+          const holder = lease.spec?.holderIdentity;
+          if (!holder || !replicaIds.includes(holder) || !alive(holder) || claimed.has(holder))
+            return undefined;
+          claimed.add(holder);
+          return holder;
+        },
+        { timeoutMs: 30_000, intervalMs: 100, signal },
+      ).catch(() => undefined),
+    release: (id) => claimed.delete(id),
+  };
+  return { replicas, replicaIds };
+}
+
+/**
+ * Waits until the rollout is finished and every fault has struck (a late fault must not undo it
+ * either), or the run's deadline passes; `last` is the node states last read.
+ */
+async function awaitRollout(
+  env: Env,
+  plan: RunPlan,
+  fleet: Fleet,
+  faults: Promise<unknown>,
+  deadline: number,
+): Promise<{ finished: boolean; last: string }> {
+  let last = '';
+  let overdue: ReturnType<typeof setTimeout> | undefined;
+  const finished = await Promise.race([
+    faults.then(() =>
+      pollUntil(
+        'the rollout to finish',
+        async () => {
+          const p = progress((await env.core.listNode()).items, plan, fleet);
+          last = p.states;
+          return p.done ? true : undefined;
+        },
+        { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 250 },
+      ),
+    ),
+    new Promise<false>((resolve) => {
+      overdue = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()) + 1000);
+    }),
+  ]).catch(() => false as const);
+  clearTimeout(overdue);
+  return { finished: finished === true, last };
 }
 
 async function runOne(
@@ -375,48 +337,11 @@ async function runOne(
   const injected = emptyKinds();
   const skipped: string[] = [];
   const args = [`--max-unavailable=${plan.maxUnavailable}`, ...OPERATOR_ARGS, ...extraOperatorArgs];
-  // Replica identities name the run, so each operator's log file belongs to one run.
-  let started = 0;
-  const replicaIds: string[] = [];
-  const alive = (id: string) => {
-    const c = fleet.operator(id);
-    return c !== undefined && c.exitCode === null && c.signalCode === null;
-  };
   const cancelled = new AbortController();
+  const { replicas, replicaIds } = runReplicas(env, fleet, plan.seed, args, cancelled.signal);
   let t0 = Date.now();
   // Offset from staging, and the wall clock (UTC) to match against the components' logs.
   const stamp = () => `+${((Date.now() - t0) / 1000).toFixed(1)}s ${new Date().toISOString().slice(11, 23)}`;
-
-  /** Replicas a fault has claimed (killed or stopped): no second fault picks the same one. */
-  const claimed = new Set<string>();
-  const replicas: Replicas = {
-    start: ({ clockSkewS } = {}) => {
-      const id = `chaos-s${plan.seed}-${++started}`;
-      fleet.startOperator(id, args, clockSkewS === undefined ? {} : { clockSkewS });
-      replicaIds.push(id);
-      return id;
-    },
-    // The leader is whoever holds the Lease among the live replicas (it may be mid-handover: wait).
-    // Claimed in the same step as it is found: two faults waiting out an API server restart together
-    // both found the same holder, and the second "killed" a process already dead.
-    claimLeader: () =>
-      pollUntil(
-        'a live replica to hold the Lease',
-        async () => {
-          const lease = await env.coordination.readNamespacedLease({
-            name: LEASE,
-            namespace: OPERATOR_NAMESPACE,
-          });
-          const holder = lease.spec?.holderIdentity;
-          if (!holder || !replicaIds.includes(holder) || !alive(holder) || claimed.has(holder))
-            return undefined;
-          claimed.add(holder);
-          return holder;
-        },
-        { timeoutMs: 30_000, intervalMs: 100, signal: cancelled.signal },
-      ).catch(() => undefined),
-    release: (id) => claimed.delete(id),
-  };
   const context: FaultContext = {
     cluster,
     core: env.core,
@@ -445,31 +370,12 @@ async function runOne(
     const deadline = t0 + plan.boundMs;
     const faults = Promise.all(
       plan.faults.map(async (f) => {
-        await sleep(f.atMs);
+        await sleep(f.atMs, cancelled.signal);
         if (cancelled.signal.aborted) return;
         await inject(f);
       }),
     );
-    // Done = the rollout is finished and every fault has struck (a late fault must not undo it either).
-    let last = '';
-    let overdue: ReturnType<typeof setTimeout> | undefined;
-    const finished = await Promise.race([
-      faults.then(() =>
-        pollUntil(
-          'the rollout to finish',
-          async () => {
-            const p = progress((await env.core.listNode()).items, plan, fleet);
-            last = p.states;
-            return p.done ? true : undefined;
-          },
-          { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 250 },
-        ),
-      ),
-      new Promise<false>((resolve) => {
-        overdue = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()) + 1000);
-      }),
-    ]).catch(() => false as const);
-    clearTimeout(overdue);
+    const { finished, last } = await awaitRollout(env, plan, fleet, faults, deadline);
     const elapsedMs = Date.now() - t0;
     if (!finished) {
       cancelled.abort();
@@ -499,59 +405,4 @@ async function runOne(
     cancelled.abort();
     await fleet.stop();
   }
-}
-
-/** Pods, PDB and nodes as they are, for a run that did not finish or failed (what blocks a drain is usually here). */
-async function workloadReport(cluster: LocalCluster, env: Env): Promise<string> {
-  const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
-  const pods = (await env.core.listNamespacedPod({ namespace: CHAOS_NAMESPACE })).items.map((p) => {
-    const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
-    return `    pod ${p.metadata?.name} on ${p.spec?.nodeName ?? '-'}: ${p.status?.phase} ready=${ready?.status}${ready?.reason ? `(${ready.reason})` : ''}${p.metadata?.deletionTimestamp ? ' DELETING' : ''}`;
-  });
-  const pdb = await policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace: CHAOS_NAMESPACE });
-  const nodes = (await env.core.listNode()).items.map(
-    (n) =>
-      `    node ${n.metadata?.name}: ready=${isReady(n)} unschedulable=${n.spec?.unschedulable === true} taints=${(n.spec?.taints ?? []).map((t) => t.key).join(',') || '-'}`,
-  );
-  const s = pdb.status;
-  const disrupted = Object.entries(s?.disruptedPods ?? {})
-    .map(([pod, at]) => `${pod} since ${new Date(at as unknown as string).toISOString()}`)
-    .join(', ');
-  const repaired = join(cluster.dir, 'logs', 'pod-readiness.log');
-  const repairs = existsSync(repaired) ? readFileSync(repaired, 'utf8').trim().split('\n').slice(-10) : [];
-  return [
-    `  workload now: PDB web healthy ${s?.currentHealthy}/${s?.desiredHealthy} allowed ${s?.disruptionsAllowed}; disruptedPods: ${disrupted || 'none'}`,
-    ...pods,
-    ...nodes,
-    `  pods the harness made Ready again, as a kubelet would (last ${repairs.length}):`,
-    ...repairs.map((l) => `    ${l}`),
-  ].join('\n');
-}
-
-/** Pods the harness has made Ready again so far (pod-readiness.ts): how often KWOK's gap mattered. */
-function readinessRepairs(cluster: LocalCluster): number {
-  const file = join(cluster.dir, 'logs', 'pod-readiness.log');
-  if (!existsSync(file)) return 0;
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.includes(': Ready again')).length;
-}
-
-/** Drains as the run's operator replicas logged them (controller.ts: "reboot granted", "attempt aborted"). */
-function drainSummary(cluster: LocalCluster, identities: string[]): RunResult['drains'] {
-  let slowestMs = 0;
-  const aborted: string[] = [];
-  for (const id of identities) {
-    const file = join(cluster.dir, 'logs', `operator-${id}.log`);
-    if (!existsSync(file)) continue;
-    for (const line of readFileSync(file, 'utf8').split('\n')) {
-      if (!line.startsWith('{')) continue;
-      const entry = JSON.parse(line) as { msg?: string; node?: string; drain?: string; reason?: string };
-      const took = entry.msg === 'reboot granted' ? entry.drain?.match(/ in ([\d.]+)s/) : null;
-      if (took?.[1]) slowestMs = Math.max(slowestMs, Number(took[1]) * 1000);
-      if (entry.msg === 'attempt aborted; slot released')
-        aborted.push(`${id} ${entry.node}: ${entry.reason}`);
-    }
-  }
-  return { slowestMs, aborted };
 }

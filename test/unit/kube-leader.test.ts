@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { ApiException, KubeConfig, type V1Lease } from '@kubernetes/client-node';
-import {
-  decideLease,
-  LeaderElector,
-  type LeaderElectorOptions,
-  type LeaseRecord,
-  leaseRecord,
-  observeLease,
-} from '../../src/kube/leader.ts';
+import { LeaderElector, type LeaderElectorOptions } from '../../src/kube/leader.ts';
+import { decideLease, type LeaseRecord, leaseRecord, observeLease } from '../../src/kube/lease-decision.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 
 const ME = 'me';
