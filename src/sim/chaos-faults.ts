@@ -177,8 +177,9 @@ async function skewClock(ctx: FaultContext, skewS: number): Promise<void> {
  */
 async function adminCordon(ctx: FaultContext, node: string, downMs: number): Promise<void> {
   const checker = ctx.fleet.checker;
-  let cordoned = false;
-  for (let tries = 0; tries < 5 && !cordoned; tries++) {
+  /** The resourceVersion the admin's cordon wrote, once it landed. */
+  let cordoned: string | undefined;
+  for (let tries = 0; tries < 5 && cordoned === undefined; tries++) {
     const n = await persist(ctx, `read ${node}`, () => ctx.core.readNode({ name: node }));
     if (n.spec?.unschedulable) break;
     cordoned = await persist(ctx, `cordon ${node}`, () =>
@@ -190,15 +191,16 @@ async function adminCordon(ctx: FaultContext, node: string, downMs: number): Pro
         mergePatch,
       ),
     )
-      .then(() => true)
+      .then((written) => written.metadata?.resourceVersion ?? '')
       .catch((err) => {
         if (statusCode(err) !== 409) throw err;
-        return false;
+        return undefined;
       });
   }
-  // Told once the cordon is written: nuo never lifts a cordon it did not make, so nothing can lift
-  // this one in between, while a write that did not land must not be taken for the admin's.
-  if (cordoned) checker.adminCordon(node);
+  // Told once the cordon is written, with the version it wrote: a write that did not land must not be
+  // taken for the admin's, and an uncordon of nuo's that the checker's watch delivers only now, from
+  // before this cordon, did not undo it.
+  if (cordoned !== undefined) checker.adminCordon(node, cordoned);
   await sleep(downMs, ctx.signal);
   checker.adminUncordon(node);
   await persist(ctx, `uncordon ${node}`, () =>

@@ -16,7 +16,7 @@ import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node
 import { GRANT_KEY_NAME, GrantCheck, PUBLIC_KEY_FIELD, publicKeyFromPem, verifyGrant } from '../api/grant.ts';
 import { Annotations, DEFAULT_NAMESPACE } from '../api/keys.ts';
 import { isPhase, Phase } from '../api/phases.ts';
-import { ResilientInformer } from '../kube/informer.ts';
+import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
 import { isReady } from './cluster/nodes.ts';
 
 export interface Violation {
@@ -62,13 +62,28 @@ export interface CheckerOptions {
   namespace?: string;
 }
 
+/**
+ * Whether an update lifts an admin's cordon shown since resourceVersion `since` ('' for any version):
+ * it goes from a version that showed the cordon to one without it. An uncordon from before the cordon,
+ * delivered late by a watch, does not.
+ */
+export function undoesAdminCordon(since: string | undefined, node: V1Node, old: V1Node | undefined): boolean {
+  if (since === undefined || !old?.spec?.unschedulable || node.spec?.unschedulable) return false;
+  return since === '' || (compareResourceVersions(old.metadata?.resourceVersion, since) ?? 0) >= 0;
+}
+
 export class SafetyChecker {
   readonly violations: Violation[] = [];
   maxDisrupted = 0;
   readonly #budget: number;
   readonly #namespace: string;
   readonly #informer: ResilientInformer<V1Node>;
-  readonly #adminCordoned = new Set<string>();
+  /**
+   * Nodes an admin cordoned → the resourceVersion of the object that first showed that cordon ('' when
+   * told before the write): only an update from that version on can undo it, not one the watch delivers
+   * late from before it.
+   */
+  readonly #adminCordoned = new Map<string, string>();
   /** performance.now() since when each disrupted node has been disrupted, as this watch saw it. */
   readonly #disruptedSince = new Map<string, number>();
   #grantKey: KeyObject | undefined;
@@ -99,18 +114,18 @@ export class SafetyChecker {
       // Disrupted before the checker looked: long enough for any admission to have seen it.
       if (disruptedNow(n)) this.#disruptedSince.set(n.metadata?.name ?? '', Number.NEGATIVE_INFINITY);
       if (n.spec?.unschedulable && n.metadata?.annotations?.[Annotations.cordonedByNuo] !== 'true') {
-        this.#adminCordoned.add(n.metadata?.name ?? '');
+        this.#adminCordoned.set(n.metadata?.name ?? '', n.metadata?.resourceVersion ?? '');
       }
     }
     this.#count();
   }
 
   /**
-   * An admin cordoned `node` (a test's or the chaos runner's own write, told before it is sent): its
-   * cordon must outlast nuo's attempts.
+   * An admin cordoned `node` (a test's or the chaos runner's own write, told before it is sent, or after
+   * it landed with the resourceVersion it wrote, `since`): its cordon must outlast nuo's attempts.
    */
-  adminCordon(node: string): void {
-    this.#adminCordoned.add(node);
+  adminCordon(node: string, since = ''): void {
+    this.#adminCordoned.set(node, since);
   }
 
   /** The admin lifts their cordon (told before the uncordon is sent): from now on nuo may too. */
@@ -240,12 +255,7 @@ export class SafetyChecker {
       this.#count();
       return;
     }
-    if (
-      type === 'update' &&
-      this.#adminCordoned.has(name) &&
-      old?.spec?.unschedulable &&
-      !node.spec?.unschedulable
-    ) {
+    if (type === 'update' && undoesAdminCordon(this.#adminCordoned.get(name), node, old)) {
       this.#violate('admin-cordon-removed', `${name}: an admin's cordon was removed`);
     }
     const annotations = node.metadata?.annotations ?? {};
