@@ -265,3 +265,163 @@ describe('deploy/', () => {
     assert.equal(await statusOf(secret), 403, 'the agent may not read the private key');
   });
 });
+
+describe('UpdatePolicy CRD (deploy/base/updatepolicy-crd.yaml)', () => {
+  const apply = (policy: { name: string; spec: unknown }) =>
+    spawnSync(
+      cluster.binaries.path.kubectl,
+      [`--kubeconfig=${cluster.kubeconfigPath}`, 'apply', '--server-side', '-f', '-'],
+      {
+        encoding: 'utf8',
+        input: JSON.stringify({
+          apiVersion: 'nuo.dev/v1alpha1',
+          kind: 'UpdatePolicy',
+          metadata: { name: policy.name },
+          spec: policy.spec,
+        }),
+      },
+    );
+
+  test('an empty spec is accepted and defaulted by the API server', async () => {
+    await pollUntil('the CRD to be established', () => {
+      const r = kubectl(
+        'get',
+        'crd',
+        'updatepolicies.nuo.dev',
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Established")].status}',
+      );
+      return r.stdout === 'True' ? true : undefined;
+    });
+    const r = apply({ name: 'defaults', spec: {} });
+    assert.equal(r.status, 0, r.stderr);
+    const got = JSON.parse(kubectl('get', 'updatepolicy', 'defaults', '-o', 'json').stdout);
+    assert.equal(got.spec.maxUnavailable, 1);
+    assert.equal(got.spec.zoneLabel, 'topology.kubernetes.io/zone');
+    assert.equal(got.spec.zoneOrder, 'Parallel');
+    assert.equal(got.spec.paused, false);
+    assert.deepEqual(got.spec.drain, {
+      timeout: '10m',
+      gracePeriodSeconds: -1,
+      deleteEmptyDirData: false,
+      force: false,
+      podSelector: '',
+    });
+    assert.equal(got.spec.reboot.soak, '30s');
+    assert.equal(got.spec.reboot.maxIneffectiveReboots, 3);
+    const table = kubectl('get', 'updatepolicies');
+    assert.match(table.stdout, /^NAME\s+NODES\s+DISRUPTED\s+BUDGET\s+READY\s+BLOCKED\s+AGE$/m);
+  });
+
+  test('a full policy with windows, blockers, zones and drain settings is accepted', () => {
+    const r = apply({
+      name: 'full',
+      spec: {
+        nodeSelector: { matchExpressions: [{ key: 'pool', operator: 'In', values: ['workers'] }] },
+        maxUnavailable: '20%',
+        maxUnavailablePerZone: 1,
+        zoneOrder: 'OneAtATime',
+        windows: {
+          weekly: [{ days: ['Mon', 'Tue'], start: '22:00', end: '04:00', timeZone: 'Europe/Berlin' }],
+          cron: [{ schedule: '0 3 * * 6', duration: '2h', timeZone: 'America/New_York' }],
+          exclusions: [{ start: '2026-12-24', end: '2027-01-02', reason: 'holiday freeze' }],
+        },
+        blockers: {
+          prometheus: {
+            url: 'http://prometheus.monitoring:9090',
+            alerts: 'Node.*',
+            matchers: { severity: 'page' },
+          },
+          pods: [{ selector: { matchLabels: { app: 'backup' } } }],
+        },
+        drain: { timeout: '30m', onFailure: { action: 'Skip', afterAttempts: 2 } },
+        reboot: { soak: '2m', beforeRebootAnnotations: ['example.com/ready'] },
+        circuitBreaker: { maxNotReady: '30%' },
+      },
+    });
+    assert.equal(r.status, 0, r.stderr);
+  });
+
+  // Each refused with the field named and what is accepted: nothing reaches the operator.
+  const refused: [string, unknown, RegExp][] = [
+    ['maxUnavailable 0', { maxUnavailable: 0 }, /maxUnavailable: Invalid value.*at least 1 or a percentage/],
+    [
+      'maxUnavailable 0%',
+      { maxUnavailable: '0%' },
+      /maxUnavailable: Invalid value.*percentage from 1% to 100%/,
+    ],
+    ['maxUnavailable 101%', { maxUnavailable: '101%' }, /maxUnavailable: Invalid value/],
+    ['maxUnavailable words', { maxUnavailable: 'two' }, /maxUnavailable: Invalid value/],
+    ['a zone cap of -1', { maxUnavailablePerZone: -1 }, /maxUnavailablePerZone: Invalid value/],
+    ['an unknown zone order', { zoneOrder: 'Random' }, /zoneOrder: Unsupported value: "Random"/],
+    [
+      'a window without days',
+      { windows: { weekly: [{ days: [], start: '01:00', end: '02:00' }] } },
+      /days: Invalid value: 0: .*at least 1 items/,
+    ],
+    [
+      'a day by its full name',
+      { windows: { weekly: [{ days: ['Monday'], start: '01:00', end: '02:00' }] } },
+      /days\[0\]: Unsupported value: "Monday"/,
+    ],
+    [
+      'a day twice',
+      { windows: { weekly: [{ days: ['Mon', 'Mon'], start: '01:00', end: '02:00' }] } },
+      /weekly\[0\]\.days: duplicate entries for key \[="Mon"\]/,
+    ],
+    [
+      'a start of 25:00',
+      { windows: { weekly: [{ days: ['Mon'], start: '25:00', end: '02:00' }] } },
+      /start: Invalid value: "25:00"/,
+    ],
+    [
+      'a cron window of 0s',
+      { windows: { cron: [{ schedule: '0 3 * * *', duration: '0s' }] } },
+      /cron\[0\].duration: Invalid value.*more than 0 and at most 168h/,
+    ],
+    [
+      'a cron window over a week',
+      { windows: { cron: [{ schedule: '0 3 * * *', duration: '169h' }] } },
+      /cron\[0\].duration: Invalid value.*at most 168h/,
+    ],
+    [
+      'a drain timeout in words',
+      { drain: { timeout: '10 minutes' } },
+      /drain.timeout: Invalid value: "10 minutes"/,
+    ],
+    [
+      'an ftp Prometheus',
+      { blockers: { prometheus: { url: 'ftp://prometheus:9090' } } },
+      /prometheus.url: Invalid value/,
+    ],
+    [
+      'a Prometheus URL without host',
+      { blockers: { prometheus: { url: 'http://' } } },
+      /prometheus.url: Invalid value.*with a host/,
+    ],
+    [
+      'an unknown selector operator',
+      { nodeSelector: { matchExpressions: [{ key: 'a', operator: 'Like' }] } },
+      /operator: Unsupported value: "Like"/,
+    ],
+    ['an unknown field', { maxUnavailabel: 2 }, /\.spec\.maxUnavailabel: field not declared in schema/],
+    [
+      'skip after 0 attempts',
+      { drain: { onFailure: { action: 'Skip', afterAttempts: 0 } } },
+      /afterAttempts: Invalid value: 0/,
+    ],
+  ];
+  for (const [what, spec, message] of refused) {
+    test(`refused by the API server: ${what}`, () => {
+      const r = apply({ name: 'bad', spec });
+      assert.notEqual(r.status, 0, `${what} was accepted`);
+      assert.match(r.stderr, message);
+    });
+  }
+
+  test('refused by the API server: a name longer than 63 characters', () => {
+    const r = apply({ name: 'p'.repeat(64), spec: {} });
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /at most 63 characters/);
+  });
+});

@@ -1,0 +1,357 @@
+/**
+ * The UpdatePolicy custom resource (nuo.dev/v1alpha1, cluster-scoped): one source of truth for its
+ * TypeScript types and the OpenAPI schema the API server validates with (crd.ts publishes it). Every rule
+ * the API server can check is here — types, bounds, patterns, CEL rules — so a bad policy is refused at
+ * `kubectl apply` rather than discovered by the operator; what it cannot check (time zones, cron
+ * expressions, regular expressions) the operator reports in the policy's status.
+ */
+import Type from 'typebox';
+
+/** Go-style durations, as the operator's flags take them: "90s", "1h30m", "0". */
+export const DURATION_PATTERN = '^(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|ms|s|m|h))+)$';
+
+const duration = (description: string, defaultValue?: string) =>
+  Type.String({
+    pattern: DURATION_PATTERN,
+    maxLength: 32,
+    description,
+    ...(defaultValue === undefined ? {} : { default: defaultValue }),
+  });
+
+/**
+ * A count of nodes (at least 1) or a percentage of the pool ("1%" to "100%"). A percentage rounds down
+ * but is at least 1, so a small pool still progresses.
+ */
+const countOrPercent = (description: string, defaultValue?: number) =>
+  Type.Union([Type.Integer(), Type.String()], {
+    'x-kubernetes-int-or-string': true,
+    description,
+    ...(defaultValue === undefined ? {} : { default: defaultValue }),
+    'x-kubernetes-validations': [
+      {
+        rule: "type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",
+        message: 'must be a count of at least 1 or a percentage from 1% to 100%, e.g. 2 or "10%"',
+      },
+    ],
+  });
+
+const labelKey = Type.String({ minLength: 1, maxLength: 317 });
+
+/**
+ * A string enum as Kubernetes schemas write it (`enum`; structural schemas have no `const`), typed as
+ * the union of its values.
+ */
+const enumOf = <const T extends string>(values: readonly T[], options: Record<string, unknown> = {}) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
+
+/** A map of strings as Kubernetes schemas write it (`additionalProperties`; no `patternProperties`). */
+const stringMap = (maxLength: number, options: Record<string, unknown> = {}) =>
+  Type.Unsafe<Record<string, string>>({
+    type: 'object',
+    additionalProperties: { type: 'string', maxLength },
+    ...options,
+  });
+
+export const LabelSelector = Type.Object(
+  {
+    matchLabels: Type.Optional(stringMap(63)),
+    matchExpressions: Type.Optional(
+      Type.Array(
+        Type.Object({
+          key: labelKey,
+          operator: enumOf(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+          values: Type.Optional(Type.Array(Type.String({ maxLength: 63 }), { maxItems: 64 })),
+        }),
+        { maxItems: 32 },
+      ),
+    ),
+  },
+  {
+    description: 'A label selector as Kubernetes writes them; empty selects everything.',
+    'x-kubernetes-map-type': 'atomic',
+  },
+);
+export type LabelSelector = Type.Static<typeof LabelSelector>;
+
+const timeZone = Type.String({
+  maxLength: 64,
+  description: 'An IANA time zone, e.g. Europe/Berlin (default UTC).',
+});
+
+export const DAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'] as const;
+export const Day = enumOf(DAYS);
+export type Day = Type.Static<typeof Day>;
+
+const clock = (description: string) =>
+  Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', description });
+
+export const WeeklyWindow = Type.Object({
+  days: Type.Array(Day, { minItems: 1, maxItems: 7, 'x-kubernetes-list-type': 'set' }),
+  start: clock('Opens at this local time, "HH:MM" (24 h).'),
+  end: clock('Closes at this local time; at or before start, it closes the next day (wraps midnight).'),
+  timeZone: Type.Optional(timeZone),
+});
+export type WeeklyWindow = Type.Static<typeof WeeklyWindow>;
+
+export const CronWindow = Type.Object(
+  {
+    schedule: Type.String({ minLength: 1, maxLength: 128, description: 'A 5-field cron expression.' }),
+    duration: duration('How long the window stays open after each fire time.'),
+    timeZone: Type.Optional(timeZone),
+  },
+  {
+    'x-kubernetes-validations': [
+      {
+        rule: "self.duration != '0' && duration(self.duration) > duration('0s') && duration(self.duration) <= duration('168h')",
+        message: 'duration must be more than 0 and at most 168h (a week)',
+        fieldPath: '.duration',
+      },
+    ],
+  },
+);
+export type CronWindow = Type.Static<typeof CronWindow>;
+
+export const Exclusion = Type.Object({
+  start: Type.String({
+    minLength: 1,
+    maxLength: 64,
+    description: 'RFC 3339 date-time, or a date (local midnight).',
+  }),
+  end: Type.String({ minLength: 1, maxLength: 64, description: 'Exclusive end, as start.' }),
+  timeZone: Type.Optional(timeZone),
+  reason: Type.Optional(Type.String({ maxLength: 256 })),
+});
+export type Exclusion = Type.Static<typeof Exclusion>;
+
+export const Windows = Type.Object(
+  {
+    weekly: Type.Optional(Type.Array(WeeklyWindow, { maxItems: 32 })),
+    cron: Type.Optional(Type.Array(CronWindow, { maxItems: 32 })),
+    exclusions: Type.Optional(Type.Array(Exclusion, { maxItems: 64 })),
+  },
+  {
+    description:
+      'When new attempts may start. No weekly or cron window: always. Attempts in progress when a window closes finish.',
+  },
+);
+export type Windows = Type.Static<typeof Windows>;
+
+export const PrometheusBlocker = Type.Object(
+  {
+    url: Type.String({
+      maxLength: 2048,
+      pattern: '^https?://',
+      description: 'The Prometheus server, e.g. http://prometheus.monitoring:9090.',
+    }),
+    alerts: Type.Optional(
+      Type.String({
+        maxLength: 1024,
+        description: 'Regular expression on alertname (whole name); default all.',
+      }),
+    ),
+    matchers: Type.Optional(
+      stringMap(1024, { description: 'Labels a firing alert must carry, exactly, to block.' }),
+    ),
+    ignoreAlerts: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: 64 })),
+  },
+  {
+    'x-kubernetes-validations': [
+      {
+        rule: "isURL(self.url) && url(self.url).getScheme() in ['http', 'https'] && url(self.url).getHost() != ''",
+        message: 'url must be an http or https URL with a host, e.g. http://prometheus.monitoring:9090',
+        fieldPath: '.url',
+      },
+    ],
+  },
+);
+export type PrometheusBlocker = Type.Static<typeof PrometheusBlocker>;
+
+export const PodBlocker = Type.Object({
+  selector: LabelSelector,
+  namespaceSelector: Type.Optional(LabelSelector),
+});
+export type PodBlocker = Type.Static<typeof PodBlocker>;
+
+export const Blockers = Type.Object({
+  prometheus: Type.Optional(PrometheusBlocker),
+  pods: Type.Optional(
+    Type.Array(PodBlocker, {
+      maxItems: 16,
+      description: 'A running pod matching any of these, anywhere in the pool, blocks new attempts.',
+    }),
+  ),
+});
+export type Blockers = Type.Static<typeof Blockers>;
+
+export const OnDrainFailure = Type.Object(
+  {
+    action: Type.Optional(enumOf(['Retry', 'Skip'], { default: 'Retry' })),
+    afterAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 3 })),
+  },
+  {
+    description:
+      'Retry: a node whose drain fails is retried after a growing backoff. Skip: after afterAttempts failed drains it is labelled skipped and the rollout goes on without it.',
+  },
+);
+
+// Fields with a default are optional: the API server fills them in, and so does the operator
+// (policy defaults), for a policy written before a default existed.
+export const Drain = Type.Object(
+  {
+    timeout: Type.Optional(
+      duration('A drain not done after this is given up, the node uncordoned and retried later.', '10m'),
+    ),
+    gracePeriodSeconds: Type.Optional(
+      Type.Integer({
+        minimum: -1,
+        maximum: 86_400,
+        default: -1,
+        description: "Evicted pods' termination grace period; -1 uses each pod's own.",
+      }),
+    ),
+    deleteEmptyDirData: Type.Optional(Type.Boolean({ default: false })),
+    force: Type.Optional(
+      Type.Boolean({ default: false, description: 'Delete pods that no controller manages.' }),
+    ),
+    podSelector: Type.Optional(
+      Type.String({
+        maxLength: 1024,
+        default: '',
+        description: 'Only pods matching this label selector are evicted (kubectl drain --pod-selector).',
+      }),
+    ),
+    onFailure: Type.Optional(OnDrainFailure),
+  },
+  { default: {}, description: 'How a node is drained, and what happens when it cannot be.' },
+);
+export type Drain = Type.Static<typeof Drain>;
+
+const annotationList = (description: string) =>
+  Type.Array(Type.String({ minLength: 1, maxLength: 317 }), {
+    maxItems: 16,
+    'x-kubernetes-list-type': 'set',
+    description,
+  });
+
+export const Reboot = Type.Object(
+  {
+    rebootTimeout: Type.Optional(
+      duration('From the grant until the boot ID changes; beyond it the node is Failed.', '10m'),
+    ),
+    returnTimeout: Type.Optional(
+      duration('From the new boot until the node is Ready; beyond it the node is Failed.', '10m'),
+    ),
+    soak: Type.Optional(
+      duration(
+        'How long a returned node must stay Ready (and its DaemonSet pods) before its slot is freed.',
+        '30s',
+      ),
+    ),
+    minGrantSpacing: Type.Optional(duration('Least time between two admissions in this pool.', '0s')),
+    retryBackoff: Type.Optional(duration('Wait after a failed attempt; doubles per failure in a row.', '1m')),
+    retryBackoffMax: Type.Optional(duration('Longest wait between attempts.', '1h')),
+    maxIneffectiveReboots: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100,
+        default: 3,
+        description: 'Reboots in a row that leave the need in place before nuo stops rebooting the node.',
+      }),
+    ),
+    beforeRebootAnnotations: Type.Optional(
+      annotationList('Node annotations that must read "true" before draining.'),
+    ),
+    afterRebootAnnotations: Type.Optional(
+      annotationList('Node annotations that must read "true" before the slot is freed.'),
+    ),
+    pendingTaint: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description: 'Taint waiting nodes PreferNoSchedule, so evicted pods prefer nodes already done.',
+      }),
+    ),
+  },
+  { default: {}, description: 'The reboot and the return: timeouts, soak, retries and hooks.' },
+);
+export type Reboot = Type.Static<typeof Reboot>;
+
+export const UpdatePolicySpec = Type.Object(
+  {
+    nodeSelector: Type.Optional(LabelSelector),
+    maxUnavailable: Type.Optional(
+      countOrPercent('Nodes of the pool disrupted at once (NotReady and cordoned nodes count).', 1),
+    ),
+    maxUnavailablePerZone: Type.Optional(countOrPercent('Nodes disrupted at once in any one zone.')),
+    zoneLabel: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 317,
+        default: 'topology.kubernetes.io/zone',
+        description: 'The node label that names its zone.',
+      }),
+    ),
+    zoneOrder: Type.Optional(
+      enumOf(['Parallel', 'OneAtATime'], {
+        default: 'Parallel',
+        description: 'OneAtATime: finish one zone before starting the next.',
+      }),
+    ),
+    paused: Type.Optional(Type.Boolean({ default: false, description: 'Admit nothing new in this pool.' })),
+    windows: Type.Optional(Windows),
+    blockers: Type.Optional(Blockers),
+    drain: Type.Optional(Drain),
+    reboot: Type.Optional(Reboot),
+    circuitBreaker: Type.Optional(
+      Type.Object({
+        maxNotReady: countOrPercent('More nodes of the pool NotReady than this: admit nothing.'),
+      }),
+    ),
+  },
+  { description: 'Which nodes this policy holds (its pool), and how and when they are updated.' },
+);
+export type UpdatePolicySpec = Type.Static<typeof UpdatePolicySpec>;
+
+/** A status condition as the Kubernetes API conventions define it (metav1.Condition). */
+export const Condition = Type.Object({
+  type: Type.String({ maxLength: 316 }),
+  status: enumOf(['True', 'False', 'Unknown']),
+  observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+  lastTransitionTime: Type.String({ format: 'date-time' }),
+  reason: Type.String({ maxLength: 1024, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' }),
+  message: Type.String({ maxLength: 32_768 }),
+});
+export type Condition = Type.Static<typeof Condition>;
+
+export const UpdatePolicyStatus = Type.Object({
+  observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+  conditions: Type.Optional(
+    Type.Array(Condition, {
+      maxItems: 16,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['type'],
+    }),
+  ),
+  /** Nodes in the pool, by phase (Idle, Pending, Draining, ...). */
+  nodes: Type.Optional(Type.Integer({ minimum: 0 })),
+  phases: Type.Optional(
+    Type.Unsafe<Record<string, number>>({
+      type: 'object',
+      additionalProperties: { type: 'integer', minimum: 0 },
+    }),
+  ),
+  /** Slots of the pool's budget, and the nodes holding them. */
+  budget: Type.Optional(Type.Integer({ minimum: 0 })),
+  disrupted: Type.Optional(Type.Integer({ minimum: 0 })),
+  holders: Type.Optional(Type.Array(Type.String({ maxLength: 253 }), { maxItems: 5000 })),
+  nextWindow: Type.Optional(Type.String({ format: 'date-time' })),
+  lastCompletion: Type.Optional(Type.String({ format: 'date-time' })),
+});
+export type UpdatePolicyStatus = Type.Static<typeof UpdatePolicyStatus>;
+
+export interface UpdatePolicy {
+  apiVersion: 'nuo.dev/v1alpha1';
+  kind: 'UpdatePolicy';
+  metadata: { name: string; generation?: number; resourceVersion?: string; uid?: string };
+  spec: UpdatePolicySpec;
+  status?: UpdatePolicyStatus;
+}

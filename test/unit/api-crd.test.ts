@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { parse } from 'yaml';
+import { updatePolicyCrd } from '../../src/api/crd.ts';
+import { crdFiles } from '../../tools/crd/files.ts';
+
+test('the CRD files under deploy/ are what the types generate (npm run generate:crds)', () => {
+  for (const { path, text } of crdFiles()) {
+    assert.equal(readFileSync(path, 'utf8'), text, `${path} is stale: run npm run generate:crds`);
+  }
+});
+
+/** Every schema node of the CRD, with its path. */
+function* nodes(schema: unknown, path = ''): Generator<[string, Record<string, unknown>]> {
+  if (typeof schema !== 'object' || schema === null) return;
+  const s = schema as Record<string, unknown>;
+  yield [path, s];
+  for (const [key, child] of Object.entries((s.properties as object) ?? {}))
+    yield* nodes(child, `${path}.${key}`);
+  if (s.items) yield* nodes(s.items, `${path}[]`);
+  if (typeof s.additionalProperties === 'object') yield* nodes(s.additionalProperties, `${path}{}`);
+  for (const [i, branch] of ((s.anyOf as unknown[]) ?? []).entries()) yield* nodes(branch, `${path}|${i}`);
+}
+
+test('the schema is structural: no keyword the API server refuses, every string and list bounded for CEL', () => {
+  const crd = parse(readFileSync(crdFiles()[0]?.path ?? '', 'utf8'));
+  const schema = crd.spec.versions[0].schema.openAPIV3Schema;
+  for (const [path, node] of nodes(schema.properties.spec, 'spec')) {
+    for (const banned of ['patternProperties', 'const', '$id', '$ref', 'additionalItems']) {
+      assert.equal(node[banned], undefined, `${path} uses ${banned}, which structural schemas do not allow`);
+    }
+    if (node.type === 'string' && node.enum === undefined && node.pattern === undefined) {
+      assert.ok(
+        typeof node.maxLength === 'number' || path.includes('|'),
+        `${path}: a string without maxLength`,
+      );
+    }
+    if (node.type === 'array')
+      assert.ok(typeof node.maxItems === 'number', `${path}: a list without maxItems`);
+  }
+});
+
+test('int-or-string fields are the two-branch form the API server accepts', () => {
+  const spec = JSON.parse(
+    JSON.stringify(updatePolicyCrd().spec.versions[0]?.schema.openAPIV3Schema.properties.spec),
+  ) as {
+    properties: Record<string, Record<string, unknown>>;
+  };
+  for (const field of ['maxUnavailable', 'maxUnavailablePerZone']) {
+    const f = spec.properties[field] ?? {};
+    assert.equal(f['x-kubernetes-int-or-string'], true, field);
+    assert.deepEqual(f.anyOf, [{ type: 'integer' }, { type: 'string' }], field);
+  }
+});
