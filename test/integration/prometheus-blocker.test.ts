@@ -1,0 +1,296 @@
+/**
+ * The Prometheus alert blocker against a real Prometheus (Debian's package `prometheus`): a target this
+ * test controls serves a gauge, a rule fires NuoTestBlock while the gauge is 1, and PrometheusBlocker
+ * reads the server's alerts. Also the fail-closed answers: an HTTP error, a malformed body, a server gone.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import {
+  type BlockerVerdict,
+  PrometheusBlocker,
+  type PrometheusBlockerSpec,
+} from '../../src/policy/prometheus.ts';
+import { freePort, get } from '../../src/sim/cluster/net.ts';
+import { Component } from '../../src/sim/cluster/process.ts';
+import { reapAbandonedClusters } from '../../src/sim/cluster/reaper.ts';
+import { pollUntil } from '../../src/util/poll.ts';
+
+const PROMETHEUS = '/usr/bin/prometheus';
+const DIR_PREFIX = 'nuo-prometheus-test-';
+/**
+ * Scrape and evaluation each take a second, but Prometheus 2.42 first scrapes ~6 s after it starts (its
+ * target discovery and scrape manager update on 5 s tickers, no flag shortens them); the deadline leaves
+ * room for a loaded CI machine.
+ */
+const DEADLINE_MS = 30_000;
+
+/** The scrape target: `/metrics` with the gauge, and `/api/v1/alerts` answering what a test sets. */
+class Target {
+  gauge = 0;
+  /** Time of the last /metrics request answered. */
+  lastScrapeMs = 0;
+  fakeAlerts: { status: number; body: string } = { status: 200, body: '' };
+  readonly server: Server = createServer((req, res) => {
+    if (req.url === '/metrics') {
+      this.lastScrapeMs = Date.now();
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+      res.end(
+        `# HELP nuo_test_blocker 1 blocks reboots.\n# TYPE nuo_test_blocker gauge\nnuo_test_blocker ${this.gauge}\n`,
+      );
+    } else if (req.url === '/fake/api/v1/alerts') {
+      res.writeHead(this.fakeAlerts.status, { 'content-type': 'application/json' });
+      res.end(this.fakeAlerts.body);
+    } else if (req.url === '/stall/api/v1/alerts') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"status":'); // and never the rest
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    const address = this.server.address();
+    assert.ok(address && typeof address === 'object');
+    return address.port;
+  }
+}
+
+const target = new Target();
+const tests = new AbortController();
+let dir = '';
+let prometheus: Component | undefined;
+let promUrl = '';
+
+before(async () => {
+  if (!existsSync(PROMETHEUS)) {
+    throw new Error(
+      `${PROMETHEUS} is missing: install Debian's package (apt-get install -y prometheus; .ci/run does) to run the Prometheus blocker's integration test`,
+    );
+  }
+  await reapAbandonedClusters(tmpdir(), DIR_PREFIX);
+  dir = await mkdtemp(join(tmpdir(), DIR_PREFIX));
+  await writeFile(join(dir, 'owner'), `${process.pid}\n`);
+  const targetPort = await target.listen();
+  const port = await freePort();
+  promUrl = `http://127.0.0.1:${port}`;
+  await writeConfig(dir, targetPort);
+  prometheus = new Component({
+    name: 'prometheus',
+    binary: PROMETHEUS,
+    args: [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+    ],
+    logFile: join(dir, 'prometheus.log'),
+    pidFile: join(dir, 'pids'),
+  });
+  await untilReady(prometheus, promUrl);
+});
+
+after(async () => {
+  tests.abort();
+  await prometheus?.stop();
+  target.server.closeAllConnections();
+  await new Promise((resolve) => target.server.close(resolve));
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function writeConfig(at: string, targetPort: number): Promise<void> {
+  await mkdir(join(at, 'data'));
+  await writeFile(
+    join(at, 'rules.yml'),
+    `groups:
+  - name: nuo-test
+    rules:
+      - alert: NuoTestBlock
+        expr: nuo_test_blocker == 1
+        for: 0s
+        labels:
+          severity: page
+`,
+  );
+  await writeFile(
+    join(at, 'prometheus.yml'),
+    `global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - ${join(at, 'rules.yml')}
+scrape_configs:
+  - job_name: nuo-test
+    static_configs:
+      - targets: ['127.0.0.1:${targetPort}']
+`,
+  );
+}
+
+/** Ready to serve queries, or the process's exit and log as the failure. */
+async function untilReady(component: Component, url: string): Promise<void> {
+  const exited = component.exited.then((code) => {
+    throw new Error(`prometheus exited (code ${code}) before it was ready:\n${component.tail(30)}`);
+  });
+  const ready = pollUntil(
+    'prometheus ready',
+    async () => ((await get(`${url}/-/ready`)).status === 200 ? true : undefined),
+    {
+      timeoutMs: DEADLINE_MS,
+      signal: tests.signal,
+    },
+  );
+  await Promise.race([ready, exited]);
+}
+
+/**
+ * Waits until the rule has been evaluated on a scrape taken after now, so that what Prometheus answers
+ * reflects the gauge as the test set it.
+ */
+async function untilEvaluatedAfterNow(): Promise<void> {
+  const since = Date.now();
+  await pollUntil(
+    'a rule evaluation after a fresh scrape',
+    async () => {
+      const scrape = target.lastScrapeMs;
+      if (scrape <= since) throw new Error('no scrape yet');
+      const rules = JSON.parse((await get(`${promUrl}/api/v1/rules`)).body) as {
+        data: { groups: { lastEvaluation: string }[] };
+      };
+      const evaluated = Date.parse(rules.data.groups[0]?.lastEvaluation ?? '');
+      if (!(evaluated > scrape))
+        throw new Error(`last evaluation ${evaluated} is not after the scrape at ${scrape}`);
+      return true;
+    },
+    { timeoutMs: DEADLINE_MS, intervalMs: 100, signal: tests.signal },
+  );
+}
+
+/** Polls check() until `want` accepts its verdict; a timeout reports the last verdict. */
+function untilVerdict(
+  blocker: PrometheusBlocker,
+  what: string,
+  want: (v: BlockerVerdict) => boolean,
+): Promise<BlockerVerdict> {
+  return pollUntil(
+    what,
+    async () => {
+      const verdict = await blocker.check(tests.signal);
+      if (!want(verdict)) throw new Error(`blocked=${verdict.blocked}: ${verdict.reason}`);
+      return verdict;
+    },
+    { timeoutMs: DEADLINE_MS, intervalMs: 200, signal: tests.signal },
+  );
+}
+
+function targetUrl(): string {
+  return `http://127.0.0.1:${(target.server.address() as { port: number }).port}`;
+}
+
+function blockerFor(spec: Partial<PrometheusBlockerSpec> = {}): PrometheusBlocker {
+  return new PrometheusBlocker({ url: promUrl, ...spec });
+}
+
+test('gauge 0: the rule is evaluated on it and nothing blocks', async () => {
+  target.gauge = 0;
+  await untilEvaluatedAfterNow();
+  assert.deepEqual(await blockerFor().check(tests.signal), {
+    blocked: false,
+    reason: 'no matching alert firing',
+  });
+});
+
+test('gauge 1: NuoTestBlock fires and blocks, naming the alert and its labels', async () => {
+  target.gauge = 1;
+  const verdict = await untilVerdict(blockerFor(), 'NuoTestBlock to block', (v) => v.blocked);
+  assert.match(verdict.reason, /^alert NuoTestBlock\{.*severity="page".*\} firing$/);
+});
+
+test('while NuoTestBlock fires, a blocker whose matchers or ignore list exclude it is not blocked', async () => {
+  assert.equal(target.gauge, 1);
+  const all = blockerFor();
+  assert.equal((await all.check(tests.signal)).blocked, true, 'NuoTestBlock must be firing for this test');
+  assert.deepEqual(await blockerFor({ matchers: { severity: 'ticket' } }).check(tests.signal), {
+    blocked: false,
+    reason: 'no matching alert firing (1 firing, none matching)',
+  });
+  assert.equal((await blockerFor({ ignoreAlerts: ['NuoTestBlock'] }).check(tests.signal)).blocked, false);
+  assert.equal((await blockerFor({ alerts: 'NuoTest' }).check(tests.signal)).blocked, false, 'anchored');
+  assert.equal(
+    (await blockerFor({ matchers: { severity: 'page' }, alerts: 'NuoTest.*' }).check(tests.signal)).blocked,
+    true,
+  );
+  assert.equal((await all.check(tests.signal)).blocked, true, 'NuoTestBlock must still be firing');
+});
+
+test('gauge back to 0: the alert resolves and nothing blocks again', async () => {
+  target.gauge = 0;
+  const verdict = await untilVerdict(blockerFor(), 'NuoTestBlock to resolve', (v) => !v.blocked);
+  assert.equal(verdict.reason, 'no matching alert firing');
+});
+
+test('an HTTP error or a malformed answer blocks, saying so', async () => {
+  const fake = blockerFor({ url: `${targetUrl()}/fake/` });
+  const cases: { status: number; body: string; reason: RegExp }[] = [
+    { status: 503, body: 'Service   Unavailable\n', reason: /answered HTTP 503: Service Unavailable$/ },
+    {
+      status: 200,
+      body: '<html>login</html>',
+      reason: /malformed alerts response: not JSON: <html>login<\/html>$/,
+    },
+    {
+      status: 200,
+      body: '{"status":"error","error":"x"}',
+      reason: /malformed .*status is "error", not "success"$/,
+    },
+    {
+      status: 200,
+      body: '{"status":"success","data":{}}',
+      reason: /malformed .*data\.alerts is not a list$/,
+    },
+    {
+      status: 200,
+      body: '{"status":"success","data":{"alerts":[{"labels":{"alertname":1},"state":"firing"}]}}',
+      reason: /malformed .*data\.alerts\[0\] lacks string labels or state$/,
+    },
+  ];
+  for (const c of cases) {
+    target.fakeAlerts = c;
+    const verdict = await fake.check(tests.signal);
+    assert.equal(verdict.blocked, true, c.body);
+    assert.match(verdict.reason, c.reason);
+  }
+  target.fakeAlerts = { status: 200, body: '{"status":"success","data":{"alerts":[]}}' };
+  assert.equal((await fake.check(tests.signal)).blocked, false, 'a well-formed empty answer does not block');
+});
+
+test('a server that sends headers and then stalls blocks once the timeout passes, or the caller aborts', async () => {
+  const stalled = new PrometheusBlocker({ url: `${targetUrl()}/stall` }, { timeoutMs: 300 });
+  const started = Date.now();
+  const verdict = await stalled.check(tests.signal);
+  assert.deepEqual(verdict, {
+    blocked: true,
+    reason: `Prometheus unreachable at ${targetUrl()}/stall: no answer within 300 ms`,
+  });
+  assert.ok(Date.now() - started < 5000, 'the timeout option is honoured');
+  const cancelled = new AbortController();
+  setTimeout(() => cancelled.abort(new Error('operator stopping')), 50);
+  assert.deepEqual(await stalled.check(cancelled.signal), {
+    blocked: true,
+    reason: `Prometheus check at ${targetUrl()}/stall aborted`,
+  });
+});
+
+test('Prometheus gone: blocked, saying it is unreachable', async () => {
+  assert.ok(prometheus);
+  await prometheus.stop();
+  assert.notEqual(prometheus.exitCode, undefined);
+  const verdict = await blockerFor().check(tests.signal);
+  assert.equal(verdict.blocked, true);
+  assert.match(verdict.reason, new RegExp(`^Prometheus unreachable at ${promUrl}: .*ECONNREFUSED`));
+});
