@@ -60,7 +60,47 @@ function check(key: string, values: string[], term: string) {
 }
 
 export function parseSelector(text: string): Selector {
-  const reqs = terms(text.trim()).map(requirement);
+  return matcher(terms(text.trim()).map(requirement));
+}
+
+/** A selector as the API writes it (matchLabels and matchExpressions, all ANDed); empty selects all. */
+export interface LabelSelectorSpec {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+}
+
+const OPERATORS: Record<string, 'in' | 'notin' | 'exists' | 'absent'> = {
+  In: 'in',
+  NotIn: 'notin',
+  Exists: 'exists',
+  DoesNotExist: 'absent',
+};
+
+/** The Selector of an API label selector; throws naming the first bad key, value or operator. */
+export function labelSelector(spec: LabelSelectorSpec): Selector {
+  const reqs: Requirement[] = Object.entries(spec.matchLabels ?? {}).map(([key, value]) => {
+    check(key, [value], `matchLabels ${key}: ${value}`);
+    return { op: 'eq', key, value };
+  });
+  for (const [i, e] of (spec.matchExpressions ?? []).entries()) {
+    const where = `matchExpressions[${i}]`;
+    const op = OPERATORS[e.operator];
+    if (!op)
+      throw new Error(`${where}: unknown operator "${e.operator}": use In, NotIn, Exists or DoesNotExist`);
+    const values = e.values ?? [];
+    check(e.key, values, where);
+    if (op === 'in' || op === 'notin') {
+      if (values.length === 0) throw new Error(`${where}: ${e.operator} needs at least one value`);
+      reqs.push({ op, key: e.key, values });
+    } else {
+      if (values.length > 0) throw new Error(`${where}: ${e.operator} takes no values`);
+      reqs.push({ op, key: e.key });
+    }
+  }
+  return matcher(reqs);
+}
+
+function matcher(reqs: Requirement[]): Selector {
   return (labels = {}) =>
     reqs.every((r) => {
       const has = Object.hasOwn(labels, r.key);

@@ -107,6 +107,7 @@ export class Operator {
     this.#problems = new ProblemReports(events, log, metrics);
     this.#health = new HealthReads({ core, soakMs: c.soakMs, log, onRead: this.#wake.now });
     this.#decider = new Decider({
+      pool: '',
       config: {
         ...c,
         maxUnavailable: parseMaxUnavailable(c.maxUnavailable),

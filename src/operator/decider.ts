@@ -7,7 +7,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { type Action, type DecideConfig, type Decision, decide } from './decide.ts';
 import type { Health } from './health-gate.ts';
-import type { Ledger, LedgerChange, Slot } from './ledger.ts';
+import { inPool, type Ledger, type LedgerChange, type Slot } from './ledger.ts';
 import { type NodeView, viewNode } from './node-view.ts';
 import { SoakClock } from './soak-clock.ts';
 
@@ -19,6 +19,8 @@ export const isLedgerChange = (a: Action): a is LedgerOnly => LEDGER_ONLY.has(a.
 export type NodeStep = Exclude<Action, LedgerOnly>;
 
 export interface DeciderOptions {
+  /** The pool whose budget this decides ('' the default pool: the operator's own settings). */
+  pool: string;
   config: DecideConfig;
   nodes: { list(): V1Node[] };
   /** Nodes with a drain running in this process. */
@@ -57,10 +59,15 @@ export class Decider {
     return nodes;
   }
 
+  get pool(): string {
+    return this.#o.pool;
+  }
+
+  /** decide() on the whole ledger's part for this pool. */
   decide(nodes: NodeView[], ledger: Ledger, health: ReadonlyMap<string, Health>, now: Date): Decision {
     const snapshot = {
       nodes,
-      ledger,
+      ledger: inPool(ledger, this.#o.pool),
       draining: this.#o.draining(),
       admitting: this.admitting,
       ownGrant: this.#o.ownGrant,

@@ -8,13 +8,16 @@ import { LEDGER } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
 import type { Action } from './decide.ts';
 
-export interface Slot {
+/** The budget a slot counts in: a pool's name; absent for the default pool (''). */
+type InPool = { pool?: string };
+
+export interface Slot extends InPool {
   /** When the node was admitted (RFC 3339). */
   since: string;
 }
 
 /** A node promised the slot of a holder whose attempt is about to end (see Ledger.next). */
-export interface Succession {
+export interface Succession extends InPool {
   /** The slot holder whose slot this node takes. */
   after: string;
   /** When the promise was made (RFC 3339); a promised node already in an attempt holds the slot since then. */
@@ -31,8 +34,33 @@ export interface Ledger {
    * ended; a slot promised to a node is never given to another in the same pass.
    */
   next?: Record<string, Succession>;
-  /** When the last node was admitted (for the minimum spacing between grants). */
+  /** When the default pool last admitted a node (for the minimum spacing between grants). */
   lastGrant?: string;
+  /** When each named pool last admitted a node. */
+  poolGrants?: Record<string, string>;
+}
+
+/**
+ * The ledger holds every pool's budget: each slot and promise names its pool, so a node keeps its slot
+ * in the pool that admitted it until its attempt ends, whatever its labels say meanwhile. `inPool` is
+ * one pool's part, as decide() counts it (in the same shape, `lastGrant` that pool's).
+ */
+export function inPool(ledger: Ledger, pool: string): Ledger {
+  const mine = (e: InPool) => (e.pool ?? '') === pool;
+  const slots = Object.fromEntries(Object.entries(ledger.slots).filter(([, s]) => mine(s)));
+  const next = Object.entries(ledger.next ?? {}).filter(([, s]) => mine(s));
+  const lastGrant = pool === '' ? ledger.lastGrant : ledger.poolGrants?.[pool];
+  return {
+    slots,
+    ...(next.length > 0 ? { next: Object.fromEntries(next) } : {}),
+    ...(lastGrant === undefined ? {} : { lastGrant }),
+  };
+}
+
+/** The pool whose budget holds `node`'s slot or promise ('' the default), or undefined. */
+export function poolOf(ledger: Ledger, node: string): string | undefined {
+  const entry = ledger.slots[node] ?? ledger.next?.[node];
+  return entry === undefined ? undefined : (entry.pool ?? '');
 }
 
 export class LedgerConflict extends Error {}
@@ -61,6 +89,19 @@ export function parseLedger(cm: V1ConfigMap): Ledger {
         ))
     ) {
       throw new Error('"next" must map nodes to { after, since }');
+    }
+    const entries: { pool?: unknown }[] = [...Object.values(doc.slots), ...Object.values(doc.next ?? {})];
+    if (entries.some((e) => e.pool !== undefined && typeof e.pool !== 'string')) {
+      throw new Error('a "pool" that is not a string');
+    }
+    const grants: unknown = doc.poolGrants;
+    if (
+      grants !== undefined &&
+      (typeof grants !== 'object' ||
+        grants === null ||
+        Object.values(grants).some((g) => typeof g !== 'string'))
+    ) {
+      throw new Error('"poolGrants" must map pools to times');
     }
     return doc;
   } catch (err) {
@@ -128,21 +169,37 @@ export class LedgerStore {
 /** decide()'s actions that change the ledger: the slots a pass takes, frees, promises and records. */
 export type LedgerChange = Extract<Action, { type: 'admit' | 'release' | 'promise' | 'unpromise' | 'claim' }>;
 
-/** The ledger after `changes`, made at `at` (RFC 3339): a new object, the old one untouched. */
-export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at: string): Ledger {
+/**
+ * The ledger after `changes` to `pool`'s budget (default ''), made at `at` (RFC 3339): a new object, the
+ * old one untouched.
+ */
+export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at: string, pool = ''): Ledger {
   const l = structuredClone(ledger);
+  const tag = pool === '' ? {} : { pool };
   for (const a of changes) {
     if (a.type === 'release') delete l.slots[a.node];
-    else if (a.type === 'promise') l.next = { ...l.next, [a.node]: { after: a.after, since: at } };
+    else if (a.type === 'promise') l.next = { ...l.next, [a.node]: { after: a.after, since: at, ...tag } };
     else if (a.type === 'unpromise') delete l.next?.[a.node];
     else {
       // An admission takes its slot now; a claim records a handover made when its promise was.
-      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at };
+      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at, ...tag };
       delete l.next?.[a.node];
     }
   }
   if (l.next && Object.keys(l.next).length === 0) delete l.next;
-  if (changes.some((a) => a.type === 'admit')) l.lastGrant = at;
+  if (changes.some((a) => a.type === 'admit')) {
+    if (pool === '') l.lastGrant = at;
+    else l.poolGrants = { ...l.poolGrants, [pool]: at };
+  }
+  return l;
+}
+
+/** Each pool's changes of a pass (pool → its changes), applied in one write. */
+export type PoolChanges = ReadonlyMap<string, readonly LedgerChange[]>;
+
+export function withPoolChanges(ledger: Ledger, changes: PoolChanges, at: string): Ledger {
+  let l = ledger;
+  for (const [pool, list] of changes) l = withChanges(l, list, at, pool);
   return l;
 }
 
@@ -175,10 +232,10 @@ export class LedgerCache {
     return version;
   }
 
-  /** The ledger at `from` with `changes`, written conditionally (LedgerConflict on 409: re-decide). */
-  async write(from: LedgerVersion, changes: readonly LedgerChange[], at: string): Promise<LedgerVersion> {
+  /** The ledger at `from` with each pool's `changes`, written conditionally (LedgerConflict on 409: re-decide). */
+  async write(from: LedgerVersion, changes: PoolChanges, at: string): Promise<LedgerVersion> {
     try {
-      const version = await this.#store.write(from, withChanges(from.ledger, changes, at));
+      const version = await this.#store.write(from, withPoolChanges(from.ledger, changes, at));
       this.#copy = { version, at: performance.now() };
       return version;
     } catch (err) {

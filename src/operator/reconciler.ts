@@ -128,7 +128,11 @@ export class Reconciler {
           a.type === 'admit' || (isLedgerChange(a) && !(a.type === 'unpromise' && this.#o.steps.has(a.node))),
       );
       if (changes.length === 0 || !this.#o.acting()) return ledger;
-      const written = await this.#o.ledger.write(ledger, changes, now.toISOString());
+      const written = await this.#o.ledger.write(
+        ledger,
+        new Map([[this.#o.decider.pool, changes]]),
+        now.toISOString(),
+      );
       for (const a of changes) {
         if (a.type === 'release') this.#o.log('info', 'slot released', { node: a.node, reason: a.reason });
       }

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { type Ledger, type LedgerChange, parseLedger, withChanges } from '../../src/operator/ledger.ts';
+import {
+  inPool,
+  type Ledger,
+  type LedgerChange,
+  parseLedger,
+  poolOf,
+  withChanges,
+  withPoolChanges,
+} from '../../src/operator/ledger.ts';
 
 const cm = (text?: string): V1ConfigMap => ({
   metadata: { name: 'nuo-slots', namespace: 'nuo-system' },
@@ -68,4 +76,63 @@ test("a pass's ledger changes: slots taken and freed, promises made, withdrawn a
     assert.deepEqual(withChanges(before, changes, at), want, what);
   }
   assert.deepEqual(before.slots, { a: { since: 'A' }, b: { since: 'B' } }, 'the ledger read is untouched');
+});
+
+test("one ledger holds every pool's budget: each pool sees and changes only its own slots, promises and spacing", () => {
+  const at = '2026-11-25T07:00:00.000Z';
+  const ledger: Ledger = {
+    slots: { a: { since: 'A' }, w1: { since: 'W1', pool: 'workers' }, g1: { since: 'G1', pool: 'gpu' } },
+    next: { w2: { after: 'w1', since: 'W2', pool: 'workers' } },
+    lastGrant: 'L',
+    poolGrants: { gpu: 'G' },
+  };
+  assert.deepEqual(inPool(ledger, ''), { slots: { a: { since: 'A' } }, lastGrant: 'L' });
+  assert.deepEqual(inPool(ledger, 'workers'), {
+    slots: { w1: { since: 'W1', pool: 'workers' } },
+    next: { w2: { after: 'w1', since: 'W2', pool: 'workers' } },
+  });
+  assert.deepEqual(inPool(ledger, 'gpu'), { slots: { g1: { since: 'G1', pool: 'gpu' } }, lastGrant: 'G' });
+  assert.deepEqual(inPool(ledger, 'nobody'), { slots: {} });
+  assert.deepEqual(
+    ['a', 'w1', 'w2', 'g1', 'x'].map((n) => poolOf(ledger, n)),
+    ['', 'workers', 'workers', 'gpu', undefined],
+  );
+
+  const after = withPoolChanges(
+    ledger,
+    new Map<string, LedgerChange[]>([
+      [
+        'workers',
+        [
+          { type: 'release', node: 'w1', reason: 'done' },
+          { type: 'claim', node: 'w2', since: 'W2' },
+        ],
+      ],
+      ['gpu', [{ type: 'admit', node: 'g2', reason: 'needed' }]],
+    ]),
+    at,
+  );
+  assert.deepEqual(after.slots, {
+    a: { since: 'A' },
+    w2: { since: 'W2', pool: 'workers' },
+    g1: { since: 'G1', pool: 'gpu' },
+    g2: { since: at, pool: 'gpu' },
+  });
+  assert.equal(after.next, undefined);
+  assert.equal(after.lastGrant, 'L', "another pool's admission leaves the default pool's spacing alone");
+  assert.deepEqual(after.poolGrants, { gpu: at });
+  assert.equal(ledger.slots.g2, undefined, 'the old ledger is untouched');
+});
+
+test('a pool that is not a string, or pool grants that are not times, make the ledger corrupt', () => {
+  for (const text of [
+    '{"slots":{"a":{"since":"x","pool":3}}}',
+    '{"slots":{},"next":{"b":{"after":"a","since":"x","pool":{}}}}',
+    '{"slots":{},"poolGrants":{"gpu":5}}',
+    '{"slots":{},"poolGrants":[1]}',
+  ]) {
+    assert.throws(() => parseLedger(cm(text)), /is corrupt/, text);
+  }
+  const ok = { slots: { a: { since: 'x', pool: 'gpu' } }, poolGrants: { gpu: 'y' } };
+  assert.deepEqual(parseLedger(cm(JSON.stringify(ok))), ok);
 });
