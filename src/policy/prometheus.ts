@@ -16,17 +16,11 @@
  * Reads GET <url>/api/v1/alerts, the alerts of the server's own rules (kured queries the ALERTS series
  * instead; both see the same rules, the alerts API without a query to build).
  */
+import type { PrometheusBlocker as PrometheusBlockerSpec } from '../api/update-policy.ts';
+import type { FieldError } from './field-error.ts';
 
-export interface PrometheusBlockerSpec {
-  /** Base URL of the Prometheus server, http or https, optionally with a path prefix. */
-  url: string;
-  /** Regular expression matched against the whole alertname (default ".*": every alert). */
-  alerts?: string;
-  /** Labels an alert must carry with exactly these values. */
-  matchers?: Record<string, string>;
-  /** Alertnames that never block. */
-  ignoreAlerts?: string[];
-}
+/** `blockers.prometheus` as update-policy.ts defines it (this module's PrometheusBlocker is the checker). */
+export type { PrometheusBlockerSpec };
 
 /** One alert as /api/v1/alerts reports it (the fields nuo reads). */
 export interface PromAlert {
@@ -41,11 +35,6 @@ export interface PromAlert {
 export interface BlockerVerdict {
   blocked: boolean;
   reason: string;
-}
-
-export interface FieldError {
-  field: string;
-  message: string;
 }
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };

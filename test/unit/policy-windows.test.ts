@@ -1,121 +1,25 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Settings } from 'luxon';
+import type { Windows } from '../../src/api/update-policy.ts';
+import { windowState } from '../../src/policy/windows.ts';
 import {
-  type Day,
-  type FieldError,
-  parseWindows,
-  type WeeklyWindow,
-  type WindowSpec,
-  type Windows,
-  windowState,
-} from '../../src/policy/windows.ts';
+  berlin,
+  type Case,
+  checkCases,
+  closedUntil,
+  newYork,
+  openUntil,
+  parsed,
+} from './policy-windows-fixtures.ts';
 
-function parsed(spec: WindowSpec): Windows {
-  const result = parseWindows(spec);
-  if (!result.ok) assert.fail(`spec did not parse: ${JSON.stringify(result.errors)}`);
-  return result.windows;
-}
-
-/** One instant's expected answer; an absent changesAt/nextOpen must be absent in the answer too. */
-interface Case {
-  at: string;
-  open: boolean;
-  changesAt?: string;
-  nextOpen?: string;
-  reason?: string;
-}
-
-function checkCases(name: string, spec: WindowSpec, cases: Case[]): void {
-  const windows = parsed(spec);
-  for (const c of cases) {
-    const state = windowState(windows, new Date(c.at));
-    const label = `${name} at ${c.at}`;
-    assert.equal(state.open, c.open, `${label}: open`);
-    assert.equal(state.changesAt?.toISOString(), c.changesAt, `${label}: changesAt`);
-    assert.equal(state.nextOpen?.toISOString(), c.nextOpen, `${label}: nextOpen`);
-    if (c.reason !== undefined) assert.equal(state.reason, c.reason, `${label}: reason`);
-  }
-}
-
-const closedUntil = (at: string, next: string): Case => ({
-  at,
-  open: false,
-  changesAt: next,
-  nextOpen: next,
-});
-const openUntil = (at: string, end: string): Case => ({ at, open: true, changesAt: end });
-
-const berlin = 'Europe/Berlin';
-const newYork = 'America/New_York';
-const sunday = (start: string, end: string, timeZone: string): WindowSpec => ({
-  weekly: [{ days: ['Sun'], start, end, timeZone }],
-});
-const daily = (schedule: string, timeZone: string): WindowSpec => ({
+const daily = (schedule: string, timeZone: string): Windows => ({
   cron: [{ schedule, duration: '1h', timeZone }],
 });
 
 // Europe/Berlin: CET is UTC+1, CEST UTC+2; 2026-03-29 01:00Z clocks jump 02:00 -> 03:00, 2026-10-25
 // 01:00Z they fall back 03:00 -> 02:00. America/New_York: EST UTC-5, EDT UTC-4; 2026-03-08 07:00Z
 // 02:00 -> 03:00, 2026-11-01 06:00Z 02:00 -> 01:00. All four days are Sundays.
-const weeklyDst: Array<[string, WindowSpec, Case[]]> = [
-  [
-    'Berlin spring-forward: 02:00-03:00 never shows, the window is empty that day',
-    sunday('02:00', '03:00', berlin),
-    [
-      closedUntil('2026-03-29T00:59:00Z', '2026-04-05T00:00:00.000Z'),
-      closedUntil('2026-03-29T01:00:00Z', '2026-04-05T00:00:00.000Z'),
-    ],
-  ],
-  [
-    'Berlin spring-forward: a skipped 02:30 start moves forward to 03:30 CEST',
-    sunday('02:30', '04:00', berlin),
-    [
-      closedUntil('2026-03-29T01:29:59.999Z', '2026-03-29T01:30:00.000Z'),
-      {
-        ...openUntil('2026-03-29T01:30:00Z', '2026-03-29T02:00:00.000Z'),
-        reason: 'inside window Sun 02:30-04:00 Europe/Berlin',
-      },
-      closedUntil('2026-03-29T02:00:00Z', '2026-04-05T00:30:00.000Z'),
-    ],
-  ],
-  [
-    'Berlin fall-back: 02:00-03:00 lasts both passes of 02:xx (two hours)',
-    sunday('02:00', '03:00', berlin),
-    [
-      closedUntil('2026-10-24T23:59:59.999Z', '2026-10-25T00:00:00.000Z'),
-      openUntil('2026-10-25T00:00:00Z', '2026-10-25T02:00:00.000Z'),
-      openUntil('2026-10-25T01:30:00Z', '2026-10-25T02:00:00.000Z'),
-      closedUntil('2026-10-25T02:00:00Z', '2026-11-01T01:00:00.000Z'),
-    ],
-  ],
-  [
-    'New York spring-forward: 02:00-03:00 is empty that day',
-    sunday('02:00', '03:00', newYork),
-    [closedUntil('2026-03-08T06:59:00Z', '2026-03-15T06:00:00.000Z')],
-  ],
-  [
-    'New York fall-back: 01:00-02:00 runs from 01:00 EDT to 02:00 EST',
-    sunday('01:00', '02:00', newYork),
-    [
-      openUntil('2026-11-01T05:00:00Z', '2026-11-01T07:00:00.000Z'),
-      openUntil('2026-11-01T06:30:00Z', '2026-11-01T07:00:00.000Z'),
-      closedUntil('2026-11-01T07:00:00Z', '2026-11-08T06:00:00.000Z'),
-    ],
-  ],
-  [
-    'New York fall-back: 02:00-03:00 opens at 02:00 EST, not at the 02:00 EDT clocks skip',
-    sunday('02:00', '03:00', newYork),
-    [
-      closedUntil('2026-11-01T06:00:00Z', '2026-11-01T07:00:00.000Z'),
-      openUntil('2026-11-01T07:00:00Z', '2026-11-01T08:00:00.000Z'),
-    ],
-  ],
-];
-
-for (const [name, spec, cases] of weeklyDst) test(`weekly DST: ${name}`, () => checkCases(name, spec, cases));
-
-const cronDst: Array<[string, WindowSpec, Case[]]> = [
+const cronDst: Array<[string, Windows, Case[]]> = [
   [
     'Berlin spring-forward: 01:30 CET for 1h ends at 03:30 CEST',
     daily('30 1 * * *', berlin),
@@ -176,24 +80,8 @@ const cronDst: Array<[string, WindowSpec, Case[]]> = [
 
 for (const [name, spec, cases] of cronDst) test(`cron DST: ${name}`, () => checkCases(name, spec, cases));
 
-test('a repeated wall-clock time resolves the same whatever the real clock reads', () => {
-  // luxon's DateTime.fromObject picks a fall-back time's occurrence by the offset at Settings.now().
-  const windows = parsed(sunday('02:00', '03:00', berlin));
-  const saved = Settings.now;
-  try {
-    for (const clock of ['2026-07-01T00:00:00Z', '2026-12-01T00:00:00Z']) {
-      Settings.now = () => Date.parse(clock);
-      const state = windowState(windows, new Date('2026-10-25T00:00:00Z'));
-      assert.equal(state.open, true, `real clock ${clock}`);
-      assert.equal(state.changesAt?.toISOString(), '2026-10-25T02:00:00.000Z', `real clock ${clock}`);
-    }
-  } finally {
-    Settings.now = saved;
-  }
-});
-
 // 2026-11-27 is a Friday.
-const wraps: Array<[string, WindowSpec, Case[]]> = [
+const wraps: Array<[string, Windows, Case[]]> = [
   [
     'Fri 22:00-02:00 runs into Saturday',
     { weekly: [{ days: ['Fri'], start: '22:00', end: '02:00' }] },
@@ -229,7 +117,7 @@ const wraps: Array<[string, WindowSpec, Case[]]> = [
 for (const [name, spec, cases] of wraps) test(`midnight wrap: ${name}`, () => checkCases(name, spec, cases));
 
 // 2028-02-29 is a Tuesday; the next Feb 29 after it is in 2032.
-const leapDay: Array<[string, WindowSpec, Case[]]> = [
+const leapDay: Array<[string, Windows, Case[]]> = [
   [
     'cron "0 3 29 2 *" for 1h',
     { cron: [{ schedule: '0 3 29 2 *', duration: '1h' }] },
@@ -260,12 +148,12 @@ const leapDay: Array<[string, WindowSpec, Case[]]> = [
 
 for (const [name, spec, cases] of leapDay) test(`leap day: ${name}`, () => checkCases(name, spec, cases));
 
-const weekdayNights: WindowSpec = {
+const weekdayNights: Windows = {
   weekly: [{ days: ['Mon', 'Tue', 'Wed', 'Thu', 'Fri'], start: '02:00', end: '06:00', timeZone: berlin }],
 };
 const holidayFreeze = { start: '2026-12-24', end: '2027-01-02', timeZone: berlin, reason: 'holiday freeze' };
 // 2026-12-23 is a Wednesday, 2026-12-28 a Monday, 2027-01-04 a Monday; Berlin is on CET (UTC+1).
-const exclusions: Array<[string, WindowSpec, Case[]]> = [
+const exclusions: Array<[string, Windows, Case[]]> = [
   [
     'a freeze closes an open window until the next window after it',
     { ...weekdayNights, exclusions: [holidayFreeze] },
@@ -339,7 +227,7 @@ for (const [name, spec, cases] of exclusions)
   test(`exclusions: ${name}`, () => checkCases(name, spec, cases));
 
 // 2026-11-23 is a Monday.
-const stretches: Array<[string, WindowSpec, Case[]]> = [
+const stretches: Array<[string, Windows, Case[]]> = [
   [
     'changesAt follows a window that starts as another ends',
     {
@@ -410,170 +298,4 @@ test('no windows = always open; exclusions still apply', () => {
 
 test('windowState refuses an invalid now', () => {
   assert.throws(() => windowState(parsed({}), new Date(Number.NaN)), RangeError);
-});
-
-const zoneHint = 'use an IANA name such as "Europe/Berlin"';
-const cronHint = 'use 5 fields (minute hour day-of-month month day-of-week), e.g. "30 1 * * *"';
-const durationHint = 'use a Go duration such as "90m", "2h30m" or "1h"';
-const dateHint = 'use an RFC 3339 date-time such as "2026-12-24T00:00:00Z" or a date such as "2026-12-24"';
-const dayHint = 'use one of Mon, Tue, Wed, Thu, Fri, Sat, Sun';
-const clockHint = 'use 24-hour "HH:MM" from "00:00" to "23:59"';
-const weekly: WeeklyWindow = { days: ['Mon'], start: '02:00', end: '04:00' };
-const cron = { schedule: '30 1 * * *', duration: '1h' };
-const exclusion = { start: '2026-12-24', end: '2027-01-02' };
-const err = (field: string, message: string): FieldError => ({ field, message });
-
-const parseErrors: Array<[string, WindowSpec, FieldError[]]> = [
-  [
-    'unknown weekly time zone',
-    {
-      weekly: [
-        { ...weekly, days: ['Mon'] },
-        { ...weekly, days: ['Tue'], timeZone: 'Europe/Berlinn' },
-      ],
-    },
-    [err('windows.weekly[1].timeZone', `unknown time zone "Europe/Berlinn": ${zoneHint}`)],
-  ],
-  [
-    'a fixed offset is not a time zone',
-    { cron: [{ ...cron, timeZone: '+01:00' }] },
-    [err('windows.cron[0].timeZone', `unknown time zone "+01:00": ${zoneHint}`)],
-  ],
-  [
-    'unknown exclusion time zone',
-    { exclusions: [{ ...exclusion, timeZone: 'Mars/Olympus' }] },
-    [err('windows.exclusions[0].timeZone', `unknown time zone "Mars/Olympus": ${zoneHint}`)],
-  ],
-  [
-    'cron value out of range',
-    { cron: [{ ...cron, schedule: '61 * * * *' }] },
-    [
-      err(
-        'windows.cron[0].schedule',
-        `invalid cron schedule "61 * * * *" (Constraint error, got value 61 expected range 0-59): ${cronHint}`,
-      ),
-    ],
-  ],
-  [
-    'cron with seconds',
-    { cron: [{ ...cron, schedule: '0 30 1 * * *' }] },
-    [err('windows.cron[0].schedule', `cron schedule "0 30 1 * * *" has 6 fields: ${cronHint}`)],
-  ],
-  [
-    'cron macro',
-    { cron: [{ ...cron, schedule: '@daily' }] },
-    [err('windows.cron[0].schedule', `cron schedule "@daily" has 1 fields: ${cronHint}`)],
-  ],
-  [
-    'cron H (random)',
-    { cron: [{ ...cron, schedule: 'H 2 * * *' }] },
-    [
-      err(
-        'windows.cron[0].schedule',
-        'cron schedule "H 2 * * *" uses H, which stands for a random value: use explicit values',
-      ),
-    ],
-  ],
-  [
-    'unparsable duration',
-    { cron: [{ ...cron, duration: '1d' }] },
-    [err('windows.cron[0].duration', `invalid duration "1d": ${durationHint}`)],
-  ],
-  [
-    'zero duration',
-    { cron: [{ ...cron, duration: '0m' }] },
-    [err('windows.cron[0].duration', 'duration "0m" is not positive: use a length such as "1h"')],
-  ],
-  [
-    'negative duration',
-    { cron: [{ ...cron, duration: '-1h' }] },
-    [err('windows.cron[0].duration', 'duration "-1h" is not positive: use a length such as "1h"')],
-  ],
-  [
-    'duration over 7 days',
-    { cron: [{ ...cron, duration: '168h1m' }] },
-    [err('windows.cron[0].duration', 'duration "168h1m" is longer than 7 days: use at most "168h"')],
-  ],
-  [
-    'bad HH:MM',
-    { weekly: [{ ...weekly, start: '24:00', end: '2:00' }] },
-    [
-      err('windows.weekly[0].start', `invalid time "24:00": ${clockHint}`),
-      err('windows.weekly[0].end', `invalid time "2:00": ${clockHint}`),
-    ],
-  ],
-  [
-    'empty days',
-    { weekly: [{ ...weekly, days: [] }] },
-    [
-      err(
-        'windows.weekly[0].days',
-        `no days given (got []): list one or more of Mon, Tue, Wed, Thu, Fri, Sat, Sun`,
-      ),
-    ],
-  ],
-  [
-    'duplicate and unknown days',
-    { weekly: [{ ...weekly, days: ['Mon', 'Tue', 'Mon', 'Monday'] as Day[] }] },
-    [
-      err('windows.weekly[0].days[2]', 'day "Mon" is listed twice: list each day once'),
-      err('windows.weekly[0].days[3]', `unknown day "Monday": ${dayHint}`),
-    ],
-  ],
-  [
-    'unparsable exclusion dates',
-    { exclusions: [{ start: '2026-02-30', end: '2026-12-24T10:00:00' }] },
-    [
-      err('windows.exclusions[0].start', `invalid date "2026-02-30": ${dateHint}`),
-      err('windows.exclusions[0].end', `invalid date "2026-12-24T10:00:00": ${dateHint}`),
-    ],
-  ],
-  [
-    'exclusion end not after start',
-    { exclusions: [exclusion, { start: '2026-12-24', end: '2026-12-24T00:00:00Z' }] },
-    [
-      err(
-        'windows.exclusions[1].end',
-        'end "2026-12-24T00:00:00Z" is not after start "2026-12-24": an exclusion must end after it starts (the end is exclusive)',
-      ),
-    ],
-  ],
-];
-
-for (const [name, spec, errors] of parseErrors) {
-  test(`parse error: ${name}`, () => {
-    assert.deepEqual(parseWindows(spec), { ok: false, errors });
-  });
-}
-
-test('parseWindows reports every error at once, in spec order', () => {
-  const result = parseWindows({
-    weekly: [{ days: [], start: '25:00', end: '04:00', timeZone: 'Nowhere/Special' }],
-    cron: [{ schedule: '* * *', duration: 'soon' }],
-    exclusions: [{ start: 'tomorrow', end: '2026-12-24', timeZone: 'UTC' }],
-  });
-  assert.equal(result.ok, false);
-  assert.deepEqual(!result.ok && result.errors.map((e) => e.field), [
-    'windows.weekly[0].timeZone',
-    'windows.weekly[0].days',
-    'windows.weekly[0].start',
-    'windows.cron[0].schedule',
-    'windows.cron[0].duration',
-    'windows.exclusions[0].start',
-  ]);
-});
-
-test('valid specs parse, and labels name the days as ranges', () => {
-  const windows = parsed({
-    weekly: [{ days: ['Fri', 'Mon', 'Wed', 'Thu'], start: '02:00', end: '04:00', timeZone: berlin }],
-    cron: [{ schedule: '0 3 * * MON-FRI', duration: '168h', timeZone: newYork }],
-    exclusions: [{ start: '2026-12-24T18:00:00+01:00', end: '2027-01-02', timeZone: berlin }],
-  });
-  assert.deepEqual(
-    windows.windows.map((w) => w.label),
-    ['Mon,Wed-Fri 02:00-04:00 Europe/Berlin', 'cron "0 3 * * MON-FRI" for 168h America/New_York'],
-  );
-  assert.deepEqual(windows.exclusions, [
-    { start: Date.parse('2026-12-24T17:00:00Z'), end: Date.parse('2027-01-01T23:00:00Z') },
-  ]);
 });
