@@ -1,0 +1,175 @@
+/**
+ * An UpdatePolicy as the operator uses it: defaults filled in, every field parsed, or every problem named
+ * by its field. Whatever the API server could not refuse (an unknown time zone, a bad cron expression or
+ * regular expression, a selector it does not parse) and whatever a CRD older than these types let in is
+ * found here; a policy with any problem is not used at all, never half of it.
+ */
+import { Default, Errors } from 'typebox/value';
+import type { UpdatePolicy } from '../api/update-policy.ts';
+import { UpdatePolicySpec } from '../api/update-policy.ts';
+import { labelSelector, parseSelector, type Selector } from '../kube/selector.ts';
+import { type MaxUnavailable, parseMaxUnavailable } from '../operator/budget.ts';
+import { parseDuration } from '../util/duration.ts';
+import type { FieldError } from './field-error.ts';
+import { type PrometheusBlockerSpec, parsePrometheusSpec } from './prometheus.ts';
+import { type ParsedWindows, parseWindows } from './windows-parse.ts';
+
+export interface ResolvedPolicy {
+  name: string;
+  generation: number;
+  selects: Selector;
+  maxUnavailable: MaxUnavailable;
+  maxUnavailablePerZone?: MaxUnavailable;
+  zoneLabel: string;
+  zoneOrder: 'Parallel' | 'OneAtATime';
+  paused: boolean;
+  windows: ParsedWindows;
+  prometheus?: PrometheusBlockerSpec;
+  /** Pods whose running blocks new attempts in the pool: pod labels, and their namespace's. */
+  podBlockers: { selects: Selector; namespaces: Selector }[];
+  drain: {
+    timeoutMs: number;
+    gracePeriodSeconds: number;
+    deleteEmptyDirData: boolean;
+    force: boolean;
+    podSelector: string;
+    onFailure: { action: 'Retry' | 'Skip'; afterAttempts: number };
+  };
+  reboot: {
+    rebootTimeoutMs: number;
+    returnTimeoutMs: number;
+    soakMs: number;
+    minGrantSpacingMs: number;
+    retryBackoffMs: number;
+    retryBackoffMaxMs: number;
+    maxIneffectiveReboots: number;
+    beforeRebootAnnotations: string[];
+    afterRebootAnnotations: string[];
+    pendingTaint: boolean;
+  };
+  circuitBreaker?: MaxUnavailable;
+}
+
+export type Resolution = { ok: true; policy: ResolvedPolicy } | { ok: false; errors: FieldError[] };
+
+/** Collects errors by field: each parse says what went wrong with its field, and the rest go on. */
+class Problems {
+  readonly errors: FieldError[] = [];
+
+  /** `parse(value)`, or undefined with the error recorded under `field`. */
+  take<T>(field: string, parse: () => T): T | undefined {
+    try {
+      return parse();
+    } catch (err) {
+      this.errors.push({ field, message: (err as Error).message });
+      return undefined;
+    }
+  }
+}
+
+const countOrPercent = (value: number | string) => parseMaxUnavailable(String(value));
+
+/** A JSON pointer as the field paths of nuo's messages write it: /windows/weekly/0/days → windows.weekly[0].days. */
+function fieldPath(pointer: string): string {
+  const path = pointer
+    .split('/')
+    .slice(1)
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join('')
+    .replace(/^\./, '');
+  return path || 'spec';
+}
+
+/** The schema's own errors (a CRD older than these types, or none installed), by field path. */
+function schemaErrors(spec: unknown): FieldError[] {
+  return [...Errors(UpdatePolicySpec, spec)].map((e) => ({
+    field: fieldPath(e.instancePath),
+    message: e.message,
+  }));
+}
+
+export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): Resolution {
+  const spec = Default(UpdatePolicySpec, structuredClone(policy.spec ?? {})) as Required<UpdatePolicySpec>;
+  const invalid = schemaErrors(spec);
+  if (invalid.length > 0) return { ok: false, errors: invalid };
+  const p = new Problems();
+  const drain = spec.drain as Required<NonNullable<UpdatePolicySpec['drain']>>;
+  const reboot = spec.reboot as Required<NonNullable<UpdatePolicySpec['reboot']>>;
+  const d = (field: string, text: string) => p.take(field, () => parseDuration(text)) ?? 0;
+  const resolved: ResolvedPolicy = {
+    name: policy.metadata.name,
+    generation: policy.metadata.generation ?? 0,
+    selects: p.take('nodeSelector', () => labelSelector(spec.nodeSelector ?? {})) ?? (() => false),
+    maxUnavailable: p.take('maxUnavailable', () => countOrPercent(spec.maxUnavailable)) ?? {
+      kind: 'count',
+      value: 1,
+    },
+    ...optional('maxUnavailablePerZone', spec.maxUnavailablePerZone, (v) =>
+      p.take('maxUnavailablePerZone', () => countOrPercent(v)),
+    ),
+    zoneLabel: spec.zoneLabel,
+    zoneOrder: spec.zoneOrder,
+    paused: spec.paused,
+    windows: windowsOf(spec, p),
+    ...optional('prometheus', spec.blockers?.prometheus, (v) => prometheusOf(v, p)),
+    podBlockers: (spec.blockers?.pods ?? []).map((b, i) => ({
+      selects: p.take(`blockers.pods[${i}].selector`, () => labelSelector(b.selector)) ?? (() => false),
+      namespaces:
+        p.take(`blockers.pods[${i}].namespaceSelector`, () => labelSelector(b.namespaceSelector ?? {})) ??
+        (() => false),
+    })),
+    drain: {
+      timeoutMs: d('drain.timeout', drain.timeout),
+      gracePeriodSeconds: drain.gracePeriodSeconds,
+      deleteEmptyDirData: drain.deleteEmptyDirData,
+      force: drain.force,
+      podSelector: p.take('drain.podSelector', () => checkedSelector(drain.podSelector)) ?? '',
+      onFailure: {
+        action: drain.onFailure?.action ?? 'Retry',
+        afterAttempts: drain.onFailure?.afterAttempts ?? 3,
+      },
+    },
+    reboot: {
+      rebootTimeoutMs: d('reboot.rebootTimeout', reboot.rebootTimeout),
+      returnTimeoutMs: d('reboot.returnTimeout', reboot.returnTimeout),
+      soakMs: d('reboot.soak', reboot.soak),
+      minGrantSpacingMs: d('reboot.minGrantSpacing', reboot.minGrantSpacing),
+      retryBackoffMs: d('reboot.retryBackoff', reboot.retryBackoff),
+      retryBackoffMaxMs: d('reboot.retryBackoffMax', reboot.retryBackoffMax),
+      maxIneffectiveReboots: reboot.maxIneffectiveReboots,
+      beforeRebootAnnotations: reboot.beforeRebootAnnotations ?? [],
+      afterRebootAnnotations: reboot.afterRebootAnnotations ?? [],
+      pendingTaint: reboot.pendingTaint,
+    },
+    ...optional('circuitBreaker', spec.circuitBreaker?.maxNotReady, (v) =>
+      p.take('circuitBreaker.maxNotReady', () => countOrPercent(v)),
+    ),
+  };
+  return p.errors.length > 0 ? { ok: false, errors: p.errors } : { ok: true, policy: resolved };
+}
+
+/** The selector text, once it parses (the drain engine parses it again where it uses it). */
+function checkedSelector(text: string): string {
+  parseSelector(text);
+  return text;
+}
+
+/** `{ [key]: parse(value) }` when the value is set and parses, else nothing. */
+function optional<K extends string, V, T>(key: K, value: V | undefined, parse: (v: V) => T | undefined) {
+  const parsed = value === undefined ? undefined : parse(value);
+  return (parsed === undefined ? {} : { [key]: parsed }) as Partial<Record<K, T>>;
+}
+
+function windowsOf(spec: UpdatePolicySpec, p: Problems): ParsedWindows {
+  const parsed = parseWindows(spec.windows ?? {});
+  if (parsed.ok) return parsed.windows;
+  p.errors.push(...parsed.errors);
+  return { windows: [], exclusions: [] };
+}
+
+function prometheusOf(spec: unknown, p: Problems): PrometheusBlockerSpec | undefined {
+  const parsed = parsePrometheusSpec(spec);
+  if (parsed.ok) return parsed.value;
+  p.errors.push(...parsed.errors);
+  return undefined;
+}
