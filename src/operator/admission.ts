@@ -17,6 +17,7 @@ import {
 } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { byNodeName } from './slots.ts';
+import type { ZoneBudget } from './zones.ts';
 
 /** A node that needs nothing: back to Idle, and its reason kept true (a request for later, problems). */
 function idleStep(n: NodeView, wake: (at: number) => void): Action[] {
@@ -40,6 +41,8 @@ export interface AdmissionInput {
   waiting: NodeView[];
   /** Promised nodes whose predecessor's attempt has ended: first in line. */
   successors: ReadonlySet<string>;
+  /** The pool's per-zone budget, if it has one. */
+  zones?: ZoneBudget;
   slots: number;
   used: number;
   lastGrant: number;
@@ -76,16 +79,18 @@ export function admit(input: AdmissionInput): Admission {
   const nextInLine: NodeView[] = [];
   const pass: PassState = { lastGrant: input.lastGrant, admitted: 0 };
   let used = input.used;
-  for (const n of admissionOrder(input.waiting, input.successors)) {
+  const ordered = admissionOrder(input.waiting, input.successors);
+  for (const n of input.zones?.order(ordered) ?? ordered) {
     const gate = { node: n, config: c, now: t, pass };
     let wait: Wait | undefined = firstWait(NODE_GATES, gate);
     // A node unavailable already (cordoned by someone else, NotReady) is counted in `used`: its admission
     // takes no new slot, so it fits while the budget is not exceeded.
-    const usedAfter = unavailableWithoutSlot(n) ? used : used + 1;
-    if (!wait && usedAfter > input.slots) {
+    const takesSlot = !unavailableWithoutSlot(n);
+    if (!wait && (takesSlot ? used + 1 : used) > input.slots) {
       wait = { reason: `waiting for a free slot (maxUnavailable ${input.slots})` };
       if (n.state === Phase.pending && !input.successors.has(n.name)) nextInLine.push(n);
     }
+    wait ??= input.zones?.wait(n, takesSlot);
     wait ??= firstWait(PASS_GATES, gate);
     if (wait) {
       if (wait.until !== undefined) wake(wait.until);
@@ -98,7 +103,8 @@ export function admit(input: AdmissionInput): Admission {
     }
     actions.push({ type: 'admit', node: n.name, reason: needsReboot(n, t) ?? 'admitted' });
     // A node cordoned by someone else already counts as unavailable; admitting it uses no new slot.
-    if (!unavailableWithoutSlot(n)) used++;
+    if (takesSlot) used++;
+    input.zones?.take(n, takesSlot);
     pass.admitted++;
   }
   return { actions, used, nextInLine };

@@ -16,12 +16,14 @@ import { admit, outsideSlots } from './admission.ts';
 import { budgetSlots, type MaxUnavailable } from './budget.ts';
 import type { OperatorConfig } from './config.ts';
 import { revokeForeignGrants } from './foreign-grants.ts';
+import type { Wait } from './gates.ts';
 import type { Health } from './health-gate.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import { stepHolder } from './phase-steps.ts';
 import { promiseEnding, releaseStale, settlePromises, unavailable, withdrawUnstarted } from './slots.ts';
 import { pendingTaints } from './taints.ts';
+import { ZoneBudget, type ZonePolicy } from './zones.ts';
 
 /** The operator's settings as decide() reads them: the budget and selector parsed, the rest as configured. */
 export type DecideConfig = Omit<
@@ -36,6 +38,13 @@ export type DecideConfig = Omit<
 > & {
   maxUnavailable: MaxUnavailable;
   eligible: Selector;
+  /**
+   * Why the pool admits nothing now, and until when (a closed window, a blocker, an invalid policy):
+   * evaluated once per pass by the caller, it is the first gate after the pauses.
+   */
+  hold?: Wait;
+  /** The pool's per-zone budget and order, when it has one. */
+  zones?: ZonePolicy;
 };
 
 export interface Snapshot {
@@ -156,8 +165,17 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const inAttempt = (name: string) => holders.has(name) || inFlight.has(name);
   const outside = outsideSlots(eligible, inAttempt, promises.promised, t, wake.at);
   actions.push(...outside.actions);
+  const zones =
+    c.zones &&
+    new ZoneBudget(
+      c.zones,
+      eligible,
+      new Set([...holders, ...disrupted, ...inFlight]),
+      new Set([...holders, ...inFlight]),
+    );
   const admission = admit({
     waiting: outside.waiting,
+    ...(zones ? { zones } : {}),
     successors: promises.successors,
     slots,
     used: holders.size + disrupted.length + promises.reserved + inFlight.size,

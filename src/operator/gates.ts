@@ -57,6 +57,9 @@ const clusterPaused: Gate = {
   wait: ({ config }) => (config.paused ? { reason: 'waiting: nuo is paused cluster-wide' } : undefined),
 };
 
+/** The pool admits nothing now (its window is closed, a blocker holds, its policy is invalid, ...). */
+const poolHold: Gate = { name: 'pool-hold', wait: ({ config }) => config.hold };
+
 const notReady: Gate = {
   name: 'not-ready',
   wait: ({ node }) => (node.ready ? undefined : { reason: 'waiting: node is NotReady' }),
@@ -114,6 +117,7 @@ export const NODE_GATES: readonly Gate[] = [
   paused,
   foreignGrant,
   clusterPaused,
+  poolHold,
   notReady,
   backoff,
   rebootLoop,

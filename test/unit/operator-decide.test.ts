@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it, test } from 'node:test';
-import type { V1Node, V1NodeCondition, V1NodeSystemInfo, V1Taint } from '@kubernetes/client-node';
+import type { V1Node, V1NodeCondition, V1NodeSystemInfo } from '@kubernetes/client-node';
 import { Annotations, Taints } from '../../src/api/keys.ts';
 import { PHASES, Phase } from '../../src/api/phases.ts';
 import { parseSelector } from '../../src/kube/selector.ts';
 import { budgetSlots, parseMaxUnavailable } from '../../src/operator/budget.ts';
-import { type Action, type DecideConfig, decide, type Snapshot } from '../../src/operator/decide.ts';
+import { type Action, type DecideConfig, decide } from '../../src/operator/decide.ts';
 import {
   HEALTH_LEAD_MS,
   HEALTH_REREAD_MS,
@@ -15,68 +15,19 @@ import {
 } from '../../src/operator/health-gate.ts';
 import type { Ledger } from '../../src/operator/ledger.ts';
 import { sameView, slimNode, viewNode, withPendingTaint } from '../../src/operator/node-view.ts';
-import { decideConfig } from './operator-fixtures.ts';
-
-const NOW = new Date('2026-11-21T12:00:00Z');
-const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
+import {
+  ago,
+  decideConfig,
+  NOW,
+  type NodeOpts,
+  needs,
+  node,
+  ofType,
+  run,
+  state,
+} from './operator-fixtures.ts';
 
 const config: DecideConfig = decideConfig;
-
-interface NodeOpts {
-  annotations?: Record<string, string>;
-  labels?: Record<string, string>;
-  ready?: boolean;
-  readySince?: string;
-  unschedulable?: boolean;
-  bootId?: string;
-  taints?: V1Taint[];
-}
-function node(name: string, o: NodeOpts = {}): V1Node {
-  return {
-    metadata: { name, resourceVersion: '1', annotations: o.annotations ?? {}, labels: o.labels ?? {} },
-    spec: { unschedulable: o.unschedulable, ...(o.taints ? { taints: o.taints } : {}) },
-    status: {
-      nodeInfo: { bootID: o.bootId ?? 'boot-1' } as never,
-      conditions: [
-        {
-          type: 'Ready',
-          status: o.ready === false ? 'False' : 'True',
-          lastTransitionTime: (o.readySince ?? ago(3600)) as never,
-        },
-      ],
-    },
-  };
-}
-const state = (phase: string, since: number, extra: Record<string, string> = {}) => ({
-  [Annotations.state]: phase,
-  [Annotations.stateSince]: ago(since),
-  ...extra,
-});
-const needs = { [Annotations.rebootNeeded]: 'true' };
-
-function run(
-  nodes: V1Node[],
-  opts: {
-    ledger?: Ledger;
-    cfg?: Partial<DecideConfig>;
-    draining?: string[];
-    admitting?: string[];
-    healthy?: string[];
-    ownGrant?: Snapshot['ownGrant'];
-  } = {},
-) {
-  const snapshot: Snapshot = {
-    ...(opts.ownGrant ? { ownGrant: opts.ownGrant } : {}),
-    nodes: nodes.map(viewNode),
-    ledger: opts.ledger ?? { slots: {} },
-    draining: new Set(opts.draining ?? []),
-    admitting: new Set(opts.admitting ?? []),
-    health: new Map((opts.healthy ?? []).map((n) => [n, { daemonSetPodsReady: true, detail: 'all ready' }])),
-  };
-  return decide(snapshot, { ...config, ...opts.cfg }, NOW);
-}
-const ofType = (actions: Action[], type: Action['type']) =>
-  actions.filter((a) => a.type === type).map((a) => a.node);
 
 describe('budget arithmetic', () => {
   test('counts and percentages', () => {

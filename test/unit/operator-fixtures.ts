@@ -1,7 +1,14 @@
-/** What the operator's unit tests share: decide()'s configuration as the defaults of a test cluster. */
+/**
+ * What the operator's unit tests share: decide()'s configuration as the defaults of a test cluster, nodes
+ * as the API server returns them, and decide() run on them at a fixed time.
+ */
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import { Annotations } from '../../src/api/keys.ts';
 import { parseSelector } from '../../src/kube/selector.ts';
 import { parseMaxUnavailable } from '../../src/operator/budget.ts';
-import type { DecideConfig } from '../../src/operator/decide.ts';
+import { type Action, type DecideConfig, decide, type Snapshot } from '../../src/operator/decide.ts';
+import type { Ledger } from '../../src/operator/ledger.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
 
 /** One slot, every node eligible, 10-minute timeouts, a 30 s soak, no hooks, a 1-minute retry backoff. */
 export const decideConfig: DecideConfig = {
@@ -20,3 +27,62 @@ export const decideConfig: DecideConfig = {
   paused: false,
   pendingTaint: false,
 };
+
+export const NOW = new Date('2026-11-21T12:00:00Z');
+export const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
+
+export interface NodeOpts {
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  ready?: boolean;
+  readySince?: string;
+  unschedulable?: boolean;
+  bootId?: string;
+  taints?: V1Taint[];
+}
+export function node(name: string, o: NodeOpts = {}): V1Node {
+  return {
+    metadata: { name, resourceVersion: '1', annotations: o.annotations ?? {}, labels: o.labels ?? {} },
+    spec: { unschedulable: o.unschedulable, ...(o.taints ? { taints: o.taints } : {}) },
+    status: {
+      nodeInfo: { bootID: o.bootId ?? 'boot-1' } as never,
+      conditions: [
+        {
+          type: 'Ready',
+          status: o.ready === false ? 'False' : 'True',
+          lastTransitionTime: (o.readySince ?? ago(3600)) as never,
+        },
+      ],
+    },
+  };
+}
+export const state = (phase: string, since: number, extra: Record<string, string> = {}) => ({
+  [Annotations.state]: phase,
+  [Annotations.stateSince]: ago(since),
+  ...extra,
+});
+export const needs = { [Annotations.rebootNeeded]: 'true' };
+
+export function run(
+  nodes: V1Node[],
+  opts: {
+    ledger?: Ledger;
+    cfg?: Partial<DecideConfig>;
+    draining?: string[];
+    admitting?: string[];
+    healthy?: string[];
+    ownGrant?: Snapshot['ownGrant'];
+  } = {},
+) {
+  const snapshot: Snapshot = {
+    ...(opts.ownGrant ? { ownGrant: opts.ownGrant } : {}),
+    nodes: nodes.map(viewNode),
+    ledger: opts.ledger ?? { slots: {} },
+    draining: new Set(opts.draining ?? []),
+    admitting: new Set(opts.admitting ?? []),
+    health: new Map((opts.healthy ?? []).map((n) => [n, { daemonSetPodsReady: true, detail: 'all ready' }])),
+  };
+  return decide(snapshot, { ...decideConfig, ...opts.cfg }, NOW);
+}
+export const ofType = (actions: Action[], type: Action['type']) =>
+  actions.filter((a) => a.type === type).map((a) => a.node);
