@@ -29,6 +29,7 @@ import type { OperatorMetrics } from './metrics.ts';
 import { NodeSteps, type Wake } from './node-steps.ts';
 import { sameView, slimNode } from './node-view.ts';
 import { NodeWriter } from './node-writer.ts';
+import { PolicySource } from './policies.ts';
 import { informerProgress, liveness, Progress, readiness } from './probes.ts';
 import { ProblemReports } from './problem-reports.ts';
 import { Reconciler } from './reconciler.ts';
@@ -64,6 +65,7 @@ export class Operator {
   readonly #problems: ProblemReports;
   readonly #health: HealthReads;
   readonly #decider: Decider;
+  readonly #policies: PolicySource;
   readonly #writes: AttemptWrites;
   readonly #steps: NodeSteps;
   readonly #reconciler: Reconciler;
@@ -105,10 +107,16 @@ export class Operator {
     this.#ledger = new LedgerCache(new LedgerStore(core, c.namespace), LEDGER_TTL_MS);
     const events = new EventRecorder(core, options.identity, log);
     this.#problems = new ProblemReports(events, log, metrics);
-    this.#health = new HealthReads({ core, soakMs: c.soakMs, log, onRead: this.#wake.now });
+    this.#health = new HealthReads({
+      core,
+      soakMs: (node) => this.#decider.configOf(node).soakMs,
+      log,
+      onRead: this.#wake.now,
+    });
+    this.#policies = new PolicySource({ kubeconfig, log });
     this.#decider = new Decider({
-      pool: '',
-      config: {
+      policies: () => this.#policies.state(),
+      flags: {
         ...c,
         maxUnavailable: parseMaxUnavailable(c.maxUnavailable),
         eligible: parseSelector(c.nodeSelector),
@@ -131,6 +139,7 @@ export class Operator {
       },
       recordFailed: (node, err) => this.#steps.holdBack(node, err, "recording the drain's outcome"),
       ended: this.#wake.now,
+      settings: (node) => this.#decider.drainOf(node),
     });
     this.#writes = new AttemptWrites({
       core,
@@ -208,6 +217,8 @@ export class Operator {
       this.#queue.add(KEY);
     });
     if (!(await this.#sync(signal))) return;
+    this.#policies.onChange(this.#wake.now);
+    this.#policies.start();
     this.#elector = new LeaderElector({
       kubeconfig: this.#o.kubeconfig.separatePool({ requestConnections: 1, fenced: false }),
       namespace: this.#o.config.namespace,
@@ -232,7 +243,7 @@ export class Operator {
       this.#drains.abortAll();
       await this.#queue.shutdown();
       await this.#steps.settled();
-      await this.#informer.stop();
+      await Promise.all([this.#informer.stop(), this.#policies.stop()]);
     }
   }
 

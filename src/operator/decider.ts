@@ -6,9 +6,12 @@
  */
 import type { V1Node } from '@kubernetes/client-node';
 import { type Action, type DecideConfig, type Decision, decide } from './decide.ts';
+import type { DrainSettings } from './drain-runner.ts';
 import type { Health } from './health-gate.ts';
 import { inPool, type Ledger, type LedgerChange, type Slot } from './ledger.ts';
 import { type NodeView, viewNode } from './node-view.ts';
+import type { PolicyState } from './policies.ts';
+import { DEFAULT_POOL, type Pool, type PoolPlan, planPools } from './pool-plan.ts';
 import { SoakClock } from './soak-clock.ts';
 
 /** Actions that change only the ledger: the pass's own conditional write. */
@@ -19,14 +22,31 @@ export const isLedgerChange = (a: Action): a is LedgerOnly => LEDGER_ONLY.has(a.
 export type NodeStep = Exclude<Action, LedgerOnly>;
 
 export interface DeciderOptions {
-  /** The pool whose budget this decides ('' the default pool: the operator's own settings). */
-  pool: string;
-  config: DecideConfig;
+  /** The operator's own settings: the default pool's, and what a pool without a policy finishes under. */
+  flags: DecideConfig;
+  /** The cluster's UpdatePolicies now. */
+  policies: () => PolicyState;
   nodes: { list(): V1Node[] };
   /** Nodes with a drain running in this process. */
   draining: () => ReadonlySet<string>;
   /** Whether a node's grant is one nuo signed for it. */
   ownGrant: (n: NodeView) => boolean;
+}
+
+/** One pool's decision in a pass. */
+export interface PoolDecision {
+  pool: Pool;
+  decision: Decision;
+}
+
+/** A pass's decisions, every pool's. */
+export interface PassDecision {
+  plan: PoolPlan;
+  pools: PoolDecision[];
+  actions: Action[];
+  /** Slot holders, every pool's. */
+  holders: string[];
+  wakeAt?: number;
 }
 
 export class Decider {
@@ -36,6 +56,10 @@ export class Decider {
   readonly #views = new Map<string, NodeView>();
   /** When this leader first saw each node at the health gate Ready (the soak counts from then). */
   readonly #soak = new SoakClock();
+  /** Each pool's settings as the last pass planned them, and each node's pool. */
+  #configs = new Map<string, DecideConfig>();
+  #poolOfNode = new Map<string, string>();
+  #plan: PoolPlan | undefined;
 
   constructor(options: DeciderOptions) {
     this.#o = options;
@@ -59,21 +83,45 @@ export class Decider {
     return nodes;
   }
 
-  get pool(): string {
-    return this.#o.pool;
+  /** Plans the pools and decides for each, on its part of the ledger. */
+  decide(nodes: NodeView[], ledger: Ledger, health: ReadonlyMap<string, Health>, now: Date): PassDecision {
+    const plan = planPools({ state: this.#o.policies(), flags: this.#o.flags, nodes, ledger, now });
+    this.#plan = plan;
+    this.#configs = new Map(plan.pools.map((p) => [p.name, p.config]));
+    this.#poolOfNode = new Map(plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));
+    const pools = plan.pools.map((pool) => {
+      const snapshot = {
+        nodes: pool.nodes,
+        ledger: inPool(ledger, pool.name),
+        draining: this.#o.draining(),
+        admitting: this.admitting,
+        ownGrant: this.#o.ownGrant,
+        health,
+      };
+      return { pool, decision: decide(snapshot, pool.config, now) };
+    });
+    const wakes = pools.flatMap((p) => (p.decision.wakeAt === undefined ? [] : [p.decision.wakeAt]));
+    return {
+      plan,
+      pools,
+      actions: pools.flatMap((p) => p.decision.actions),
+      holders: pools.flatMap((p) => p.decision.budget.holders),
+      ...(wakes.length > 0 ? { wakeAt: Math.min(...wakes) } : {}),
+    };
   }
 
-  /** decide() on the whole ledger's part for this pool. */
-  decide(nodes: NodeView[], ledger: Ledger, health: ReadonlyMap<string, Health>, now: Date): Decision {
-    const snapshot = {
-      nodes,
-      ledger: inPool(ledger, this.#o.pool),
-      draining: this.#o.draining(),
-      admitting: this.admitting,
-      ownGrant: this.#o.ownGrant,
-      health,
-    };
-    return decide(snapshot, this.#o.config, now);
+  /** How a node is drained: its pool's policy's settings, or undefined for the operator's own. */
+  drainOf(node: string): DrainSettings | undefined {
+    const pool = this.#poolOfNode.get(node);
+    const policy = this.#plan?.pools.find((p) => p.name === pool)?.policy;
+    const resolved = policy?.current.ok ? policy.current.policy : policy?.lastValid;
+    return resolved?.drain;
+  }
+
+  /** The settings a node is stepped under: its pool's as last planned, else the operator's own. */
+  configOf(node: string): DecideConfig {
+    const pool = this.#poolOfNode.get(node);
+    return (pool === undefined ? undefined : this.#configs.get(pool)) ?? this.#o.flags;
   }
 
   /**
@@ -89,7 +137,8 @@ export class Decider {
       ownGrant: this.#o.ownGrant,
       health,
     };
-    const { actions } = decide(snapshot, this.#o.config, now);
+    const config = this.#configs.get(slot.pool ?? DEFAULT_POOL) ?? this.#o.flags;
+    const { actions } = decide(snapshot, config, now);
     return actions.find(
       (a): a is NodeStep =>
         a.node === view.name && !isLedgerChange(a) && a.type !== 'admit' && a.type !== 'pending',

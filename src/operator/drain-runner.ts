@@ -23,8 +23,19 @@ export interface DrainRunnerOptions {
   record: (node: string, result: DrainResult, refusedByPdb: number) => Promise<void>;
   /** Recording failed: the node stays Draining and a later pass drains it again (nothing left to evict). */
   recordFailed: (node: string, err: unknown) => void;
+  /** The node's pool's drain settings, when its pool has a policy (else the operator's own apply). */
+  settings: (node: string) => DrainSettings | undefined;
   /** A drain ended, however: a pass may have something to do. */
   ended: (node: string) => void;
+}
+
+/** How a pool's nodes are drained (an UpdatePolicy's `drain`). */
+export interface DrainSettings {
+  timeoutMs: number;
+  gracePeriodSeconds: number;
+  deleteEmptyDirData: boolean;
+  force: boolean;
+  podSelector: string;
 }
 
 export class DrainRunner {
@@ -49,12 +60,32 @@ export class DrainRunner {
     for (const controller of this.#running.values()) controller.abort();
   }
 
+  /** The drain engine's options for the node: its pool's settings, else the operator's own. */
+  #options(node: string) {
+    const c = this.#o.config;
+    const s = this.#o.settings(node) ?? {
+      timeoutMs: c.drainTimeoutMs,
+      gracePeriodSeconds: c.drainGracePeriodSeconds,
+      deleteEmptyDirData: c.drainDeleteEmptyDirData,
+      force: c.drainForce,
+      podSelector: '',
+    };
+    return {
+      force: s.force,
+      ignoreDaemonSets: true,
+      deleteEmptyDirData: s.deleteEmptyDirData,
+      gracePeriodSeconds: s.gracePeriodSeconds,
+      timeoutSeconds: Math.ceil(s.timeoutMs / 1000),
+      concurrency: c.drainConcurrency,
+      podSelector: s.podSelector,
+    };
+  }
+
   /** `cordoned`: the write that started it made the node unschedulable (or found it so). */
   start(node: string, { cordoned = false } = {}): void {
     const controller = new AbortController();
     this.#o.leading()?.addEventListener('abort', () => controller.abort(), { once: true });
     this.#running.set(node, controller);
-    const c = this.#o.config;
     this.#o.log('info', 'draining', { node });
     // Evictions a PDB refused: where a slow drain's time went (logged with the grant, and a metric).
     let refused = 0;
@@ -67,14 +98,7 @@ export class DrainRunner {
           onEvent: (e) => {
             if (e.type === 'retry' && e.refusedByPdb) refused++;
           },
-          options: {
-            force: c.drainForce,
-            ignoreDaemonSets: true,
-            deleteEmptyDirData: c.drainDeleteEmptyDirData,
-            gracePeriodSeconds: c.drainGracePeriodSeconds,
-            timeoutSeconds: Math.ceil(c.drainTimeoutMs / 1000),
-            concurrency: c.drainConcurrency,
-          },
+          options: this.#options(node),
         }),
       )
       .then(async (result) => {

@@ -36,13 +36,14 @@ function daemonSetHealth(pods: readonly V1Pod[]): Health {
 
 export class HealthReads {
   readonly #core: CoreV1Api;
-  readonly #soakMs: number;
+  /** The soak of a node's pool. */
+  readonly #soakMs: (node: string) => number;
   readonly #log: KubeLog;
   readonly #onRead: () => void;
   readonly #reads = new Map<string, { health?: Health; at: number; running: boolean }>();
   readonly #readers = new Limiter(HEALTH_READERS);
 
-  constructor(o: { core: CoreV1Api; soakMs: number; log: KubeLog; onRead: () => void }) {
+  constructor(o: { core: CoreV1Api; soakMs: (node: string) => number; log: KubeLog; onRead: () => void }) {
     this.#core = o.core;
     this.#soakMs = o.soakMs;
     this.#log = o.log;
@@ -51,7 +52,9 @@ export class HealthReads {
 
   /** The health of the gated slot holders, as last read; starts the reads that are due. */
   current(nodes: readonly NodeView[], ledger: Ledger, now: Date): Map<string, Health> {
-    const gated = nodes.filter((n) => ledger.slots[n.name] && healthGated(n, { soakMs: this.#soakMs }, now));
+    const gated = nodes.filter(
+      (n) => ledger.slots[n.name] && healthGated(n, { soakMs: this.#soakMs(n.name) }, now),
+    );
     const names = new Set(gated.map((n) => n.name));
     for (const name of this.#reads.keys()) if (!names.has(name)) this.#reads.delete(name);
     const health = new Map<string, Health>();

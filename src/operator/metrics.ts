@@ -1,6 +1,6 @@
 /** Prometheus metrics of the operator (prom-client), served on /metrics by `nuo operator`. */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { Decision } from './decide.ts';
+import type { PassDecision } from './decider.ts';
 import type { NodeView } from './node-view.ts';
 
 export class OperatorMetrics {
@@ -77,12 +77,14 @@ export class OperatorMetrics {
   });
   readonly slots = new Gauge({
     name: 'nuo_budget_slots',
-    help: 'slots allowed by maxUnavailable',
+    help: 'slots allowed by maxUnavailable, per pool (the default pool is "default")',
+    labelNames: ['pool'],
     registers: [this.registry],
   });
   readonly used = new Gauge({
     name: 'nuo_budget_used',
-    help: 'slots in use (holders, NotReady, cordoned by others)',
+    help: 'slots in use (holders, NotReady, cordoned by others), per pool',
+    labelNames: ['pool'],
     registers: [this.registry],
   });
   readonly phase = new Gauge({
@@ -92,10 +94,15 @@ export class OperatorMetrics {
     registers: [this.registry],
   });
 
-  observe(decision: Decision, nodes: NodeView[], ms: number): void {
+  observe(decision: PassDecision, nodes: NodeView[], ms: number): void {
     this.reconcileSeconds.observe(ms / 1000);
-    this.slots.set(decision.budget.slots);
-    this.used.set(decision.budget.used);
+    this.slots.reset();
+    this.used.reset();
+    for (const { pool, decision: d } of decision.pools) {
+      const labels = { pool: pool.name || 'default' };
+      this.slots.set(labels, d.budget.slots);
+      this.used.set(labels, d.budget.used);
+    }
     const counts = new Map<string, number>();
     for (const n of nodes) counts.set(n.state ?? 'Idle', (counts.get(n.state ?? 'Idle') ?? 0) + 1);
     this.phase.reset();

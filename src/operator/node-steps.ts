@@ -10,8 +10,7 @@ import { backoffDelay, type KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { Limiter } from '../util/parallel.ts';
-import type { Decision } from './decide.ts';
-import { type Decider, isLedgerChange, type NodeStep } from './decider.ts';
+import { type Decider, isLedgerChange, type NodeStep, type PassDecision } from './decider.ts';
 import type { Health } from './health-gate.ts';
 import type { Ledger } from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
@@ -126,8 +125,8 @@ export class NodeSteps {
    * a version of the node that a step has changed since is skipped: the next pass decides on what that
    * step wrote.
    */
-  dispatch(decision: Decision, byName: ReadonlyMap<string, NodeView>, now: Date): void {
-    const attempts = new Set(decision.budget.holders);
+  dispatch(decision: PassDecision, byName: ReadonlyMap<string, NodeView>, now: Date): void {
+    const attempts = new Set(decision.holders);
     for (const action of decision.actions) {
       if (isLedgerChange(action) || this.#stepping.has(action.node)) continue;
       if (action.type === 'drain' && this.#o.draining(action.node)) continue;

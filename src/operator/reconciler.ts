@@ -5,8 +5,8 @@
  */
 import { Phase } from '../api/phases.ts';
 import type { KubeLog } from '../kube/backoff.ts';
-import type { Decision } from './decide.ts';
-import { type Decider, isLedgerChange } from './decider.ts';
+import type { Action } from './decide.ts';
+import { type Decider, isLedgerChange, type PassDecision } from './decider.ts';
 import type { Health } from './health-gate.ts';
 import type { HealthReads } from './health-reads.ts';
 import {
@@ -117,23 +117,22 @@ export class Reconciler {
    * count for a handover that decides while this write is in flight; landed, they are in the ledger copy
    * it decides on, else they did not happen.
    */
-  async #writeSlots(ledger: LedgerVersion, decision: Decision, now: Date): Promise<LedgerVersion> {
+  async #writeSlots(ledger: LedgerVersion, decision: PassDecision, now: Date): Promise<LedgerVersion> {
     const { admitting } = this.#o.decider;
     const admits = decision.actions.filter((a) => a.type === 'admit').map((a) => a.node);
     const unmark = admits.filter((name) => !admitting.has(name));
     for (const name of unmark) admitting.add(name);
     try {
-      const changes = decision.actions.filter(
-        (a): a is LedgerChange =>
-          a.type === 'admit' || (isLedgerChange(a) && !(a.type === 'unpromise' && this.#o.steps.has(a.node))),
+      const isChange = (a: Action): a is LedgerChange =>
+        a.type === 'admit' || (isLedgerChange(a) && !(a.type === 'unpromise' && this.#o.steps.has(a.node)));
+      const changes = new Map(
+        decision.pools
+          .map(({ pool, decision: d }) => [pool.name, d.actions.filter(isChange)] as const)
+          .filter(([, list]) => list.length > 0),
       );
-      if (changes.length === 0 || !this.#o.acting()) return ledger;
-      const written = await this.#o.ledger.write(
-        ledger,
-        new Map([[this.#o.decider.pool, changes]]),
-        now.toISOString(),
-      );
-      for (const a of changes) {
+      if (changes.size === 0 || !this.#o.acting()) return ledger;
+      const written = await this.#o.ledger.write(ledger, changes, now.toISOString());
+      for (const a of [...changes.values()].flat()) {
         if (a.type === 'release') this.#o.log('info', 'slot released', { node: a.node, reason: a.reason });
       }
       return written;
@@ -146,7 +145,7 @@ export class Reconciler {
    * Look again exactly when a soak, timeout or backoff ends; meanwhile poll what has no node event
    * (DaemonSet pods at the health gate) while slots are held, and rarely when idle.
    */
-  #resyncAfter(current: LedgerVersion, nodes: NodeView[], decision: Decision): number {
+  #resyncAfter(current: LedgerVersion, nodes: NodeView[], decision: PassDecision): number {
     const active =
       Object.keys(current.ledger.slots).length > 0 || nodes.some((n) => n.state === Phase.pending);
     return Math.min(

@@ -57,6 +57,17 @@ const inAttempt = (n: V1Node | undefined) =>
   n?.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true';
 const disruptedNow = (n: V1Node) => !isReady(n) || n.spec?.unschedulable === true || inAttempt(n);
 
+/**
+ * A budget the checker holds nuo to: a pool's nodes (by their labels), how many may be disrupted at
+ * once, and at most how many in any one zone.
+ */
+export interface Budget {
+  name: string;
+  selects: (labels: Record<string, string>) => boolean;
+  max: number;
+  zones?: { label: string; max: number };
+}
+
 export interface CheckerOptions {
   /** The operator's namespace, where it publishes the key its grants are verified with. */
   namespace?: string;
@@ -75,7 +86,7 @@ export function undoesAdminCordon(since: string | undefined, node: V1Node, old: 
 export class SafetyChecker {
   readonly violations: Violation[] = [];
   maxDisrupted = 0;
-  readonly #budget: number;
+  readonly #budgets: Budget[];
   readonly #namespace: string;
   readonly #informer: ResilientInformer<V1Node>;
   /**
@@ -93,8 +104,9 @@ export class SafetyChecker {
   /** Confirmations still in flight; awaited by settle(). */
   readonly #pending: Promise<void>[] = [];
 
-  constructor(kubeconfig: KubeConfig, budget: number, options: CheckerOptions = {}) {
-    this.#budget = budget;
+  /** `budget`: one budget over every node, or each pool's. */
+  constructor(kubeconfig: KubeConfig, budget: number | Budget[], options: CheckerOptions = {}) {
+    this.#budgets = typeof budget === 'number' ? [{ name: '', selects: () => true, max: budget }] : budget;
     this.#namespace = options.namespace ?? DEFAULT_NAMESPACE;
     const core = kubeconfig.makeApiClient(CoreV1Api);
     this.#core = core;
@@ -289,33 +301,52 @@ export class SafetyChecker {
     else if (!this.#disruptedSince.has(name)) this.#disruptedSince.set(name, performance.now());
   }
 
-  /** An attempt started on `node`: the disruptions older than RACE_MS, and every attempt, had to leave room. */
+  /**
+   * An attempt started on `node`: in each budget it is in, the disruptions older than RACE_MS and every
+   * attempt had to leave room, in the pool and in the node's zone.
+   */
   #checkAdmission(node: string): void {
     const now = performance.now();
-    const counted = this.#informer
-      .list()
-      .filter(
-        (n) =>
-          inAttempt(n) ||
-          (disruptedNow(n) && now - (this.#disruptedSince.get(n.metadata?.name ?? '') ?? now) >= RACE_MS),
-      )
-      .map((n) => n.metadata?.name ?? '');
-    if (counted.length > this.#budget) {
-      this.#violate(
-        'budget',
-        `${node}'s attempt started with ${counted.length} nodes disrupted (budget ${this.#budget}): ${counted.join(', ')}`,
-      );
+    const nodes = this.#informer.list();
+    const started = nodes.find((n) => n.metadata?.name === node);
+    const counted = nodes.filter(
+      (n) =>
+        inAttempt(n) ||
+        (disruptedNow(n) && now - (this.#disruptedSince.get(n.metadata?.name ?? '') ?? now) >= RACE_MS),
+    );
+    for (const b of this.#budgets) {
+      if (!started || !b.selects(labelsOf(started))) continue;
+      for (const { scope, max, over } of scopes(b, started, counted)) {
+        if (over.length > max) {
+          this.#violate(
+            'budget',
+            `${node}'s attempt started with ${over.length} nodes disrupted${scope} (budget ${max}): ${over.join(', ')}`,
+          );
+        }
+      }
     }
   }
 
   #count(): void {
     this.maxDisrupted = Math.max(this.maxDisrupted, this.disrupted().length);
     const attempts = this.#informer.list().filter(inAttempt);
-    if (attempts.length > this.#budget) {
-      this.#violate(
-        'budget',
-        `${attempts.length} nodes in nuo's attempts at once (budget ${this.#budget}): ${attempts.map((n) => n.metadata?.name).join(', ')}`,
-      );
+    for (const b of this.#budgets) {
+      const mine = attempts.filter((n) => b.selects(labelsOf(n)));
+      if (mine.length > b.max) {
+        this.#violate(
+          'budget',
+          `${mine.length} nodes in nuo's attempts at once${b.name ? ` in ${b.name}` : ''} (budget ${b.max}): ${mine.map((n) => n.metadata?.name).join(', ')}`,
+        );
+      }
+      if (!b.zones) continue;
+      for (const [zone, inZone] of Map.groupBy(mine, (n) => labelsOf(n)[b.zones?.label ?? ''] ?? '')) {
+        if (inZone.length > b.zones.max) {
+          this.#violate(
+            'budget',
+            `${inZone.length} nodes in nuo's attempts at once in zone ${zone}${b.name ? ` of ${b.name}` : ''} (zone budget ${b.zones.max}): ${inZone.map((n) => n.metadata?.name).join(', ')}`,
+          );
+        }
+      }
     }
   }
 
@@ -327,4 +358,20 @@ export class SafetyChecker {
     await this.settle();
     await this.#informer.stop();
   }
+}
+
+const labelsOf = (n: V1Node): Record<string, string> => n.metadata?.labels ?? {};
+
+/** The scopes an admission is checked in: the budget's pool, and the started node's zone if capped. */
+function scopes(b: Budget, started: V1Node, counted: V1Node[]) {
+  const inPool = counted.filter((n) => b.selects(labelsOf(n)));
+  const names = (list: V1Node[]) => list.map((n) => n.metadata?.name ?? '');
+  const of = b.name ? ` of ${b.name}` : '';
+  const out = [{ scope: b.name ? ` in ${b.name}` : '', max: b.max, over: names(inPool) }];
+  if (b.zones) {
+    const zone = labelsOf(started)[b.zones.label] ?? '';
+    const inZone = inPool.filter((n) => (labelsOf(n)[b.zones?.label ?? ''] ?? '') === zone);
+    out.push({ scope: ` in zone ${zone}${of}`, max: b.zones.max, over: names(inZone) });
+  }
+  return out;
 }

@@ -105,6 +105,56 @@ describe('the safety checker reports each rule broken', () => {
     assert.match(c.violations.find((v) => v.rule === 'budget')?.detail ?? '', /node-0, node-1/);
   });
 
+  test("budgets per pool and per zone: each pool's attempts against its own budget, each zone's against its cap", async () => {
+    const ZONE = 'topology.kubernetes.io/zone';
+    const label = (name: string, labels: Record<string, string>) =>
+      core.patchNode({ name, body: { metadata: { labels } } }, mergePatch);
+    const zones = new Map(
+      (await core.listNode()).items.map((n) => [n.metadata?.name ?? '', n.metadata?.labels?.[ZONE] ?? '']),
+    );
+    await label('node-0', { pool: 'a', [ZONE]: 'zone-x' });
+    await label('node-1', { pool: 'a', [ZONE]: 'zone-x' });
+    await label('node-2', { pool: 'b', [ZONE]: 'zone-y' });
+    try {
+      checker = new SafetyChecker(cluster.kubeconfig, [
+        { name: 'pool a', selects: (l) => l.pool === 'a', max: 2, zones: { label: ZONE, max: 1 } },
+        { name: 'pool b', selects: (l) => l.pool === 'b', max: 1 },
+      ]);
+      await checker.start();
+      const c = checker;
+      // One attempt in each pool: within both budgets, three nodes disrupted in all.
+      await patch(
+        'node-0',
+        { [Annotations.state]: Phase.draining, [Annotations.cordonedByNuo]: 'true' },
+        true,
+      );
+      await patch(
+        'node-2',
+        { [Annotations.state]: Phase.draining, [Annotations.cordonedByNuo]: 'true' },
+        true,
+      );
+      await pollUntil('the checker to see both attempts', () =>
+        c.disrupted().length === 2 ? true : undefined,
+      );
+      assert.equal(c.violations.length, 0, c.violations.map((v) => v.detail).join('\n'));
+      // A second attempt in pool a fits its budget of 2, but not zone-x's cap of 1.
+      await patch('node-1', { [Annotations.state]: Phase.beforeReboot });
+      await seen(c, 'budget');
+      assert.match(
+        c.violations.map((v) => v.detail).join('\n'),
+        /nodes in nuo's attempts at once in zone zone-x of pool a \(zone budget 1\): node-0, node-1/,
+      );
+      assert.doesNotMatch(c.violations.map((v) => v.detail).join('\n'), /pool b/);
+    } finally {
+      for (const name of NODES) {
+        await core.patchNode(
+          { name, body: { metadata: { labels: { pool: null, [ZONE]: zones.get(name) ?? null } } } },
+          mergePatch,
+        );
+      }
+    }
+  });
+
   test('budget: an attempt starts while an admin cordon takes the only slot; not when the cordon came at the same moment', async () => {
     await patch('node-2', {}, true);
     const c = await startChecker();

@@ -1,0 +1,137 @@
+/**
+ * The cluster's UpdatePolicies as the operator uses them: watched, each generation resolved once
+ * (policy/resolve.ts), and the last generation that resolved kept beside an invalid one, so a bad edit
+ * never replaces a working policy with half of itself: its pool keeps stepping the attempts in progress
+ * and admits nothing until the policy is fixed.
+ * Without the CRD (an operator installed without it) the cluster has no policies; the list is tried
+ * again with the informer's backoff, so installing the CRD later is noticed.
+ */
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
+import type { UpdatePolicy } from '../api/update-policy.ts';
+import type { KubeLog } from '../kube/backoff.ts';
+import { statusCode } from '../kube/errors.ts';
+import { type InformerListOptions, ResilientInformer } from '../kube/informer.ts';
+import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
+import type { FieldError } from '../policy/field-error.ts';
+import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
+
+export interface PolicyEntry {
+  name: string;
+  uid: string;
+  generation: number;
+  /** The generation as it is now: usable, or why not (every problem, by field). */
+  current: { ok: true; policy: ResolvedPolicy } | { ok: false; errors: FieldError[] };
+  /** The newest generation that resolved (the current one when it does). */
+  lastValid?: ResolvedPolicy;
+  /** The status as last read (written only when it changes). */
+  status?: UpdatePolicy['status'];
+}
+
+export interface PolicyState {
+  /** False until the first list answered (or showed that the CRD is not installed). */
+  known: boolean;
+  /** The CRD is not installed: no policies. */
+  crdMissing: boolean;
+  /** By name. */
+  policies: PolicyEntry[];
+}
+
+export class PolicySource {
+  readonly #informer: ResilientInformer<UpdatePolicy>;
+  readonly #entries = new Map<string, PolicyEntry>();
+  #crdMissing = false;
+  #listed = false;
+  readonly #changed: (() => void)[] = [];
+
+  constructor(o: { kubeconfig: PooledKubeConfig; log: KubeLog }) {
+    const api = o.kubeconfig.makeApiClient(CustomObjectsApi);
+    this.#informer = new ResilientInformer<UpdatePolicy>({
+      kubeconfig: o.kubeconfig,
+      path: `/apis/${API_GROUP}/${API_VERSION}/${UPDATE_POLICY.plural}`,
+      list: (opts) => this.#list(api, opts),
+      name: 'updatepolicies',
+      log: o.log,
+    });
+  }
+
+  /** Calls `fn` when a policy's spec or generation changes (not for its own status writes). */
+  onChange(fn: () => void): void {
+    this.#changed.push(fn);
+    this.#informer.onEvent((type, p, old) => {
+      if (type === 'update' && old?.metadata.generation === p.metadata.generation) return;
+      fn();
+    });
+  }
+
+  /** Starts watching in the background; the state is not known until the first list answers. */
+  start(): void {
+    this.#informer.start().catch(() => {});
+  }
+
+  stop(): Promise<void> {
+    return this.#informer.stop();
+  }
+
+  state(): PolicyState {
+    const known = this.#listed || this.#informer.stats().synced;
+    const policies = this.#crdMissing ? [] : this.#informer.list().map((p) => this.#entry(p));
+    const live = new Set(policies.map((p) => p.name));
+    for (const name of this.#entries.keys()) if (!live.has(name)) this.#entries.delete(name);
+    return {
+      known,
+      crdMissing: this.#crdMissing,
+      policies: policies.sort((a, b) => (a.name < b.name ? -1 : 1)),
+    };
+  }
+
+  /** One page of policies; a 404 (no CRD) is an empty list, and says so. */
+  async #list(api: CustomObjectsApi, opts: InformerListOptions) {
+    try {
+      const page = await api.listClusterCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        plural: UPDATE_POLICY.plural,
+        ...opts,
+      });
+      this.#answered(false);
+      return page as { metadata?: { resourceVersion?: string; _continue?: string }; items: UpdatePolicy[] };
+    } catch (err) {
+      if (statusCode(err) === 404) this.#answered(true);
+      throw err;
+    }
+  }
+
+  /** A list answered: the first answer, and the CRD's coming or going, change what a pass sees. */
+  #answered(crdMissing: boolean): void {
+    const changed = !this.#listed || crdMissing !== this.#crdMissing;
+    this.#listed = true;
+    this.#crdMissing = crdMissing;
+    if (changed) for (const fn of this.#changed) fn();
+  }
+
+  /** The entry of a policy as cached: resolved once per generation. */
+  #entry(p: UpdatePolicy): PolicyEntry {
+    const name = p.metadata.name;
+    const uid = p.metadata.uid ?? '';
+    const generation = p.metadata.generation ?? 0;
+    // A policy deleted and created again under its name is a new policy: nothing of the old one is kept.
+    const known = this.#entries.get(name)?.uid === uid ? this.#entries.get(name) : undefined;
+    if (known?.generation === generation) {
+      known.status = p.status;
+      return known;
+    }
+    const current = resolvePolicy(p);
+    const lastValid = current.ok ? current.policy : known?.lastValid;
+    const entry: PolicyEntry = {
+      name,
+      uid,
+      generation,
+      current,
+      ...(lastValid ? { lastValid } : {}),
+      ...(p.status ? { status: p.status } : {}),
+    };
+    this.#entries.set(name, entry);
+    return entry;
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * The pools of a pass: which nodes each budget covers, with the settings decide() applies to them and
+ * why, if at all, it admits nothing now. Pure: policies, flags, nodes, ledger and time in; pools out.
+ * - While the cluster has no UpdatePolicy (or no CRD), the operator's own settings make one pool, the
+ *   default pool '', over the nodes its --node-selector selects (nuo before policies).
+ * - Once policies exist they make the pools (policy/pools.ts says which node goes where); the default
+ *   pool only finishes the attempts it holds.
+ * - A pool whose policy is gone, invalid, or not read yet finishes its attempts in progress under the
+ *   settings it last had (the operator's own when it never had any) and admits nothing: a missing or
+ *   broken policy never frees a budget.
+ */
+
+import { assignPools } from '../policy/pools.ts';
+import type { ResolvedPolicy } from '../policy/resolve.ts';
+import { windowState } from '../policy/windows.ts';
+import type { DecideConfig } from './decide.ts';
+import type { Wait } from './gates.ts';
+import type { Ledger } from './ledger.ts';
+import { poolOf } from './ledger.ts';
+import type { NodeView } from './node-view.ts';
+import type { PolicyEntry, PolicyState } from './policies.ts';
+
+/** The default pool: the operator's own settings, for a cluster without UpdatePolicies. */
+export const DEFAULT_POOL = '';
+
+export interface Pool {
+  /** The pool's name: its UpdatePolicy's, or DEFAULT_POOL. */
+  name: string;
+  config: DecideConfig;
+  nodes: NodeView[];
+  /** The policy that makes this pool now, if any. */
+  policy?: PolicyEntry;
+}
+
+export interface PoolPlan {
+  pools: Pool[];
+  /** Nodes two or more policies select → those policies (each of them reports it). */
+  conflicts: Map<string, string[]>;
+  /** Nodes no policy selects (only while policies exist). */
+  unmatched: string[];
+}
+
+/** decide()'s settings from a policy's; the cluster-wide pause (`paused` of the flags) still applies. */
+export function policyConfig(p: ResolvedPolicy, flags: DecideConfig): DecideConfig {
+  return {
+    maxUnavailable: p.maxUnavailable,
+    eligible: () => true,
+    minGrantSpacingMs: p.reboot.minGrantSpacingMs,
+    drainTimeoutMs: p.drain.timeoutMs,
+    rebootTimeoutMs: p.reboot.rebootTimeoutMs,
+    returnTimeoutMs: p.reboot.returnTimeoutMs,
+    soakMs: p.reboot.soakMs,
+    beforeRebootAnnotations: p.reboot.beforeRebootAnnotations,
+    afterRebootAnnotations: p.reboot.afterRebootAnnotations,
+    retryBackoffMs: p.reboot.retryBackoffMs,
+    retryBackoffMaxMs: p.reboot.retryBackoffMaxMs,
+    maxIneffectiveReboots: p.reboot.maxIneffectiveReboots,
+    paused: flags.paused,
+    pendingTaint: p.reboot.pendingTaint,
+    ...(p.maxUnavailablePerZone || p.zoneOrder === 'OneAtATime'
+      ? {
+          zones: {
+            label: p.zoneLabel,
+            order: p.zoneOrder,
+            ...(p.maxUnavailablePerZone ? { max: p.maxUnavailablePerZone } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+/** Why a valid policy's pool admits nothing now, if it does not: paused, or outside its windows. */
+export function policyHold(p: ResolvedPolicy, now: Date): Wait | undefined {
+  if (p.paused) return { reason: `waiting: UpdatePolicy ${p.name} is paused` };
+  const window = windowState(p.windows, now);
+  if (window.open) return undefined;
+  return {
+    reason: `waiting: ${window.reason}`,
+    ...(window.changesAt ? { until: window.changesAt.getTime() } : {}),
+  };
+}
+
+const held = (config: DecideConfig, hold: Wait): DecideConfig => ({ ...config, hold });
+
+/** The pool of a valid or invalid policy: its settings (the last valid ones), and its hold. */
+function policyPool(entry: PolicyEntry, flags: DecideConfig, nodes: NodeView[], now: Date): Pool | undefined {
+  const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
+  if (!resolved) return undefined;
+  const config = policyConfig(resolved, flags);
+  const hold = entry.current.ok
+    ? policyHold(resolved, now)
+    : {
+        reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
+      };
+  return { name: entry.name, config: hold ? held(config, hold) : config, nodes, policy: entry };
+}
+
+export function planPools(input: {
+  state: PolicyState;
+  flags: DecideConfig;
+  nodes: readonly NodeView[];
+  ledger: Ledger;
+  now: Date;
+}): PoolPlan {
+  const { state, flags, ledger, now } = input;
+  const holding = (name: string) => poolOf(ledger, name);
+  const byPool = new Map<string, NodeView[]>();
+  const add = (pool: string, n: NodeView) => byPool.set(pool, [...(byPool.get(pool) ?? []), n]);
+  const orphan = (name: string, why: string): Pool => ({
+    name,
+    config: held(flags, { reason: `waiting: ${why}` }),
+    nodes: byPool.get(name) ?? [],
+  });
+
+  if (!state.known) {
+    for (const n of input.nodes) {
+      const pool = holding(n.name);
+      if (pool !== undefined) add(pool, n);
+    }
+    return {
+      pools: [...byPool.keys()].map((name) => orphan(name, 'the UpdatePolicies are not read yet')),
+      conflicts: new Map(),
+      unmatched: [],
+    };
+  }
+
+  if (state.policies.length === 0) {
+    for (const n of input.nodes) add(holding(n.name) ?? DEFAULT_POOL, n);
+    const pools = [...byPool.keys()].map((name) =>
+      name === DEFAULT_POOL
+        ? { name, config: flags, nodes: byPool.get(name) ?? [] }
+        : orphan(name, `UpdatePolicy ${name} is gone: its attempts in progress finish, nothing new starts`),
+    );
+    if (!byPool.has(DEFAULT_POOL)) pools.push({ name: DEFAULT_POOL, config: flags, nodes: [] });
+    return { pools, conflicts: new Map(), unmatched: [] };
+  }
+
+  const selectors = state.policies.flatMap((e) => {
+    const p = e.current.ok ? e.current.policy : e.lastValid;
+    return p ? [{ name: e.name, selects: p.selects }] : [];
+  });
+  const assignment = assignPools(input.nodes, selectors, holding);
+  const byName = new Map(input.nodes.map((n) => [n.name, n]));
+  for (const [node, pool] of assignment.pools) add(pool, byName.get(node) as NodeView);
+  const pools: Pool[] = [];
+  for (const entry of state.policies) {
+    const pool = policyPool(entry, flags, byPool.get(entry.name) ?? [], now);
+    if (pool) pools.push(pool);
+    byPool.delete(entry.name);
+  }
+  for (const name of byPool.keys()) {
+    pools.push(
+      name === DEFAULT_POOL
+        ? orphan(name, 'UpdatePolicies now make the pools: attempts in progress finish, nothing new starts')
+        : orphan(name, `UpdatePolicy ${name} is gone: its attempts in progress finish, nothing new starts`),
+    );
+  }
+  return { pools, conflicts: assignment.conflicts, unmatched: assignment.unmatched };
+}
