@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
+import type { Ledger } from '../../src/operator/ledger.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+import type { PolicyEntry, PolicyState } from '../../src/operator/policies.ts';
+import { DEFAULT_POOL, planPools } from '../../src/operator/pool-plan.ts';
+import { resolvePolicy } from '../../src/policy/resolve.ts';
+import { decideConfig, NOW, node } from './operator-fixtures.ts';
+
+const nodes = [
+  viewNode(node('w1', { labels: { pool: 'workers' } })),
+  viewNode(node('w2', { labels: { pool: 'workers' } })),
+  viewNode(node('g1', { labels: { pool: 'gpu' } })),
+  viewNode(node('x1', { labels: { pool: 'workers', gpu: 'yes' } })),
+  viewNode(node('i1', { labels: { pool: 'infra' } })),
+];
+const empty: Ledger = { slots: {} };
+
+function entry(name: string, spec: unknown, lastValid?: unknown): PolicyEntry {
+  const resolve = (s: unknown) =>
+    resolvePolicy({ metadata: { name, generation: 2 }, spec: s as UpdatePolicySpec });
+  const current = resolve(spec);
+  const previous = lastValid === undefined ? undefined : resolve(lastValid);
+  const valid = current.ok ? current.policy : previous?.ok ? previous.policy : undefined;
+  return { name, uid: name, generation: 2, current, ...(valid ? { lastValid: valid } : {}) };
+}
+const state = (policies: PolicyEntry[], known = true): PolicyState => ({
+  known,
+  crdMissing: false,
+  policies,
+});
+const plan = (s: PolicyState, ledger = empty, now = NOW) =>
+  planPools({ state: s, flags: decideConfig, nodes, ledger, now });
+const summary = (p: ReturnType<typeof plan>) =>
+  p.pools.map((pool) => [pool.name, pool.nodes.map((n) => n.name), pool.config.hold?.reason ?? '']);
+
+test('no UpdatePolicy: the operator settings make the default pool over every node, as before policies', () => {
+  const p = plan(state([]));
+  assert.deepEqual(summary(p), [[DEFAULT_POOL, ['w1', 'w2', 'g1', 'x1', 'i1'], '']]);
+  assert.equal(p.pools[0]?.config, decideConfig);
+});
+
+test('policies make the pools: one pool per policy, two selectors = no pool, none = left alone', () => {
+  const p = plan(
+    state([
+      entry('gpu', {
+        nodeSelector: { matchExpressions: [{ key: 'gpu', operator: 'Exists' }] },
+        maxUnavailable: 1,
+      }),
+      entry('workers', { nodeSelector: { matchLabels: { pool: 'workers' } }, maxUnavailable: '50%' }),
+    ]),
+  );
+  assert.deepEqual(summary(p), [
+    ['gpu', [], ''],
+    ['workers', ['w1', 'w2'], ''],
+  ]);
+  assert.deepEqual([...p.conflicts], [['x1', ['gpu', 'workers']]]);
+  assert.deepEqual(p.unmatched, ['g1', 'i1']);
+  assert.deepEqual(p.pools[1]?.config.maxUnavailable, { kind: 'percent', value: 50 });
+  assert.equal(p.pools[1]?.config.eligible({}), true, 'a pool is its nodes: no second selector inside');
+});
+
+test('a node in an attempt stays in the pool holding its slot; a pool whose policy is gone only finishes', () => {
+  const ledger: Ledger = {
+    slots: { g1: { since: 'S', pool: 'workers' }, i1: { since: 'S', pool: 'retired' }, w2: { since: 'S' } },
+  };
+  const p = plan(state([entry('workers', { nodeSelector: { matchLabels: { pool: 'workers' } } })]), ledger);
+  assert.deepEqual(summary(p), [
+    ['workers', ['w1', 'g1', 'x1'], ''],
+    [
+      DEFAULT_POOL,
+      ['w2'],
+      'waiting: UpdatePolicies now make the pools: attempts in progress finish, nothing new starts',
+    ],
+    [
+      'retired',
+      ['i1'],
+      'waiting: UpdatePolicy retired is gone: its attempts in progress finish, nothing new starts',
+    ],
+  ]);
+});
+
+test('an invalid edit keeps the last valid settings and admits nothing, naming the field; never valid: no pool', () => {
+  const p = plan(
+    state([
+      entry(
+        'workers',
+        {
+          nodeSelector: { matchLabels: { pool: 'workers' } },
+          windows: { weekly: [{ days: ['Mon'], start: '01:00', end: '02:00', timeZone: 'Mars/Olympus' }] },
+        },
+        { nodeSelector: { matchLabels: { pool: 'workers' } }, maxUnavailable: 2 },
+      ),
+      entry('gpu', { nodeSelector: { matchLabels: { pool: 'gpu' } }, drain: { podSelector: 'a in (' } }),
+    ]),
+  );
+  assert.deepEqual(
+    p.pools.map((pool) => pool.name),
+    ['workers'],
+  );
+  assert.deepEqual(p.pools[0]?.config.maxUnavailable, { kind: 'count', value: 2 });
+  assert.match(
+    p.pools[0]?.config.hold?.reason ?? '',
+    /UpdatePolicy workers is invalid \(windows.weekly\[0\].timeZone: .*Mars\/Olympus/,
+  );
+  assert.deepEqual(
+    p.pools[0]?.nodes.map((n) => n.name),
+    ['w1', 'w2', 'x1'],
+  );
+  assert.deepEqual(p.unmatched, ['g1', 'i1'], 'a policy that never resolved selects nothing');
+});
+
+test("a pool's hold: paused, or outside its window until it opens", () => {
+  const closed = plan(
+    state([
+      entry('workers', {
+        nodeSelector: { matchLabels: { pool: 'workers' } },
+        windows: { weekly: [{ days: ['Sat'], start: '02:00', end: '04:00' }] },
+      }),
+      entry('gpu', { nodeSelector: { matchLabels: { pool: 'gpu' } }, paused: true }),
+    ]),
+  );
+  const hold = (p: typeof closed, name: string) => p.pools.find((pool) => pool.name === name)?.config.hold;
+  // NOW is Saturday 2026-11-21 12:00 UTC: the window opened at 02:00 and next opens a week later.
+  assert.match(hold(closed, 'workers')?.reason ?? '', /^waiting: outside every maintenance window/);
+  assert.equal(hold(closed, 'workers')?.until, Date.parse('2026-11-28T02:00:00Z'));
+  assert.equal(hold(closed, 'gpu')?.reason, 'waiting: UpdatePolicy gpu is paused');
+  const open = plan(
+    state(closed.pools.map((p) => p.policy as PolicyEntry)),
+    empty,
+    new Date('2026-11-21T03:00:00Z'),
+  );
+  assert.equal(hold(open, 'workers'), undefined);
+});
+
+test('policies not read yet: only the attempts in progress go on, nothing is admitted', () => {
+  const p = plan(state([], false), { slots: { w1: { since: 'S', pool: 'workers' } } });
+  assert.deepEqual(summary(p), [['workers', ['w1'], 'waiting: the UpdatePolicies are not read yet']]);
+});
