@@ -30,6 +30,7 @@ import { NodeSteps, type Wake } from './node-steps.ts';
 import { sameView, slimNode } from './node-view.ts';
 import { NodeWriter } from './node-writer.ts';
 import { PolicySource } from './policies.ts';
+import { PolicyStatusWriter } from './policy-status-writer.ts';
 import { informerProgress, liveness, Progress, readiness } from './probes.ts';
 import { ProblemReports } from './problem-reports.ts';
 import { Reconciler } from './reconciler.ts';
@@ -66,6 +67,7 @@ export class Operator {
   readonly #health: HealthReads;
   readonly #decider: Decider;
   readonly #policies: PolicySource;
+  readonly #statuses: PolicyStatusWriter;
   readonly #writes: AttemptWrites;
   readonly #steps: NodeSteps;
   readonly #reconciler: Reconciler;
@@ -114,6 +116,7 @@ export class Operator {
       onRead: this.#wake.now,
     });
     this.#policies = new PolicySource({ kubeconfig, log });
+    this.#statuses = new PolicyStatusWriter({ kubeconfig, log, ...(metrics ? { metrics } : {}) });
     this.#decider = new Decider({
       policies: () => this.#policies.state(),
       flags: {
@@ -176,6 +179,8 @@ export class Operator {
       health: this.#health,
       problems: this.#problems,
       steps: this.#steps,
+      statuses: this.#statuses,
+      policies: () => this.#policies.state(),
       acting,
       log,
       metrics,
@@ -278,6 +283,7 @@ export class Operator {
     this.#health.clear();
     this.#problems.clear();
     this.#decider.clear();
+    this.#statuses.clear();
     // Ready before the first grant: a replica that cannot read or create the key says so at once.
     this.#grants.prepare().catch((err: unknown) => this.#o.log('error', describeError(err)));
     this.#queue.add(KEY);

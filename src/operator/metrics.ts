@@ -57,6 +57,11 @@ export class OperatorMetrics {
     help: 'pods evicted by drains',
     registers: [this.registry],
   });
+  readonly policyStatusWrites = new Counter({
+    name: 'nuo_policy_status_writes_total',
+    help: 'UpdatePolicy status writes (only when a status changed)',
+    registers: [this.registry],
+  });
   readonly evictionsRefused = new Counter({
     name: 'nuo_evictions_refused_total',
     help: 'evictions a PodDisruptionBudget refused (429), each retried',

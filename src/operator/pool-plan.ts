@@ -23,10 +23,25 @@ import type { PolicyEntry, PolicyState } from './policies.ts';
 /** The default pool: the operator's own settings, for a cluster without UpdatePolicies. */
 export const DEFAULT_POOL = '';
 
+/** Why a pool admits nothing, as its policy's Blocked condition names it. */
+export type HoldCode =
+  | 'Paused'
+  | 'OutsideWindow'
+  | 'InvalidSpec'
+  | 'PolicyGone'
+  | 'PoliciesNotRead'
+  | 'Superseded';
+
+export interface PoolHold extends Wait {
+  code: HoldCode;
+}
+
 export interface Pool {
   /** The pool's name: its UpdatePolicy's, or DEFAULT_POOL. */
   name: string;
+  /** decide()'s settings; `config.hold` is `hold`. */
   config: DecideConfig;
+  hold?: PoolHold;
   nodes: NodeView[];
   /** The policy that makes this pool now, if any. */
   policy?: PolicyEntry;
@@ -70,29 +85,45 @@ export function policyConfig(p: ResolvedPolicy, flags: DecideConfig): DecideConf
 }
 
 /** Why a valid policy's pool admits nothing now, if it does not: paused, or outside its windows. */
-export function policyHold(p: ResolvedPolicy, now: Date): Wait | undefined {
-  if (p.paused) return { reason: `waiting: UpdatePolicy ${p.name} is paused` };
+export function policyHold(p: ResolvedPolicy, now: Date): PoolHold | undefined {
+  if (p.paused) return { code: 'Paused', reason: `waiting: UpdatePolicy ${p.name} is paused` };
   const window = windowState(p.windows, now);
   if (window.open) return undefined;
   return {
+    code: 'OutsideWindow',
     reason: `waiting: ${window.reason}`,
     ...(window.changesAt ? { until: window.changesAt.getTime() } : {}),
   };
 }
 
-const held = (config: DecideConfig, hold: Wait): DecideConfig => ({ ...config, hold });
+/** A pool with its hold, if any, in its settings too (decide()'s first gate after the pauses). */
+function pool(
+  name: string,
+  config: DecideConfig,
+  nodes: NodeView[],
+  hold?: PoolHold,
+  policy?: PolicyEntry,
+): Pool {
+  return {
+    name,
+    config: hold ? { ...config, hold } : config,
+    nodes,
+    ...(hold ? { hold } : {}),
+    ...(policy ? { policy } : {}),
+  };
+}
 
 /** The pool of a valid or invalid policy: its settings (the last valid ones), and its hold. */
 function policyPool(entry: PolicyEntry, flags: DecideConfig, nodes: NodeView[], now: Date): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
   if (!resolved) return undefined;
-  const config = policyConfig(resolved, flags);
-  const hold = entry.current.ok
+  const hold: PoolHold | undefined = entry.current.ok
     ? policyHold(resolved, now)
     : {
+        code: 'InvalidSpec',
         reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
       };
-  return { name: entry.name, config: hold ? held(config, hold) : config, nodes, policy: entry };
+  return pool(entry.name, policyConfig(resolved, flags), nodes, hold, entry);
 }
 
 export function planPools(input: {
@@ -106,11 +137,8 @@ export function planPools(input: {
   const holding = (name: string) => poolOf(ledger, name);
   const byPool = new Map<string, NodeView[]>();
   const add = (pool: string, n: NodeView) => byPool.set(pool, [...(byPool.get(pool) ?? []), n]);
-  const orphan = (name: string, why: string): Pool => ({
-    name,
-    config: held(flags, { reason: `waiting: ${why}` }),
-    nodes: byPool.get(name) ?? [],
-  });
+  const orphan = (name: string, code: HoldCode, why: string): Pool =>
+    pool(name, flags, byPool.get(name) ?? [], { code, reason: `waiting: ${why}` });
 
   if (!state.known) {
     for (const n of input.nodes) {
@@ -118,7 +146,9 @@ export function planPools(input: {
       if (pool !== undefined) add(pool, n);
     }
     return {
-      pools: [...byPool.keys()].map((name) => orphan(name, 'the UpdatePolicies are not read yet')),
+      pools: [...byPool.keys()].map((name) =>
+        orphan(name, 'PoliciesNotRead', 'the UpdatePolicies are not read yet'),
+      ),
       conflicts: new Map(),
       unmatched: [],
     };
@@ -128,10 +158,14 @@ export function planPools(input: {
     for (const n of input.nodes) add(holding(n.name) ?? DEFAULT_POOL, n);
     const pools = [...byPool.keys()].map((name) =>
       name === DEFAULT_POOL
-        ? { name, config: flags, nodes: byPool.get(name) ?? [] }
-        : orphan(name, `UpdatePolicy ${name} is gone: its attempts in progress finish, nothing new starts`),
+        ? pool(name, flags, byPool.get(name) ?? [])
+        : orphan(
+            name,
+            'PolicyGone',
+            `UpdatePolicy ${name} is gone: its attempts in progress finish, nothing new starts`,
+          ),
     );
-    if (!byPool.has(DEFAULT_POOL)) pools.push({ name: DEFAULT_POOL, config: flags, nodes: [] });
+    if (!byPool.has(DEFAULT_POOL)) pools.push(pool(DEFAULT_POOL, flags, []));
     return { pools, conflicts: new Map(), unmatched: [] };
   }
 
@@ -144,15 +178,23 @@ export function planPools(input: {
   for (const [node, pool] of assignment.pools) add(pool, byName.get(node) as NodeView);
   const pools: Pool[] = [];
   for (const entry of state.policies) {
-    const pool = policyPool(entry, flags, byPool.get(entry.name) ?? [], now);
-    if (pool) pools.push(pool);
+    const made = policyPool(entry, flags, byPool.get(entry.name) ?? [], now);
+    if (made) pools.push(made);
     byPool.delete(entry.name);
   }
   for (const name of byPool.keys()) {
     pools.push(
       name === DEFAULT_POOL
-        ? orphan(name, 'UpdatePolicies now make the pools: attempts in progress finish, nothing new starts')
-        : orphan(name, `UpdatePolicy ${name} is gone: its attempts in progress finish, nothing new starts`),
+        ? orphan(
+            name,
+            'Superseded',
+            'UpdatePolicies now make the pools: attempts in progress finish, nothing new starts',
+          )
+        : orphan(
+            name,
+            'PolicyGone',
+            `UpdatePolicy ${name} is gone: its attempts in progress finish, nothing new starts`,
+          ),
     );
   }
   return { pools, conflicts: assignment.conflicts, unmatched: assignment.unmatched };

@@ -19,6 +19,8 @@ import {
 import type { OperatorMetrics } from './metrics.ts';
 import type { NodeSteps } from './node-steps.ts';
 import type { NodeView } from './node-view.ts';
+import type { PolicyState } from './policies.ts';
+import type { PolicyStatusWriter } from './policy-status-writer.ts';
 import type { ProblemReports } from './problem-reports.ts';
 
 const RESYNC_ACTIVE_MS = 1000;
@@ -40,6 +42,9 @@ export interface ReconcilerOptions {
   health: HealthReads;
   problems: ProblemReports;
   steps: NodeSteps;
+  /** The policies' statuses, written after each pass where they changed. */
+  statuses: PolicyStatusWriter;
+  policies: () => PolicyState;
   acting: () => boolean;
   log: KubeLog;
   metrics?: OperatorMetrics;
@@ -105,6 +110,7 @@ export class Reconciler {
     }
     if (!this.#o.acting()) return { requeueAfterMs: RESYNC_IDLE_MS };
     this.#o.steps.dispatch(decision, new Map(nodes.map((n) => [n.name, n])), now);
+    this.#o.statuses.update(decision, this.#o.policies().policies, now);
     return { requeueAfterMs: this.#resyncAfter(current, nodes, decision) };
   }
 

@@ -1,0 +1,72 @@
+/**
+ * Writes each UpdatePolicy's status after a pass, only when it changed (policy-status.ts builds it), one
+ * write per policy at a time, through the status subresource: a pass that changes nothing writes
+ * nothing, so an idle cluster sees no status writes at all.
+ */
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
+import type { UpdatePolicyStatus } from '../api/update-policy.ts';
+import type { KubeLog } from '../kube/backoff.ts';
+import { describeError, statusCode } from '../kube/errors.ts';
+import { mergePatch } from '../kube/patch.ts';
+import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
+import type { PassDecision } from './decider.ts';
+import type { OperatorMetrics } from './metrics.ts';
+import type { PolicyEntry } from './policies.ts';
+import { policyStatus, statusChanged } from './policy-status.ts';
+
+export class PolicyStatusWriter {
+  readonly #api: CustomObjectsApi;
+  readonly #log: KubeLog;
+  readonly #metrics: OperatorMetrics | undefined;
+  /** The status last written for each policy (by uid and generation): compared before the next write. */
+  readonly #written = new Map<string, { key: string; status: UpdatePolicyStatus }>();
+  readonly #writing = new Set<string>();
+
+  constructor(o: { kubeconfig: PooledKubeConfig; log: KubeLog; metrics?: OperatorMetrics }) {
+    this.#api = o.kubeconfig.makeApiClient(CustomObjectsApi);
+    this.#log = o.log;
+    this.#metrics = o.metrics;
+  }
+
+  /** Each policy's status after this pass, written in the background where it changed. */
+  update(decision: PassDecision, policies: readonly PolicyEntry[], now: Date): void {
+    for (const entry of policies) {
+      if (this.#writing.has(entry.name)) continue;
+      const pool = decision.pools.find((p) => p.pool.name === entry.name);
+      const conflicts = [...decision.plan.conflicts].filter(([, names]) => names.includes(entry.name));
+      const completed = pool?.decision.actions.some((a) => a.type === 'complete') ?? false;
+      const key = `${entry.uid}/${entry.generation}`;
+      const written = this.#written.get(entry.name);
+      const known = written?.key === key ? { ...entry, status: written.status } : entry;
+      const status = policyStatus({ entry: known, ...(pool ? { pool } : {}), conflicts, completed, now });
+      if (!statusChanged(known.status, status)) continue;
+      this.#write(entry.name, key, status);
+    }
+  }
+
+  /** A new leadership compares with what it reads, not with what an earlier one wrote. */
+  clear(): void {
+    this.#written.clear();
+  }
+
+  #write(name: string, key: string, status: UpdatePolicyStatus): void {
+    this.#writing.add(name);
+    this.#api
+      .patchClusterCustomObjectStatus(
+        { group: API_GROUP, version: API_VERSION, plural: UPDATE_POLICY.plural, name, body: { status } },
+        mergePatch,
+      )
+      .then(() => {
+        this.#written.set(name, { key, status });
+        this.#metrics?.policyStatusWrites.inc();
+      })
+      .catch((err: unknown) => {
+        // Deleted meanwhile: nothing to report on. Anything else: the next pass tries again.
+        if (statusCode(err) !== 404) {
+          this.#log('warn', 'writing a policy status failed', { policy: name, error: describeError(err) });
+        }
+      })
+      .finally(() => this.#writing.delete(name));
+  }
+}

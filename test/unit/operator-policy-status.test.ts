@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
+import { decide } from '../../src/operator/decide.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+import type { PolicyEntry } from '../../src/operator/policies.ts';
+import { policyStatus, statusChanged } from '../../src/operator/policy-status.ts';
+import { planPools } from '../../src/operator/pool-plan.ts';
+import { resolvePolicy } from '../../src/policy/resolve.ts';
+import { decideConfig, NOW, needs, node } from './operator-fixtures.ts';
+
+function entry(spec: unknown, generation = 3): PolicyEntry {
+  const current = resolvePolicy({
+    metadata: { name: 'workers', generation },
+    spec: spec as UpdatePolicySpec,
+  });
+  return {
+    name: 'workers',
+    uid: 'u',
+    generation,
+    current,
+    ...(current.ok ? { lastValid: current.policy } : {}),
+  };
+}
+
+function pass(e: PolicyEntry, now = NOW) {
+  const nodes = [viewNode(node('a', { annotations: needs })), viewNode(node('b'))];
+  const plan = planPools({
+    state: { known: true, crdMissing: false, policies: [e] },
+    flags: decideConfig,
+    nodes,
+    ledger: { slots: {} },
+    now,
+  });
+  const pool = plan.pools.find((p) => p.name === 'workers');
+  if (!pool) return { status: policyStatus({ entry: e, conflicts: [], completed: false, now }) };
+  const snapshot = {
+    nodes: pool.nodes,
+    ledger: { slots: {} },
+    draining: new Set<string>(),
+    admitting: new Set<string>(),
+    health: new Map(),
+  };
+  const decision = decide(snapshot, pool.config, now);
+  return {
+    status: policyStatus({ entry: e, pool: { pool, decision }, conflicts: [], completed: false, now }),
+    decision,
+  };
+}
+
+const condition = (s: ReturnType<typeof policyStatus>, type: string) =>
+  s.conditions?.find((c) => c.type === type);
+
+test('a valid, open policy: Ready, not Blocked, Progressing while a node needs a reboot, with the numbers', () => {
+  const { status } = pass(entry({ maxUnavailable: 2 }));
+  assert.equal(status.observedGeneration, 3);
+  assert.deepEqual(
+    status.conditions?.map((c) => [c.type, c.status, c.reason]),
+    [
+      ['Ready', 'True', 'Valid'],
+      ['Blocked', 'False', 'NotBlocked'],
+      ['Progressing', 'True', 'Updating'],
+      ['NodesConflict', 'False', 'NoOverlap'],
+    ],
+  );
+  assert.equal(condition(status, 'Progressing')?.message, '1 node(s) in an attempt, 0 waiting');
+  assert.equal(status.nodes, 2);
+  assert.equal(status.budget, 2);
+  assert.equal(
+    status.conditions?.every((c) => c.observedGeneration === 3),
+    true,
+  );
+});
+
+test('outside its window: Blocked OutsideWindow with the next window; paused: Blocked Paused', () => {
+  const windowed = pass(
+    entry({ windows: { weekly: [{ days: ['Sun'], start: '01:00', end: '02:00' }] } }),
+  ).status;
+  assert.deepEqual(
+    [condition(windowed, 'Blocked')?.status, condition(windowed, 'Blocked')?.reason],
+    ['True', 'OutsideWindow'],
+  );
+  assert.equal(windowed.nextWindow, '2026-11-22T01:00:00.000Z');
+  const paused = pass(entry({ paused: true })).status;
+  assert.equal(condition(paused, 'Blocked')?.reason, 'Paused');
+});
+
+test('invalid: Ready False InvalidSpec naming each field, and Blocked', () => {
+  const status = pass(entry({ windows: { cron: [{ schedule: 'every day', duration: '1h' }] } })).status;
+  assert.equal(condition(status, 'Ready')?.status, 'False');
+  assert.equal(condition(status, 'Ready')?.reason, 'InvalidSpec');
+  assert.match(condition(status, 'Ready')?.message ?? '', /windows\.cron\[0\]\.schedule/);
+  assert.equal(condition(status, 'Blocked')?.status, 'True');
+});
+
+test('a second pass that changes nothing builds the same status: nothing to write; a change keeps unchanged times', () => {
+  const first = entry({});
+  const { status } = pass(first);
+  const again = pass({ ...first, status }, new Date(NOW.getTime() + 60_000)).status;
+  assert.equal(statusChanged(status, again), false);
+  const paused = entry({ paused: true });
+  const after = pass({ ...paused, status }, new Date(NOW.getTime() + 120_000)).status;
+  assert.equal(statusChanged(status, after), true);
+  assert.equal(condition(after, 'Ready')?.lastTransitionTime, condition(status, 'Ready')?.lastTransitionTime);
+  assert.notEqual(
+    condition(after, 'Blocked')?.lastTransitionTime,
+    condition(status, 'Blocked')?.lastTransitionTime,
+  );
+});
