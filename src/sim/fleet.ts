@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { kubeconfigCredentials } from '../kube/kubeconfig-credentials.ts';
 import { LeanClient } from '../kube/lean-client.ts';
-import { SafetyChecker } from './checker.ts';
+import { type Budget, SafetyChecker } from './checker.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import { sampleProc } from './cluster/proc.ts';
 import { killWithHarness } from './cluster/process.ts';
@@ -53,7 +53,8 @@ export interface FleetOptions {
   rebootMs: number;
   /** Per-node reboot durations overriding `rebootMs` (the chaos runner delays some reboots). */
   rebootMsByNode?: Record<string, number>;
-  budget: number;
+  /** The budget the checker holds nuo to: one over every node, or each pool's (UpdatePolicies). */
+  budget: number | Budget[];
   agentCheckIntervalMs?: number;
   /**
    * The agents' reportSpreadMs (default 0: at once). Tests stage an update and look at what follows at

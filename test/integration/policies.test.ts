@@ -1,0 +1,239 @@
+/**
+ * UpdatePolicies on the real control plane: pools with budgets of their own rolling at once, a node two
+ * policies select left alone, a per-zone cap, a window that holds a rollout until it opens, and an
+ * invalid policy that admits nothing and says why; the independent checker holds nuo to each pool's
+ * budget and each zone's cap.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { after, afterEach, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
+import { Annotations } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
+import type { Budget } from '../../src/sim/checker.ts';
+import { Fleet } from '../../src/sim/fleet.ts';
+import { pollUntil } from '../../src/util/poll.ts';
+import { resetNodes, useCluster } from './support.ts';
+
+const ZONE = 'topology.kubernetes.io/zone';
+const CRD_FILE = new URL('../../deploy/base/updatepolicy-crd.yaml', import.meta.url);
+const cluster = await useCluster({ nodes: 6, zones: 3 });
+const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
+const crds = cluster.kubeconfig.makeApiClient(ApiextensionsV1Api);
+const FAST = ['--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
+/** Settings every test policy shares: seconds-long soaks and timeouts. */
+const QUICK = { reboot: { soak: '1s', retryBackoff: '5s' } };
+const POOL_A = ['node-0', 'node-1', 'node-2'];
+const POOL_B = ['node-3', 'node-4', 'node-5'];
+const ref = { group: API_GROUP, version: API_VERSION, plural: UPDATE_POLICY.plural };
+
+let fleet: Fleet | undefined;
+after(() => fleet?.stop());
+
+before(async () => {
+  await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
+  // The CRD as deploy/ ships it (the typed client would drop its x-kubernetes-* keys).
+  const applied = spawnSync(
+    cluster.binaries.path.kubectl,
+    [`--kubeconfig=${cluster.kubeconfigPath}`, 'apply', '-f', fileURLToPath(CRD_FILE)],
+    { encoding: 'utf8' },
+  );
+  assert.equal(applied.status, 0, applied.stderr);
+  await pollUntil('the UpdatePolicy CRD to be established', async () => {
+    const crd = await crds.readCustomResourceDefinition({ name: `${UPDATE_POLICY.plural}.${API_GROUP}` });
+    return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
+      ? true
+      : undefined;
+  });
+  for (const [names, pool] of [
+    [POOL_A, 'a'],
+    [POOL_B, 'b'],
+  ] as const) {
+    for (const name of names) {
+      await core.patchNode({ name, body: { metadata: { labels: { pool } } } }, mergePatch);
+    }
+  }
+});
+
+afterEach(async () => {
+  await fleet?.stop();
+  fleet = undefined;
+  const list = (await custom.listClusterCustomObject(ref)) as { items: UpdatePolicy[] };
+  for (const p of list.items) await custom.deleteClusterCustomObject({ ...ref, name: p.metadata.name });
+  await resetNodes(core);
+});
+
+async function createPolicy(name: string, spec: UpdatePolicySpec): Promise<void> {
+  await custom.createClusterCustomObject({
+    ...ref,
+    body: { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: UPDATE_POLICY.kind, metadata: { name }, spec },
+  });
+}
+
+async function readPolicy(name: string): Promise<UpdatePolicy> {
+  return (await custom.getClusterCustomObject({ ...ref, name })) as UpdatePolicy;
+}
+
+/** Polls until the policy's condition `type` matches. */
+async function condition(name: string, type: string, want: Partial<Condition>): Promise<Condition> {
+  let last: Condition | undefined;
+  return pollUntil(
+    `${name}: ${type} ${JSON.stringify(want)}`,
+    async () => {
+      last = (await readPolicy(name)).status?.conditions?.find((c) => c.type === type);
+      return last && Object.entries(want).every(([k, v]) => last?.[k as keyof Condition] === v)
+        ? last
+        : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; last: ${JSON.stringify(last)}`);
+  });
+}
+
+async function startFleet(budget: Budget[]): Promise<Fleet> {
+  fleet = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000 });
+  await fleet.start();
+  fleet.startOperator('op-a', FAST);
+  return fleet;
+}
+
+/** Every node in `names` rebooted once and Idle again. */
+async function rebooted(f: Fleet, names: readonly string[]): Promise<void> {
+  await pollUntil(
+    `${names.join(', ')} rebooted once and Idle`,
+    async () => {
+      const nodes = (await core.listNode()).items.filter((n) => names.includes(n.metadata?.name ?? ''));
+      const done = nodes.every(
+        (n) =>
+          n.metadata?.annotations?.[Annotations.state] === Phase.idle &&
+          n.metadata?.annotations?.[Annotations.rebootNeeded] === undefined &&
+          f.checker.rebootsOf(n.metadata?.name ?? '') === 1,
+      );
+      return done ? true : undefined;
+    },
+    { timeoutMs: 180_000, intervalMs: 250 },
+  );
+}
+
+async function assertSafe(f: Fleet): Promise<void> {
+  await f.checker.finalCheck();
+  assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
+}
+
+const stateReason = async (name: string) =>
+  (await core.readNode({ name })).metadata?.annotations?.[Annotations.stateReason] ?? '';
+
+const pool = (name: string, max: number, zones?: Budget['zones']): Budget => ({
+  name: `pool ${name}`,
+  selects: (labels) => labels.pool === name,
+  max,
+  ...(zones ? { zones } : {}),
+});
+
+describe('UpdatePolicies', () => {
+  test('two pools roll at once, each within its own budget, and each policy reports its progress', async () => {
+    await createPolicy('a', { nodeSelector: { matchLabels: { pool: 'a' } }, maxUnavailable: 1, ...QUICK });
+    await createPolicy('b', { nodeSelector: { matchLabels: { pool: 'b' } }, maxUnavailable: 2, ...QUICK });
+    const f = await startFleet([pool('a', 1), pool('b', 2)]);
+    await condition('a', 'Ready', { status: 'True', reason: 'Valid' });
+    f.stageUpdates();
+    await rebooted(f, [...POOL_A, ...POOL_B]);
+    await assertSafe(f);
+    assert.ok(
+      f.checker.maxDisrupted >= 2,
+      `the pools rolled at once (max ${f.checker.maxDisrupted} disrupted)`,
+    );
+    for (const name of ['a', 'b']) {
+      await condition(name, 'Progressing', { status: 'False', reason: 'UpToDate' });
+      const status = (await readPolicy(name)).status;
+      assert.equal(status?.nodes, 3, name);
+      assert.equal(status?.budget, name === 'a' ? 1 : 2);
+      assert.ok(status?.lastCompletion, `${name} records its last completion`);
+      assert.equal(status?.observedGeneration, 1);
+    }
+  });
+
+  test('a node two policies select is left alone, and both policies name it', async () => {
+    await createPolicy('a', { nodeSelector: { matchLabels: { pool: 'a' } }, ...QUICK });
+    await createPolicy('zone-a', { nodeSelector: { matchLabels: { [ZONE]: 'zone-a' } }, ...QUICK });
+    // node-0 is in pool a and in zone-a; node-3 only in zone-a.
+    const f = await startFleet([
+      pool('a', 1),
+      { name: 'zone-a', selects: (l) => l[ZONE] === 'zone-a', max: 1 },
+    ]);
+    f.stageUpdates(['node-0', 'node-1', 'node-3']);
+    await rebooted(f, ['node-1', 'node-3']);
+    for (const name of ['a', 'zone-a']) {
+      const c = await condition(name, 'NodesConflict', { status: 'True', reason: 'SelectorOverlap' });
+      assert.match(c.message, /node-0 \(a, zone-a\)/);
+    }
+    await assertSafe(f);
+    assert.equal(f.checker.rebootsOf('node-0'), 0, 'a node two policies select is never rebooted');
+  });
+
+  test('a zone cap of 1: never two nodes of a zone at once, while the pool allows three', async () => {
+    await createPolicy('all', { maxUnavailable: 3, maxUnavailablePerZone: 1, ...QUICK });
+    const f = await startFleet([
+      { name: 'all', selects: () => true, max: 3, zones: { label: ZONE, max: 1 } },
+    ]);
+    f.stageUpdates();
+    await rebooted(f, [...POOL_A, ...POOL_B]);
+    await assertSafe(f);
+    assert.ok(f.checker.maxDisrupted > 1, `zones rolled in parallel (max ${f.checker.maxDisrupted})`);
+  });
+
+  test('outside its window nothing starts and the policy says until when; once the window opens, the rollout runs', async () => {
+    const tomorrow = new Date(Date.now() + 86_400_000).toLocaleDateString('en-US', {
+      weekday: 'short',
+      timeZone: 'UTC',
+    });
+    await createPolicy('w', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      windows: { weekly: [{ days: [tomorrow as 'Mon'], start: '00:00', end: '00:00' }] },
+      ...QUICK,
+    });
+    const f = await startFleet([pool('a', 1)]);
+    f.stageUpdates(['node-0']);
+    const blocked = await condition('w', 'Blocked', { status: 'True', reason: 'OutsideWindow' });
+    assert.match(blocked.message, /outside every maintenance window/);
+    await pollUntil('node-0 to say why it waits', async () =>
+      /outside every maintenance window/.test(await stateReason('node-0')) ? true : undefined,
+    );
+    assert.ok((await readPolicy('w')).status?.nextWindow, 'the next window is shown');
+    assert.equal(f.checker.rebootsOf('node-0'), 0);
+    await custom.patchClusterCustomObject(
+      { ...ref, name: 'w', body: { spec: { windows: null } } },
+      mergePatch,
+    );
+    await rebooted(f, ['node-0']);
+    await condition('w', 'Blocked', { status: 'False', reason: 'NotBlocked' });
+    await assertSafe(f);
+  });
+
+  test('an invalid policy admits nothing and names the field; fixed, it goes on', async () => {
+    await createPolicy('bad', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      windows: { weekly: [{ days: ['Mon'], start: '01:00', end: '02:00', timeZone: 'Europe/Berlinn' }] },
+      ...QUICK,
+    });
+    const f = await startFleet([pool('a', 1)]);
+    f.stageUpdates(['node-1']);
+    const ready = await condition('bad', 'Ready', { status: 'False', reason: 'InvalidSpec' });
+    assert.match(ready.message, /windows\.weekly\[0\]\.timeZone: unknown time zone "Europe\/Berlinn"/);
+    await condition('bad', 'Blocked', { status: 'True', reason: 'InvalidSpec' });
+    assert.equal(f.checker.rebootsOf('node-1'), 0);
+    await custom.patchClusterCustomObject(
+      { ...ref, name: 'bad', body: { spec: { windows: null } } },
+      mergePatch,
+    );
+    await rebooted(f, ['node-1']);
+    await condition('bad', 'Ready', { status: 'True', reason: 'Valid', observedGeneration: 2 });
+    await assertSafe(f);
+  });
+});
