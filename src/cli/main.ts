@@ -24,6 +24,11 @@ const commands: Entry[] = [
     load: async () => (await import('./nodes.ts')).statusCommand,
   },
   {
+    name: 'policy',
+    summary: 'explain which UpdatePolicy holds a node and every condition that keeps it waiting now',
+    load: async () => (await import('./policy.ts')).policyCommand,
+  },
+  {
     name: 'reboot',
     summary: 'reboot a node once through the normal budgeted rollout',
     load: async () => (await import('./nodes.ts')).rebootCommand,

@@ -5,9 +5,9 @@ import { Annotations } from '../api/keys.ts';
 import { Phase, SLOT_PHASES } from '../api/phases.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
-import { LedgerStore } from '../operator/ledger.ts';
 import { needsReboot } from '../operator/need.ts';
-import { type NodeView, QUOTE_MAX, viewNode } from '../operator/node-view.ts';
+import { type NodeView, QUOTE_MAX } from '../operator/node-view.ts';
+import { type ClusterState, readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
 import {
   explainApiError,
@@ -39,6 +39,37 @@ export function statusReason(n: NodeView, now: Date): string {
   return parts.filter(Boolean).join('; ') || '-';
 }
 
+/** The policies section of `nuo status`: each policy's pool, budget, window and blockers as it reports them. */
+export function policyLines(state: ClusterState): string[] {
+  if (state.policies.crdMissing)
+    return ['policies: the UpdatePolicy CRD is not installed; the operator settings make one pool'];
+  if (state.raw.length === 0) return ["policies: none; the operator's own settings make one pool"];
+  const lines = ['policies:'];
+  for (const p of [...state.raw].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))) {
+    const s = p.status;
+    const condition = (type: string) => s?.conditions?.find((c) => c.type === type);
+    const blocked = condition('Blocked');
+    const ready = condition('Ready');
+    const parts = [
+      `${s?.nodes ?? '?'} node(s)`,
+      `${s?.disrupted ?? '?'} of ${s?.budget ?? '?'} disrupted`,
+      ready?.status === 'False' ? `invalid: ${ready.message}` : '',
+      blocked?.status === 'True' ? `blocked (${blocked.reason}): ${blocked.message}` : 'open',
+      s?.nextWindow ? `next window ${s.nextWindow}` : '',
+      s?.observedGeneration !== undefined && s.observedGeneration !== p.metadata.generation
+        ? 'status not yet updated'
+        : '',
+    ];
+    lines.push(`  ${p.metadata.name}: ${parts.filter(Boolean).join('; ')}`);
+  }
+  for (const [node, names] of state.plan.conflicts)
+    lines.push(`  ${node}: selected by ${names.join(' and ')}: left alone`);
+  if (state.plan.unmatched.length > 0) {
+    lines.push(`  no policy selects: ${state.plan.unmatched.join(', ')} (left alone)`);
+  }
+  return lines;
+}
+
 function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
   return rows
@@ -65,17 +96,16 @@ export const statusCommand: Command = {
     });
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     const kc = kubeconfigFrom(values);
-    const core = kc.makeApiClient(CoreV1Api);
     try {
       const now = new Date();
-      const nodes = (await core.listNode()).items.map(viewNode).sort((a, b) => a.name.localeCompare(b.name));
-      const ledger = await new LedgerStore(core, values.namespace).read().catch(() => undefined);
+      const state = await readClusterState(kc, values.namespace, now);
+      const { nodes, ledger } = state;
       const lease = await kc
         .makeApiClient(CoordinationV1Api)
         .readNamespacedLease({ name: 'nuo-operator', namespace: values.namespace })
         .catch(() => undefined);
-      const holders = Object.keys(ledger?.ledger.slots ?? {});
-      const next = ledger?.ledger.next ?? {};
+      const holders = Object.keys(ledger.slots);
+      const next = ledger.next ?? {};
       // As the operator counts them: any cordon without a slot behind it, nuo's too, is a disruption.
       const unavailable = nodes.filter((n) => !holders.includes(n.name) && (!n.ready || n.unschedulable));
       const why = (n: (typeof nodes)[number]) =>
@@ -88,8 +118,12 @@ export const statusCommand: Command = {
       out(
         `budget: ${holders.length} slot(s) held${holders.length ? ` by ${holders.join(', ')}` : ''}; ${unavailable.length} node(s) unavailable otherwise${unavailable.length ? ` (${unavailable.map((n) => `${n.name}: ${why(n)}`).join(', ')})` : ''}`,
       );
+      for (const line of policyLines(state)) out(line);
       out('');
-      const rows = [['NODE', 'PHASE', 'SLOT', 'FOR', 'READY', 'SCHEDULABLE', 'REASON']];
+      const poolOf = new Map(
+        state.plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name || '(default)'] as const)),
+      );
+      const rows = [['NODE', 'PHASE', 'SLOT', 'FOR', 'READY', 'SCHEDULABLE', 'POOL', 'REASON']];
       for (const n of nodes) {
         const phase = n.state ?? (needsReboot(n, now.getTime()) ? 'needs reboot' : Phase.idle);
         rows.push([
@@ -105,6 +139,7 @@ export const statusCommand: Command = {
           age(n.stateSince, now),
           n.ready ? 'Ready' : 'NotReady',
           n.unschedulable ? (n.cordonedByNuo ? 'cordoned by nuo' : 'cordoned') : 'yes',
+          poolOf.get(n.name) ?? (state.plan.conflicts.has(n.name) ? 'conflict' : 'none'),
           statusReason(n, now),
         ]);
       }

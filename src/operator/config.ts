@@ -5,8 +5,10 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_NAMESPACE } from '../api/keys.ts';
+import { parseSelector } from '../kube/selector.ts';
 import { parseDuration } from '../util/duration.ts';
 import { parseMaxUnavailable } from './budget.ts';
+import type { DecideConfig } from './decide.ts';
 
 export interface OperatorConfig {
   /** A count ("2") or a percentage of eligible nodes ("10%"). */
@@ -40,6 +42,8 @@ export interface OperatorConfig {
   paused: boolean;
   /** Taint nodes that wait for a reboot PreferNoSchedule, so evicted pods prefer nodes already done. */
   pendingTaint: boolean;
+  /** How often each UpdatePolicy's Prometheus is asked whether an alert blocks its pool. */
+  blockerIntervalMs: number;
 }
 
 type Kind = 'string' | 'duration' | 'list' | 'bool' | 'int';
@@ -185,6 +189,13 @@ export const FIELDS: Field[] = [
     default: 'true',
     help: 'taint nodes waiting for a reboot nuo.dev/reboot-pending:PreferNoSchedule, so pods evicted by drains land on nodes already done',
   },
+  {
+    key: 'blockerIntervalMs',
+    flag: 'blocker-interval',
+    kind: 'duration',
+    default: '15s',
+    help: "how often an UpdatePolicy's Prometheus is asked whether an alert blocks its pool",
+  },
 ];
 
 const envName = (flag: string) => `NUO_${flag.toUpperCase().replaceAll('-', '_')}`;
@@ -292,4 +303,13 @@ export function configUsage(): string {
   return FIELDS.map(
     (f) => `  --${f.flag.padEnd(28)} ${f.help} (default ${f.default || '""'}; env ${envName(f.flag)})`,
   ).join('\n');
+}
+
+/** decide()'s settings from the operator's own: the default pool's (the budget and selector parsed). */
+export function decideConfigOf(c: OperatorConfig): DecideConfig {
+  return {
+    ...c,
+    maxUnavailable: parseMaxUnavailable(c.maxUnavailable),
+    eligible: parseSelector(c.nodeSelector),
+  };
 }

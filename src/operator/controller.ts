@@ -14,11 +14,10 @@ import { Fence } from '../kube/fence.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leader.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
-import { parseSelector } from '../kube/selector.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
 import { AttemptWrites } from './attempt-writes.ts';
-import { parseMaxUnavailable } from './budget.ts';
-import type { OperatorConfig } from './config.ts';
+import { BlockerWatch } from './blocker-watch.ts';
+import { decideConfigOf, type OperatorConfig } from './config.ts';
 import { Decider } from './decider.ts';
 import { DrainRunner } from './drain-runner.ts';
 import { EventRecorder } from './events.ts';
@@ -67,6 +66,7 @@ export class Operator {
   readonly #health: HealthReads;
   readonly #decider: Decider;
   readonly #policies: PolicySource;
+  readonly #blockers: BlockerWatch;
   readonly #statuses: PolicyStatusWriter;
   readonly #writes: AttemptWrites;
   readonly #steps: NodeSteps;
@@ -116,14 +116,12 @@ export class Operator {
       onRead: this.#wake.now,
     });
     this.#policies = new PolicySource({ kubeconfig, log });
+    this.#blockers = new BlockerWatch({ intervalMs: c.blockerIntervalMs, onChange: this.#wake.now, log });
     this.#statuses = new PolicyStatusWriter({ kubeconfig, log, ...(metrics ? { metrics } : {}) });
     this.#decider = new Decider({
       policies: () => this.#policies.state(),
-      flags: {
-        ...c,
-        maxUnavailable: parseMaxUnavailable(c.maxUnavailable),
-        eligible: parseSelector(c.nodeSelector),
-      },
+      blockers: (policy) => this.#blockers.verdict(policy),
+      flags: decideConfigOf(c),
       nodes: this.#informer,
       draining: () => this.#drains.running(),
       ownGrant: this.#grants.signed,
@@ -222,7 +220,11 @@ export class Operator {
       this.#queue.add(KEY);
     });
     if (!(await this.#sync(signal))) return;
-    this.#policies.onChange(this.#wake.now);
+    this.#policies.onChange(() => {
+      if (!this.#acting()) return;
+      this.#blockers.sync(this.#policies.state().policies);
+      this.#wake.now();
+    });
     this.#policies.start();
     this.#elector = new LeaderElector({
       kubeconfig: this.#o.kubeconfig.separatePool({ requestConnections: 1, fenced: false }),
@@ -237,6 +239,7 @@ export class Operator {
         this.#o.metrics?.leader.set(0);
         this.#leading = undefined;
         this.#drains.abortAll();
+        this.#blockers.stop();
         clearTimeout(this.#resync);
       },
     });
@@ -245,6 +248,7 @@ export class Operator {
     } finally {
       this.#electionEnded = true;
       clearTimeout(this.#resync);
+      this.#blockers.stop();
       this.#drains.abortAll();
       await this.#queue.shutdown();
       await this.#steps.settled();
@@ -284,6 +288,7 @@ export class Operator {
     this.#problems.clear();
     this.#decider.clear();
     this.#statuses.clear();
+    this.#blockers.sync(this.#policies.state().policies);
     // Ready before the first grant: a replica that cannot read or create the key says so at once.
     this.#grants.prepare().catch((err: unknown) => this.#o.log('error', describeError(err)));
     this.#queue.add(KEY);

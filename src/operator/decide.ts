@@ -35,6 +35,7 @@ export type DecideConfig = Omit<
   | 'drainDeleteEmptyDirData'
   | 'drainGracePeriodSeconds'
   | 'drainConcurrency'
+  | 'blockerIntervalMs'
 > & {
   maxUnavailable: MaxUnavailable;
   eligible: Selector;

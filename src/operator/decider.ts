@@ -11,7 +11,7 @@ import type { Health } from './health-gate.ts';
 import { inPool, type Ledger, type LedgerChange, type Slot } from './ledger.ts';
 import { type NodeView, viewNode } from './node-view.ts';
 import type { PolicyState } from './policies.ts';
-import { DEFAULT_POOL, type Pool, type PoolPlan, planPools } from './pool-plan.ts';
+import { type BlockerVerdict, DEFAULT_POOL, type Pool, type PoolPlan, planPools } from './pool-plan.ts';
 import { SoakClock } from './soak-clock.ts';
 
 /** Actions that change only the ledger: the pass's own conditional write. */
@@ -26,6 +26,8 @@ export interface DeciderOptions {
   flags: DecideConfig;
   /** The cluster's UpdatePolicies now. */
   policies: () => PolicyState;
+  /** Each policy's latest blocker verdict (its Prometheus). */
+  blockers: (policy: string) => BlockerVerdict | undefined;
   nodes: { list(): V1Node[] };
   /** Nodes with a drain running in this process. */
   draining: () => ReadonlySet<string>;
@@ -85,7 +87,14 @@ export class Decider {
 
   /** Plans the pools and decides for each, on its part of the ledger. */
   decide(nodes: NodeView[], ledger: Ledger, health: ReadonlyMap<string, Health>, now: Date): PassDecision {
-    const plan = planPools({ state: this.#o.policies(), flags: this.#o.flags, nodes, ledger, now });
+    const plan = planPools({
+      state: this.#o.policies(),
+      flags: this.#o.flags,
+      nodes,
+      ledger,
+      now,
+      blockers: this.#o.blockers,
+    });
     this.#plan = plan;
     this.#configs = new Map(plan.pools.map((p) => [p.name, p.config]));
     this.#poolOfNode = new Map(plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));

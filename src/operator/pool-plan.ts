@@ -13,6 +13,7 @@
 import { assignPools } from '../policy/pools.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
+import { budgetSlots } from './budget.ts';
 import type { DecideConfig } from './decide.ts';
 import type { Wait } from './gates.ts';
 import type { Ledger } from './ledger.ts';
@@ -26,11 +27,22 @@ export const DEFAULT_POOL = '';
 /** Why a pool admits nothing, as its policy's Blocked condition names it. */
 export type HoldCode =
   | 'Paused'
+  | 'CircuitOpen'
   | 'OutsideWindow'
+  | 'AlertFiring'
+  | 'PrometheusUnavailable'
   | 'InvalidSpec'
   | 'PolicyGone'
   | 'PoliciesNotRead'
   | 'Superseded';
+
+/** A blocker's verdict for a pool (Prometheus): blocked or clear, and why; none yet = not checked. */
+export interface BlockerVerdict {
+  blocked: boolean;
+  reason: string;
+  /** Blocked because Prometheus could not be asked (fail closed), not because an alert fires. */
+  unavailable?: boolean;
+}
 
 export interface PoolHold extends Wait {
   code: HoldCode;
@@ -84,15 +96,46 @@ export function policyConfig(p: ResolvedPolicy, flags: DecideConfig): DecideConf
   };
 }
 
-/** Why a valid policy's pool admits nothing now, if it does not: paused, or outside its windows. */
-export function policyHold(p: ResolvedPolicy, now: Date): PoolHold | undefined {
+/**
+ * Why a valid policy's pool admits nothing now, if it does not, in this order: paused; the circuit
+ * breaker (more of the pool NotReady than it allows); outside its windows; a blocker (Prometheus not
+ * asked yet, unreachable or answering an alert: fail closed).
+ */
+export function policyHold(
+  p: ResolvedPolicy,
+  nodes: readonly NodeView[],
+  now: Date,
+  blocker?: BlockerVerdict,
+): PoolHold | undefined {
   if (p.paused) return { code: 'Paused', reason: `waiting: UpdatePolicy ${p.name} is paused` };
+  const circuit = circuitHold(p, nodes);
+  if (circuit) return circuit;
   const window = windowState(p.windows, now);
-  if (window.open) return undefined;
+  if (!window.open) {
+    return {
+      code: 'OutsideWindow',
+      reason: `waiting: ${window.reason}`,
+      ...(window.changesAt ? { until: window.changesAt.getTime() } : {}),
+    };
+  }
+  if (!p.prometheus) return undefined;
+  if (!blocker) return { code: 'PrometheusUnavailable', reason: 'waiting: Prometheus not asked yet' };
+  if (!blocker.blocked) return undefined;
   return {
-    code: 'OutsideWindow',
-    reason: `waiting: ${window.reason}`,
-    ...(window.changesAt ? { until: window.changesAt.getTime() } : {}),
+    code: blocker.unavailable ? 'PrometheusUnavailable' : 'AlertFiring',
+    reason: `waiting: ${blocker.reason}`,
+  };
+}
+
+/** More of the pool NotReady than `circuitBreaker.maxNotReady` allows: something is wrong, admit nothing. */
+function circuitHold(p: ResolvedPolicy, nodes: readonly NodeView[]): PoolHold | undefined {
+  if (!p.circuitBreaker) return undefined;
+  const notReady = nodes.filter((n) => !n.ready).length;
+  const allowed = budgetSlots(p.circuitBreaker, nodes.length);
+  if (notReady <= allowed) return undefined;
+  return {
+    code: 'CircuitOpen',
+    reason: `waiting: circuit open: ${notReady} of ${nodes.length} nodes NotReady (more than ${allowed})`,
   };
 }
 
@@ -114,11 +157,17 @@ function pool(
 }
 
 /** The pool of a valid or invalid policy: its settings (the last valid ones), and its hold. */
-function policyPool(entry: PolicyEntry, flags: DecideConfig, nodes: NodeView[], now: Date): Pool | undefined {
+function policyPool(
+  entry: PolicyEntry,
+  flags: DecideConfig,
+  nodes: NodeView[],
+  now: Date,
+  blocker: BlockerVerdict | undefined,
+): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
   if (!resolved) return undefined;
   const hold: PoolHold | undefined = entry.current.ok
-    ? policyHold(resolved, now)
+    ? policyHold(resolved, nodes, now, blocker)
     : {
         code: 'InvalidSpec',
         reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
@@ -132,6 +181,8 @@ export function planPools(input: {
   nodes: readonly NodeView[];
   ledger: Ledger;
   now: Date;
+  /** Each policy's blocker verdict (policies with a Prometheus blocker). */
+  blockers?: (policy: string) => BlockerVerdict | undefined;
 }): PoolPlan {
   const { state, flags, ledger, now } = input;
   const holding = (name: string) => poolOf(ledger, name);
@@ -178,7 +229,7 @@ export function planPools(input: {
   for (const [node, pool] of assignment.pools) add(pool, byName.get(node) as NodeView);
   const pools: Pool[] = [];
   for (const entry of state.policies) {
-    const made = policyPool(entry, flags, byPool.get(entry.name) ?? [], now);
+    const made = policyPool(entry, flags, byPool.get(entry.name) ?? [], now, input.blockers?.(entry.name));
     if (made) pools.push(made);
     byPool.delete(entry.name);
   }

@@ -35,6 +35,8 @@ export interface PromAlert {
 export interface BlockerVerdict {
   blocked: boolean;
   reason: string;
+  /** Blocked because Prometheus could not be asked or answered nonsense (fail closed), not by an alert. */
+  unavailable?: true;
 }
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
@@ -252,17 +254,19 @@ export class PrometheusBlocker {
       AbortSignal.any([signal, AbortSignal.timeout(this.#timeoutMs)]),
     );
     if (answer.kind === 'unreachable' && signal.aborted) {
-      return { blocked: true, reason: `Prometheus check at ${url} aborted` };
+      return { blocked: true, unavailable: true, reason: `Prometheus check at ${url} aborted` };
     }
     if (answer.kind === 'unreachable') {
       return {
         blocked: true,
+        unavailable: true,
         reason: `Prometheus unreachable at ${url}: ${causeOf(answer.error, this.#timeoutMs)}`,
       };
     }
     if (answer.status < 200 || answer.status > 299) {
       return {
         blocked: true,
+        unavailable: true,
         reason: `Prometheus at ${url} answered HTTP ${answer.status}: ${excerpt(answer.body)}`,
       };
     }
@@ -270,6 +274,7 @@ export class PrometheusBlocker {
     if (alerts instanceof Error) {
       return {
         blocked: true,
+        unavailable: true,
         reason: `Prometheus at ${url} answered a malformed alerts response: ${alerts.message}`,
       };
     }

@@ -20,8 +20,10 @@ import {
 } from '../../src/api/grant.ts';
 import { AGENT_ANNOTATIONS, AGENT_LABELS, Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
+import type { UpdatePolicy } from '../../src/api/update-policy.ts';
 import { LeanApiError, LeanClient } from '../../src/kube/lean-client.ts';
 import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
+import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { KWOK_CUSTOM_STATUS } from '../../src/sim/cluster/cluster.ts';
 import { OPERATOR_NODE_OPTIONS } from '../../src/sim/fleet.ts';
 import { pollUntil } from '../../src/util/poll.ts';
@@ -340,6 +342,18 @@ describe('UpdatePolicy CRD (deploy/base/updatepolicy-crd.yaml)', () => {
       },
     });
     assert.equal(r.status, 0, r.stderr);
+  });
+
+  test('the example policies under deploy/policies are accepted and resolve without a problem', () => {
+    const dir = join(deployDir, 'policies');
+    const applied = kubectl('apply', '--dry-run=server', '-o', 'json', '-f', dir);
+    assert.equal(applied.status, 0, applied.stderr);
+    const items = (JSON.parse(applied.stdout) as { items?: unknown[] }).items ?? [JSON.parse(applied.stdout)];
+    assert.ok(items.length > 0, 'at least one example policy');
+    for (const p of items as UpdatePolicy[]) {
+      const r = resolvePolicy(p);
+      assert.ok(r.ok, `${p.metadata.name}: ${JSON.stringify(!r.ok && r.errors)}`);
+    }
   });
 
   // Each refused with the field named and what is accepted: nothing reaches the operator.

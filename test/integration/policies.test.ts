@@ -17,7 +17,7 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { resetNodes, useCluster } from './support.ts';
+import { resetNodes, runNuo, useCluster } from './support.ts';
 
 const ZONE = 'topology.kubernetes.io/zone';
 const CRD_FILE = new URL('../../deploy/base/updatepolicy-crd.yaml', import.meta.url);
@@ -173,6 +173,17 @@ describe('UpdatePolicies', () => {
       const c = await condition(name, 'NodesConflict', { status: 'True', reason: 'SelectorOverlap' });
       assert.match(c.message, /node-0 \(a, zone-a\)/);
     }
+    const explained = await runNuo(cluster, 'policy', 'explain', 'node-0');
+    assert.equal(explained.code, 0, explained.stderr);
+    assert.match(
+      explained.stdout,
+      /pool: none — UpdatePolicies a and zone-a both select it; it is left alone/,
+    );
+    const status = await runNuo(cluster, 'status');
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /^ {2}node-0: selected by a and zone-a: left alone$/m);
+    assert.match(status.stdout, /^ {2}no policy selects: node-2, node-5 \(left alone\)$/m);
+    assert.match(status.stdout, /^node-1 .* a {2,}/m, 'the POOL column names the policy');
     await assertSafe(f);
     assert.equal(f.checker.rebootsOf('node-0'), 0, 'a node two policies select is never rebooted');
   });
@@ -206,6 +217,15 @@ describe('UpdatePolicies', () => {
       /outside every maintenance window/.test(await stateReason('node-0')) ? true : undefined,
     );
     assert.ok((await readPolicy('w')).status?.nextWindow, 'the next window is shown');
+    const explained = await runNuo(cluster, 'policy', 'explain', 'node-0');
+    assert.equal(explained.code, 0, explained.stderr);
+    assert.match(explained.stdout, /pool: UpdatePolicy w/);
+    assert.match(explained.stdout, /waits: waiting: outside every maintenance window.*\(until \d{4}-/);
+    const status = await runNuo(cluster, 'status');
+    assert.match(
+      status.stdout,
+      /^ {2}w: 3 node\(s\); 0 of 1 disrupted; blocked \(OutsideWindow\): .*; next window \d{4}-/m,
+    );
     assert.equal(f.checker.rebootsOf('node-0'), 0);
     await custom.patchClusterCustomObject(
       { ...ref, name: 'w', body: { spec: { windows: null } } },

@@ -263,6 +263,7 @@ test('an HTTP error or a malformed answer blocks, saying so', async () => {
     target.fakeAlerts = c;
     const verdict = await fake.check(tests.signal);
     assert.equal(verdict.blocked, true, c.body);
+    assert.equal(verdict.unavailable, true, `${c.body}: Prometheus could not be asked, no alert fires`);
     assert.match(verdict.reason, c.reason);
   }
   target.fakeAlerts = { status: 200, body: '{"status":"success","data":{"alerts":[]}}' };
@@ -275,6 +276,7 @@ test('a server that sends headers and then stalls blocks once the timeout passes
   const verdict = await stalled.check(tests.signal);
   assert.deepEqual(verdict, {
     blocked: true,
+    unavailable: true,
     reason: `Prometheus unreachable at ${targetUrl()}/stall: no answer within 300 ms`,
   });
   assert.ok(Date.now() - started < 5000, 'the timeout option is honoured');
@@ -282,6 +284,7 @@ test('a server that sends headers and then stalls blocks once the timeout passes
   setTimeout(() => cancelled.abort(new Error('operator stopping')), 50);
   assert.deepEqual(await stalled.check(cancelled.signal), {
     blocked: true,
+    unavailable: true,
     reason: `Prometheus check at ${targetUrl()}/stall aborted`,
   });
 });
@@ -292,5 +295,6 @@ test('Prometheus gone: blocked, saying it is unreachable', async () => {
   assert.notEqual(prometheus.exitCode, undefined);
   const verdict = await blockerFor().check(tests.signal);
   assert.equal(verdict.blocked, true);
+  assert.equal(verdict.unavailable, true);
   assert.match(verdict.reason, new RegExp(`^Prometheus unreachable at ${promUrl}: .*ECONNREFUSED`));
 });

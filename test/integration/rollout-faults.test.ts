@@ -4,11 +4,9 @@
  * (`nuo reboot|pause|resume|status`). The independent checker fails every test on any breach.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
@@ -17,7 +15,7 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { resetNodes, useCluster } from './support.ts';
+import { resetNodes, runNuo, useCluster } from './support.ts';
 
 const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4'];
 const cluster = await useCluster({ nodes: NODES.length, zones: 2 });
@@ -166,22 +164,8 @@ function alive(f: Fleet, identity: string): boolean {
   return child !== undefined && child.exitCode === null && child.signalCode === null;
 }
 
-const nuoBin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
-
 /** Runs the `nuo` CLI against the local cluster. */
-function nuo(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [nuoBin, ...args, `--kubeconfig=${cluster.kubeconfigPath}`],
-      { timeout: 60_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const nuo = (...args: string[]) => runNuo(cluster, ...args);
 
 /** Lines of `nuo status` for one node (the table row starts with its name). */
 const statusRow = (out: string, node: string) => out.split('\n').find((l) => l.startsWith(`${node} `)) ?? '';

@@ -2,7 +2,9 @@
  * Shared set-up for integration tests: one real local cluster per test file, stopped after the file's
  * tests, with every component's log printed if any test in the file failed.
  */
+import { execFile } from 'node:child_process';
 import { after, afterEach } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
 import { Annotations, Labels } from '../../src/api/keys.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
@@ -60,4 +62,24 @@ export async function resetNodes(core: CoreV1Api, { uncordonAll = false } = {}):
     );
   }
   await core.deleteNamespacedConfigMap({ name: 'nuo-slots', namespace: 'nuo-system' }).catch(() => {});
+}
+
+const nuoBin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
+
+/** Runs the `nuo` CLI against the local cluster. */
+export function runNuo(
+  cluster: LocalCluster,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [nuoBin, ...args, `--kubeconfig=${cluster.kubeconfigPath}`],
+      { timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
 }

@@ -1,0 +1,78 @@
+/**
+ * What the people-facing commands read of the cluster, the way the operator reads it: every node, the
+ * slot ledger, and the UpdatePolicies resolved (a cluster without the CRD has none), planned into pools.
+ */
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
+import type { UpdatePolicy } from '../api/update-policy.ts';
+import { statusCode } from '../kube/errors.ts';
+import { decideConfigOf, loadOperatorConfig } from '../operator/config.ts';
+import { type Decision, decide } from '../operator/decide.ts';
+import { inPool, type Ledger, LedgerStore } from '../operator/ledger.ts';
+import { type NodeView, viewNode } from '../operator/node-view.ts';
+import type { PolicyEntry, PolicyState } from '../operator/policies.ts';
+import { type PoolPlan, planPools } from '../operator/pool-plan.ts';
+import { resolvePolicy } from '../policy/resolve.ts';
+
+export interface ClusterState {
+  nodes: NodeView[];
+  ledger: Ledger;
+  policies: PolicyState;
+  /** The raw policies, with the status the operator wrote. */
+  raw: UpdatePolicy[];
+  plan: PoolPlan;
+  /** Each pool's decision as a pass would make it now. */
+  decisions: Map<string, Decision>;
+}
+
+async function readPolicies(kc: KubeConfig): Promise<{ state: PolicyState; raw: UpdatePolicy[] }> {
+  try {
+    const list = (await kc.makeApiClient(CustomObjectsApi).listClusterCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      plural: UPDATE_POLICY.plural,
+    })) as { items: UpdatePolicy[] };
+    const policies = list.items
+      .map((p): PolicyEntry => {
+        const current = resolvePolicy(p);
+        return {
+          name: p.metadata.name,
+          uid: p.metadata.uid ?? '',
+          generation: p.metadata.generation ?? 0,
+          current,
+          ...(current.ok ? { lastValid: current.policy } : {}),
+          ...(p.status ? { status: p.status } : {}),
+        };
+      })
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
+    return { state: { known: true, crdMissing: false, policies }, raw: list.items };
+  } catch (err) {
+    if (statusCode(err) !== 404) throw err;
+    return { state: { known: true, crdMissing: true, policies: [] }, raw: [] };
+  }
+}
+
+export async function readClusterState(kc: KubeConfig, namespace: string, now: Date): Promise<ClusterState> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const nodes = (await core.listNode()).items.map(viewNode).sort((a, b) => a.name.localeCompare(b.name));
+  const ledger = (await new LedgerStore(core, namespace).read().catch(() => undefined))?.ledger ?? {
+    slots: {},
+  };
+  const { state, raw } = await readPolicies(kc);
+  // The default pool as an operator with default settings decides it (its flags are not in the cluster).
+  const flags = decideConfigOf(loadOperatorConfig({}));
+  const plan = planPools({ state, flags, nodes, ledger, now });
+  const decisions = new Map(
+    plan.pools.map((pool) => {
+      const snapshot = {
+        nodes: pool.nodes,
+        ledger: inPool(ledger, pool.name),
+        draining: new Set<string>(),
+        admitting: new Set<string>(),
+        health: new Map(),
+      };
+      return [pool.name, decide(snapshot, pool.config, now)] as const;
+    }),
+  );
+  return { nodes, ledger, policies: state, raw, plan, decisions };
+}

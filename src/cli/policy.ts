@@ -1,0 +1,55 @@
+/** `nuo policy explain NODE`: which pool holds a node and everything that keeps it waiting now. */
+import { parseArgs } from 'node:util';
+import { explainNode } from '../operator/explain.ts';
+import { readClusterState } from './cluster-state.ts';
+import { type Command, err, out, UsageError } from './command.ts';
+import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage, singleNode } from './kube.ts';
+
+export const policyCommand: Command = {
+  name: 'policy',
+  summary: 'explain which UpdatePolicy holds a node and every condition that keeps it waiting now',
+  usage: [
+    'Usage: nuo policy explain NODE [flags]',
+    '',
+    'Flags:',
+    '  --namespace NS   where the operator keeps its ledger and lease (default nuo-system)',
+    ...kubeFlagsUsage,
+  ].join('\n'),
+  async run(argv) {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: true,
+      options: { namespace: { type: 'string', default: 'nuo-system' }, ...kubeFlags },
+    });
+    const [sub, ...rest] = positionals;
+    if (sub !== 'explain')
+      throw new UsageError(
+        sub ? `unknown subcommand "${sub}": use explain` : 'missing subcommand: explain NODE',
+      );
+    const name = singleNode(rest);
+    const kc = kubeconfigFrom(values);
+    try {
+      const now = new Date();
+      const state = await readClusterState(kc, values.namespace, now);
+      const node = state.nodes.find((n) => n.name === name);
+      if (!node) throw new UsageError(`node "${name}" not found`);
+      const pool = state.plan.pools.find((p) => p.nodes.some((n) => n.name === name));
+      const decision = pool ? state.decisions.get(pool.name) : undefined;
+      const lines = explainNode({
+        node,
+        plan: state.plan,
+        ledger: state.ledger,
+        now,
+        ...(decision ? { decision } : {}),
+      });
+      out(`${name}:`);
+      for (const line of lines) out(`  ${line}`);
+      return 0;
+    } catch (e) {
+      if (e instanceof UsageError) throw e;
+      err(explainApiError(e, kc));
+      return 1;
+    }
+  },
+};
