@@ -17,6 +17,7 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { pollUntil } from '../../src/util/poll.ts';
+import { startPrometheus, Target } from './prometheus-server.ts';
 import { resetNodes, runNuo, useCluster } from './support.ts';
 
 const ZONE = 'topology.kubernetes.io/zone';
@@ -96,10 +97,10 @@ async function condition(name: string, type: string, want: Partial<Condition>): 
   });
 }
 
-async function startFleet(budget: Budget[]): Promise<Fleet> {
+async function startFleet(budget: Budget[], args: string[] = []): Promise<Fleet> {
   fleet = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000 });
   await fleet.start();
-  fleet.startOperator('op-a', FAST);
+  fleet.startOperator('op-a', [...FAST, ...args]);
   return fleet;
 }
 
@@ -182,7 +183,7 @@ describe('UpdatePolicies', () => {
     const status = await runNuo(cluster, 'status');
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /^ {2}node-0: selected by a and zone-a: left alone$/m);
-    assert.match(status.stdout, /^ {2}no policy selects: node-2, node-5 \(left alone\)$/m);
+    assert.match(status.stdout, /^ {2}no policy selects: node-4, node-5 \(left alone\)$/m);
     assert.match(status.stdout, /^node-1 .* a {2,}/m, 'the POOL column names the policy');
     await assertSafe(f);
     assert.equal(f.checker.rebootsOf('node-0'), 0, 'a node two policies select is never rebooted');
@@ -255,5 +256,39 @@ describe('UpdatePolicies', () => {
     await rebooted(f, ['node-1']);
     await condition('bad', 'Ready', { status: 'True', reason: 'Valid', observedGeneration: 2 });
     await assertSafe(f);
+  });
+
+  test('a firing alert holds the pool; resolved, the rollout goes on; Prometheus gone, it holds again and says so', async () => {
+    const target = new Target();
+    const stop = new AbortController();
+    const prometheus = await startPrometheus(target, stop.signal);
+    try {
+      target.gauge = 1;
+      await createPolicy('watched', {
+        nodeSelector: { matchLabels: { pool: 'a' } },
+        blockers: {
+          prometheus: { url: prometheus.url, alerts: 'NuoTest.*', matchers: { severity: 'page' } },
+        },
+        ...QUICK,
+      });
+      const f = await startFleet([pool('a', 1)], ['--blocker-interval=1s']);
+      const firing = await condition('watched', 'Blocked', { status: 'True', reason: 'AlertFiring' });
+      assert.match(firing.message, /alert NuoTestBlock\{.*\} firing/);
+      f.stageUpdates(['node-0']);
+      await pollUntil('node-0 to say the alert holds it', async () =>
+        /NuoTestBlock/.test(await stateReason('node-0')) ? true : undefined,
+      );
+      assert.equal(f.checker.rebootsOf('node-0'), 0, 'nothing starts while the alert fires');
+      target.gauge = 0;
+      await rebooted(f, ['node-0']);
+      await condition('watched', 'Blocked', { status: 'False', reason: 'NotBlocked' });
+      await prometheus.component.stop();
+      const gone = await condition('watched', 'Blocked', { status: 'True', reason: 'PrometheusUnavailable' });
+      assert.match(gone.message, /Prometheus unreachable at http:\/\/127\.0\.0\.1:\d+/);
+      await assertSafe(f);
+    } finally {
+      stop.abort();
+      await prometheus.stop();
+    }
   });
 });
