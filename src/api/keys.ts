@@ -66,6 +66,11 @@ export const Labels = {
   beforeReboot: 'nuo.dev/before-reboot',
   /** operator: "true" while after-reboot hooks should run. */
   afterReboot: 'nuo.dev/after-reboot',
+  /**
+   * operator: "true" once the node's drains failed as often as its UpdatePolicy's onFailure.afterAttempts
+   * allows under `Skip`: the rollout goes on without it; a person removes the label to try again.
+   */
+  skipped: 'nuo.dev/skipped',
   /** agent: ID from the host's /etc/os-release. */
   osId: 'nuo.dev/os-id',
   /** agent: VERSION_ID from the host's /etc/os-release. */

@@ -121,7 +121,10 @@ export class AttemptWrites {
   async #drained(fresh: NodeView, result: DrainResult, refused: number): Promise<void> {
     const { name } = fresh;
     if (result.outcome !== DrainOutcome.drained) {
-      await this.#abort(fresh, `drain ${result.message}`);
+      // Under onFailure Skip, the drain that fails for the afterAttempts-th time in a row skips the node.
+      const onFailure = this.#o.decider.drainOf(name)?.onFailure;
+      const skip = onFailure?.action === 'Skip' && fresh.failures + 1 >= onFailure.afterAttempts;
+      await this.#abort(fresh, `drain ${result.message}`, this.#o.core, skip);
       this.#o.steps().freed();
     } else if (!fresh.unschedulable) {
       // Someone uncordoned it during the drain: pods may have landed since the drain's list.
@@ -190,13 +193,25 @@ export class AttemptWrites {
   }
 
   /** Ends an attempt that did not reach the reboot: own cordon undone, Pending (the caller frees the slot). */
-  async #abort(decidedOn: Pick<NodeView, 'name' | 'state'>, reason: string, core = this.#o.core) {
+  async #abort(
+    decidedOn: Pick<NodeView, 'name' | 'state'>,
+    reason: string,
+    core = this.#o.core,
+    skip = false,
+  ) {
     const { name } = decidedOn;
-    const abort = { type: 'abort', node: name, reason } as const;
+    const abort = { type: 'abort', node: name, reason, ...(skip ? { skip } : {}) } as const;
     await this.#o.writer.endAttempt(decidedOn, core, (fresh) => this.#write(abort, fresh, new Date()));
     this.#o.metrics?.failures.inc();
-    this.#o.events.warning(name, 'AttemptAborted', reason);
-    this.#o.log('warn', 'attempt aborted; slot released', { node: name, reason });
+    this.#o.events.warning(name, skip ? 'Skipped' : 'AttemptAborted', reason);
+    this.#o.log(
+      'warn',
+      skip ? 'attempt aborted; node skipped; slot released' : 'attempt aborted; slot released',
+      {
+        node: name,
+        reason,
+      },
+    );
   }
 
   /**

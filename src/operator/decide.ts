@@ -89,7 +89,13 @@ export type Action =
   /** Run the drain engine for a node in Draining. */
   | { type: 'drain'; node: string }
   /** Release the slot of a node whose attempt was aborted (hook timeout), uncordon nuo's cordon, Pending. */
-  | { type: 'abort'; node: string; reason: string }
+  | {
+      type: 'abort';
+      node: string;
+      reason: string;
+      /** The drain failed once too often under onFailure Skip: label the node skipped. */
+      skip?: boolean;
+    }
   /**
    * Finished: uncordon nuo's cordon, clear the protocol keys, Idle, release the slot. `needSurvived`:
    * the agent reports the need again after the boot (it counts towards a reboot loop).

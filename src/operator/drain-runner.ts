@@ -36,6 +36,8 @@ export interface DrainSettings {
   deleteEmptyDirData: boolean;
   force: boolean;
   podSelector: string;
+  /** Retry (the default) or Skip the node after `afterAttempts` failed drains in a row. */
+  onFailure?: { action: 'Retry' | 'Skip'; afterAttempts: number };
 }
 
 export class DrainRunner {

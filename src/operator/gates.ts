@@ -4,7 +4,7 @@
  * maintenance window, a blocker) is one more gate, not one more branch of the admission loop. The first
  * gate that holds a node back names the reason it shows.
  */
-import { Annotations } from '../api/keys.ts';
+import { Annotations, Labels } from '../api/keys.ts';
 import type { DecideConfig } from './decide.ts';
 import { ms } from './need.ts';
 import type { NodeView } from './node-view.ts';
@@ -45,6 +45,16 @@ function retryAt(n: NodeView, c: Pick<DecideConfig, 'retryBackoffMs' | 'retryBac
 }
 
 const paused: Gate = { name: 'paused', wait: ({ node }) => (node.paused ? { reason: 'paused' } : undefined) };
+
+const skipped: Gate = {
+  name: 'skipped',
+  wait: ({ node }) =>
+    node.skipped
+      ? {
+          reason: `skipped: its drain failed ${node.failures} time(s); remove the label ${Labels.skipped} to try again`,
+        }
+      : undefined,
+};
 
 const foreignGrant: Gate = {
   name: 'foreign-grant',
@@ -115,6 +125,7 @@ const spacing: Gate = {
 /** Conditions of the node itself, checked before the budget: the reason a node shows comes first from these. */
 export const NODE_GATES: readonly Gate[] = [
   paused,
+  skipped,
   foreignGrant,
   clusterPaused,
   poolHold,

@@ -41,6 +41,8 @@ export interface NodeView {
   stateMalformed: boolean;
   hasBeforeRebootLabel: boolean;
   hasAfterRebootLabel: boolean;
+  /** Labelled skipped: its drains failed too often under onFailure Skip. */
+  skipped: boolean;
   problems: string[];
 }
 
@@ -126,6 +128,7 @@ export function viewNode(node: V1Node): NodeView {
     stateMalformed: stateRaw !== undefined && state === undefined,
     hasBeforeRebootLabel: labels[Labels.beforeReboot] === 'true',
     hasAfterRebootLabel: labels[Labels.afterReboot] === 'true',
+    skipped: labels[Labels.skipped] === 'true',
     problems,
   };
 }

@@ -118,12 +118,18 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
     case 'abort':
       return {
         annotations: {
-          ...phase(Phase.pending, `${a.reason}; retrying after backoff`, now),
+          ...phase(
+            Phase.pending,
+            a.skip
+              ? `${a.reason}; skipped after ${n.failures + 1} failed attempt(s): remove the label ${Labels.skipped} to try again`
+              : `${a.reason}; retrying after backoff`,
+            now,
+          ),
           [Annotations.failures]: String(n.failures + 1),
           [Annotations.rebootOk]: null,
           ...allHooks(c),
         },
-        labels: noHookLabels,
+        labels: { ...noHookLabels, ...(a.skip ? { [Labels.skipped]: 'true' } : {}) },
       };
     case 'end':
       return transition(

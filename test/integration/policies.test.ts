@@ -8,14 +8,21 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PolicyV1Api,
+} from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
-import { Annotations } from '../../src/api/keys.ts';
+import { Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
+import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { startPrometheus, Target } from './prometheus-server.ts';
 import { resetNodes, runNuo, useCluster } from './support.ts';
@@ -26,6 +33,8 @@ const cluster = await useCluster({ nodes: 6, zones: 3 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
 const crds = cluster.kubeconfig.makeApiClient(ApiextensionsV1Api);
+const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
+const pdbs = cluster.kubeconfig.makeApiClient(PolicyV1Api);
 const FAST = ['--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
 /** Settings every test policy shares: seconds-long soaks and timeouts. */
 const QUICK = { reboot: { soak: '1s', retryBackoff: '5s' } };
@@ -289,6 +298,51 @@ describe('UpdatePolicies', () => {
     } finally {
       stop.abort();
       await prometheus.stop();
+    }
+  });
+
+  test('an undrainable node under onFailure Skip is labelled skipped after its failed drain, and the rollout finishes without it', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'stuck' } } }).catch(() => {});
+    await pollUntil('default ServiceAccount in stuck', () =>
+      core.readNamespacedServiceAccount({ name: 'default', namespace: 'stuck' }).then(() => true),
+    );
+    // One pod pinned to node-1 that its PDB never lets go: node-1's drain can only time out.
+    const pinned = deployment('stuck', 'pinned', 1);
+    if (pinned.spec?.template.spec)
+      pinned.spec.template.spec.nodeSelector = { 'kubernetes.io/hostname': 'node-1' };
+    await apps.createNamespacedDeployment({ namespace: 'stuck', body: pinned });
+    await pdbs.createNamespacedPodDisruptionBudget({
+      namespace: 'stuck',
+      body: {
+        metadata: { name: 'pinned' },
+        spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'pinned' } } },
+      },
+    });
+    await waitAvailable(apps, 'stuck', 'pinned');
+    try {
+      await createPolicy('skip', {
+        nodeSelector: { matchLabels: { pool: 'a' } },
+        drain: { timeout: '3s', onFailure: { action: 'Skip', afterAttempts: 1 } },
+        ...QUICK,
+      });
+      const f = await startFleet([pool('a', 1)]);
+      f.stageUpdates(POOL_A);
+      await rebooted(f, ['node-0', 'node-2']);
+      const node1 = await core.readNode({ name: 'node-1' });
+      assert.equal(node1.metadata?.labels?.[Labels.skipped], 'true', 'node-1 is labelled skipped');
+      assert.match(
+        node1.metadata?.annotations?.[Annotations.stateReason] ?? '',
+        /skipped: .*remove the label nuo\.dev\/skipped to try again/,
+      );
+      assert.equal(node1.spec?.unschedulable, undefined, "nuo's cordon of the skipped node is undone");
+      assert.equal(f.checker.rebootsOf('node-1'), 0);
+      await assertSafe(f);
+    } finally {
+      await core.deleteNamespace({ name: 'stuck' });
+      await core.patchNode(
+        { name: 'node-1', body: { metadata: { labels: { [Labels.skipped]: null } } } },
+        mergePatch,
+      );
     }
   });
 });

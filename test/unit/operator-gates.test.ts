@@ -22,6 +22,20 @@ test('node gates: each says why and until when, the first in order wins', () => 
     ['paused', node({ [Annotations.paused]: 'true' }), {}, 'paused', undefined],
     ['paused by a malformed value', node({ [Annotations.paused]: 'maybe' }), {}, 'paused', undefined],
     [
+      'skipped after failed drains: only a person lets it try again',
+      {
+        ...node({ [Annotations.failures]: '3' }),
+        metadata: {
+          name: 'n',
+          annotations: { [Annotations.failures]: '3' },
+          labels: { 'nuo.dev/skipped': 'true' },
+        },
+      },
+      {},
+      'skipped: its drain failed 3 time(s); remove the label nuo.dev/skipped to try again',
+      undefined,
+    ],
+    [
       'a grant nuo did not give',
       node({ [Annotations.rebootOk]: 'true' }),
       {},

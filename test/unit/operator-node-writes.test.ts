@@ -146,6 +146,25 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
       },
     ],
     [
+      'aborted for the last time under onFailure Skip: labelled skipped, the reason says how to retry',
+      { type: 'abort', node: 'n', reason: 'drain timed out', skip: true },
+      node({ [A.failures]: '2' }),
+      hooks,
+      {
+        annotations: {
+          ...phase(
+            Phase.pending,
+            'drain timed out; skipped after 3 failed attempt(s): remove the label nuo.dev/skipped to try again',
+          ),
+          [A.failures]: '3',
+          [A.rebootOk]: null,
+          'hook/before': null,
+          'hook/after': null,
+        },
+        labels: { ...noHookLabels, 'nuo.dev/skipped': 'true' },
+      },
+    ],
+    [
       'completed: Idle, every protocol key of the attempt gone, the taint off',
       { type: 'complete', node: 'n', reason: 'rebooted and healthy' },
       node({ [A.rebootRequested]: '2026-11-24T11:00:00Z', [A.ineffectiveReboots]: '1' }, true),
