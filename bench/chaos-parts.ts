@@ -10,6 +10,8 @@ export interface ChaosPart {
   runs: number;
   nodes: number;
   maxUnavailable: number;
+  /** Run with two UpdatePolicies (pools and zone caps) rather than the operator's flags. */
+  policies?: boolean;
   finished: number;
   expectedStalls: number;
   /** Faults injected by kind, and those that could not strike. */
@@ -35,7 +37,11 @@ export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
   let merged: ChaosPart = { ...first, injected: { ...first.injected }, violations: { ...first.violations } };
   for (const p of sorted.slice(1)) {
     const next = merged.seed + merged.runs;
-    if (p.nodes !== first.nodes || p.maxUnavailable !== first.maxUnavailable)
+    if (
+      p.nodes !== first.nodes ||
+      p.maxUnavailable !== first.maxUnavailable ||
+      !p.policies !== !first.policies
+    )
       throw new Error(
         `part from seed ${p.seed} ran ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}; the first ran ${first.nodes}, ${first.maxUnavailable}`,
       );

@@ -31,6 +31,7 @@ const { values, positionals } = parseArgs({
     'keep-logs': { type: 'string' },
     part: { type: 'string' },
     merge: { type: 'boolean', default: false },
+    policies: { type: 'boolean', default: false },
   },
   allowPositionals: true,
   strict: true,
@@ -46,7 +47,7 @@ function int(name: string, value: string | undefined, min: number, max = Number.
 
 function tally(
   result: ChaosResult,
-  o: Pick<ChaosPart, 'seed' | 'runs' | 'nodes' | 'maxUnavailable'>,
+  o: Pick<ChaosPart, 'seed' | 'runs' | 'nodes' | 'maxUnavailable' | 'policies'>,
   elapsedMs: number,
 ): ChaosPart {
   return {
@@ -67,7 +68,7 @@ const totalOf = (p: ChaosPart) => RULES.reduce((s, r) => s + (p.violations[r] ??
 
 function summary(p: ChaosPart): string[] {
   return [
-    `Chaos: ${p.runs} run(s), seeds ${p.seed}…${p.seed + p.runs - 1}, ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}, ${(p.elapsedMs / 1000).toFixed(0)}s`,
+    `Chaos: ${p.runs} run(s), seeds ${p.seed}…${p.seed + p.runs - 1}, ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' per pool (two UpdatePolicies, zone cap 1)' : ''}, ${(p.elapsedMs / 1000).toFixed(0)}s`,
     row('runs finished', `${p.finished}/${p.runs}`),
     row('expected stalls (never returns)', p.expectedStalls),
     'faults injected',
@@ -83,12 +84,14 @@ function summary(p: ChaosPart): string[] {
 function publishCampaign(p: ChaosPart, command: string): void {
   const cell = (label: string, value: string | number) => `| ${label} | ${value} |`;
   publish({
-    id: 'chaos',
-    title: 'Fault injection against the safety rules',
+    id: p.policies ? 'chaos-policies' : 'chaos',
+    title: p.policies
+      ? 'Fault injection with UpdatePolicies: two pools, zone caps'
+      : 'Fault injection against the safety rules',
     versions: p.versions,
     command,
     body: [
-      `${p.runs} seeded run(s) (seeds ${p.seed}…${p.seed + p.runs - 1}), ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}, ${(p.elapsedMs / 3_600_000).toFixed(1)} h of runs; faults of ${FAULT_KINDS.length} kinds at`,
+      `${p.runs} seeded run(s) (seeds ${p.seed}…${p.seed + p.runs - 1}), ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' in each of two pools (UpdatePolicies) with a zone cap of 1, every pool budget and zone cap checked' : ''}, ${(p.elapsedMs / 3_600_000).toFixed(1)} h of runs; faults of ${FAULT_KINDS.length} kinds at`,
       'seeded moments of rollouts on one local control plane, an independent checker watching every node.',
       '',
       '| | count |',
@@ -112,7 +115,13 @@ if (values.merge) {
   const commands = [...parts]
     .sort((a, b) => a.seed - b.seed)
     .map((p) =>
-      reproduceCommand({ runs: p.runs, seed: p.seed, nodes: p.nodes, maxUnavailable: p.maxUnavailable }),
+      reproduceCommand({
+        runs: p.runs,
+        seed: p.seed,
+        nodes: p.nodes,
+        maxUnavailable: p.maxUnavailable,
+        policies: p.policies === true,
+      }),
     );
   publishCampaign(campaign, commands.join('`, then `'));
   process.exit(totalOf(campaign) > 0 || campaign.runaways > 0 ? 1 : 0);
@@ -133,16 +142,18 @@ const result = await runChaos({
   maxUnavailable,
   keepLogsDir,
   keepLogsAlways: values['keep-logs'] !== undefined,
+  policies: values.policies,
   log: (line) => process.stdout.write(`${line}\n`),
 });
-const part = tally(result, { seed, runs, nodes, maxUnavailable }, Date.now() - started);
+const policies = values.policies;
+const part = tally(result, { seed, runs, nodes, maxUnavailable, policies }, Date.now() - started);
 const lines = ['', ...summary(part)];
 for (const r of result.runs.flatMap((r) => r.runaways)) lines.push(`  ${r}`);
 lines.push('', `reproduce: ${result.reproduce}`);
 for (const r of result.runs.filter((r) => r.violations.length > 0 || r.runaways.length > 0)) {
   lines.push(
-    `  run ${r.index + 1}'s plan alone (the pods placed afresh): ${reproduceCommand({ runs: 1, seed: r.plan.seed, nodes, maxUnavailable })}`,
-    `  run ${r.index + 1} after the runs before it (the pods where they left them): ${reproduceCommand({ runs: r.index + 1, seed, nodes, maxUnavailable })}`,
+    `  run ${r.index + 1}'s plan alone (the pods placed afresh): ${reproduceCommand({ runs: 1, seed: r.plan.seed, nodes, maxUnavailable, policies })}`,
+    `  run ${r.index + 1} after the runs before it (the pods where they left them): ${reproduceCommand({ runs: r.index + 1, seed, nodes, maxUnavailable, policies })}`,
   );
 }
 if (result.logsKeptIn) lines.push(`logs (operators, agents, control plane): ${result.logsKeptIn}`);

@@ -100,6 +100,19 @@ export function labelSelector(spec: LabelSelectorSpec): Selector {
   return matcher(reqs);
 }
 
+/** An API label selector as the `labelSelector` query parameter writes it (the server filters with it). */
+export function selectorText(spec: LabelSelectorSpec): string {
+  const terms = Object.entries(spec.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+  for (const e of spec.matchExpressions ?? []) {
+    const values = (e.values ?? []).join(',');
+    if (e.operator === 'In') terms.push(`${e.key} in (${values})`);
+    else if (e.operator === 'NotIn') terms.push(`${e.key} notin (${values})`);
+    else if (e.operator === 'Exists') terms.push(e.key);
+    else terms.push(`!${e.key}`);
+  }
+  return terms.join(',');
+}
+
 function matcher(reqs: Requirement[]): Selector {
   return (labels = {}) =>
     reqs.every((r) => {

@@ -1,51 +1,56 @@
 /**
- * Asks each policy's Prometheus, in the background, whether an alert blocks its pool: every
- * `intervalMs`, one question at a time per policy, the latest verdict kept for the passes to read (a pass
- * never waits on Prometheus). A verdict that changes asks for a pass at once. Until its first answer a
- * policy's pool is held (fail closed), and so it is while Prometheus cannot be reached.
+ * Asks, in the background, what blocks each policy's pool: its Prometheus (an alert firing) and its pod
+ * blockers (a running pod the selectors match). Every `intervalMs`, one round at a time per policy, the
+ * latest answers kept for the passes to read (a pass never waits on a blocker). An answer that changes
+ * asks for a pass at once. Until its first round a policy with blockers is held (fail closed), and so it
+ * is while Prometheus or the pods cannot be read.
  */
+import type { CoreV1Api } from '@kubernetes/client-node';
 import type { KubeLog } from '../kube/backoff.ts';
 import { sleep } from '../kube/backoff.ts';
-import { PrometheusBlocker, type PrometheusBlockerSpec } from '../policy/prometheus.ts';
+import { describeError } from '../kube/errors.ts';
+import { PrometheusBlocker } from '../policy/prometheus.ts';
+import type { ResolvedPolicy } from '../policy/resolve.ts';
 import type { PolicyEntry } from './policies.ts';
-import type { BlockerVerdict } from './pool-plan.ts';
+import type { BlockingPod, PolicyBlockers } from './pool-plan.ts';
 
 interface Watched {
   key: string;
   stop: AbortController;
-  verdict?: BlockerVerdict;
+  answer?: PolicyBlockers;
 }
 
+/** What a policy's blockers are, as compared between rounds (a changed spec starts a new watch). */
+const keyOf = (p: ResolvedPolicy) =>
+  JSON.stringify([p.prometheus ?? null, p.podBlockers.map((b) => b.selector)]);
+
 export class BlockerWatch {
-  readonly #intervalMs: number;
-  readonly #onChange: () => void;
-  readonly #log: KubeLog;
+  readonly #o: { core: CoreV1Api; intervalMs: number; onChange: () => void; log: KubeLog };
   readonly #watched = new Map<string, Watched>();
 
-  constructor(o: { intervalMs: number; onChange: () => void; log: KubeLog }) {
-    this.#intervalMs = o.intervalMs;
-    this.#onChange = o.onChange;
-    this.#log = o.log;
+  constructor(o: { core: CoreV1Api; intervalMs: number; onChange: () => void; log: KubeLog }) {
+    this.#o = o;
   }
 
   /** Watches the blockers of these policies (their valid generation's), and stops watching the rest. */
   sync(policies: readonly PolicyEntry[]): void {
-    const wanted = new Map<string, PrometheusBlockerSpec>();
+    const wanted = new Map<string, ResolvedPolicy>();
     for (const p of policies) {
-      const spec = p.current.ok ? p.current.policy.prometheus : undefined;
-      if (spec) wanted.set(p.name, spec);
+      const r = p.current.ok ? p.current.policy : undefined;
+      if (r && (r.prometheus || r.podBlockers.length > 0)) wanted.set(p.name, r);
     }
     for (const [name, w] of this.#watched) {
-      if (wanted.get(name) && JSON.stringify(wanted.get(name)) === w.key) continue;
+      const r = wanted.get(name);
+      if (r && keyOf(r) === w.key) continue;
       w.stop.abort();
       this.#watched.delete(name);
     }
-    for (const [name, spec] of wanted) if (!this.#watched.has(name)) this.#watch(name, spec);
+    for (const [name, r] of wanted) if (!this.#watched.has(name)) this.#watch(name, r);
   }
 
-  /** The latest verdict for a policy's pool; undefined before the first answer. */
-  verdict(policy: string): BlockerVerdict | undefined {
-    return this.#watched.get(policy)?.verdict;
+  /** The latest answers for a policy's pool; undefined before its first round. */
+  blockers(policy: string): PolicyBlockers | undefined {
+    return this.#watched.get(policy)?.answer;
   }
 
   /** Stops every watch (leadership lost, or shutdown); a new leadership asks afresh. */
@@ -54,25 +59,59 @@ export class BlockerWatch {
     this.#watched.clear();
   }
 
-  #watch(name: string, spec: PrometheusBlockerSpec): void {
-    const w: Watched = { key: JSON.stringify(spec), stop: new AbortController() };
+  #watch(name: string, policy: ResolvedPolicy): void {
+    const w: Watched = { key: keyOf(policy), stop: new AbortController() };
     this.#watched.set(name, w);
-    const blocker = new PrometheusBlocker(spec);
+    const prometheus = policy.prometheus ? new PrometheusBlocker(policy.prometheus) : undefined;
     void (async () => {
       while (!w.stop.signal.aborted) {
-        const verdict = await blocker.check(w.stop.signal);
+        const answer: PolicyBlockers = {
+          ...(prometheus ? { prometheus: await prometheus.check(w.stop.signal) } : {}),
+          ...(policy.podBlockers.length > 0 ? { pods: await this.#pods(policy, w.stop.signal) } : {}),
+        };
         if (w.stop.signal.aborted) return;
-        const changed = verdict.blocked !== w.verdict?.blocked || verdict.reason !== w.verdict?.reason;
-        w.verdict = verdict;
+        const changed = JSON.stringify(answer) !== JSON.stringify(w.answer);
+        w.answer = answer;
         if (changed) {
-          this.#log('info', verdict.blocked ? 'pool blocked' : 'pool no longer blocked', {
-            policy: name,
-            reason: verdict.reason,
-          });
-          this.#onChange();
+          this.#o.log('info', 'blockers', { policy: name, ...answer });
+          this.#o.onChange();
         }
-        await sleep(this.#intervalMs, w.stop.signal);
+        await sleep(this.#o.intervalMs, w.stop.signal);
       }
     })();
+  }
+
+  /**
+   * The running pods the policy's pod blockers match (its namespace selector too), or an error that
+   * holds the pool: they could not be read.
+   */
+  async #pods(policy: ResolvedPolicy, signal: AbortSignal): Promise<BlockingPod[] | { error: string }> {
+    try {
+      if (signal.aborted) return [];
+      const namespaces = await this.#o.core.listNamespace();
+      const labelsOf = new Map(
+        namespaces.items.map((n) => [n.metadata?.name ?? '', n.metadata?.labels ?? {}]),
+      );
+      const found: BlockingPod[] = [];
+      for (const [i, b] of policy.podBlockers.entries()) {
+        const pods = await this.#o.core.listPodForAllNamespaces({
+          labelSelector: b.selector,
+          fieldSelector: 'status.phase=Running',
+        });
+        for (const pod of pods.items) {
+          const namespace = pod.metadata?.namespace ?? '';
+          if (!b.namespaces(labelsOf.get(namespace) ?? {})) continue;
+          found.push({
+            namespace,
+            name: pod.metadata?.name ?? '',
+            node: pod.spec?.nodeName ?? '',
+            blocker: i,
+          });
+        }
+      }
+      return found;
+    } catch (err) {
+      return { error: `the pods of blockers.pods could not be read: ${describeError(err)}` };
+    }
   }
 }

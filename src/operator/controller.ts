@@ -116,11 +116,16 @@ export class Operator {
       onRead: this.#wake.now,
     });
     this.#policies = new PolicySource({ kubeconfig, log });
-    this.#blockers = new BlockerWatch({ intervalMs: c.blockerIntervalMs, onChange: this.#wake.now, log });
+    this.#blockers = new BlockerWatch({
+      core,
+      intervalMs: c.blockerIntervalMs,
+      onChange: this.#wake.now,
+      log,
+    });
     this.#statuses = new PolicyStatusWriter({ kubeconfig, log, ...(metrics ? { metrics } : {}) });
     this.#decider = new Decider({
       policies: () => this.#policies.state(),
-      blockers: (policy) => this.#blockers.verdict(policy),
+      blockers: (policy) => this.#blockers.blockers(policy),
       flags: decideConfigOf(c),
       nodes: this.#informer,
       draining: () => this.#drains.running(),

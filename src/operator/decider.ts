@@ -11,7 +11,7 @@ import type { Health } from './health-gate.ts';
 import { inPool, type Ledger, type LedgerChange, type Slot } from './ledger.ts';
 import { type NodeView, viewNode } from './node-view.ts';
 import type { PolicyState } from './policies.ts';
-import { type BlockerVerdict, DEFAULT_POOL, type Pool, type PoolPlan, planPools } from './pool-plan.ts';
+import { DEFAULT_POOL, type PolicyBlockers, type Pool, type PoolPlan, planPools } from './pool-plan.ts';
 import { SoakClock } from './soak-clock.ts';
 
 /** Actions that change only the ledger: the pass's own conditional write. */
@@ -26,8 +26,8 @@ export interface DeciderOptions {
   flags: DecideConfig;
   /** The cluster's UpdatePolicies now. */
   policies: () => PolicyState;
-  /** Each policy's latest blocker verdict (its Prometheus). */
-  blockers: (policy: string) => BlockerVerdict | undefined;
+  /** What each policy's blockers answered last. */
+  blockers: (policy: string) => PolicyBlockers | undefined;
   nodes: { list(): V1Node[] };
   /** Nodes with a drain running in this process. */
   draining: () => ReadonlySet<string>;

@@ -31,6 +31,7 @@ export type HoldCode =
   | 'OutsideWindow'
   | 'AlertFiring'
   | 'PrometheusUnavailable'
+  | 'PodBlocker'
   | 'InvalidSpec'
   | 'PolicyGone'
   | 'PoliciesNotRead'
@@ -42,6 +43,20 @@ export interface BlockerVerdict {
   reason: string;
   /** Blocked because Prometheus could not be asked (fail closed), not because an alert fires. */
   unavailable?: boolean;
+}
+
+/** A running pod one of a policy's pod blockers (`blockers.pods[blocker]`) matches. */
+export interface BlockingPod {
+  namespace: string;
+  name: string;
+  node: string;
+  blocker: number;
+}
+
+/** What a policy's blockers answered last (blocker-watch.ts); a missing part is not asked yet. */
+export interface PolicyBlockers {
+  prometheus?: BlockerVerdict;
+  pods?: BlockingPod[] | { error: string };
 }
 
 export interface PoolHold extends Wait {
@@ -105,7 +120,7 @@ export function policyHold(
   p: ResolvedPolicy,
   nodes: readonly NodeView[],
   now: Date,
-  blocker?: BlockerVerdict,
+  blockers?: PolicyBlockers,
 ): PoolHold | undefined {
   if (p.paused) return { code: 'Paused', reason: `waiting: UpdatePolicy ${p.name} is paused` };
   const circuit = circuitHold(p, nodes);
@@ -118,13 +133,37 @@ export function policyHold(
       ...(window.changesAt ? { until: window.changesAt.getTime() } : {}),
     };
   }
+  return prometheusHold(p, blockers?.prometheus) ?? podHold(p, nodes, blockers?.pods);
+}
+
+function prometheusHold(p: ResolvedPolicy, verdict: BlockerVerdict | undefined): PoolHold | undefined {
   if (!p.prometheus) return undefined;
-  if (!blocker) return { code: 'PrometheusUnavailable', reason: 'waiting: Prometheus not asked yet' };
-  if (!blocker.blocked) return undefined;
+  if (!verdict) return { code: 'PrometheusUnavailable', reason: 'waiting: Prometheus not asked yet' };
+  if (!verdict.blocked) return undefined;
   return {
-    code: blocker.unavailable ? 'PrometheusUnavailable' : 'AlertFiring',
-    reason: `waiting: ${blocker.reason}`,
+    code: verdict.unavailable ? 'PrometheusUnavailable' : 'AlertFiring',
+    reason: `waiting: ${verdict.reason}`,
   };
+}
+
+/** A running pod a pod blocker matches, on any node of the pool, holds it (as does not knowing). */
+function podHold(
+  p: ResolvedPolicy,
+  nodes: readonly NodeView[],
+  pods: PolicyBlockers['pods'],
+): PoolHold | undefined {
+  if (p.podBlockers.length === 0) return undefined;
+  if (!pods) return { code: 'PodBlocker', reason: 'waiting: the pod blockers are not read yet' };
+  if ('error' in pods) return { code: 'PodBlocker', reason: `waiting: ${pods.error}` };
+  const inPool = new Set(nodes.map((n) => n.name));
+  const blocking = pods.filter((pod) => inPool.has(pod.node));
+  if (blocking.length === 0) return undefined;
+  const named = blocking
+    .slice(0, 3)
+    .map((pod) => `${pod.namespace}/${pod.name} on ${pod.node} (blockers.pods[${pod.blocker}])`)
+    .join(', ');
+  const more = blocking.length > 3 ? ` and ${blocking.length - 3} more` : '';
+  return { code: 'PodBlocker', reason: `waiting: pod ${named}${more} is running` };
 }
 
 /** More of the pool NotReady than `circuitBreaker.maxNotReady` allows: something is wrong, admit nothing. */
@@ -162,12 +201,12 @@ function policyPool(
   flags: DecideConfig,
   nodes: NodeView[],
   now: Date,
-  blocker: BlockerVerdict | undefined,
+  blockers: PolicyBlockers | undefined,
 ): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
   if (!resolved) return undefined;
   const hold: PoolHold | undefined = entry.current.ok
-    ? policyHold(resolved, nodes, now, blocker)
+    ? policyHold(resolved, nodes, now, blockers)
     : {
         code: 'InvalidSpec',
         reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
@@ -181,8 +220,8 @@ export function planPools(input: {
   nodes: readonly NodeView[];
   ledger: Ledger;
   now: Date;
-  /** Each policy's blocker verdict (policies with a Prometheus blocker). */
-  blockers?: (policy: string) => BlockerVerdict | undefined;
+  /** What each policy's blockers answered last. */
+  blockers?: (policy: string) => PolicyBlockers | undefined;
 }): PoolPlan {
   const { state, flags, ledger, now } = input;
   const holding = (name: string) => poolOf(ledger, name);

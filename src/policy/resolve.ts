@@ -7,7 +7,13 @@
 import { Default, Errors } from 'typebox/value';
 import type { UpdatePolicy } from '../api/update-policy.ts';
 import { UpdatePolicySpec } from '../api/update-policy.ts';
-import { labelSelector, parseSelector, type Selector } from '../kube/selector.ts';
+import {
+  type LabelSelectorSpec,
+  labelSelector,
+  parseSelector,
+  type Selector,
+  selectorText,
+} from '../kube/selector.ts';
 import { type MaxUnavailable, parseMaxUnavailable } from '../operator/budget.ts';
 import { parseDuration } from '../util/duration.ts';
 import type { FieldError } from './field-error.ts';
@@ -26,7 +32,12 @@ export interface ResolvedPolicy {
   windows: ParsedWindows;
   prometheus?: PrometheusBlockerSpec;
   /** Pods whose running blocks new attempts in the pool: pod labels, and their namespace's. */
-  podBlockers: { selects: Selector; namespaces: Selector }[];
+  podBlockers: {
+    /** The pods' label selector, as the list request sends it. */
+    selector: string;
+    /** Their namespace's labels must match this (everything when not given). */
+    namespaces: Selector;
+  }[];
   drain: {
     timeoutMs: number;
     gracePeriodSeconds: number;
@@ -113,7 +124,7 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
     windows: windowsOf(spec, p),
     ...optional('prometheus', spec.blockers?.prometheus, (v) => prometheusOf(v, p)),
     podBlockers: (spec.blockers?.pods ?? []).map((b, i) => ({
-      selects: p.take(`blockers.pods[${i}].selector`, () => labelSelector(b.selector)) ?? (() => false),
+      selector: p.take(`blockers.pods[${i}].selector`, () => checkedSelectorText(b.selector)) ?? '',
       namespaces:
         p.take(`blockers.pods[${i}].namespaceSelector`, () => labelSelector(b.namespaceSelector ?? {})) ??
         (() => false),
@@ -146,6 +157,12 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
     ),
   };
   return p.errors.length > 0 ? { ok: false, errors: p.errors } : { ok: true, policy: resolved };
+}
+
+/** A label selector's query text, once it parses (the server filters with it). */
+function checkedSelectorText(spec: LabelSelectorSpec): string {
+  labelSelector(spec);
+  return selectorText(spec);
 }
 
 /** The selector text, once it parses (the drain engine parses it again where it uses it). */

@@ -247,6 +247,13 @@ async function deleteNode(ctx: FaultContext, node: string, downMs: number): Prom
   await persist(ctx, `delete ${node}`, () => ctx.core.deleteNode({ name: node }));
   await sleep(downMs, ctx.signal);
   await persist(ctx, `register ${node}`, () => ctx.cluster.addNodes([{ name: node, zone }]));
+  // A node registers again with the labels its kubelet is configured with: the chaos pools' among them.
+  const own = Object.entries(target.metadata?.labels ?? {}).filter(([k]) => k.startsWith('chaos.nuo.dev/'));
+  if (own.length > 0) {
+    await persist(ctx, `label ${node}`, () =>
+      ctx.core.patchNode({ name: node, body: { metadata: { labels: Object.fromEntries(own) } } }, mergePatch),
+    );
+  }
   await host.start();
   // KWOK may still be writing the new node's status when the host takes it over: publish the boot ID
   // until it shows, as a kubelet keeps its status.

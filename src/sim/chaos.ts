@@ -39,12 +39,15 @@ import {
   planRun,
   type RunPlan,
 } from './chaos-plan.ts';
+import { type ChaosPools, preparePools, waitsOnFailedZone } from './chaos-policies.ts';
 import { drainSummary, readinessRepairs, workloadReport } from './chaos-report.ts';
 import type { Violation } from './checker.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
 import { Fleet } from './fleet.ts';
 import { RebootBehaviour } from './host.ts';
 import { placementSummary } from './workload.ts';
+
+const ZONE = 'topology.kubernetes.io/zone';
 
 export interface ChaosOptions {
   /** A running cluster with exactly `nodes` nodes (reused across runs); default: start one and stop it. */
@@ -65,6 +68,8 @@ export interface ChaosOptions {
    * e.g. `--max-unavailable=4` against a checker budget of 2 must show up as budget violations.
    */
   extraOperatorArgs?: string[];
+  /** Two UpdatePolicies (pools of half the nodes each, the run's budget and a zone cap of 1 each). */
+  policies?: boolean;
 }
 
 export type Rule = Violation['rule'];
@@ -131,8 +136,10 @@ export function nodeNames(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `node-${String(i).padStart(String(count - 1).length, '0')}`);
 }
 
-export function reproduceCommand(o: Pick<ChaosOptions, 'runs' | 'seed' | 'nodes' | 'maxUnavailable'>) {
-  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}`;
+export function reproduceCommand(
+  o: Pick<ChaosOptions, 'runs' | 'seed' | 'nodes' | 'maxUnavailable' | 'policies'>,
+) {
+  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}${o.policies ? ' --policies' : ''}`;
 }
 
 const emptyKinds = (): Record<FaultKind, number> =>
@@ -152,11 +159,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   let env: Env | undefined;
   try {
     env = await prepare(cluster, names);
+    const setting = {
+      extraOperatorArgs: o.extraOperatorArgs ?? [],
+      ...(o.policies ? { pools: await preparePools(cluster, env, names, o.maxUnavailable) } : {}),
+    };
     for (let i = 0; i < o.runs; i++) {
       const plan = planRun(o.seed + i, names, o.maxUnavailable, timings);
       o.log(`run ${i + 1}/${o.runs} (seed ${plan.seed}):\n${describePlan(plan)}`);
       const repairsBefore = readinessRepairs(cluster);
-      const result = await runOne(cluster, env, i, plan, o.log, o.extraOperatorArgs ?? []);
+      const result = await runOne(cluster, env, i, plan, o.log, setting);
       const repairs = readinessRepairs(cluster) - repairsBefore;
       results.push(result);
       const outcome =
@@ -204,7 +215,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
 }
 
 /** Where a run stands: done = every planned node rebooted once and Idle, the never-returning one Failed. */
-function progress(nodes: V1Node[], plan: RunPlan, fleet: Fleet): { done: boolean; states: string } {
+function progress(
+  nodes: V1Node[],
+  plan: RunPlan,
+  fleet: Fleet,
+  pools: ChaosPools | undefined,
+): { done: boolean; states: string } {
   const byName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
   let done = true;
   const states: string[] = [];
@@ -212,8 +228,13 @@ function progress(nodes: V1Node[], plan: RunPlan, fleet: Fleet): { done: boolean
     const a = byName.get(node)?.metadata?.annotations ?? {};
     const state = a[Annotations.state];
     const reboots = fleet.checker.rebootsOf(node);
+    const zoneOf = (name: string) => byName.get(name)?.metadata?.labels?.[ZONE];
+    const stalled =
+      pools !== undefined &&
+      reboots === 0 &&
+      waitsOnFailedZone(node, plan.neverReturns, pools, zoneOf, a[Annotations.stateReason] ?? '');
     const ok =
-      node === plan.neverReturns
+      stalled || node === plan.neverReturns
         ? state === Phase.failed
         : // A node deleted after its reboot and registered again has no phase: nothing left to do.
           (state === Phase.idle || (state === undefined && reboots === 1)) &&
@@ -287,6 +308,7 @@ async function awaitRollout(
   fleet: Fleet,
   faults: Promise<unknown>,
   deadline: number,
+  pools: ChaosPools | undefined,
 ): Promise<{ finished: boolean; last: string }> {
   let last = '';
   let overdue: ReturnType<typeof setTimeout> | undefined;
@@ -295,7 +317,7 @@ async function awaitRollout(
       pollUntil(
         'the rollout to finish',
         async () => {
-          const p = progress((await env.core.listNode()).items, plan, fleet);
+          const p = progress((await env.core.listNode()).items, plan, fleet, pools);
           last = p.states;
           return p.done ? true : undefined;
         },
@@ -316,7 +338,7 @@ async function runOne(
   index: number,
   plan: RunPlan,
   log: (line: string) => void,
-  extraOperatorArgs: string[],
+  setting: { extraOperatorArgs: string[]; pools?: ChaosPools },
 ): Promise<RunResult> {
   await resetNodes(env);
   // Earlier runs of a campaign leave the pods where their drains put them; this run starts from there.
@@ -330,13 +352,13 @@ async function runOne(
   const fleet = new Fleet(cluster, {
     rebootMs: DEFAULT_TIMINGS.rebootMinMs,
     rebootMsByNode: Object.fromEntries(plan.updates.map((u) => [u.node, u.rebootMs])),
-    budget: plan.maxUnavailable,
+    budget: setting.pools?.budgets ?? plan.maxUnavailable,
     agentCheckIntervalMs: 2000,
     ...(plan.neverReturns ? { behaviours: { [plan.neverReturns]: RebootBehaviour.neverReturns } } : {}),
   });
   const injected = emptyKinds();
   const skipped: string[] = [];
-  const args = [`--max-unavailable=${plan.maxUnavailable}`, ...OPERATOR_ARGS, ...extraOperatorArgs];
+  const args = [`--max-unavailable=${plan.maxUnavailable}`, ...OPERATOR_ARGS, ...setting.extraOperatorArgs];
   const cancelled = new AbortController();
   const { replicas, replicaIds } = runReplicas(env, fleet, plan.seed, args, cancelled.signal);
   let t0 = Date.now();
@@ -375,7 +397,7 @@ async function runOne(
         await inject(f);
       }),
     );
-    const { finished, last } = await awaitRollout(env, plan, fleet, faults, deadline);
+    const { finished, last } = await awaitRollout(env, plan, fleet, faults, deadline, setting.pools);
     const elapsedMs = Date.now() - t0;
     if (!finished) {
       cancelled.abort();

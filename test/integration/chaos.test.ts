@@ -60,3 +60,34 @@ test(`chaos: ${RUNS} runs from seed ${SEED}, every fault kind injected, no viola
     `the planned node that never returns ended Failed${transcript}`,
   );
 });
+
+test(`chaos with UpdatePolicies: ${RUNS} runs from seed ${SEED}, two pools with zone caps, no violation`, async () => {
+  const lines: string[] = [];
+  const result = await runChaos({
+    cluster,
+    runs: RUNS,
+    seed: SEED,
+    nodes: NODES,
+    maxUnavailable: 2,
+    policies: true,
+    log: (line) => lines.push(line),
+  }).catch((err: Error) => {
+    throw new Error(`${err.message}\n${lines.join('\n')}`, { cause: err });
+  });
+  const transcript = `\n${lines.join('\n')}\nreproduce: ${result.reproduce}`;
+  const violations = result.runs.flatMap((r) =>
+    r.violations.map((v) => `seed ${r.plan.seed}: ${v.rule}: ${v.detail}`),
+  );
+  assert.deepEqual(
+    violations,
+    [],
+    `the checkers saw no violation of any pool's budget or zone cap${transcript}`,
+  );
+  assert.deepEqual(
+    result.runs.flatMap((r) => r.runaways),
+    [],
+    `no operator ran away${transcript}`,
+  );
+  assert.equal(result.runs.filter((r) => r.finished).length, RUNS, `every run finished${transcript}`);
+  assert.ok(result.reproduce.endsWith('--policies'), result.reproduce);
+});

@@ -167,6 +167,15 @@ describe('UpdatePolicies', () => {
       assert.ok(status?.lastCompletion, `${name} records its last completion`);
       assert.equal(status?.observedGeneration, 1);
     }
+    // Idle, a pass changes nothing and writes no status: the policies stay at their resourceVersion
+    // through three resync periods of the operator (an absence cannot be awaited: watched for 3 s).
+    const versions = async () =>
+      Promise.all(['a', 'b'].map(async (name) => (await readPolicy(name)).metadata.resourceVersion));
+    const before = await versions();
+    for (const until = Date.now() + 3000; Date.now() < until; ) {
+      assert.deepEqual(await versions(), before, 'no status write while idle');
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   });
 
   test('a node two policies select is left alone, and both policies name it', async () => {
@@ -343,6 +352,47 @@ describe('UpdatePolicies', () => {
         { name: 'node-1', body: { metadata: { labels: { [Labels.skipped]: null } } } },
         mergePatch,
       );
+    }
+  });
+
+  test('a running pod a pod blocker selects holds the pool, naming it; once it is gone, the rollout goes on', async () => {
+    await core
+      .createNamespace({ body: { metadata: { name: 'backup', labels: { tier: 'data' } } } })
+      .catch(() => {});
+    await pollUntil('default ServiceAccount in backup', () =>
+      core.readNamespacedServiceAccount({ name: 'default', namespace: 'backup' }).then(() => true),
+    );
+    const job = deployment('backup', 'backup', 1);
+    if (job.spec?.template.spec) job.spec.template.spec.nodeSelector = { 'kubernetes.io/hostname': 'node-2' };
+    await apps.createNamespacedDeployment({ namespace: 'backup', body: job });
+    await waitAvailable(apps, 'backup', 'backup');
+    try {
+      await createPolicy('guarded', {
+        nodeSelector: { matchLabels: { pool: 'a' } },
+        blockers: {
+          pods: [
+            {
+              selector: { matchLabels: { app: 'backup' } },
+              namespaceSelector: { matchLabels: { tier: 'data' } },
+            },
+          ],
+        },
+        ...QUICK,
+      });
+      const f = await startFleet([pool('a', 1)], ['--blocker-interval=1s']);
+      f.stageUpdates(['node-0']);
+      const blocked = await condition('guarded', 'Blocked', { status: 'True', reason: 'PodBlocker' });
+      assert.match(blocked.message, /pod backup\/backup-\S+ on node-2 \(blockers\.pods\[0\]\) is running/);
+      await pollUntil('node-0 to say the pod holds it', async () =>
+        /blockers\.pods\[0\]/.test(await stateReason('node-0')) ? true : undefined,
+      );
+      assert.equal(f.checker.rebootsOf('node-0'), 0);
+      await apps.deleteNamespacedDeployment({ namespace: 'backup', name: 'backup' });
+      await rebooted(f, ['node-0']);
+      await condition('guarded', 'Blocked', { status: 'False', reason: 'NotBlocked' });
+      await assertSafe(f);
+    } finally {
+      await core.deleteNamespace({ name: 'backup' });
     }
   });
 });

@@ -138,3 +138,39 @@ test('policies not read yet: only the attempts in progress go on, nothing is adm
   const p = plan(state([], false), { slots: { w1: { since: 'S', pool: 'workers' } } });
   assert.deepEqual(summary(p), [['workers', ['w1'], 'waiting: the UpdatePolicies are not read yet']]);
 });
+
+test("a pool's pod blockers: a matching running pod on a pool node holds it; elsewhere, not; unread, held", () => {
+  const spec = {
+    nodeSelector: { matchLabels: { pool: 'workers' } },
+    blockers: { pods: [{ selector: { matchLabels: { app: 'backup' } } }] },
+  };
+  const policies = state([entry('workers', spec)]);
+  const hold = (blockers: Parameters<typeof planPools>[0]['blockers']) =>
+    planPools({
+      state: policies,
+      flags: decideConfig,
+      nodes,
+      ledger: empty,
+      now: NOW,
+      ...(blockers ? { blockers } : {}),
+    }).pools[0]?.hold;
+  assert.deepEqual(hold(undefined), {
+    code: 'PodBlocker',
+    reason: 'waiting: the pod blockers are not read yet',
+  });
+  assert.equal(
+    hold(() => ({ pods: [{ namespace: 'db', name: 'backup-1', node: 'i1', blocker: 0 }] })),
+    undefined,
+  );
+  assert.deepEqual(
+    hold(() => ({ pods: [{ namespace: 'db', name: 'backup-1', node: 'w2', blocker: 0 }] })),
+    {
+      code: 'PodBlocker',
+      reason: 'waiting: pod db/backup-1 on w2 (blockers.pods[0]) is running',
+    },
+  );
+  assert.equal(
+    hold(() => ({ pods: { error: 'the pods of blockers.pods could not be read: 403' } }))?.code,
+    'PodBlocker',
+  );
+});

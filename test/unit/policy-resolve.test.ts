@@ -85,7 +85,7 @@ test('every field is parsed: selectors, budgets, windows, blockers, drain and re
   assert.equal(windowState(p.windows, new Date('2026-11-27T02:00:00Z')).open, false);
   assert.equal(p.prometheus?.url, 'http://prometheus:9090');
   assert.equal(p.podBlockers.length, 1);
-  assert.equal(p.podBlockers[0]?.selects({ app: 'backup' }), true);
+  assert.equal(p.podBlockers[0]?.selector, 'app=backup');
   assert.equal(p.podBlockers[0]?.namespaces({ tier: 'web' }), false);
   assert.equal(p.drain.timeoutMs, 1_800_000);
   assert.equal(p.drain.podSelector, 'app!=logger');
