@@ -93,6 +93,15 @@ export const AGENT_ANNOTATIONS: readonly string[] = [
 ];
 export const AGENT_LABELS: readonly string[] = [Labels.osId, Labels.osVersion];
 
+/** Pod annotations nuo reads. */
+export const PodAnnotations = {
+  /**
+   * person / application: "true", or a Go duration counted from the pod's start ("4h"): while it holds,
+   * nuo starts no attempt on the pod's node (the node waits; the rest of the pool goes on).
+   */
+  doNotDisrupt: 'nuo.dev/do-not-disrupt',
+} as const;
+
 /** Node taints. */
 export const Taints = {
   /**

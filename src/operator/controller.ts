@@ -19,6 +19,7 @@ import { AttemptWrites } from './attempt-writes.ts';
 import { BlockerWatch } from './blocker-watch.ts';
 import { decideConfigOf, type OperatorConfig } from './config.ts';
 import { Decider } from './decider.ts';
+import { DoNotDisruptReads } from './do-not-disrupt.ts';
 import { DrainRunner } from './drain-runner.ts';
 import { EventRecorder } from './events.ts';
 import { GrantSigner } from './grant-key.ts';
@@ -67,6 +68,7 @@ export class Operator {
   readonly #decider: Decider;
   readonly #policies: PolicySource;
   readonly #blockers: BlockerWatch;
+  readonly #optOuts: DoNotDisruptReads;
   readonly #statuses: PolicyStatusWriter;
   readonly #writes: AttemptWrites;
   readonly #steps: NodeSteps;
@@ -116,6 +118,7 @@ export class Operator {
       onRead: this.#wake.now,
     });
     this.#policies = new PolicySource({ kubeconfig, log });
+    this.#optOuts = new DoNotDisruptReads({ core, log, onRead: this.#wake.now });
     this.#blockers = new BlockerWatch({
       core,
       intervalMs: c.blockerIntervalMs,
@@ -126,6 +129,7 @@ export class Operator {
     this.#decider = new Decider({
       policies: () => this.#policies.state(),
       blockers: (policy) => this.#blockers.blockers(policy),
+      nodeHolds: (waiting, now) => this.#optOuts.holds(waiting, now),
       flags: decideConfigOf(c),
       nodes: this.#informer,
       draining: () => this.#drains.running(),
@@ -293,6 +297,7 @@ export class Operator {
     this.#problems.clear();
     this.#decider.clear();
     this.#statuses.clear();
+    this.#optOuts.clear();
     this.#blockers.sync(this.#policies.state().policies);
     // Ready before the first grant: a replica that cannot read or create the key says so at once.
     this.#grants.prepare().catch((err: unknown) => this.#o.log('error', describeError(err)));

@@ -46,6 +46,8 @@ export type DecideConfig = Omit<
   hold?: Wait;
   /** The pool's per-zone budget and order, when it has one. */
   zones?: ZonePolicy;
+  /** Why a node may not be disrupted now for a reason of its own pods (do-not-disrupt.ts). */
+  nodeHold?: (node: string) => Wait | undefined;
 };
 
 export interface Snapshot {

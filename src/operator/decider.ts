@@ -5,10 +5,13 @@
  * process, and the check of nuo's own grants.
  */
 import type { V1Node } from '@kubernetes/client-node';
+import { admissionOrder } from './admission.ts';
 import { type Action, type DecideConfig, type Decision, decide } from './decide.ts';
 import type { DrainSettings } from './drain-runner.ts';
+import type { Wait } from './gates.ts';
 import type { Health } from './health-gate.ts';
 import { inPool, type Ledger, type LedgerChange, type Slot } from './ledger.ts';
+import { needsReboot, outsideAttempt } from './need.ts';
 import { type NodeView, viewNode } from './node-view.ts';
 import type { PolicyState } from './policies.ts';
 import { DEFAULT_POOL, type PolicyBlockers, type Pool, type PoolPlan, planPools } from './pool-plan.ts';
@@ -28,6 +31,8 @@ export interface DeciderOptions {
   policies: () => PolicyState;
   /** What each policy's blockers answered last. */
   blockers: (policy: string) => PolicyBlockers | undefined;
+  /** The holds of waiting nodes' own pods (`nuo.dev/do-not-disrupt`), longest-waiting first. */
+  nodeHolds: (waiting: readonly string[], now: number) => ReadonlyMap<string, Wait>;
   nodes: { list(): V1Node[] };
   /** Nodes with a drain running in this process. */
   draining: () => ReadonlySet<string>;
@@ -49,6 +54,18 @@ export interface PassDecision {
   /** Slot holders, every pool's. */
   holders: string[];
   wakeAt?: number;
+}
+
+/**
+ * The nodes a pass may admit, longest-waiting first: outside an attempt, needing a reboot, in a pool that
+ * admits (their pods are worth reading).
+ */
+function waitingNodes(plan: PoolPlan, ledger: Ledger, now: Date): string[] {
+  const waiting = plan.pools
+    .filter((p) => !p.hold)
+    .flatMap((p) => p.nodes)
+    .filter((n) => !ledger.slots[n.name] && outsideAttempt(n) && needsReboot(n, now.getTime()) !== undefined);
+  return admissionOrder(waiting, new Set()).map((n) => n.name);
 }
 
 export class Decider {
@@ -96,6 +113,9 @@ export class Decider {
       blockers: this.#o.blockers,
     });
     this.#plan = plan;
+    const holds = this.#o.nodeHolds(waitingNodes(plan, ledger, now), now.getTime());
+    const nodeHold = (name: string) => holds.get(name);
+    for (const pool of plan.pools) pool.config = { ...pool.config, nodeHold };
     this.#configs = new Map(plan.pools.map((p) => [p.name, p.config]));
     this.#poolOfNode = new Map(plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));
     const pools = plan.pools.map((pool) => {

@@ -75,6 +75,9 @@ const notReady: Gate = {
   wait: ({ node }) => (node.ready ? undefined : { reason: 'waiting: node is NotReady' }),
 };
 
+/** One of the node's pods asks not to be disrupted (`nuo.dev/do-not-disrupt`), or its pods are unread. */
+const podOptOut: Gate = { name: 'do-not-disrupt', wait: ({ node, config }) => config.nodeHold?.(node.name) };
+
 const backoff: Gate = {
   name: 'backoff',
   wait: ({ node, config, now }) => {
@@ -130,6 +133,7 @@ export const NODE_GATES: readonly Gate[] = [
   clusterPaused,
   poolHold,
   notReady,
+  podOptOut,
   backoff,
   rebootLoop,
 ];

@@ -395,4 +395,50 @@ describe('UpdatePolicies', () => {
       await core.deleteNamespace({ name: 'backup' });
     }
   });
+
+  test('a pod with nuo.dev/do-not-disrupt for a duration keeps its node waiting until then; the rest of the pool goes on', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'busy' } } }).catch(() => {});
+    await pollUntil('default ServiceAccount in busy', () =>
+      core.readNamespacedServiceAccount({ name: 'default', namespace: 'busy' }).then(() => true),
+    );
+    const busy = deployment('busy', 'busy', 1);
+    const template = busy.spec?.template;
+    if (template?.spec) template.spec.nodeSelector = { 'kubernetes.io/hostname': 'node-1' };
+    if (template)
+      template.metadata = { ...template.metadata, annotations: { 'nuo.dev/do-not-disrupt': '15s' } };
+    await apps.createNamespacedDeployment({ namespace: 'busy', body: busy });
+    await waitAvailable(apps, 'busy', 'busy');
+    try {
+      await createPolicy('opt-out', {
+        nodeSelector: { matchLabels: { pool: 'a' } },
+        maxUnavailable: 2,
+        ...QUICK,
+      });
+      const f = await startFleet([pool('a', 2)]);
+      f.stageUpdates(['node-0', 'node-1']);
+      const reason = await pollUntil('node-1 to say its pod asks not to be disrupted', async () => {
+        const r = await stateReason('node-1');
+        return /nuo\.dev\/do-not-disrupt="15s" until/.test(r) ? r : undefined;
+      });
+      const until = Date.parse(reason.match(/until (\S+)/)?.[1] ?? '');
+      await rebooted(f, ['node-0']);
+      assert.equal(f.checker.rebootsOf('node-1'), 0, 'node-1 waits while node-0 reboots');
+      // The attempt's first phase is stamped by the operator when it admits the node.
+      const admitted = await pollUntil('node-1 to be admitted', async () => {
+        const a = (await core.readNode({ name: 'node-1' })).metadata?.annotations ?? {};
+        const state = a[Annotations.state];
+        return state && state !== Phase.pending && state !== Phase.idle
+          ? a[Annotations.stateSince]
+          : undefined;
+      });
+      assert.ok(
+        Date.parse(admitted ?? '') >= until,
+        `admitted at ${admitted}, not before ${new Date(until).toISOString()}`,
+      );
+      await rebooted(f, ['node-1']);
+      await assertSafe(f);
+    } finally {
+      await core.deleteNamespace({ name: 'busy' });
+    }
+  });
 });

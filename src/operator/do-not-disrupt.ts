@@ -1,0 +1,134 @@
+/**
+ * The pod-level opt-out: a pod annotated `nuo.dev/do-not-disrupt` ("true", or a Go duration from the
+ * pod's start, e.g. "4h") keeps nuo from starting an attempt on its node while it holds; the rest of the
+ * pool goes on. The pods of nodes waiting for a reboot are read in the background (a pass never waits on
+ * a pod list), each at most every REREAD_MS, the longest-waiting first; a node whose pods were not read
+ * yet waits for that read (fail closed). A value that is neither is taken as "true", and the reason names
+ * it: a typo must not let the node be disrupted.
+ */
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import { PodAnnotations } from '../api/keys.ts';
+import { podsOnNode } from '../drain/evict.ts';
+import type { KubeLog } from '../kube/backoff.ts';
+import { describeError } from '../kube/errors.ts';
+import { parseDuration } from '../util/duration.ts';
+import { Limiter } from '../util/parallel.ts';
+import type { Wait } from './gates.ts';
+
+/** Pod lists in flight. */
+const READERS = 8;
+/** Reads started per pass at most: the longest-waiting nodes first, the rest in later passes. */
+const READS_PER_PASS = 64;
+/** A waiting node's pods are read again after this long. */
+const REREAD_MS = 30_000;
+/** The longest annotation value repeated in a reason. */
+const VALUE_MAX = 64;
+
+/** Why `pods` keep their node from being disrupted at `now`, and until when; undefined when nothing does. */
+export function doNotDisrupt(pods: readonly V1Pod[], now: number): Wait | undefined {
+  let hold: (Wait & { until: number }) | undefined;
+  for (const pod of pods) {
+    const value = pod.metadata?.annotations?.[PodAnnotations.doNotDisrupt];
+    const phase = pod.status?.phase;
+    if (value === undefined || phase === 'Succeeded' || phase === 'Failed') continue;
+    const name = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+    const until = untilOf(value, pod.status?.startTime, now);
+    if (until <= now || (hold && hold.until >= until)) continue;
+    const shown = value.length > VALUE_MAX ? `${value.slice(0, VALUE_MAX)}…` : value;
+    const when = Number.isFinite(until) ? ` until ${new Date(until).toISOString()}` : '';
+    hold = { reason: `waiting: pod ${name} has ${PodAnnotations.doNotDisrupt}="${shown}"${when}`, until };
+  }
+  if (!hold) return undefined;
+  return Number.isFinite(hold.until) ? hold : { reason: hold.reason };
+}
+
+/** When a value stops holding: never for "true" or a bad value, start + duration for a duration. */
+function untilOf(value: string, startTime: Date | string | undefined, now: number): number {
+  if (value === 'true') return Number.POSITIVE_INFINITY;
+  let ms: number;
+  try {
+    ms = parseDuration(value);
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+  const start = startTime ? new Date(startTime).getTime() : now;
+  return start + ms;
+}
+
+export class DoNotDisruptReads {
+  readonly #core: CoreV1Api;
+  readonly #log: KubeLog;
+  readonly #onRead: () => void;
+  readonly #readers = new Limiter(READERS);
+  readonly #reads = new Map<string, { pods?: V1Pod[]; at: number; running: boolean }>();
+
+  constructor(o: { core: CoreV1Api; log: KubeLog; onRead: () => void }) {
+    this.#core = o.core;
+    this.#log = o.log;
+    this.#onRead = o.onRead;
+  }
+
+  /**
+   * Each waiting node's hold, as its pods were last read (a node not read yet: a hold until it is);
+   * starts the reads that are due. `waiting`: the nodes that may be admitted, longest-waiting first.
+   */
+  holds(waiting: readonly string[], now: number): Map<string, Wait> {
+    const keep = new Set(waiting);
+    for (const name of this.#reads.keys()) if (!keep.has(name)) this.#reads.delete(name);
+    const holds = new Map<string, Wait>();
+    let started = 0;
+    for (const name of waiting) {
+      const read = this.#reads.get(name);
+      const due = !read || (!read.running && performance.now() - read.at >= REREAD_MS);
+      if (due && started < READS_PER_PASS) {
+        started++;
+        this.#read(name);
+      }
+      if (!read?.pods) {
+        holds.set(name, { reason: `waiting: its pods are being checked for ${PodAnnotations.doNotDisrupt}` });
+        continue;
+      }
+      const hold = doNotDisrupt(read.pods, now);
+      if (hold) holds.set(name, hold);
+    }
+    return holds;
+  }
+
+  /** A new leadership reads afresh. */
+  clear(): void {
+    this.#reads.clear();
+  }
+
+  #read(name: string): void {
+    const read = this.#reads.get(name) ?? { at: 0, running: false };
+    read.running = true;
+    this.#reads.set(name, read);
+    void this.#readers
+      .run(async () => {
+        // Only what the hold needs is kept: thousands of waiting nodes' whole pod lists would not fit.
+        read.pods = (await podsOnNode(this.#core, name))
+          .filter((p) => p.metadata?.annotations?.[PodAnnotations.doNotDisrupt] !== undefined)
+          .map((p) => ({
+            metadata: {
+              name: p.metadata?.name,
+              namespace: p.metadata?.namespace,
+              annotations: {
+                [PodAnnotations.doNotDisrupt]: p.metadata?.annotations?.[PodAnnotations.doNotDisrupt] ?? '',
+              },
+            },
+            status: { phase: p.status?.phase, startTime: p.status?.startTime },
+          }));
+      })
+      .catch((err) =>
+        this.#log('warn', `reading pods for ${PodAnnotations.doNotDisrupt} failed; will retry`, {
+          node: name,
+          error: describeError(err),
+        }),
+      )
+      .finally(() => {
+        read.running = false;
+        read.at = performance.now();
+        this.#onRead();
+      });
+  }
+}

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { doNotDisrupt } from '../../src/operator/do-not-disrupt.ts';
+
+const NOW = Date.parse('2026-11-25T12:00:00Z');
+const pod = (
+  name: string,
+  value: string | undefined,
+  start = '2026-11-25T10:00:00Z',
+  phase = 'Running',
+): V1Pod => ({
+  metadata: {
+    name,
+    namespace: 'app',
+    annotations: value === undefined ? {} : { 'nuo.dev/do-not-disrupt': value },
+  },
+  status: { phase, startTime: new Date(start) },
+});
+
+test('nuo.dev/do-not-disrupt: "true" holds while the pod runs, a duration from its start, a bad value like "true"', () => {
+  const table: [string, V1Pod[], string | undefined, number | undefined][] = [
+    ['no annotation', [pod('a', undefined)], undefined, undefined],
+    ['"true"', [pod('a', 'true')], 'waiting: pod app/a has nuo.dev/do-not-disrupt="true"', undefined],
+    [
+      '"4h" from a start 2 h ago: 2 h to go',
+      [pod('a', '4h')],
+      'waiting: pod app/a has nuo.dev/do-not-disrupt="4h" until 2026-11-25T14:00:00.000Z',
+      Date.parse('2026-11-25T14:00:00Z'),
+    ],
+    ['"1h" from a start 2 h ago: over', [pod('a', '1h')], undefined, undefined],
+    ['a finished pod asks nothing', [pod('a', 'true', undefined, 'Succeeded')], undefined, undefined],
+    [
+      'a bad value holds like "true", and is shown',
+      [pod('a', 'forever-ish')],
+      'waiting: pod app/a has nuo.dev/do-not-disrupt="forever-ish"',
+      undefined,
+    ],
+    [
+      'the longest hold wins',
+      [pod('a', '3h'), pod('b', '5h'), pod('c', '1h')],
+      'waiting: pod app/b has nuo.dev/do-not-disrupt="5h" until 2026-11-25T15:00:00.000Z',
+      Date.parse('2026-11-25T15:00:00Z'),
+    ],
+  ];
+  for (const [what, pods, reason, until] of table) {
+    const hold = doNotDisrupt(pods, NOW);
+    assert.equal(hold?.reason, reason, what);
+    assert.equal(hold?.until, until, what);
+  }
+});
