@@ -92,6 +92,13 @@ export function admit(input: AdmissionInput): Admission {
     }
     wait ??= input.zones?.wait(n, takesSlot);
     wait ??= firstWait(PASS_GATES, gate);
+    if (wait?.holdsLine) {
+      // Its pods are being read: nobody behind it goes first. The rest keep their reasons this pass.
+      if (wait.until !== undefined) wake(wait.until);
+      if (n.state !== Phase.pending)
+        actions.push({ type: 'pending', node: n.name, reason: withProblems(n, wait.reason) });
+      break;
+    }
     if (wait) {
       if (wait.until !== undefined) wake(wait.until);
       if (input.successors.has(n.name))

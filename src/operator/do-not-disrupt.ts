@@ -21,6 +21,8 @@ const READERS = 8;
 const READS_PER_PASS = 64;
 /** A waiting node's pods are read again after this long. */
 const REREAD_MS = 30_000;
+/** A read that failed is tried again after this long (the node waits for it, and so do those behind it). */
+const RETRY_MS = 2_000;
 /** The longest annotation value repeated in a reason. */
 const VALUE_MAX = 64;
 
@@ -85,7 +87,10 @@ export class DoNotDisruptReads {
         this.#read(name);
       }
       if (!read?.pods) {
-        holds.set(name, { reason: `waiting: its pods are being checked for ${PodAnnotations.doNotDisrupt}` });
+        holds.set(name, {
+          reason: `waiting: its pods are being checked for ${PodAnnotations.doNotDisrupt}`,
+          holdsLine: true,
+        });
         continue;
       }
       const hold = doNotDisrupt(read.pods, now);
@@ -119,15 +124,20 @@ export class DoNotDisruptReads {
             status: { phase: p.status?.phase, startTime: p.status?.startTime },
           }));
       })
-      .catch((err) =>
-        this.#log('warn', `reading pods for ${PodAnnotations.doNotDisrupt} failed; will retry`, {
-          node: name,
-          error: describeError(err),
-        }),
+      .then(
+        () => {
+          read.at = performance.now();
+        },
+        (err) => {
+          read.at = performance.now() - REREAD_MS + RETRY_MS;
+          this.#log('warn', `reading pods for ${PodAnnotations.doNotDisrupt} failed; will retry`, {
+            node: name,
+            error: describeError(err),
+          });
+        },
       )
       .finally(() => {
         read.running = false;
-        read.at = performance.now();
         this.#onRead();
       });
   }

@@ -14,6 +14,11 @@ export interface Wait {
   reason: string;
   /** When this may change (ms since the epoch); absent when only an event can change it. */
   until?: number;
+  /**
+   * The node waits for something about to be known (its pods being read): nodes after it in the
+   * admission order wait this pass too, so none is admitted ahead of it because its read landed first.
+   */
+  holdsLine?: true;
 }
 
 /** What the admission loop has done so far this pass. */

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
+import { parseMaxUnavailable } from '../../src/operator/budget.ts';
 import { doNotDisrupt } from '../../src/operator/do-not-disrupt.ts';
+import { needs, node, ofType, run } from './operator-fixtures.ts';
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');
 const pod = (
@@ -48,4 +50,24 @@ test('nuo.dev/do-not-disrupt: "true" holds while the pod runs, a duration from i
     assert.equal(hold?.reason, reason, what);
     assert.equal(hold?.until, until, what);
   }
+});
+
+test('a node whose pods are being read holds the line: nobody behind it is admitted ahead of it', () => {
+  const nodes = [
+    node('a', { annotations: needs }),
+    node('b', { annotations: needs }),
+    node('c', { annotations: needs }),
+  ];
+  const cfg = { maxUnavailable: parseMaxUnavailable('2') };
+  const unread = (name: string) =>
+    name === 'b' ? { reason: 'waiting: its pods are being checked', holdsLine: true as const } : undefined;
+  const held = run(nodes, { cfg: { ...cfg, nodeHold: unread } });
+  assert.deepEqual(ofType(held.actions, 'admit'), ['a'], 'a goes; b is read; c does not jump ahead of b');
+  assert.deepEqual(
+    held.actions.filter((x) => x.type === 'pending').map((x) => x.node),
+    ['b'],
+    'only the node being read says so this pass',
+  );
+  const read = run(nodes, { cfg: { ...cfg, nodeHold: () => undefined } });
+  assert.deepEqual(ofType(read.actions, 'admit'), ['a', 'b']);
 });
