@@ -90,15 +90,19 @@ async function readPolicy(name: string): Promise<UpdatePolicy> {
 }
 
 /** Polls until the policy's condition `type` matches. */
-async function condition(name: string, type: string, want: Partial<Condition>): Promise<Condition> {
+async function condition(
+  name: string,
+  type: string,
+  want: Partial<Condition>,
+  message?: RegExp,
+): Promise<Condition> {
   let last: Condition | undefined;
   return pollUntil(
-    `${name}: ${type} ${JSON.stringify(want)}`,
+    `${name}: ${type} ${JSON.stringify(want)}${message ? ` ${message}` : ''}`,
     async () => {
       last = (await readPolicy(name)).status?.conditions?.find((c) => c.type === type);
-      return last && Object.entries(want).every(([k, v]) => last?.[k as keyof Condition] === v)
-        ? last
-        : undefined;
+      const matches = Object.entries(want).every(([k, v]) => last?.[k as keyof Condition] === v);
+      return last && matches && (!message || message.test(last.message)) ? last : undefined;
     },
     { timeoutMs: 30_000, intervalMs: 200 },
   ).catch((err: Error) => {
@@ -301,7 +305,12 @@ describe('UpdatePolicies', () => {
       await rebooted(f, ['node-0']);
       await condition('watched', 'Blocked', { status: 'False', reason: 'NotBlocked' });
       await prometheus.component.stop();
-      const gone = await condition('watched', 'Blocked', { status: 'True', reason: 'PrometheusUnavailable' });
+      const gone = await condition(
+        'watched',
+        'Blocked',
+        { status: 'True', reason: 'PrometheusUnavailable' },
+        /unreachable/,
+      );
       assert.match(gone.message, /Prometheus unreachable at http:\/\/127\.0\.0\.1:\d+/);
       await assertSafe(f);
     } finally {
@@ -381,7 +390,13 @@ describe('UpdatePolicies', () => {
       });
       const f = await startFleet([pool('a', 1)], ['--blocker-interval=1s']);
       f.stageUpdates(['node-0']);
-      const blocked = await condition('guarded', 'Blocked', { status: 'True', reason: 'PodBlocker' });
+      // Held from the start (the pods not read yet), then by the pod itself, named.
+      const blocked = await condition(
+        'guarded',
+        'Blocked',
+        { status: 'True', reason: 'PodBlocker' },
+        /is running/,
+      );
       assert.match(blocked.message, /pod backup\/backup-\S+ on node-2 \(blockers\.pods\[0\]\) is running/);
       await pollUntil('node-0 to say the pod holds it', async () =>
         /blockers\.pods\[0\]/.test(await stateReason('node-0')) ? true : undefined,
