@@ -33,6 +33,19 @@ const phase = (to: Phase, reason: string, now: Date) => ({
 });
 
 const cleared = (keys: readonly string[]) => Object.fromEntries(keys.map((k) => [k, null]));
+
+/**
+ * nuo's counts on the node that do not read as a count, removed: read as 0 already, and left in place
+ * they would make every pass rewrite the node (its own keys malformed) without ever fixing them.
+ */
+const malformedCounts = (n: NodeView) =>
+  cleared(
+    [Annotations.failures, Annotations.ineffectiveReboots].filter((k) => {
+      const raw = n.annotations[k];
+      return raw !== undefined && !/^\d+$/.test(raw);
+    }),
+  );
+
 const allHooks = (c: HookConfig) => cleared([...c.beforeRebootAnnotations, ...c.afterRebootAnnotations]);
 const noHookLabels = { [Labels.beforeReboot]: null, [Labels.afterReboot]: null };
 
@@ -74,6 +87,7 @@ function transition(
     Object.assign(annotations, cleared(c.afterRebootAnnotations));
   }
   if (a.to === Phase.idle) {
+    Object.assign(annotations, malformedCounts(n));
     annotations[Annotations.failures] = null;
     Object.assign(annotations, allHooks(c));
     Object.assign(labels, noHookLabels);
@@ -94,7 +108,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
         // A count nuo never wrote is read as 0 (no backoff): the write says so.
         annotations: {
           ...phase(Phase.pending, a.reason, now),
-          ...(n.ownKeysMalformed ? { [Annotations.failures]: null } : {}),
+          ...malformedCounts(n),
         },
         ...taint(a.taint),
       };

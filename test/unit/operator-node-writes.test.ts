@@ -34,6 +34,27 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
       { annotations: { ...phase(Phase.pending, 'waiting'), [A.failures]: null } },
     ],
     [
+      'Pending over a loop count nuo never wrote (a valid failure count kept)',
+      { type: 'pending', node: 'n', reason: 'waiting' },
+      node({ [A.ineffectiveReboots]: '-7', [A.failures]: '2' }),
+      none,
+      { annotations: { ...phase(Phase.pending, 'waiting'), [A.ineffectiveReboots]: null } },
+    ],
+    [
+      'Idle over a loop count nuo never wrote: removed, or every pass would write Idle again',
+      { type: 'transition', node: 'n', to: Phase.idle, reason: 'no reboot needed' },
+      node({ [A.ineffectiveReboots]: '-7' }),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.idle, 'no reboot needed'),
+          [A.ineffectiveReboots]: null,
+          [A.failures]: null,
+        },
+        labels: noHookLabels,
+      },
+    ],
+    [
       'a reason',
       { type: 'explain', node: 'n', reason: 'r' },
       node(),
