@@ -29,6 +29,7 @@ import { killWithHarness } from '../src/sim/cluster/process.ts';
 import { Tally } from '../src/sim/cluster/raw-api.ts';
 import { OPERATOR_NODE_OPTIONS } from '../src/sim/fleet.ts';
 import { SimHost } from '../src/sim/host.ts';
+import { applyPolicy, installPolicyCrd } from '../src/sim/policies.ts';
 import { parseDuration } from '../src/util/duration.ts';
 import { inParallel } from '../src/util/parallel.ts';
 import { pollUntil } from '../src/util/poll.ts';
@@ -286,6 +287,13 @@ try {
   );
   await nodeTally.start();
 
+  await installPolicyCrd(cluster);
+  await applyPolicy(cluster, 'footprint', {
+    maxUnavailable: k,
+    reboot: { soak: '1s' },
+    // Bare pods (direct placement) have no controller: evicting them needs force, as kubectl's --force.
+    ...(placement === 'direct' ? { drain: { force: true } } : {}),
+  });
   const spawnedAt = Date.now();
   operator = spawn(
     process.execPath,
@@ -299,10 +307,6 @@ try {
       '--identity=footprint',
       '--metrics-port=0',
       '--namespace=nuo-system',
-      `--max-unavailable=${k}`,
-      '--soak=1s',
-      // Bare pods (direct placement) have no controller: evicting them needs --drain-force, as kubectl's --force.
-      ...(placement === 'direct' ? ['--drain-force=true'] : []),
     ],
     { stdio: ['ignore', opFd, opFd] },
   );

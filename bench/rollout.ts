@@ -161,7 +161,8 @@ async function measureOnce(): Promise<void> {
     });
     await fleet.start();
     const f = fleet;
-    const operator = f.startOperator('bench', [`--max-unavailable=${k}`, `--soak=${soakMs}ms`]);
+    await f.applyPolicy({ maxUnavailable: k, reboot: { soak: `${soakMs}ms` } });
+    const operator = f.startOperator('bench', []);
     // Who used the machine's cores during the rollout: every figure above is shared with these.
     const processes: Record<string, number | undefined> = {
       ...Object.fromEntries(Object.entries(cluster.components).map(([name, c]) => [name, c.pid])),

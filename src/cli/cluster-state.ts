@@ -6,7 +6,6 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import type { UpdatePolicy } from '../api/update-policy.ts';
 import { statusCode } from '../kube/errors.ts';
-import { decideConfigOf, loadOperatorConfig } from '../operator/config.ts';
 import { type Decision, decide } from '../operator/decide.ts';
 import { inPool, type Ledger, LedgerStore } from '../operator/ledger.ts';
 import { type NodeView, viewNode } from '../operator/node-view.ts';
@@ -59,9 +58,8 @@ export async function readClusterState(kc: KubeConfig, namespace: string, now: D
     slots: {},
   };
   const { state, raw } = await readPolicies(kc);
-  // The default pool as an operator with default settings decides it (its flags are not in the cluster).
-  const flags = decideConfigOf(loadOperatorConfig({}));
-  const plan = planPools({ state, flags, nodes, ledger, now });
+  // As an operator decides it when not paused cluster-wide (its flags are not in the cluster).
+  const plan = planPools({ state, paused: false, nodes, ledger, now });
   const decisions = new Map(
     plan.pools.map((pool) => {
       const snapshot = {

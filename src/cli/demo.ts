@@ -11,13 +11,16 @@ export const demoCommand: Command = {
     '',
     'Starts a local control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK) with',
     'simulated nodes running Deployments under PodDisruptionBudgets and a DaemonSet, marks every node as',
-    'needing a reboot, and runs `nuo operator` and one agent per node until every node has rebooted.',
+    'needing a reboot, and runs `nuo operator` and one agent per node until every node has rebooted,',
+    'under an UpdatePolicy with a budget, a cap per zone and a maintenance window open now.',
     'Prints nodes by phase while it runs and a summary at the end (exit 1 if any safety check failed).',
     '',
     'Flags:',
     '  --nodes N             nodes (default 12)',
     '  --zones Z             zones (default 3)',
     '  --max-unavailable K   nodes disrupted at once (default 3)',
+    '  --max-unavailable-per-zone Z',
+    '                        nodes disrupted at once in any one zone (default 1)',
     '  --reboot-time D       how long a simulated reboot takes (default 5s)',
     '  --soak D              Ready time required after a reboot (default 2s)',
     '  --keep                keep the cluster up after the rollout until Ctrl-C',
@@ -33,6 +36,7 @@ export const demoCommand: Command = {
         nodes: { type: 'string' },
         zones: { type: 'string' },
         'max-unavailable': { type: 'string' },
+        'max-unavailable-per-zone': { type: 'string' },
         'reboot-time': { type: 'string' },
         soak: { type: 'string' },
         keep: { type: 'boolean', default: false },
@@ -42,6 +46,12 @@ export const demoCommand: Command = {
     const nodes = positiveInt('nodes', values.nodes, 12, 1);
     const zones = positiveInt('zones', values.zones, 3, 1);
     const maxUnavailable = positiveInt('max-unavailable', values['max-unavailable'], 3, 1);
+    const maxUnavailablePerZone = positiveInt(
+      'max-unavailable-per-zone',
+      values['max-unavailable-per-zone'],
+      1,
+      1,
+    );
     const rebootMs = durationFlag('reboot-time', values['reboot-time'], '5s');
     const soakMs = durationFlag('soak', values.soak, '2s');
     const harness = await loadHarness<DemoHarness>('demo.ts', 'demo', 'demo');
@@ -50,6 +60,7 @@ export const demoCommand: Command = {
       nodes,
       zones,
       maxUnavailable,
+      maxUnavailablePerZone,
       rebootMs,
       soakMs,
       keep: values.keep,

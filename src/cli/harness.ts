@@ -8,6 +8,7 @@ export interface DemoHarness {
     nodes: number;
     zones: number;
     maxUnavailable: number;
+    maxUnavailablePerZone: number;
     rebootMs: number;
     soakMs: number;
     keep: boolean;

@@ -42,8 +42,13 @@ export function statusReason(n: NodeView, now: Date): string {
 /** The policies section of `nuo status`: each policy's pool, budget, window and blockers as it reports them. */
 export function policyLines(state: ClusterState): string[] {
   if (state.policies.crdMissing)
-    return ['policies: the UpdatePolicy CRD is not installed; the operator settings make one pool'];
-  if (state.raw.length === 0) return ["policies: none; the operator's own settings make one pool"];
+    return [
+      'policies: the UpdatePolicy CRD is not installed, so nuo touches no node (kubectl apply -k deploy)',
+    ];
+  if (state.raw.length === 0)
+    return [
+      'policies: none, so nuo touches no node (kubectl apply -f deploy/policies/default.yaml: every node, one at a time)',
+    ];
   const lines = ['policies:'];
   for (const p of [...state.raw].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))) {
     const s = p.status;

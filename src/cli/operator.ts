@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { destination, pino } from 'pino';
 import type { KubeLog } from '../kube/backoff.ts';
-import { configUsage, FIELDS, loadOperatorConfig } from '../operator/config.ts';
+import { configUsage, FIELDS, loadOperatorConfig, movedSetting } from '../operator/config.ts';
 import { Operator } from '../operator/controller.ts';
 import { OperatorMetrics } from '../operator/metrics.ts';
 import { parseDuration } from '../util/duration.ts';
@@ -27,6 +27,8 @@ export const operatorCommand: Command = {
     'Usage: nuo operator [flags]',
     '',
     'Settings come from defaults < --config FILE (YAML/JSON, keys as the flag names) < NUO_* environment < flags.',
+    'How and when nodes are updated (budgets, windows, drain, timeouts, soak, hooks) is set per pool in',
+    'UpdatePolicies (docs/policies.md); with none, no node is touched.',
     '',
     'Flags:',
     '  --config FILE                  settings file',
@@ -48,6 +50,11 @@ export const operatorCommand: Command = {
       ...kubeFlags,
     };
     for (const f of FIELDS) options[f.flag] = { type: 'string' };
+    for (const arg of argv) {
+      const moved = /^--([a-z-]+)/.exec(arg)?.[1];
+      const why = moved && !options[moved] ? movedSetting(moved) : undefined;
+      if (why) throw new UsageError(`--${moved}: ${why}`);
+    }
     const { values, positionals } = parseArgs({ args: argv, options, strict: true, allowPositionals: true });
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     const flags: Record<string, string | undefined> = {};

@@ -7,7 +7,6 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 import { Phase } from '../api/phases.ts';
 import { DrainOutcome, type DrainResult } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
-import type { OperatorConfig } from './config.ts';
 import type { Decider, NodeStep } from './decider.ts';
 import type { DrainRunner } from './drain-runner.ts';
 import type { EventRecorder } from './events.ts';
@@ -23,7 +22,6 @@ import { UNCORDONED_DURING_DRAIN } from './phase-steps.ts';
 
 export interface AttemptWritesOptions {
   core: CoreV1Api;
-  config: OperatorConfig;
   writer: NodeWriter;
   nodes: NodeCache;
   decider: Decider;
@@ -173,7 +171,8 @@ export class AttemptWrites {
 
   /** The node's write for a step (node-writes.ts). */
   #write(action: WriteAction, view: NodeView, now: Date): NodeWrite {
-    return patchFor(action, view, this.#o.config, now);
+    // The hooks of the node's own pool: an attempt's start asks for them, its end clears them.
+    return patchFor(action, view, this.#o.decider.configOf(view.name), now);
   }
 
   /**

@@ -17,7 +17,7 @@ import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
 import { AttemptWrites } from './attempt-writes.ts';
 import { BlockerWatch } from './blocker-watch.ts';
-import { decideConfigOf, type OperatorConfig } from './config.ts';
+import type { OperatorConfig } from './config.ts';
 import { Decider } from './decider.ts';
 import { DoNotDisruptReads } from './do-not-disrupt.ts';
 import { DrainRunner } from './drain-runner.ts';
@@ -130,7 +130,7 @@ export class Operator {
       policies: () => this.#policies.state(),
       blockers: (policy) => this.#blockers.blockers(policy),
       nodeHolds: (waiting, now) => this.#optOuts.holds(waiting, now),
-      flags: decideConfigOf(c),
+      paused: c.paused,
       nodes: this.#informer,
       draining: () => this.#drains.running(),
       ownGrant: this.#grants.signed,
@@ -153,7 +153,6 @@ export class Operator {
     });
     this.#writes = new AttemptWrites({
       core,
-      config: c,
       writer: new NodeWriter(this.#informer, acting),
       nodes: this.#informer,
       decider: this.#decider,

@@ -11,10 +11,8 @@
  * last slot. Node phases are the per-node protocol and the human-readable mirror.
  */
 import type { Phase } from '../api/phases.ts';
-import type { Selector } from '../kube/selector.ts';
 import { admit, outsideSlots } from './admission.ts';
 import { budgetSlots, type MaxUnavailable } from './budget.ts';
-import type { OperatorConfig } from './config.ts';
 import { revokeForeignGrants } from './foreign-grants.ts';
 import type { Wait } from './gates.ts';
 import type { Health } from './health-gate.ts';
@@ -25,20 +23,31 @@ import { promiseEnding, releaseStale, settlePromises, unavailable, withdrawUnsta
 import { pendingTaints } from './taints.ts';
 import { ZoneBudget, type ZonePolicy } from './zones.ts';
 
-/** The operator's settings as decide() reads them: the budget and selector parsed, the rest as configured. */
-export type DecideConfig = Omit<
-  OperatorConfig,
-  | 'maxUnavailable'
-  | 'nodeSelector'
-  | 'namespace'
-  | 'drainForce'
-  | 'drainDeleteEmptyDirData'
-  | 'drainGracePeriodSeconds'
-  | 'drainConcurrency'
-  | 'blockerIntervalMs'
-> & {
+/** A pool's settings as decide() reads them (its UpdatePolicy's, parsed; pool-plan.ts policyConfig). */
+export interface DecideConfig {
+  /** Nodes of the pool disrupted at once: a count or a percentage of the pool. */
   maxUnavailable: MaxUnavailable;
-  eligible: Selector;
+  minGrantSpacingMs: number;
+  drainTimeoutMs: number;
+  /** From the grant until the boot ID changes. */
+  rebootTimeoutMs: number;
+  /** From the boot ID change until the node is Ready. */
+  returnTimeoutMs: number;
+  /** How long a returned node must stay Ready before its slot is freed. */
+  soakMs: number;
+  /** Node annotations that must read "true" before draining (CLUO before-reboot hooks). */
+  beforeRebootAnnotations: string[];
+  /** Node annotations that must read "true" before the slot is freed (after-reboot hooks). */
+  afterRebootAnnotations: string[];
+  /** Base of the exponential backoff after a failed attempt (doubles per consecutive failure). */
+  retryBackoffMs: number;
+  retryBackoffMaxMs: number;
+  /** Reboots in a row that leave the need in place before nuo stops rebooting the node (a loop). */
+  maxIneffectiveReboots: number;
+  /** The operator's cluster-wide pause: nothing new is admitted. */
+  paused: boolean;
+  /** Taint nodes that wait for a reboot PreferNoSchedule, so evicted pods prefer nodes already done. */
+  pendingTaint: boolean;
   /**
    * Why the pool admits nothing now, and until when (a closed window, a blocker, an invalid policy):
    * evaluated once per pass by the caller, it is the first gate after the pauses.
@@ -48,7 +57,7 @@ export type DecideConfig = Omit<
   zones?: ZonePolicy;
   /** Why a node may not be disrupted now for a reason of its own pods (do-not-disrupt.ts). */
   nodeHold?: (node: string) => Wait | undefined;
-};
+}
 
 export interface Snapshot {
   nodes: NodeView[];
@@ -151,7 +160,8 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const t = now.getTime();
   const wake = wakeUp(t);
   const byName = new Map(snapshot.nodes.map((n) => [n.name, n]));
-  const eligible = snapshot.nodes.filter((n) => c.eligible(n.labels));
+  // Every node of the snapshot is the pool's: which nodes a budget covers is the pool plan's business.
+  const eligible = snapshot.nodes;
   const actions: Action[] = revokeForeignGrants(snapshot.nodes, snapshot.ownGrant);
   const stale = releaseStale(snapshot.ledger, byName, t);
   const holders = stale.holders;

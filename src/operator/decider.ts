@@ -14,8 +14,17 @@ import { inPool, type Ledger, type LedgerChange, type Slot } from './ledger.ts';
 import { needsReboot, outsideAttempt } from './need.ts';
 import { type NodeView, viewNode } from './node-view.ts';
 import type { PolicyState } from './policies.ts';
-import { DEFAULT_POOL, type PolicyBlockers, type Pool, type PoolPlan, planPools } from './pool-plan.ts';
+import {
+  DEFAULT_POOL,
+  POLICY_DEFAULTS,
+  type PolicyBlockers,
+  type Pool,
+  type PoolPlan,
+  planPools,
+  policyConfig,
+} from './pool-plan.ts';
 import { SoakClock } from './soak-clock.ts';
+import { untaintUnmanaged } from './taints.ts';
 
 /** Actions that change only the ledger: the pass's own conditional write. */
 export type LedgerOnly = Extract<LedgerChange, { type: 'release' | 'promise' | 'unpromise' | 'claim' }>;
@@ -25,8 +34,8 @@ export const isLedgerChange = (a: Action): a is LedgerOnly => LEDGER_ONLY.has(a.
 export type NodeStep = Exclude<Action, LedgerOnly>;
 
 export interface DeciderOptions {
-  /** The operator's own settings: the default pool's, and what a pool without a policy finishes under. */
-  flags: DecideConfig;
+  /** The operator's cluster-wide pause. */
+  paused: boolean;
   /** The cluster's UpdatePolicies now. */
   policies: () => PolicyState;
   /** What each policy's blockers answered last. */
@@ -106,7 +115,7 @@ export class Decider {
   decide(nodes: NodeView[], ledger: Ledger, health: ReadonlyMap<string, Health>, now: Date): PassDecision {
     const plan = planPools({
       state: this.#o.policies(),
-      flags: this.#o.flags,
+      paused: this.#o.paused,
       nodes,
       ledger,
       now,
@@ -129,28 +138,33 @@ export class Decider {
       };
       return { pool, decision: decide(snapshot, pool.config, now) };
     });
+    const unmanaged = new Set([...plan.unmatched, ...plan.conflicts.keys()]);
     const wakes = pools.flatMap((p) => (p.decision.wakeAt === undefined ? [] : [p.decision.wakeAt]));
     return {
       plan,
       pools,
-      actions: pools.flatMap((p) => p.decision.actions),
+      actions: [...pools.flatMap((p) => p.decision.actions), ...untaintUnmanaged(nodes, unmanaged)],
       holders: pools.flatMap((p) => p.decision.budget.holders),
       ...(wakes.length > 0 ? { wakeAt: Math.min(...wakes) } : {}),
     };
   }
 
-  /** How a node is drained: its pool's policy's settings, or undefined for the operator's own. */
-  drainOf(node: string): DrainSettings | undefined {
+  /** How a node is drained: its pool's policy's settings, else a policy's defaults. */
+  drainOf(node: string): DrainSettings {
     const pool = this.#poolOfNode.get(node);
     const policy = this.#plan?.pools.find((p) => p.name === pool)?.policy;
     const resolved = policy?.current.ok ? policy.current.policy : policy?.lastValid;
-    return resolved?.drain;
+    return (resolved ?? POLICY_DEFAULTS).drain;
   }
 
-  /** The settings a node is stepped under: its pool's as last planned, else the operator's own. */
+  /** The settings a node is stepped under: its pool's as last planned, else a policy's defaults. */
   configOf(node: string): DecideConfig {
     const pool = this.#poolOfNode.get(node);
-    return (pool === undefined ? undefined : this.#configs.get(pool)) ?? this.#o.flags;
+    return (pool === undefined ? undefined : this.#configs.get(pool)) ?? this.#defaults();
+  }
+
+  #defaults(): DecideConfig {
+    return policyConfig(POLICY_DEFAULTS, this.#o.paused);
   }
 
   /**
@@ -166,7 +180,7 @@ export class Decider {
       ownGrant: this.#o.ownGrant,
       health,
     };
-    const config = this.#configs.get(slot.pool ?? DEFAULT_POOL) ?? this.#o.flags;
+    const config = this.#configs.get(slot.pool ?? DEFAULT_POOL) ?? this.#defaults();
     const { actions } = decide(snapshot, config, now);
     return actions.find(
       (a): a is NodeStep =>

@@ -23,8 +23,8 @@ export interface DrainRunnerOptions {
   record: (node: string, result: DrainResult, refusedByPdb: number) => Promise<void>;
   /** Recording failed: the node stays Draining and a later pass drains it again (nothing left to evict). */
   recordFailed: (node: string, err: unknown) => void;
-  /** The node's pool's drain settings, when its pool has a policy (else the operator's own apply). */
-  settings: (node: string) => DrainSettings | undefined;
+  /** The drain settings of the node's pool. */
+  settings: (node: string) => DrainSettings;
   /** A drain ended, however: a pass may have something to do. */
   ended: (node: string) => void;
 }
@@ -62,16 +62,10 @@ export class DrainRunner {
     for (const controller of this.#running.values()) controller.abort();
   }
 
-  /** The drain engine's options for the node: its pool's settings, else the operator's own. */
+  /** The drain engine's options for the node: its pool's settings, this process's concurrency. */
   #options(node: string) {
     const c = this.#o.config;
-    const s = this.#o.settings(node) ?? {
-      timeoutMs: c.drainTimeoutMs,
-      gracePeriodSeconds: c.drainGracePeriodSeconds,
-      deleteEmptyDirData: c.drainDeleteEmptyDirData,
-      force: c.drainForce,
-      podSelector: '',
-    };
+    const s = this.#o.settings(node);
     return {
       force: s.force,
       ignoreDaemonSets: true,

@@ -33,7 +33,7 @@ function poolLine(node: NodeView, plan: PoolPlan): { line: string; pool?: PoolPl
   if (!pool) return { line: 'pool: none — no UpdatePolicy selects it; it is left alone' };
   const name =
     pool.name === DEFAULT_POOL
-      ? "the default pool (the operator's own settings)"
+      ? 'none — an attempt an older operator began, finishing under the policy defaults'
       : `UpdatePolicy ${pool.name}`;
   return { line: `pool: ${name}`, pool };
 }

@@ -82,7 +82,7 @@ export class OperatorMetrics {
   });
   readonly slots = new Gauge({
     name: 'nuo_budget_slots',
-    help: 'slots allowed by maxUnavailable, per pool (the default pool is "default")',
+    help: 'slots allowed by maxUnavailable, per pool (its UpdatePolicy; "(none)" for attempts no policy holds)',
     labelNames: ['pool'],
     registers: [this.registry],
   });
@@ -104,7 +104,7 @@ export class OperatorMetrics {
     this.slots.reset();
     this.used.reset();
     for (const { pool, decision: d } of decision.pools) {
-      const labels = { pool: pool.name || 'default' };
+      const labels = { pool: pool.name || '(none)' };
       this.slots.set(labels, d.budget.slots);
       this.used.set(labels, d.budget.used);
     }

@@ -1,17 +1,17 @@
 /**
  * The pools of a pass: which nodes each budget covers, with the settings decide() applies to them and
- * why, if at all, it admits nothing now. Pure: policies, flags, nodes, ledger and time in; pools out.
- * - While the cluster has no UpdatePolicy (or no CRD), the operator's own settings make one pool, the
- *   default pool '', over the nodes its --node-selector selects (nuo before policies).
- * - Once policies exist they make the pools (policy/pools.ts says which node goes where); the default
- *   pool only finishes the attempts it holds.
+ * why, if at all, it admits nothing now. Pure: policies, the cluster-wide pause, nodes, ledger and time
+ * in; pools out.
+ * - UpdatePolicies make the pools (policy/pools.ts says which node goes where). A node no policy selects
+ *   is left alone: without any policy, nuo touches no node.
  * - A pool whose policy is gone, invalid, or not read yet finishes its attempts in progress under the
- *   settings it last had (the operator's own when it never had any) and admits nothing: a missing or
- *   broken policy never frees a budget.
+ *   settings it last had (a policy's defaults when it never had any) and admits nothing: a missing or
+ *   broken policy never frees a budget. So does the default pool '', which only an older operator's
+ *   ledger entries (no pool named) can hold.
  */
 
 import { assignPools } from '../policy/pools.ts';
-import type { ResolvedPolicy } from '../policy/resolve.ts';
+import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
 import { budgetSlots } from './budget.ts';
 import type { DecideConfig } from './decide.ts';
@@ -21,8 +21,14 @@ import { poolOf } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import type { PolicyEntry, PolicyState } from './policies.ts';
 
-/** The default pool: the operator's own settings, for a cluster without UpdatePolicies. */
+/** The pool of a ledger entry that names none (written by an operator older than policies). */
 export const DEFAULT_POOL = '';
+
+/** An UpdatePolicy that sets nothing: the settings an attempt without a policy's finishes under. */
+const EMPTY_POLICY = resolvePolicy({ metadata: { name: DEFAULT_POOL }, spec: {} });
+if (!EMPTY_POLICY.ok)
+  throw new Error(`the UpdatePolicy defaults do not resolve: ${EMPTY_POLICY.errors[0]?.message}`);
+export const POLICY_DEFAULTS: ResolvedPolicy = EMPTY_POLICY.policy;
 
 /** Why a pool admits nothing, as its policy's Blocked condition names it. */
 export type HoldCode =
@@ -82,11 +88,10 @@ export interface PoolPlan {
   unmatched: string[];
 }
 
-/** decide()'s settings from a policy's; the cluster-wide pause (`paused` of the flags) still applies. */
-export function policyConfig(p: ResolvedPolicy, flags: DecideConfig): DecideConfig {
+/** decide()'s settings from a policy's, with the operator's cluster-wide pause. */
+export function policyConfig(p: ResolvedPolicy, paused: boolean): DecideConfig {
   return {
     maxUnavailable: p.maxUnavailable,
-    eligible: () => true,
     minGrantSpacingMs: p.reboot.minGrantSpacingMs,
     drainTimeoutMs: p.drain.timeoutMs,
     rebootTimeoutMs: p.reboot.rebootTimeoutMs,
@@ -97,7 +102,7 @@ export function policyConfig(p: ResolvedPolicy, flags: DecideConfig): DecideConf
     retryBackoffMs: p.reboot.retryBackoffMs,
     retryBackoffMaxMs: p.reboot.retryBackoffMaxMs,
     maxIneffectiveReboots: p.reboot.maxIneffectiveReboots,
-    paused: flags.paused,
+    paused,
     pendingTaint: p.reboot.pendingTaint,
     ...(p.maxUnavailablePerZone || p.zoneOrder === 'OneAtATime'
       ? {
@@ -198,7 +203,7 @@ function pool(
 /** The pool of a valid or invalid policy: its settings (the last valid ones), and its hold. */
 function policyPool(
   entry: PolicyEntry,
-  flags: DecideConfig,
+  paused: boolean,
   nodes: NodeView[],
   now: Date,
   blockers: PolicyBlockers | undefined,
@@ -211,24 +216,28 @@ function policyPool(
         code: 'InvalidSpec',
         reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
       };
-  return pool(entry.name, policyConfig(resolved, flags), nodes, hold, entry);
+  return pool(entry.name, policyConfig(resolved, paused), nodes, hold, entry);
 }
 
 export function planPools(input: {
   state: PolicyState;
-  flags: DecideConfig;
+  /** The operator's cluster-wide pause. */
+  paused: boolean;
   nodes: readonly NodeView[];
   ledger: Ledger;
   now: Date;
   /** What each policy's blockers answered last. */
   blockers?: (policy: string) => PolicyBlockers | undefined;
 }): PoolPlan {
-  const { state, flags, ledger, now } = input;
+  const { state, ledger, now, paused } = input;
   const holding = (name: string) => poolOf(ledger, name);
   const byPool = new Map<string, NodeView[]>();
   const add = (pool: string, n: NodeView) => byPool.set(pool, [...(byPool.get(pool) ?? []), n]);
   const orphan = (name: string, code: HoldCode, why: string): Pool =>
-    pool(name, flags, byPool.get(name) ?? [], { code, reason: `waiting: ${why}` });
+    pool(name, policyConfig(POLICY_DEFAULTS, paused), byPool.get(name) ?? [], {
+      code,
+      reason: `waiting: ${why}`,
+    });
 
   if (!state.known) {
     for (const n of input.nodes) {
@@ -244,21 +253,6 @@ export function planPools(input: {
     };
   }
 
-  if (state.policies.length === 0) {
-    for (const n of input.nodes) add(holding(n.name) ?? DEFAULT_POOL, n);
-    const pools = [...byPool.keys()].map((name) =>
-      name === DEFAULT_POOL
-        ? pool(name, flags, byPool.get(name) ?? [])
-        : orphan(
-            name,
-            'PolicyGone',
-            `UpdatePolicy ${name} is gone: its attempts in progress finish, nothing new starts`,
-          ),
-    );
-    if (!byPool.has(DEFAULT_POOL)) pools.push(pool(DEFAULT_POOL, flags, []));
-    return { pools, conflicts: new Map(), unmatched: [] };
-  }
-
   const selectors = state.policies.flatMap((e) => {
     const p = e.current.ok ? e.current.policy : e.lastValid;
     return p ? [{ name: e.name, selects: p.selects }] : [];
@@ -268,7 +262,7 @@ export function planPools(input: {
   for (const [node, pool] of assignment.pools) add(pool, byName.get(node) as NodeView);
   const pools: Pool[] = [];
   for (const entry of state.policies) {
-    const made = policyPool(entry, flags, byPool.get(entry.name) ?? [], now, input.blockers?.(entry.name));
+    const made = policyPool(entry, paused, byPool.get(entry.name) ?? [], now, input.blockers?.(entry.name));
     if (made) pools.push(made);
     byPool.delete(entry.name);
   }
@@ -278,7 +272,7 @@ export function planPools(input: {
         ? orphan(
             name,
             'Superseded',
-            'UpdatePolicies now make the pools: attempts in progress finish, nothing new starts',
+            'no UpdatePolicy holds this attempt (an older operator began it): it finishes, nothing new starts',
           )
         : orphan(
             name,

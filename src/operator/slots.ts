@@ -119,7 +119,7 @@ export function settlePromises(
     }
     const why = !n
       ? 'node no longer exists'
-      : !c.eligible(n.labels) || !needsReboot(n, t)
+      : !needsReboot(n, t)
         ? 'no longer needs a reboot here'
         : (firstWait(NODE_GATES, { node: n, config: c, now: t, pass })?.reason ??
           (c.minGrantSpacingMs > 0 ? 'grants are spaced' : undefined));

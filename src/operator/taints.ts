@@ -27,11 +27,21 @@ export function pendingTaints(
   const extra: Action[] = [];
   for (const n of nodes) {
     if (inAttempt(n.name) || admitted.has(n.name)) continue;
-    const want = c.pendingTaint && !n.paused && c.eligible(n.labels) && needsReboot(n, t) !== undefined;
+    const want = c.pendingTaint && !n.paused && needsReboot(n, t) !== undefined;
     if (n.pendingTaint === want) continue;
     const write = writes.get(n.name);
     if (write) write.taint = want;
     else extra.push({ type: 'taint', node: n.name, present: want });
   }
   return extra;
+}
+
+/**
+ * The taint off nodes outside every pool (no policy selects them, or two do): nuo manages none of them,
+ * so none waits for a reboot of nuo's, and a taint nuo left on one would steer pods away from it for good.
+ */
+export function untaintUnmanaged(nodes: readonly NodeView[], unmanaged: ReadonlySet<string>): Action[] {
+  return nodes
+    .filter((n) => n.pendingTaint && unmanaged.has(n.name))
+    .map((n) => ({ type: 'taint', node: n.name, present: false }) as const);
 }

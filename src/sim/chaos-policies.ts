@@ -5,22 +5,16 @@
  * with a zone cap of 1, its zone in its pool waits: those nodes are an expected stall, seen waiting for
  * their zone, not a failure to finish.
  */
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { ApiextensionsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import type { UpdatePolicySpec } from '../api/update-policy.ts';
-import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
-import { pollUntil } from '../util/poll.ts';
 import type { Env } from './chaos-env.ts';
 import type { Budget } from './checker.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
+import { applyPolicy, deletePolicies, installPolicyCrd } from './policies.ts';
 
 const ZONE = 'topology.kubernetes.io/zone';
 /** The label that puts a node in a chaos pool. */
 export const POOL_LABEL = 'chaos.nuo.dev/pool';
-const CRD_FILE = fileURLToPath(new URL('../../deploy/base/updatepolicy-crd.yaml', import.meta.url));
 
 export interface ChaosPools {
   /** node → its pool. */
@@ -28,50 +22,43 @@ export interface ChaosPools {
   budgets: Budget[];
 }
 
-/** The settings of both pools: as fast as the operator flags of a chaos run (chaos.ts OPERATOR_ARGS). */
-const spec = (pool: string, maxUnavailable: number): UpdatePolicySpec => ({
-  nodeSelector: { matchLabels: { [POOL_LABEL]: pool } },
-  maxUnavailable,
-  maxUnavailablePerZone: 1,
+/**
+ * Soak and timeouts fast enough for seconds-long runs: a node that never returns is Failed after 20 s
+ * (a slow but normal one recovers if it returns), and a drain blocked past its timeout (an eviction cut
+ * off by a fault holds the PDB for 2 min, see chaos-plan.ts evictionLimboMs) is aborted and retried
+ * soon, within the run's bound.
+ */
+const QUICK: UpdatePolicySpec = {
   drain: { timeout: '60s' },
   reboot: { soak: '1s', rebootTimeout: '20s', returnTimeout: '20s', retryBackoff: '5s' },
-});
+};
 
-/** Installs the CRD, puts the first half of the nodes in pool a and the rest in pool b, one policy each. */
+/** One UpdatePolicy over every node with the run's budget (a campaign without `--policies`). */
+export async function prepareOnePool(cluster: LocalCluster, maxUnavailable: number): Promise<void> {
+  await installPolicyCrd(cluster);
+  await deletePolicies(cluster);
+  await applyPolicy(cluster, 'chaos', { ...QUICK, maxUnavailable });
+}
+
+/** Puts the first half of the nodes in pool a and the rest in pool b, one policy each with a zone cap of 1. */
 export async function preparePools(
   cluster: LocalCluster,
   env: Env,
   names: readonly string[],
   maxUnavailable: number,
 ): Promise<ChaosPools> {
-  const applied = spawnSync(
-    cluster.binaries.path.kubectl,
-    [`--kubeconfig=${cluster.kubeconfigPath}`, 'apply', '-f', CRD_FILE],
-    { encoding: 'utf8' },
-  );
-  if (applied.status !== 0) throw new Error(`installing the UpdatePolicy CRD failed: ${applied.stderr}`);
-  const crds = cluster.kubeconfig.makeApiClient(ApiextensionsV1Api);
-  await pollUntil('the UpdatePolicy CRD to be established', async () => {
-    const crd = await crds.readCustomResourceDefinition({ name: `${UPDATE_POLICY.plural}.${API_GROUP}` });
-    return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
-      ? true
-      : undefined;
-  });
+  await installPolicyCrd(cluster);
+  await deletePolicies(cluster);
   const poolOf = new Map(names.map((n, i) => [n, i < names.length / 2 ? 'a' : 'b']));
   for (const [name, pool] of poolOf) {
     await env.core.patchNode({ name, body: { metadata: { labels: { [POOL_LABEL]: pool } } } }, mergePatch);
   }
-  const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
-  const ref = { group: API_GROUP, version: API_VERSION, plural: UPDATE_POLICY.plural };
   for (const pool of ['a', 'b']) {
-    const body = {
-      apiVersion: `${API_GROUP}/${API_VERSION}`,
-      kind: UPDATE_POLICY.kind,
-      metadata: { name: `chaos-${pool}` },
-      spec: spec(pool, maxUnavailable),
-    };
-    await custom.createClusterCustomObject({ ...ref, body }).catch((err: unknown) => {
-      if (statusCode(err) !== 409) throw err;
+    await applyPolicy(cluster, `chaos-${pool}`, {
+      ...QUICK,
+      nodeSelector: { matchLabels: { [POOL_LABEL]: pool } },
+      maxUnavailable,
+      maxUnavailablePerZone: 1,
     });
   }
   const budgets = ['a', 'b'].map((pool) => ({

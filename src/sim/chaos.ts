@@ -36,7 +36,7 @@ import {
   planRun,
   type RunPlan,
 } from './chaos-plan.ts';
-import { type ChaosPools, preparePools } from './chaos-policies.ts';
+import { type ChaosPools, prepareOnePool, preparePools } from './chaos-policies.ts';
 import { awaitRollout } from './chaos-progress.ts';
 import { drainSummary, readinessRepairs, workloadReport } from './chaos-report.ts';
 import type { Violation } from './checker.ts';
@@ -61,11 +61,6 @@ export interface ChaosOptions {
   /** Copy the logs to keepLogsDir whatever the outcome. */
   keepLogsAlways?: boolean;
   timings?: Partial<PlanTimings>;
-  /**
-   * Flags appended to every operator's command line (later flags win). For checking the harness itself:
-   * e.g. `--max-unavailable=4` against a checker budget of 2 must show up as budget violations.
-   */
-  extraOperatorArgs?: string[];
   /** Two UpdatePolicies (pools of half the nodes each, the run's budget and a zone cap of 1 each). */
   policies?: boolean;
 }
@@ -114,20 +109,8 @@ export interface ChaosResult {
   logsKeptIn?: string;
 }
 
-/** Leader election and health gate fast enough for seconds-long runs (as the fault tests use). */
-const OPERATOR_ARGS = [
-  '--soak=1s',
-  '--lease-duration=3s',
-  '--renew-deadline=2s',
-  '--retry-period=500ms',
-  // A node that never returns is Failed after this; a slow but normal node recovers open if it returns.
-  '--reboot-timeout=20s',
-  '--return-timeout=20s',
-  // A drain blocked past its timeout (an eviction cut off by a fault holds the PDB for 2 min, see
-  // chaos-plan.ts evictionLimboMs) is aborted and retried soon, within the run's bound.
-  '--retry-backoff=5s',
-  '--drain-timeout=60s',
-];
+/** Leader election fast enough for seconds-long runs (as the fault tests use). */
+const OPERATOR_ARGS = ['--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
 
 /** Node names as startCluster() makes them: node-0 … node-(n-1), zero-padded to the same width. */
 export function nodeNames(count: number): string[] {
@@ -157,10 +140,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   let env: Env | undefined;
   try {
     env = await prepare(cluster, names);
-    const setting = {
-      extraOperatorArgs: o.extraOperatorArgs ?? [],
-      ...(o.policies ? { pools: await preparePools(cluster, env, names, o.maxUnavailable) } : {}),
-    };
+    const setting = o.policies
+      ? { pools: await preparePools(cluster, env, names, o.maxUnavailable) }
+      : await prepareOnePool(cluster, o.maxUnavailable).then(() => ({}));
     for (let i = 0; i < o.runs; i++) {
       const plan = planRun(o.seed + i, names, o.maxUnavailable, timings);
       o.log(`run ${i + 1}/${o.runs} (seed ${plan.seed}):\n${describePlan(plan)}`);
@@ -268,7 +250,7 @@ async function runOne(
   index: number,
   plan: RunPlan,
   log: (line: string) => void,
-  setting: { extraOperatorArgs: string[]; pools?: ChaosPools },
+  setting: { pools?: ChaosPools },
 ): Promise<RunResult> {
   await resetNodes(env);
   // Earlier runs of a campaign leave the pods where their drains put them; this run starts from there.
@@ -288,7 +270,7 @@ async function runOne(
   });
   const injected = emptyKinds();
   const skipped: string[] = [];
-  const args = [`--max-unavailable=${plan.maxUnavailable}`, ...OPERATOR_ARGS, ...setting.extraOperatorArgs];
+  const args = OPERATOR_ARGS;
   const cancelled = new AbortController();
   const { replicas, replicaIds } = runReplicas(env, fleet, plan.seed, args, cancelled.signal);
   let t0 = Date.now();

@@ -1,17 +1,22 @@
 /**
  * `nuo demo`: a real control plane with simulated nodes running Deployments under PDBs; every node is
  * marked as needing a reboot, and `nuo operator` plus one agent per node roll the reboot through them
- * while the independent checker watches. Ends with a summary against the ideal lower bound.
+ * under an UpdatePolicy (a budget, a cap per zone, a maintenance window open now) while the independent
+ * checker watches both budgets. Ends with the policy's status and a summary against the ideal lower bound.
  */
 import {
   AppsV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   PolicyV1Api,
   type V1Pod,
   type V1PodDisruptionBudget,
 } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import { Annotations } from '../api/keys.ts';
 import { PHASES, Phase } from '../api/phases.ts';
+import { DAYS, type UpdatePolicy, type UpdatePolicySpec } from '../api/update-policy.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
@@ -22,6 +27,7 @@ export interface DemoOptions {
   nodes: number;
   zones: number;
   maxUnavailable: number;
+  maxUnavailablePerZone: number;
   rebootMs: number;
   soakMs: number;
   /** Keep the cluster up after the rollout until Ctrl-C. */
@@ -75,6 +81,42 @@ async function observeWorkload(
   return { observed, stop: async () => void (await Promise.all([pods.stop(), pdbs.stop()])) };
 }
 
+const ZONE = 'topology.kubernetes.io/zone';
+const hh = (h: number) => `${String(h % 24).padStart(2, '0')}:00`;
+
+/**
+ * The demo's UpdatePolicy: every node, the budget and zone cap asked for, and a weekly window of today
+ * (UTC) from this hour for three hours, so the rollout runs inside it (a window that wraps midnight is
+ * one too); the soak is the demo's.
+ */
+export function demoPolicy(o: DemoOptions, now: Date): UpdatePolicySpec {
+  const today = DAYS[(now.getUTCDay() + 6) % 7] ?? 'Mon';
+  return {
+    maxUnavailable: o.maxUnavailable,
+    maxUnavailablePerZone: o.maxUnavailablePerZone,
+    windows: {
+      weekly: [
+        { days: [today], start: hh(now.getUTCHours()), end: hh(now.getUTCHours() + 3), timeZone: 'UTC' },
+      ],
+    },
+    reboot: { soak: `${o.soakMs}ms` },
+  };
+}
+
+/** The policy's conditions and counts as its status says them, a line each. */
+async function policyReport(cluster: LocalCluster): Promise<string[]> {
+  const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
+  const p = (await custom.getClusterCustomObject({
+    group: API_GROUP,
+    version: API_VERSION,
+    plural: UPDATE_POLICY.plural,
+    name: 'demo',
+  })) as UpdatePolicy;
+  return (p.status?.conditions ?? []).map(
+    (c) => `  ${c.type.padEnd(16)} ${c.status.padEnd(6)} ${c.reason}: ${c.message}`,
+  );
+}
+
 function bar(done: number, total: number, width = 30): string {
   const filled = total === 0 ? width : Math.round((done / total) * width);
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
@@ -95,12 +137,28 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     await apps.createNamespacedDaemonSet({ namespace: 'demo', body: daemonSet('demo', 'log-shipper') });
     log('  daemonset demo/log-shipper: one pod per node (the health gate waits for it after each reboot)');
     watch = await observeWorkload(cluster, 'demo');
-    fleet = new Fleet(cluster, { rebootMs: o.rebootMs, budget: o.maxUnavailable });
+    const budget = {
+      name: 'demo',
+      selects: () => true,
+      max: o.maxUnavailable,
+      zones: { label: ZONE, max: o.maxUnavailablePerZone },
+    };
+    fleet = new Fleet(cluster, { rebootMs: o.rebootMs, budget: [budget] });
     await fleet.start();
-    fleet.startOperator('demo', [`--max-unavailable=${o.maxUnavailable}`, `--soak=${o.soakMs}ms`]);
+    const spec = demoPolicy(o, new Date());
+    await fleet.applyPolicy(spec, 'demo');
+    const manifest = {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: UPDATE_POLICY.kind,
+      metadata: { name: 'demo' },
+      spec,
+    };
+    // Strings quoted: a YAML 1.1 reader (kubectl) takes an unquoted 08:00 for the number 480.
     log(
-      `\nOperator: nuo operator --max-unavailable=${o.maxUnavailable} --soak=${o.soakMs / 1000}s (log: ${cluster.dir}/logs/operator-demo.log)`,
+      `\nUpdatePolicy (kubectl get updatepolicy demo -o yaml):\n${stringify(manifest, { defaultStringType: 'QUOTE_DOUBLE', defaultKeyType: 'PLAIN' }).trimEnd().replace(/^/gm, '  ')}`,
     );
+    fleet.startOperator('demo', []);
+    log(`Operator: nuo operator (log: ${cluster.dir}/logs/operator-demo.log)`);
     log(`Marking every node as needing a reboot (simulated reboot: ${o.rebootMs / 1000}s)…\n`);
     const rolloutStart = Date.now();
     fleet.stageUpdates();
@@ -142,6 +200,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     else log(lastLine);
     const elapsed = (Date.now() - rolloutStart) / 1000;
     await f.checker.finalCheck();
+    log(['', 'UpdatePolicy demo, as its status says:', ...(await policyReport(cluster))].join('\n'));
     const ideal = (Math.ceil(o.nodes / o.maxUnavailable) * (o.rebootMs + o.soakMs)) / 1000;
     const budgetViolations = f.checker.violations.filter((v) => v.rule === 'budget').length;
     const otherViolations = f.checker.violations.filter((v) => v.rule !== 'budget');
@@ -152,7 +211,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
         `  nodes rebooted            ${o.nodes} (each exactly once: ${[...f.hosts.values()].every((h) => f.checker.rebootsOf(h.nodeName) === 1) ? 'yes' : 'NO'})`,
         `  elapsed                   ${elapsed.toFixed(1)}s`,
         `  ideal lower bound         ${ideal.toFixed(1)}s = ceil(${o.nodes}/${o.maxUnavailable}) × (reboot ${o.rebootMs / 1000}s + soak ${o.soakMs / 1000}s); efficiency ${((ideal / elapsed) * 100).toFixed(0)}%`,
-        `  most nodes disrupted      ${f.checker.maxDisrupted} (maxUnavailable ${o.maxUnavailable})`,
+        `  most nodes disrupted      ${f.checker.maxDisrupted} (maxUnavailable ${o.maxUnavailable}, at most ${o.maxUnavailablePerZone} per zone)`,
         `  pods evicted              ${watch.observed.evictions}`,
         `  budget violations         ${budgetViolations}`,
         `  PDB violations            ${watch.observed.pdbViolations.length}`,

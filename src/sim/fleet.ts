@@ -7,6 +7,7 @@ import { appendFileSync, existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
+import type { UpdatePolicySpec } from '../api/update-policy.ts';
 import { kubeconfigCredentials } from '../kube/kubeconfig-credentials.ts';
 import { LeanClient } from '../kube/lean-client.ts';
 import { type Budget, SafetyChecker } from './checker.ts';
@@ -14,7 +15,11 @@ import type { LocalCluster } from './cluster/cluster.ts';
 import { sampleProc } from './cluster/proc.ts';
 import { killWithHarness } from './cluster/process.ts';
 import { type RebootBehaviour, SimHost } from './host.ts';
+import { applyPolicy, installPolicyCrd } from './policies.ts';
 import { diagnose, diagnosisFlags } from './runaway.ts';
+
+/** The name of the UpdatePolicy a fleet applies unless told another (Fleet.applyPolicy). */
+export const FLEET_POLICY = 'fleet';
 
 const nuoBin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
 
@@ -117,6 +122,16 @@ export class Fleet {
         await host.start();
       }),
     );
+  }
+
+  /**
+   * Creates or replaces an UpdatePolicy (the CRD installed first if need be): the operators' settings,
+   * which their flags no longer carry. Without `spec.nodeSelector` it selects every node. It outlives the
+   * fleet (stop() may come after the cluster's own): the next fleet's replaces it.
+   */
+  async applyPolicy(spec: UpdatePolicySpec, name = FLEET_POLICY): Promise<void> {
+    await installPolicyCrd(this.#cluster);
+    await applyPolicy(this.#cluster, name, spec);
   }
 
   /** Stages an OS update on the given nodes (all by default): each will need one reboot. */

@@ -19,6 +19,7 @@ import { Phase } from '../../src/api/phases.ts';
 import { kubeconfigCredentials } from '../../src/kube/kubeconfig-credentials.ts';
 import { LeanClient, type LeanNode } from '../../src/kube/lean-client.ts';
 import { strategicMergePatch } from '../../src/kube/patch.ts';
+import { applyPolicy, installPolicyCrd } from '../../src/sim/policies.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { deferrals, usePrivateBus } from '../os/bus.ts';
 import { FakeLogind, FakeUpdateEngine } from '../os/fake-services.ts';
@@ -171,12 +172,13 @@ test('a StatusUpdate on D-Bus leads, through the operator on the local cluster, 
   await node1.start();
   defer(() => node1.stop());
 
+  await installPolicyCrd(cluster);
+  await applyPolicy(cluster, 'e2e', { reboot: { soak: '1s' } });
   const operator = startNuo('operator', [
     'operator',
     `--kubeconfig=${cluster.kubeconfigPath}`,
     '--metrics-port=0',
     '--identity=e2e',
-    '--soak=1s',
     '--lease-duration=3s',
     '--renew-deadline=2s',
     '--retry-period=500ms',

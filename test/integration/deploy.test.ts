@@ -168,7 +168,10 @@ describe('deploy/', () => {
     }
   });
 
-  test('the operator reboots a node with only the RBAC deploy/ grants it', async () => {
+  test('the operator reboots a node under the default policy with only the RBAC deploy/ grants it', async () => {
+    const defaultPolicy = join(deployDir, 'policies', 'default.yaml');
+    const applied = kubectl('apply', '-f', defaultPolicy);
+    assert.equal(applied.status, 0, applied.stderr);
     const token = (
       await core.createNamespacedServiceAccountToken({
         name: 'nuo-operator',
@@ -190,7 +193,6 @@ describe('deploy/', () => {
         'operator',
         `--kubeconfig=${kubeconfig}`,
         '--metrics-port=0',
-        '--soak=0s',
         '--identity=rbac',
       ],
       { stdio: ['ignore', log, log] },
@@ -239,6 +241,7 @@ describe('deploy/', () => {
     } finally {
       operator.kill('SIGTERM');
       await new Promise((r) => operator.once('exit', r));
+      kubectl('delete', '-f', defaultPolicy);
     }
   });
 

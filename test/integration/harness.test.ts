@@ -279,7 +279,7 @@ describe("the fleet's memory guard", () => {
     const fleet = new Fleet(cluster, { rebootMs: 300, budget: 1, runawayRssMiB: 64 });
     await fleet.start();
     try {
-      const child = fleet.startOperator('guarded', ['--max-unavailable=1', '--paused=true']);
+      const child = fleet.startOperator('guarded', ['--paused=true']);
       const exited = new Promise((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
       assert.equal(await exited, 'SIGKILL');
       assert.equal(fleet.runaways.length, 1);

@@ -5,16 +5,8 @@
  * budget and each zone's cap.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import {
-  ApiextensionsV1Api,
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  PolicyV1Api,
-} from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
@@ -22,20 +14,18 @@ import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/up
 import { mergePatch } from '../../src/kube/patch.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
+import { installPolicyCrd } from '../../src/sim/policies.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { startPrometheus, Target } from './prometheus-server.ts';
-import { resetNodes, runNuo, useCluster } from './support.ts';
+import { FAST_LEASE, resetNodes, runNuo, useCluster } from './support.ts';
 
 const ZONE = 'topology.kubernetes.io/zone';
-const CRD_FILE = new URL('../../deploy/base/updatepolicy-crd.yaml', import.meta.url);
 const cluster = await useCluster({ nodes: 6, zones: 3 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
-const crds = cluster.kubeconfig.makeApiClient(ApiextensionsV1Api);
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
 const pdbs = cluster.kubeconfig.makeApiClient(PolicyV1Api);
-const FAST = ['--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
 /** Settings every test policy shares: seconds-long soaks and timeouts. */
 const QUICK = { reboot: { soak: '1s', retryBackoff: '5s' } };
 const POOL_A = ['node-0', 'node-1', 'node-2'];
@@ -47,19 +37,7 @@ after(() => fleet?.stop());
 
 before(async () => {
   await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
-  // The CRD as deploy/ ships it (the typed client would drop its x-kubernetes-* keys).
-  const applied = spawnSync(
-    cluster.binaries.path.kubectl,
-    [`--kubeconfig=${cluster.kubeconfigPath}`, 'apply', '-f', fileURLToPath(CRD_FILE)],
-    { encoding: 'utf8' },
-  );
-  assert.equal(applied.status, 0, applied.stderr);
-  await pollUntil('the UpdatePolicy CRD to be established', async () => {
-    const crd = await crds.readCustomResourceDefinition({ name: `${UPDATE_POLICY.plural}.${API_GROUP}` });
-    return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
-      ? true
-      : undefined;
-  });
+  await installPolicyCrd(cluster);
   for (const [names, pool] of [
     [POOL_A, 'a'],
     [POOL_B, 'b'],
@@ -113,7 +91,7 @@ async function condition(
 async function startFleet(budget: Budget[], args: string[] = []): Promise<Fleet> {
   fleet = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000 });
   await fleet.start();
-  fleet.startOperator('op-a', [...FAST, ...args]);
+  fleet.startOperator('op-a', [...FAST_LEASE, ...args]);
   return fleet;
 }
 

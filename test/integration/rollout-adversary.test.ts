@@ -15,13 +15,14 @@ import { AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api } from '@kubernete
 import { fromPrivatePem, GRANT_KEY_NAME, PRIVATE_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
+import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { type AuditEvent, readAuditLog } from '../../src/sim/cluster/audit.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { RebootBehaviour } from '../../src/sim/host.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { resetNodes, useCluster } from './support.ts';
+import { operatorUnder, resetNodes, useCluster } from './support.ts';
 
 const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4', 'node-5'];
 const ADMIN = 'nuo-admin';
@@ -33,7 +34,6 @@ const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
 await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
 
 const HOOK = 'test.nuo.dev/after-reboot-ok';
-const FAST = ['--soak=1s', '--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
 /** A Lease that outlasts the few seconds a test holds the operator stopped (SIGSTOP). */
 const LONG_LEASE = ['--lease-duration=60s', '--renew-deadline=45s', '--retry-period=2s'];
 
@@ -47,7 +47,7 @@ after(async () => {
 /** A fleet on every node, its checker started before anything changes, and one operator. */
 async function newFleet(
   budget: number,
-  operatorArgs: string[] = [],
+  o: { reboot?: UpdatePolicySpec['reboot']; args?: string[] } = {},
   behaviours: Record<string, RebootBehaviour> = {},
 ): Promise<Fleet> {
   operator?.kill('SIGCONT');
@@ -57,7 +57,12 @@ async function newFleet(
   fleet = f;
   await f.start();
   identity = `adversary-${++operators}`;
-  operator = f.startOperator(identity, [`--max-unavailable=${budget}`, ...FAST, ...operatorArgs]);
+  operator = await operatorUnder(
+    f,
+    identity,
+    { maxUnavailable: budget, ...(o.reboot ? { reboot: o.reboot } : {}) },
+    o.args,
+  );
   return f;
 }
 let operators = 0;
@@ -161,7 +166,7 @@ async function pinnedUnderPdb(ns: string, node: string): Promise<string> {
 
 describe('adversarial rollouts', () => {
   test('two completions in one pass, one node cordoned by an admin: never more disrupted than the budget', async () => {
-    const f = await newFleet(2, [`--after-reboot-annotations=${HOOK}`, ...LONG_LEASE]);
+    const f = await newFleet(2, { reboot: { afterRebootAnnotations: [HOOK] }, args: LONG_LEASE });
     // node-0 is cordoned by an admin before the rollout: it counts as disrupted throughout.
     await core.patchNode({ name: 'node-0', body: { spec: { unschedulable: true } } }, mergePatch);
     const rolled = ['node-0', 'node-1', 'node-2', 'node-3'];
@@ -306,7 +311,7 @@ describe('adversarial rollouts', () => {
 
   test('a running operator answers /readyz and /healthz with ok (the 503 cases are unit-tested in operator-probes)', async () => {
     const port = await freePort();
-    const f = await newFleet(1, [`--metrics-port=${port}`]);
+    const f = await newFleet(1, { args: [`--metrics-port=${port}`] });
     const get = (path: string) =>
       fetch(`http://127.0.0.1:${port}${path}`).then(async (r) => ({
         status: r.status,
@@ -366,9 +371,13 @@ describe('adversarial rollouts', () => {
   });
 
   test('a need that survives its reboot: the next attempt waits out a backoff, and past the limit nuo stops and says so', async () => {
-    const f = await newFleet(1, ['--retry-backoff=3s', '--max-ineffective-reboots=2'], {
-      'node-1': RebootBehaviour.needSurvives,
-    });
+    const f = await newFleet(
+      1,
+      { reboot: { retryBackoff: '3s', maxIneffectiveReboots: 2 } },
+      {
+        'node-1': RebootBehaviour.needSurvives,
+      },
+    );
     f.checker.allowReboots('node-1', 2);
     f.stageUpdates(['node-1']);
     const stopped = await waitFor(
@@ -398,7 +407,7 @@ describe('adversarial rollouts', () => {
 
   test("a hook's value from an earlier attempt does not let the next attempt skip its hook", async () => {
     const before = 'test.nuo.dev/before-ok';
-    const f = await newFleet(1, [`--before-reboot-annotations=${before}`]);
+    const f = await newFleet(1, { reboot: { beforeRebootAnnotations: [before] } });
     f.stageUpdates(['node-1']);
     await inPhase('node-1', [Phase.beforeReboot]);
     await annotate('node-1', { [before]: 'true' });
@@ -459,7 +468,7 @@ describe('adversarial rollouts', () => {
         ?.holderIdentity;
     await waitFor('the first replica to lead', async () => ((await holder()) === paused ? true : undefined));
     const standby = `adversary-${++operators}`;
-    f.startOperator(standby, ['--max-unavailable=1', ...FAST]);
+    await operatorUnder(f, standby, { maxUnavailable: 1 });
     const ns = await pinnedUnderPdb('fence', 'node-1');
     const mine = (e: AuditEvent) => e.userAgent?.includes(`(${paused})`) === true;
     try {
@@ -510,7 +519,7 @@ describe('adversarial rollouts', () => {
   });
 
   test('a soak that passed while the operator was stopped is not counted: the soak is time it saw', async () => {
-    const f = await newFleet(1, ['--soak=4s', ...LONG_LEASE]);
+    const f = await newFleet(1, { reboot: { soak: '4s' }, args: LONG_LEASE });
     const host = f.hosts.get('node-1');
     assert.ok(host);
     const boot = host.bootIdValue;

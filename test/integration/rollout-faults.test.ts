@@ -15,7 +15,7 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { resetNodes, runNuo, useCluster } from './support.ts';
+import { operatorUnder, resetNodes, runNuo, useCluster } from './support.ts';
 
 const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4'];
 const cluster = await useCluster({ nodes: NODES.length, zones: 2 });
@@ -36,8 +36,6 @@ await policy.createNamespacedPodDisruptionBudget({
 });
 await waitAvailable(apps, 'app', 'web');
 
-const LEASE_FAST = ['--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
-const FAST = ['--soak=1s', ...LEASE_FAST];
 /** Every message the operator logs when it changes something (attempt-writes.ts, reconciler.ts, drain-runner.ts). */
 const ACTIONS = new Set([
   'admitted',
@@ -201,8 +199,8 @@ describe('operator faults', () => {
     });
     try {
       const f = await newFleet(1);
-      f.startOperator('op-a', ['--max-unavailable=1', ...FAST]);
-      f.startOperator('op-b', ['--max-unavailable=1', ...FAST]);
+      await operatorUnder(f, 'op-a', { maxUnavailable: 1 });
+      await operatorUnder(f, 'op-b', { maxUnavailable: 1 });
       const rolled = ['node-0', 'node-1', 'node-2'];
       f.stageUpdates(rolled);
 
@@ -256,8 +254,8 @@ describe('operator faults', () => {
   test('operator killed mid-reboot: the next leader confirms the reboot and completes the node', async () => {
     // Reboots long enough to catch, short enough that the node is back before the next leader takes over.
     const f = await newFleet(1, { rebootMs: 2500 });
-    f.startOperator('op-c', ['--max-unavailable=1', ...FAST]);
-    f.startOperator('op-d', ['--max-unavailable=1', ...FAST]);
+    await operatorUnder(f, 'op-c', { maxUnavailable: 1 });
+    await operatorUnder(f, 'op-d', { maxUnavailable: 1 });
     const rolled = ['node-1', 'node-2'];
     f.stageUpdates(rolled);
 
@@ -292,15 +290,9 @@ describe('operator faults', () => {
   test('two replicas through a full rollout: only the lease holder acts', async () => {
     const f = await newFleet(2);
     // Generous lease timings: this test is about a steady leader, not about takeovers on a busy machine.
-    const args = [
-      '--max-unavailable=2',
-      '--soak=1s',
-      '--lease-duration=15s',
-      '--renew-deadline=10s',
-      '--retry-period=1s',
-    ];
-    f.startOperator('op-e', args);
-    f.startOperator('op-f', args);
+    const args = ['--lease-duration=15s', '--renew-deadline=10s', '--retry-period=1s'];
+    await operatorUnder(f, 'op-e', { maxUnavailable: 2 }, args);
+    await operatorUnder(f, 'op-f', { maxUnavailable: 2 }, args);
     const leader = await waitLeader(['op-e', 'op-f']);
     const follower = leader === 'op-e' ? 'op-f' : 'op-e';
     const rolled = ['node-0', 'node-2', 'node-3'];
@@ -334,7 +326,7 @@ describe('operator faults', () => {
 describe('agent restarts', () => {
   test('an agent restarted around its reboot reboots the node exactly once', async () => {
     const f = await newFleet(1, { rebootMs: 2000, agentCheckIntervalMs: 500 });
-    f.startOperator('op-g', ['--max-unavailable=1', ...FAST]);
+    await operatorUnder(f, 'op-g', { maxUnavailable: 1 });
 
     // node-1: its agent is down when the grant arrives; the restarted agent honours the grant, once.
     const host1 = f.hosts.get('node-1');
@@ -419,7 +411,7 @@ describe('bad input', () => {
       'node-3': [Annotations.paused, 'yes'],
     };
     for (const [node, [key, value]] of Object.entries(bad)) await annotate(node, { [key]: value });
-    f.startOperator('op-h', ['--max-unavailable=1', ...FAST]);
+    await operatorUnder(f, 'op-h', { maxUnavailable: 1 });
     // node-3 needs a reboot, but a malformed pause reads as paused (fail closed); node-4 rolls.
     f.stageUpdates(['node-3', 'node-4']);
     await rolloutDone(f, ['node-4']);
@@ -465,7 +457,7 @@ describe('cli', () => {
     const f = await newFleet(1);
     // A before-reboot hook holds the node in its slot until the test has looked at `nuo status`.
     const hook = 'hooks.test.nuo.dev/ok';
-    f.startOperator('op-i', ['--max-unavailable=1', `--before-reboot-annotations=${hook}`, ...FAST]);
+    await operatorUnder(f, 'op-i', { maxUnavailable: 1, reboot: { beforeRebootAnnotations: [hook] } });
     await waitLeader(['op-i']);
     f.checker.allowReboots('node-2');
     const requested = await nuo('reboot', 'node-2');
@@ -496,7 +488,7 @@ describe('cli', () => {
 
   test('nuo pause keeps a node from being admitted while others complete; nuo resume lets it go', async () => {
     const f = await newFleet(1);
-    f.startOperator('op-j', ['--max-unavailable=1', ...FAST]);
+    await operatorUnder(f, 'op-j', { maxUnavailable: 1 });
     const paused = await nuo('pause', 'node-3');
     assert.equal(paused.code, 0, paused.stderr);
     assert.match(paused.stdout, /node\/node-3 paused/);
@@ -536,7 +528,7 @@ describe('cli', () => {
     });
     try {
       const f = await newFleet(1);
-      f.startOperator('op-p', ['--max-unavailable=1', ...FAST]);
+      await operatorUnder(f, 'op-p', { maxUnavailable: 1 });
       f.stageUpdates(['node-1']);
       await waitPhase('node-1', [Phase.draining]);
       assert.equal((await nuo('pause', 'node-1')).code, 0);

@@ -14,7 +14,7 @@ import { Fleet } from '../../src/sim/fleet.ts';
 import { RebootBehaviour } from '../../src/sim/host.ts';
 import { daemonSet, deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { useCluster } from './support.ts';
+import { operatorUnder, useCluster } from './support.ts';
 
 const NODES = 6;
 const cluster = await useCluster({ nodes: NODES, zones: 3 });
@@ -41,7 +41,6 @@ await apps.createNamespacedDaemonSet({ namespace: 'app', body: daemonSet('app', 
 await waitAvailable(apps, 'app', 'web');
 await waitAvailable(apps, 'app', 'api');
 
-const FAST = ['--soak=1s', '--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
 let fleet: Fleet | undefined;
 after(() => fleet?.stop());
 
@@ -86,7 +85,7 @@ async function assertSafe(f: Fleet) {
 describe('rollout', () => {
   test('maxUnavailable=1: every node reboots exactly once, never two at a time', async () => {
     const f = await newFleet(1);
-    f.startOperator('op-a', ['--max-unavailable=1', ...FAST]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 1 });
     f.stageUpdates();
     await rolloutDone(f);
     await assertSafe(f);
@@ -100,7 +99,7 @@ describe('rollout', () => {
 
   test('maxUnavailable=3: three at a time, never more', async () => {
     const f = await newFleet(3);
-    f.startOperator('op-a', ['--max-unavailable=3', ...FAST]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 3 });
     f.stageUpdates();
     await rolloutDone(f);
     await assertSafe(f);
@@ -114,7 +113,7 @@ describe('rollout', () => {
     await core.patchNode({ name: 'node-5', body: { spec: { unschedulable: true } } }, mergePatch);
     try {
       const f = await newFleet(2);
-      f.startOperator('op-a', ['--max-unavailable=2', ...FAST]);
+      await operatorUnder(f, 'op-a', { maxUnavailable: 2 });
       f.stageUpdates();
       await rolloutDone(f);
       await assertSafe(f);
@@ -152,7 +151,7 @@ describe('rollout', () => {
     try {
       // Paused cluster-wide, nuo admits nobody: the four nodes wait, tainted.
       const f = await newFleet(1);
-      f.startOperator('op-a', ['--max-unavailable=1', '--paused=true', ...FAST]);
+      await operatorUnder(f, 'op-a', { maxUnavailable: 1 }, ['--paused=true']);
       f.stageUpdates(waiting);
       await pollUntil('the waiting nodes to be tainted', async () => {
         for (const n of waiting) if (!(await tainted(n))) return undefined;
@@ -162,7 +161,7 @@ describe('rollout', () => {
         assert.equal(await tainted(n), false, `${n} needs no reboot: untainted`);
       created.clear();
       await f.killOperator('op-a');
-      f.startOperator('op-b', ['--max-unavailable=1', ...FAST]);
+      await operatorUnder(f, 'op-b', { maxUnavailable: 1 });
       await pollUntil(
         'the four nodes rebooted once and back to Idle',
         async () => {
@@ -190,7 +189,10 @@ describe('rollout', () => {
   });
   test('a node that never comes back keeps its slot; the others wait, and the reason is visible', async () => {
     const f = await newFleet(1, { behaviours: { 'node-0': RebootBehaviour.neverReturns } });
-    f.startOperator('op-a', ['--max-unavailable=1', '--return-timeout=3s', '--reboot-timeout=3s', ...FAST]);
+    await operatorUnder(f, 'op-a', {
+      maxUnavailable: 1,
+      reboot: { returnTimeout: '3s', rebootTimeout: '3s' },
+    });
     f.stageUpdates(['node-0', 'node-1']);
     const failed = await pollUntil(
       'node-0 to be Failed',

@@ -2,13 +2,15 @@
  * Shared set-up for integration tests: one real local cluster per test file, stopped after the file's
  * tests, with every component's log printed if any test in the file failed.
  */
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { after, afterEach } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
 import { Annotations, Labels } from '../../src/api/keys.ts';
+import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { type ClusterOptions, type LocalCluster, startCluster } from '../../src/sim/cluster/cluster.ts';
+import type { Fleet } from '../../src/sim/fleet.ts';
 
 export async function useCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
   const cluster = await startCluster(options);
@@ -24,6 +26,23 @@ export async function useCluster(options: ClusterOptions = {}): Promise<LocalClu
     await cluster.stop();
   });
   return cluster;
+}
+
+/** Leader election fast enough for seconds-long tests (production keeps client-go's 15 s / 10 s / 2 s). */
+export const FAST_LEASE = ['--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
+
+/**
+ * Applies the fleet's UpdatePolicy — `spec` over every node, with a 1 s soak unless `spec` sets its own —
+ * and starts an operator under it with fast leader election and `args` (later flags win).
+ */
+export async function operatorUnder(
+  f: Fleet,
+  identity: string,
+  spec: UpdatePolicySpec,
+  args: string[] = [],
+): Promise<ChildProcess> {
+  await f.applyPolicy({ ...spec, reboot: { soak: '1s', ...spec.reboot } });
+  return f.startOperator(identity, [...FAST_LEASE, ...args]);
 }
 
 /** The HTTP status of a failed API call; fails the test if the call succeeded. */

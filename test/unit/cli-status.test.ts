@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
-import { statusReason } from '../../src/cli/nodes.ts';
+import { policyLines, statusReason } from '../../src/cli/nodes.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 
 const NOW = new Date('2026-11-24T12:00:00Z');
@@ -47,4 +47,20 @@ test('a hostile value is quoted by a bounded prefix', () => {
   const said = reason({ [Annotations.rebootRequested]: huge, [Annotations.agentProblem]: huge });
   assert.ok(said.length < 600, `${said.length} characters`);
   assert.match(said, /\(150000 characters\) is not an RFC 3339 time/);
+});
+
+test('nuo status without a policy, or without the CRD, says nuo touches no node and what to apply', () => {
+  const bare = {
+    nodes: [],
+    ledger: { slots: {} },
+    raw: [],
+    plan: { pools: [], conflicts: new Map(), unmatched: ['node-0'] },
+    decisions: new Map(),
+  };
+  const none = policyLines({ ...bare, policies: { known: true, crdMissing: false, policies: [] } });
+  assert.deepEqual(none, [
+    'policies: none, so nuo touches no node (kubectl apply -f deploy/policies/default.yaml: every node, one at a time)',
+  ]);
+  const noCrd = policyLines({ ...bare, policies: { known: true, crdMissing: true, policies: [] } });
+  assert.match(noCrd[0] ?? '', /CRD is not installed, so nuo touches no node \(kubectl apply -k deploy\)/);
 });

@@ -29,6 +29,20 @@ test('bad input exits 2 with a message that names the problem', () => {
     { args: ['uncordon', 'a', 'b'], message: /nuo uncordon: expected exactly one NODE, got 2/ },
     { args: ['drain'], message: /nuo drain: expected exactly one NODE, got 0/ },
     { args: ['pause', '--bogus', 'a'], message: /Unknown option '--bogus'/ },
+    { args: ['operator', '--bogus'], message: /Unknown option '--bogus'/ },
+    {
+      args: ['operator', '--max-unavailable=3'],
+      message: /--max-unavailable: "max-unavailable" is an UpdatePolicy setting now \(spec\.maxUnavailable\)/,
+    },
+    {
+      args: ['operator', '--soak', '1m'],
+      message: /--soak: "soak" is an UpdatePolicy setting now \(spec\.reboot\.soak\)/,
+    },
+    { args: ['operator', '--drain-concurrency=0'], message: /drain-concurrency: must be at least 1/ },
+    {
+      args: ['demo', '--max-unavailable-per-zone', '0'],
+      message: /--max-unavailable-per-zone must be an integer ≥ 1/,
+    },
     {
       args: ['resume', 'a', '--kubeconfig', '/nonexistent/kc'],
       message: /nuo resume: kubeconfig \/nonexistent\/kc does not exist/,

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { loadOperatorConfig } from '../../src/operator/config.ts';
+import { loadOperatorConfig, movedSetting } from '../../src/operator/config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nuo-config-test-'));
 const file = (name: string, text: string) => {
@@ -12,61 +12,86 @@ const file = (name: string, text: string) => {
   return path;
 };
 
-test('defaults are bounded and safe', () => {
-  const c = loadOperatorConfig({});
-  assert.equal(c.maxUnavailable, '1');
-  assert.equal(c.drainTimeoutMs, 600_000);
-  assert.equal(c.soakMs, 30_000);
-  assert.deepEqual(c.beforeRebootAnnotations, []);
-  assert.equal(c.paused, false);
+test('defaults: the ledger in nuo-system, not paused, 50 evictions in flight, blockers asked every 15 s', () => {
+  assert.deepEqual(loadOperatorConfig({}), {
+    namespace: 'nuo-system',
+    paused: false,
+    drainConcurrency: 50,
+    blockerIntervalMs: 15_000,
+  });
 });
 
 test('file < environment < flags', () => {
-  const path = file(
-    'c.yaml',
-    'max-unavailable: "2"\nsoak: 1m\nbeforeRebootAnnotations: [hook.example/a, hook.example/b]\ndrain-force: true\n',
-  );
+  const path = file('c.yaml', 'namespace: ops\ndrainConcurrency: 10\nblocker-interval: 1m\n');
   const fromFile = loadOperatorConfig({ file: path });
-  assert.equal(fromFile.maxUnavailable, '2');
-  assert.equal(fromFile.soakMs, 60_000);
-  assert.deepEqual(fromFile.beforeRebootAnnotations, ['hook.example/a', 'hook.example/b']);
-  assert.equal(fromFile.drainForce, true);
-  const fromEnv = loadOperatorConfig({ file: path, env: { NUO_MAX_UNAVAILABLE: '10%', NUO_SOAK: '5s' } });
-  assert.equal(fromEnv.maxUnavailable, '10%');
-  assert.equal(fromEnv.soakMs, 5000);
+  assert.equal(fromFile.namespace, 'ops');
+  assert.equal(fromFile.drainConcurrency, 10);
+  assert.equal(fromFile.blockerIntervalMs, 60_000);
+  const fromEnv = loadOperatorConfig({ file: path, env: { NUO_NAMESPACE: 'ops-env', NUO_PAUSED: 'true' } });
+  assert.equal(fromEnv.namespace, 'ops-env');
+  assert.equal(fromEnv.paused, true);
   const fromFlags = loadOperatorConfig({
     file: path,
-    env: { NUO_MAX_UNAVAILABLE: '10%' },
-    flags: { 'max-unavailable': '3' },
+    env: { NUO_NAMESPACE: 'ops-env' },
+    flags: { namespace: 'ops-flag' },
   });
-  assert.equal(fromFlags.maxUnavailable, '3');
+  assert.equal(fromFlags.namespace, 'ops-flag');
 });
 
 test('every problem is reported at once, by the name the user wrote', () => {
-  const path = file('bad.yaml', 'maxUnavailable: 0\nwhatever: 1\n');
+  const path = file('bad.yaml', 'drainConcurrency: 0\nwhatever: 1\n');
   assert.throws(
     () =>
       loadOperatorConfig({
         file: path,
-        env: { NUO_DRAIN_FORCE: 'yes' },
-        flags: { soak: 'soon', 'before-reboot-annotations': 'not a key' },
+        env: { NUO_PAUSED: 'yes' },
+        flags: { 'blocker-interval': 'soon', namespace: 'Not_A_Namespace' },
       }),
     (err: Error) => {
       assert.match(err.message, /bad\.yaml: unknown setting "whatever"/);
-      assert.match(err.message, /env NUO_DRAIN_FORCE drain-force: must be true or false, got "yes"/);
-      assert.match(err.message, /flag soak: invalid duration "soon"/);
-      assert.match(err.message, /max-unavailable: must be a positive count/);
+      assert.match(err.message, /env NUO_PAUSED paused: must be true or false, got "yes"/);
+      assert.match(err.message, /flag blocker-interval: invalid duration "soon"/);
       return true;
     },
   );
   assert.throws(
-    () => loadOperatorConfig({ flags: { 'drain-timeout': '0s' } }),
-    /drain-timeout: must be greater than 0/,
+    () => loadOperatorConfig({ flags: { 'drain-concurrency': '0', namespace: 'Not_A_Namespace' } }),
+    (err: Error) => {
+      assert.match(err.message, /drain-concurrency: must be at least 1/);
+      assert.match(err.message, /namespace: "Not_A_Namespace" is not a valid namespace name/);
+      return true;
+    },
   );
   assert.throws(
-    () => loadOperatorConfig({ flags: { 'before-reboot-annotations': 'bad key!' } }),
-    /hook annotation "bad key!" is not a valid annotation key/,
+    () => loadOperatorConfig({ flags: { 'blocker-interval': '0s' } }),
+    /blocker-interval: must be/,
   );
   assert.throws(() => loadOperatorConfig({ file: join(dir, 'missing.yaml') }), /cannot read .*missing\.yaml/);
   assert.throws(() => loadOperatorConfig({ file: file('list.yaml', '- a\n- b\n') }), /must hold a mapping/);
+});
+
+test('a pool setting is refused with the UpdatePolicy field it moved to, from a file or the environment', () => {
+  const path = file('old.yaml', 'maxUnavailable: 2\nsoakMs: 1000\ndrain-delete-emptydir-data: true\n');
+  assert.throws(
+    () => loadOperatorConfig({ file: path, env: { NUO_DRAIN_TIMEOUT: '5m' } }),
+    (err: Error) => {
+      assert.match(
+        err.message,
+        /old\.yaml: "maxUnavailable" is an UpdatePolicy setting now \(spec\.maxUnavailable\)/,
+      );
+      assert.match(err.message, /old\.yaml: "soakMs" is an UpdatePolicy setting now \(spec\.reboot\.soak\)/);
+      assert.match(
+        err.message,
+        /"drain-delete-emptydir-data" is an UpdatePolicy setting now \(spec\.drain\.deleteEmptyDirData\)/,
+      );
+      assert.match(
+        err.message,
+        /env NUO_DRAIN_TIMEOUT: "drain-timeout" is an UpdatePolicy setting now \(spec\.drain\.timeout\)/,
+      );
+      return true;
+    },
+  );
+  assert.equal(movedSetting('retryBackoffMaxMs')?.includes('spec.reboot.retryBackoffMax'), true);
+  assert.equal(movedSetting('namespace'), undefined);
+  assert.equal(movedSetting('nonsense'), undefined);
 });

@@ -15,6 +15,7 @@ import {
 } from '../../src/operator/health-gate.ts';
 import type { Ledger } from '../../src/operator/ledger.ts';
 import { sameView, slimNode, viewNode, withPendingTaint } from '../../src/operator/node-view.ts';
+import { untaintUnmanaged } from '../../src/operator/taints.ts';
 import {
   ago,
   decideConfig,
@@ -241,22 +242,6 @@ describe('decide: admission', () => {
       ledger: { slots: {}, lastGrant: ago(120) },
     });
     assert.deepEqual(ofType(spaced.actions, 'admit'), ['a'], 'one grant per spacing interval');
-  });
-
-  test('nodes outside the selector are neither admitted nor counted', () => {
-    const p = { annotations: { ...needs, ...state(Phase.pending, 10) } };
-    const d = run(
-      [
-        node('w', { ...p, labels: { role: 'worker' } }),
-        node('m', { ...p, labels: { role: 'master' } }),
-        node('x', { ready: false }),
-      ],
-      {
-        cfg: { eligible: parseSelector('role=worker') },
-      },
-    );
-    assert.deepEqual(ofType(d.actions, 'admit'), ['w']);
-    assert.equal(d.budget.eligible, 1);
   });
 
   test('a manual reboot-requested time counts as a need; a malformed one is ignored', () => {
@@ -493,15 +478,14 @@ describe('decide: the reboot-pending taint', () => {
       draining: ['b'],
     });
     assert.equal(taintOf(off.actions, 'a'), false, 'turned off: nuo removes the taints it set');
-    const outside = run(
-      [holder, node('a', { annotations: needs, taints: [pendingTaint], labels: { pool: 'db' } })],
-      {
-        ledger: { slots: busy },
-        draining: ['b'],
-        cfg: { pendingTaint: true, eligible: parseSelector('pool!=db') },
-      },
-    );
-    assert.equal(taintOf(outside.actions, 'a'), false, 'a node nuo does not manage loses the taint');
+  });
+  test('a node outside every pool loses the taint; one without it, or in a pool, is not written', () => {
+    const tainted = viewNode(node('a', { annotations: needs, taints: [pendingTaint] }));
+    const clean = viewNode(node('c', { annotations: needs }));
+    const pooled = viewNode(node('p', { annotations: needs, taints: [pendingTaint] }));
+    assert.deepEqual(untaintUnmanaged([tainted, clean, pooled], new Set(['a', 'c'])), [
+      { type: 'taint', node: 'a', present: false },
+    ]);
   });
   test('withPendingTaint keeps every other taint as it was', () => {
     assert.deepEqual(withPendingTaint([admins], true), [admins, pendingTaint]);

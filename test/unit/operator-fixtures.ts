@@ -4,16 +4,14 @@
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
-import { parseSelector } from '../../src/kube/selector.ts';
 import { parseMaxUnavailable } from '../../src/operator/budget.ts';
 import { type Action, type DecideConfig, decide, type Snapshot } from '../../src/operator/decide.ts';
 import type { Ledger } from '../../src/operator/ledger.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 
-/** One slot, every node eligible, 10-minute timeouts, a 30 s soak, no hooks, a 1-minute retry backoff. */
+/** One slot, 10-minute timeouts, a 30 s soak, no hooks, a 1-minute retry backoff. */
 export const decideConfig: DecideConfig = {
   maxUnavailable: parseMaxUnavailable('1'),
-  eligible: parseSelector(''),
   minGrantSpacingMs: 0,
   drainTimeoutMs: 600_000,
   rebootTimeoutMs: 600_000,

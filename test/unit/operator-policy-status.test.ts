@@ -7,7 +7,7 @@ import type { PolicyEntry } from '../../src/operator/policies.ts';
 import { policyStatus, statusChanged } from '../../src/operator/policy-status.ts';
 import { planPools } from '../../src/operator/pool-plan.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
-import { decideConfig, NOW, needs, node } from './operator-fixtures.ts';
+import { NOW, needs, node } from './operator-fixtures.ts';
 
 function entry(spec: unknown, generation = 3): PolicyEntry {
   const current = resolvePolicy({
@@ -27,7 +27,7 @@ function pass(e: PolicyEntry, now = NOW) {
   const nodes = [viewNode(node('a', { annotations: needs })), viewNode(node('b'))];
   const plan = planPools({
     state: { known: true, crdMissing: false, policies: [e] },
-    flags: decideConfig,
+    paused: false,
     nodes,
     ledger: { slots: {} },
     now,

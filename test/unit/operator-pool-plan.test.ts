@@ -6,7 +6,7 @@ import { viewNode } from '../../src/operator/node-view.ts';
 import type { PolicyEntry, PolicyState } from '../../src/operator/policies.ts';
 import { DEFAULT_POOL, planPools } from '../../src/operator/pool-plan.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
-import { decideConfig, NOW, node } from './operator-fixtures.ts';
+import { NOW, node } from './operator-fixtures.ts';
 
 const nodes = [
   viewNode(node('w1', { labels: { pool: 'workers' } })),
@@ -31,14 +31,24 @@ const state = (policies: PolicyEntry[], known = true): PolicyState => ({
   policies,
 });
 const plan = (s: PolicyState, ledger = empty, now = NOW) =>
-  planPools({ state: s, flags: decideConfig, nodes, ledger, now });
+  planPools({ state: s, paused: false, nodes, ledger, now });
 const summary = (p: ReturnType<typeof plan>) =>
   p.pools.map((pool) => [pool.name, pool.nodes.map((n) => n.name), pool.config.hold?.reason ?? '']);
 
-test('no UpdatePolicy: the operator settings make the default pool over every node, as before policies', () => {
-  const p = plan(state([]));
-  assert.deepEqual(summary(p), [[DEFAULT_POOL, ['w1', 'w2', 'g1', 'x1', 'i1'], '']]);
-  assert.equal(p.pools[0]?.config, decideConfig);
+test('no UpdatePolicy: no pool, every node left alone; an attempt in progress only finishes', () => {
+  const none = plan(state([]));
+  assert.deepEqual(summary(none), []);
+  assert.deepEqual(none.unmatched, ['w1', 'w2', 'g1', 'x1', 'i1']);
+  const held = plan(state([]), { slots: { w1: { since: 'S', pool: 'gone' } } });
+  assert.deepEqual(summary(held), [
+    [
+      'gone',
+      ['w1'],
+      'waiting: UpdatePolicy gone is gone: its attempts in progress finish, nothing new starts',
+    ],
+  ]);
+  assert.equal(held.pools[0]?.config.soakMs, 30_000, "it finishes under a policy's defaults");
+  assert.deepEqual(held.unmatched, ['w2', 'g1', 'x1', 'i1']);
 });
 
 test('policies make the pools: one pool per policy, two selectors = no pool, none = left alone', () => {
@@ -58,7 +68,6 @@ test('policies make the pools: one pool per policy, two selectors = no pool, non
   assert.deepEqual([...p.conflicts], [['x1', ['gpu', 'workers']]]);
   assert.deepEqual(p.unmatched, ['g1', 'i1']);
   assert.deepEqual(p.pools[1]?.config.maxUnavailable, { kind: 'percent', value: 50 });
-  assert.equal(p.pools[1]?.config.eligible({}), true, 'a pool is its nodes: no second selector inside');
 });
 
 test('a node in an attempt stays in the pool holding its slot; a pool whose policy is gone only finishes', () => {
@@ -71,7 +80,7 @@ test('a node in an attempt stays in the pool holding its slot; a pool whose poli
     [
       DEFAULT_POOL,
       ['w2'],
-      'waiting: UpdatePolicies now make the pools: attempts in progress finish, nothing new starts',
+      'waiting: no UpdatePolicy holds this attempt (an older operator began it): it finishes, nothing new starts',
     ],
     [
       'retired',
@@ -134,6 +143,13 @@ test("a pool's hold: paused, or outside its window until it opens", () => {
   assert.equal(hold(open, 'workers'), undefined);
 });
 
+test("the operator's cluster-wide pause is every pool's", () => {
+  const policies = state([entry('workers', { nodeSelector: { matchLabels: { pool: 'workers' } } })]);
+  const paused = planPools({ state: policies, paused: true, nodes, ledger: empty, now: NOW });
+  assert.equal(paused.pools[0]?.config.paused, true);
+  assert.equal(plan(policies).pools[0]?.config.paused, false);
+});
+
 test('policies not read yet: only the attempts in progress go on, nothing is admitted', () => {
   const p = plan(state([], false), { slots: { w1: { since: 'S', pool: 'workers' } } });
   assert.deepEqual(summary(p), [['workers', ['w1'], 'waiting: the UpdatePolicies are not read yet']]);
@@ -148,7 +164,7 @@ test("a pool's pod blockers: a matching running pod on a pool node holds it; els
   const hold = (blockers: Parameters<typeof planPools>[0]['blockers']) =>
     planPools({
       state: policies,
-      flags: decideConfig,
+      paused: false,
       nodes,
       ledger: empty,
       now: NOW,
