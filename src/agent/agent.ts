@@ -140,10 +140,21 @@ export class NodeAgent {
     });
   }
 
-  /** Serialises handling: one decision at a time, on the latest node. */
+  /** Serialises handling: one decision at a time, on the latest node; none once the agent is stopped. */
   #schedule(fn: () => Promise<void>): Promise<void> {
-    this.#busy = this.#busy.then(fn).catch((err) => this.#o.log('error', (err as Error).message));
+    this.#busy = this.#busy
+      .then(() => (this.#acting() ? fn() : undefined))
+      .catch((err) => this.#o.log('error', (err as Error).message));
     return this.#busy;
+  }
+
+  /**
+   * A stopped agent acts on nothing, not even a decision it was in the middle of when stopped: a
+   * reboot asked for after the stop would be a second one if the next agent, seeing the marker and the
+   * same boot, asks again.
+   */
+  #acting(): boolean {
+    return this.#stopped?.aborted !== true;
   }
 
   async #check(): Promise<void> {
@@ -168,13 +179,13 @@ export class NodeAgent {
       clearTimeout(this.#reportTimer);
       return false;
     }
-    if (this.#report === undefined && !this.#stopped?.aborted) {
+    if (this.#report === undefined && this.#acting()) {
       const delayMs = Math.floor(this.#o.random() * this.#o.reportSpreadMs);
       this.#report = 'held';
       this.#o.log('info', `${this.#o.nodeName}: ${d.reason}: reporting it in ${delayMs} ms`);
       this.#reportTimer = setTimeout(() => {
         this.#report = 'due';
-        if (!this.#stopped?.aborted) void this.#schedule(() => this.#check());
+        if (this.#acting()) void this.#schedule(() => this.#check());
       }, delayMs);
     }
     return this.#report === 'held';
@@ -195,6 +206,7 @@ export class NodeAgent {
       rebootRequested: this.#rebootRequested,
       unschedulable: node.spec?.unschedulable === true,
     });
+    if (!this.#acting()) return;
     const line = step.log ? `${this.#o.nodeName}: ${step.log.message}` : '';
     if (step.log && line !== this.#lastStepLog) this.#o.log(step.log.level, line);
     this.#lastStepLog = line;
@@ -216,7 +228,7 @@ export class NodeAgent {
         throw err;
       }
     }
-    if (step.reboot) {
+    if (step.reboot && this.#acting()) {
       this.#rebootRequested = true;
       this.#o.log(
         'info',

@@ -11,7 +11,14 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { NodeAgent } from '../../src/agent/agent.ts';
 import { OperatorGrants } from '../../src/agent/grant-key.ts';
 import { Need } from '../../src/agent/os.ts';
-import { GRANT_KEY_NAME, generateGrantKey, PUBLIC_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
+import {
+  GRANT_KEY_NAME,
+  GrantCheck,
+  type GrantVerdict,
+  generateGrantKey,
+  PUBLIC_KEY_FIELD,
+  signGrant,
+} from '../../src/api/grant.ts';
 import { Annotations, DEFAULT_NAMESPACE, LEDGER } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { kubeconfigCredentials } from '../../src/kube/kubeconfig-credentials.ts';
@@ -301,4 +308,74 @@ test('a held-back report is written when its timer fires, even while the wall cl
     logs.filter((l) => l.includes('reporting it in')).map((l) => l.slice(l.indexOf(' ') + 1)),
     [`info node-1: test: ${Need.needed}: reporting it in 1000 ms`],
   );
+});
+
+test('a stopped agent acts on nothing it was deciding: a grant verified after the stop reboots nothing and writes nothing', async () => {
+  const node = 'node-0';
+  await core.patchNode(
+    {
+      name: node,
+      body: {
+        // A grant shown in RebootGranted, and no marker of a reboot under way (an earlier test's).
+        metadata: {
+          annotations: {
+            [Annotations.rebootOk]: 'v1.granted',
+            [Annotations.state]: Phase.rebootGranted,
+            [Annotations.rebootInProgress]: null,
+            [Annotations.bootIdBefore]: null,
+          },
+        },
+        spec: { unschedulable: true },
+      },
+    },
+    mergePatch,
+  );
+  const client = new LeanClient(kubeconfigCredentials(cluster.kubeconfigPath));
+  let release: (verdict: GrantVerdict) => void = () => {};
+  const verdict = new Promise<GrantVerdict>((resolve) => {
+    release = resolve;
+  });
+  let verifying = false;
+  const reboots: string[] = [];
+  const agent = new NodeAgent({
+    nodeName: node,
+    client,
+    detector: { name: 'none', check: async () => ({ need: Need.notNeeded, reason: 'test' }) },
+    rebooter: { name: 'recorded', reboot: async () => void reboots.push(new Date().toISOString()) },
+    bootId: { read: async () => 'boot-1' },
+    // The grant's check is the step's one wait before it acts: the agent is stopped during it.
+    grants: {
+      verify: () => {
+        verifying = true;
+        return verdict;
+      },
+    },
+    checkIntervalMs: 3_600_000,
+  });
+  const stop = new AbortController();
+  const done = agent.run(stop.signal);
+  try {
+    await pollUntil('the agent to check the grant', () => (verifying ? true : undefined));
+    stop.abort();
+    release({ check: GrantCheck.valid });
+    await done;
+    assert.deepEqual(reboots, [], 'no reboot after the stop');
+    const annotations = (await core.readNode({ name: node })).metadata?.annotations ?? {};
+    assert.equal(annotations[Annotations.rebootInProgress], undefined, 'no marker written after the stop');
+  } finally {
+    stop.abort();
+    release({ check: GrantCheck.valid });
+    await done;
+    client.close();
+    await core.patchNode(
+      {
+        name: node,
+        body: {
+          metadata: { annotations: { [Annotations.rebootOk]: null, [Annotations.state]: null } },
+          spec: { unschedulable: false },
+        },
+      },
+      mergePatch,
+    );
+  }
 });
