@@ -125,7 +125,7 @@ export class Operator {
       onChange: this.#wake.now,
       log,
     });
-    this.#statuses = new PolicyStatusWriter({ kubeconfig, log, ...(metrics ? { metrics } : {}) });
+    this.#statuses = new PolicyStatusWriter({ kubeconfig, events, log, ...(metrics ? { metrics } : {}) });
     this.#decider = new Decider({
       policies: () => this.#policies.state(),
       blockers: (policy) => this.#blockers.blockers(policy),

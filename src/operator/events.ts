@@ -1,7 +1,19 @@
-/** Kubernetes Events on Nodes, so `kubectl describe node` tells what nuo did and why. Best effort. */
+/**
+ * Kubernetes Events on Nodes and UpdatePolicies, so `kubectl describe` tells what nuo did and why. Best
+ * effort: an Event that cannot be written is logged at debug and dropped, never retried or waited for.
+ */
 import type { CoreV1Api } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
+
+/** The object an Event is about: cluster-scoped, so its Events live in the default namespace. */
+interface Involved {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+}
 
 export class EventRecorder {
   readonly #core: CoreV1Api;
@@ -15,21 +27,32 @@ export class EventRecorder {
   }
 
   normal(node: string, reason: string, message: string): void {
-    this.#record(node, 'Normal', reason, message);
+    this.#record(nodeRef(node), 'Normal', reason, message);
   }
 
   warning(node: string, reason: string, message: string): void {
-    this.#record(node, 'Warning', reason, message);
+    this.#record(nodeRef(node), 'Warning', reason, message);
   }
 
-  #record(node: string, type: string, reason: string, message: string): void {
+  /** An Event on an UpdatePolicy (policy-events.ts says which). */
+  policy(
+    policy: { name: string; uid: string },
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): void {
+    const ref = { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: UPDATE_POLICY.kind, ...policy };
+    this.#record(ref, type, reason, message);
+  }
+
+  #record(ref: Involved, type: string, reason: string, message: string): void {
     const now = new Date();
     this.#core
       .createNamespacedEvent({
         namespace: 'default',
         body: {
-          metadata: { generateName: `${node}.nuo.` },
-          involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
+          metadata: { generateName: `${ref.name}.nuo.` },
+          involvedObject: ref,
           type,
           reason,
           message: message.slice(0, 1024),
@@ -41,6 +64,15 @@ export class EventRecorder {
           reportingInstance: this.#instance,
         },
       })
-      .catch((err) => this.#log('debug', 'event not recorded', { node, reason, error: describeError(err) }));
+      .catch((err) =>
+        this.#log('debug', 'event not recorded', {
+          [ref.kind.toLowerCase()]: ref.name,
+          reason,
+          error: describeError(err),
+        }),
+      );
   }
 }
+
+/** A Node as the kubelet names it in its own Events: its name stands for its uid. */
+const nodeRef = (node: string): Involved => ({ apiVersion: 'v1', kind: 'Node', name: node, uid: node });

@@ -11,20 +11,29 @@ import { describeError, statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import type { PassDecision } from './decider.ts';
+import type { EventRecorder } from './events.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { PolicyEntry } from './policies.ts';
+import { blockedEvent } from './policy-events.ts';
 import { policyStatus, statusChanged } from './policy-status.ts';
 
 export class PolicyStatusWriter {
   readonly #api: CustomObjectsApi;
   readonly #log: KubeLog;
   readonly #metrics: OperatorMetrics | undefined;
+  readonly #events: EventRecorder;
   /** The status last written for each policy (by uid and generation): compared before the next write. */
   readonly #written = new Map<string, { key: string; status: UpdatePolicyStatus }>();
   readonly #writing = new Set<string>();
 
-  constructor(o: { kubeconfig: PooledKubeConfig; log: KubeLog; metrics?: OperatorMetrics }) {
+  constructor(o: {
+    kubeconfig: PooledKubeConfig;
+    events: EventRecorder;
+    log: KubeLog;
+    metrics?: OperatorMetrics;
+  }) {
     this.#api = o.kubeconfig.makeApiClient(CustomObjectsApi);
+    this.#events = o.events;
     this.#log = o.log;
     this.#metrics = o.metrics;
   }
@@ -41,7 +50,7 @@ export class PolicyStatusWriter {
       const known = written?.key === key ? { ...entry, status: written.status } : entry;
       const status = policyStatus({ entry: known, ...(pool ? { pool } : {}), conflicts, completed, now });
       if (!statusChanged(known.status, status)) continue;
-      this.#write(entry.name, key, status);
+      this.#write(entry, key, status, known.status);
     }
   }
 
@@ -50,7 +59,9 @@ export class PolicyStatusWriter {
     this.#written.clear();
   }
 
-  #write(name: string, key: string, status: UpdatePolicyStatus): void {
+  /** Writes `status` over `previous` (what was read or last written), and tells what changed in an Event. */
+  #write(entry: PolicyEntry, key: string, status: UpdatePolicyStatus, previous?: UpdatePolicyStatus): void {
+    const name = entry.name;
     this.#writing.add(name);
     this.#api
       .patchClusterCustomObjectStatus(
@@ -60,6 +71,8 @@ export class PolicyStatusWriter {
       .then(() => {
         this.#written.set(name, { key, status });
         this.#metrics?.policyStatusWrites.inc();
+        const event = blockedEvent(previous, status);
+        if (event) this.#events.policy(entry, event.type, event.reason, event.message);
       })
       .catch((err: unknown) => {
         // Deleted meanwhile: nothing to report on. Anything else: the next pass tries again.

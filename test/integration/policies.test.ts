@@ -18,7 +18,7 @@ import { installPolicyCrd } from '../../src/sim/policies.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { startPrometheus, Target } from './prometheus-server.ts';
-import { FAST_LEASE, resetNodes, runNuo, useCluster } from './support.ts';
+import { eventsAbout, eventsMark, FAST_LEASE, resetNodes, runNuo, useCluster } from './support.ts';
 
 const ZONE = 'topology.kubernetes.io/zone';
 const cluster = await useCluster({ nodes: 6, zones: 3 });
@@ -210,6 +210,7 @@ describe('UpdatePolicies', () => {
       windows: { weekly: [{ days: [tomorrow as 'Mon'], start: '00:00', end: '00:00' }] },
       ...QUICK,
     });
+    const mark = await eventsMark(core);
     const f = await startFleet([pool('a', 1)]);
     f.stageUpdates(['node-0']);
     const blocked = await condition('w', 'Blocked', { status: 'True', reason: 'OutsideWindow' });
@@ -235,6 +236,25 @@ describe('UpdatePolicies', () => {
     await rebooted(f, ['node-0']);
     await condition('w', 'Blocked', { status: 'False', reason: 'NotBlocked' });
     await assertSafe(f);
+    // What happened is told in Events too: the policy's block and its end, the node's attempt.
+    const told = await eventsAbout(core, 'UpdatePolicy', 'w', ['OutsideWindow', 'Unblocked'], mark);
+    assert.deepEqual(
+      told.map((e) => `${e.type} ${e.reason}`),
+      ['Normal OutsideWindow', 'Normal Unblocked'],
+    );
+    assert.match(told[0]?.message ?? '', /outside every maintenance window/);
+    const attempt = await eventsAbout(
+      core,
+      'Node',
+      'node-0',
+      ['Admitted', 'RebootGranted', 'Rebooted'],
+      mark,
+    );
+    assert.deepEqual(
+      attempt.map((e) => e.reason),
+      ['Admitted', 'RebootGranted', 'Rebooted'],
+      'admitted, drained and granted, rebooted: once each, in order',
+    );
   });
 
   test('an invalid policy admits nothing and names the field; fixed, it goes on', async () => {
@@ -273,6 +293,8 @@ describe('UpdatePolicies', () => {
       });
       const f = await startFleet([pool('a', 1)], ['--blocker-interval=1s']);
       const firing = await condition('watched', 'Blocked', { status: 'True', reason: 'AlertFiring' });
+      const warned = await eventsAbout(core, 'UpdatePolicy', 'watched', ['AlertFiring']);
+      assert.equal(warned.find((e) => e.reason === 'AlertFiring')?.type, 'Warning');
       assert.match(firing.message, /alert NuoTestBlock\{.*\} firing/);
       f.stageUpdates(['node-0']);
       await pollUntil('node-0 to say the alert holds it', async () =>
@@ -324,8 +346,11 @@ describe('UpdatePolicies', () => {
       const f = await startFleet([pool('a', 1)]);
       f.stageUpdates(POOL_A);
       await rebooted(f, ['node-0', 'node-2']);
-      const node1 = await core.readNode({ name: 'node-1' });
-      assert.equal(node1.metadata?.labels?.[Labels.skipped], 'true', 'node-1 is labelled skipped');
+      // The others may finish first (the admission order among nodes staged at once is not fixed).
+      const node1 = await pollUntil('node-1 labelled skipped', async () => {
+        const n = await core.readNode({ name: 'node-1' });
+        return n.metadata?.labels?.[Labels.skipped] === 'true' ? n : undefined;
+      });
       assert.match(
         node1.metadata?.annotations?.[Annotations.stateReason] ?? '',
         /skipped: .*remove the label nuo\.dev\/skipped to try again/,

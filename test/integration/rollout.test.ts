@@ -14,7 +14,7 @@ import { Fleet } from '../../src/sim/fleet.ts';
 import { RebootBehaviour } from '../../src/sim/host.ts';
 import { daemonSet, deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { operatorUnder, useCluster } from './support.ts';
+import { eventsAbout, operatorUnder, useCluster } from './support.ts';
 
 const NODES = 6;
 const cluster = await useCluster({ nodes: NODES, zones: 3 });
@@ -203,6 +203,8 @@ describe('rollout', () => {
       { timeoutMs: 120_000, intervalMs: 250 },
     );
     assert.match(failed.reason ?? '', /boot ID unchanged|not Ready within/);
+    const told = await eventsAbout(core, 'Node', 'node-0', ['RebootFailed']);
+    assert.equal(told.find((e) => e.reason === 'RebootFailed')?.type, 'Warning', 'the failure is a Warning');
     // node-1 needs a reboot too but must keep waiting while node-0 holds the only slot.
     const node1 = await pollUntil('node-1 to explain why it waits', async () => {
       const s = (await nodeStates()).find((n) => n.name === 'node-1');

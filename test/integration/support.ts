@@ -5,12 +5,13 @@
 import { type ChildProcess, execFile } from 'node:child_process';
 import { after, afterEach } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
+import { ApiException, type CoreV1Api, type CoreV1Event } from '@kubernetes/client-node';
 import { Annotations, Labels } from '../../src/api/keys.ts';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { type ClusterOptions, type LocalCluster, startCluster } from '../../src/sim/cluster/cluster.ts';
 import type { Fleet } from '../../src/sim/fleet.ts';
+import { pollUntil } from '../../src/util/poll.ts';
 
 export async function useCluster(options: ClusterOptions = {}): Promise<LocalCluster> {
   const cluster = await startCluster(options);
@@ -43,6 +44,41 @@ export async function operatorUnder(
 ): Promise<ChildProcess> {
   await f.applyPolicy({ ...spec, reboot: { soak: '1s', ...spec.reboot } });
   return f.startOperator(identity, [...FAST_LEASE, ...args]);
+}
+
+/** The resourceVersion the Events have now: `eventsAbout(..., after)` counts only those written later. */
+export async function eventsMark(core: CoreV1Api): Promise<string> {
+  return (
+    (await core.listNamespacedEvent({ namespace: 'default', limit: 1 })).metadata?.resourceVersion ?? '0'
+  );
+}
+
+/**
+ * Waits until the Events about `kind`/`name` (in the default namespace, where nuo records Events on
+ * cluster-scoped objects) written after `after` (eventsMark) include every reason in `reasons`, and returns
+ * them all in the order they were written.
+ */
+export async function eventsAbout(
+  core: CoreV1Api,
+  kind: 'Node' | 'UpdatePolicy',
+  name: string,
+  reasons: readonly string[],
+  after = '0',
+): Promise<CoreV1Event[]> {
+  const rv = (e: CoreV1Event) => Number(e.metadata?.resourceVersion ?? 0);
+  let seen: CoreV1Event[] = [];
+  return pollUntil(`${kind} ${name}'s Events: ${reasons.join(', ')}`, async () => {
+    const list = await core.listNamespacedEvent({
+      namespace: 'default',
+      fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}`,
+    });
+    seen = list.items.filter((e) => rv(e) > Number(after)).sort((a, b) => rv(a) - rv(b));
+    return reasons.every((r) => seen.some((e) => e.reason === r)) ? seen : undefined;
+  }).catch((err: Error) => {
+    throw new Error(
+      `${err.message}; seen: ${seen.map((e) => `${e.type} ${e.reason}: ${e.message}`).join(' | ')}`,
+    );
+  });
 }
 
 /** The HTTP status of a failed API call; fails the test if the call succeeded. */

@@ -1,0 +1,31 @@
+/**
+ * The Events an UpdatePolicy's status change is worth (`kubectl describe updatepolicy`, `kubectl get
+ * events`): its pool blocked, or blocked for another reason, and open again. Pure: the status before and
+ * after a write in, the Event out; written only by the writer of that status, so each change is told once.
+ */
+import type { UpdatePolicyStatus } from '../api/update-policy.ts';
+
+export interface PolicyEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+/** Holds a person planned (a window, a pause): Normal. Anything else holding a pool is a Warning. */
+const PLANNED: ReadonlySet<string> = new Set(['OutsideWindow', 'Paused']);
+
+const blocked = (s: UpdatePolicyStatus | undefined) =>
+  s?.conditions?.find((c) => c.type === 'Blocked' && c.status === 'True');
+
+export function blockedEvent(
+  previous: UpdatePolicyStatus | undefined,
+  next: UpdatePolicyStatus,
+): PolicyEvent | undefined {
+  const was = blocked(previous);
+  const is = blocked(next);
+  if (is && is.reason !== was?.reason) {
+    return { type: PLANNED.has(is.reason) ? 'Normal' : 'Warning', reason: is.reason, message: is.message };
+  }
+  if (!is && was) return { type: 'Normal', reason: 'Unblocked', message: 'new attempts may start' };
+  return undefined;
+}
