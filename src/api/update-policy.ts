@@ -275,6 +275,44 @@ export const Reboot = Type.Object(
 );
 export type Reboot = Type.Static<typeof Reboot>;
 
+export const NOTIFY_ON = ['Admitted', 'Completed', 'Failed', 'Blocked', 'Finished'] as const;
+export type NotifyOn = (typeof NOTIFY_ON)[number];
+
+/** The Secret, in the operator's namespace, whose keys hold the receivers' URLs (RBAC names it alone). */
+export const NOTIFICATIONS_SECRET = 'nuo-notifications';
+
+/**
+ * Where a pool's news goes: an HTTP(S) endpoint whose URL is a key of the Secret nuo-notifications in the
+ * operator's namespace (a Slack incoming-webhook URL is a credential), the message format, and which news.
+ */
+export const Notification = Type.Object({
+  format: Type.Optional(
+    enumOf(['JSON', 'Slack'], {
+      default: 'JSON',
+      description: 'JSON: the event as a JSON object; Slack: an incoming-webhook message ({"text": ...}).',
+    }),
+  ),
+  secretKey: Type.String({
+    minLength: 1,
+    maxLength: 253,
+    pattern: '^[-._a-zA-Z0-9]+$',
+    description: `The key of the Secret ${NOTIFICATIONS_SECRET} (in the operator's namespace) that holds the receiver's URL.`,
+  }),
+  // Not `on`: YAML 1.1 readers (kubectl) take an unquoted `on` key for the boolean true.
+  events: Type.Optional(
+    Type.Array(enumOf(NOTIFY_ON), {
+      minItems: 1,
+      maxItems: NOTIFY_ON.length,
+      'x-kubernetes-list-type': 'set',
+      default: [...NOTIFY_ON],
+      description:
+        'Admitted, Completed, Failed (a node failed or was skipped), Blocked (for longer than blockedFor), Finished (no node of the pool waits any more).',
+    }),
+  ),
+  blockedFor: Type.Optional(duration('How long the pool must be blocked before Blocked is sent.', '1h')),
+});
+export type Notification = Type.Static<typeof Notification>;
+
 export const UpdatePolicySpec = Type.Object(
   {
     nodeSelector: Type.Optional(LabelSelector),
@@ -301,6 +339,7 @@ export const UpdatePolicySpec = Type.Object(
     blockers: Type.Optional(Blockers),
     drain: Type.Optional(Drain),
     reboot: Type.Optional(Reboot),
+    notifications: Type.Optional(Type.Array(Notification, { maxItems: 8 })),
     circuitBreaker: Type.Optional(
       Type.Object({
         maxNotReady: countOrPercent('More nodes of the pool NotReady than this: admit nothing.'),

@@ -5,8 +5,10 @@
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { Phase } from '../api/phases.ts';
+import type { NotifyOn } from '../api/update-policy.ts';
 import { DrainOutcome, type DrainResult } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
+import type { Notifier } from '../notify/notifier.ts';
 import type { Decider, NodeStep } from './decider.ts';
 import type { DrainRunner } from './drain-runner.ts';
 import type { EventRecorder } from './events.ts';
@@ -29,6 +31,7 @@ export interface AttemptWritesOptions {
   grants: GrantSigner;
   ledger: LedgerCache;
   events: EventRecorder;
+  notifier: Notifier;
   steps: () => NodeSteps;
   /** The health the last pass decided on (a handover decides on it too). */
   health: () => ReadonlyMap<string, Health>;
@@ -64,6 +67,7 @@ export class AttemptWrites {
         await writer.endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
         this.#o.metrics?.completions.inc();
         this.#o.events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');
+        this.#notify(view.name, 'Completed', 'rebooted and healthy; slot freed');
         log('info', 'completed', { node: view.name, ...(action.needSurvived ? { needSurvived: true } : {}) });
         this.#handOver(view.name);
         return true;
@@ -163,9 +167,24 @@ export class AttemptWrites {
     if (action.failed) {
       this.#o.metrics?.failures.inc();
       this.#o.events.warning(view.name, 'RebootFailed', action.reason);
+      this.#notify(view.name, 'Failed', action.reason);
       this.#o.log('error', 'node failed; its slot stays held', { node: view.name, reason: action.reason });
     } else {
       this.#o.log('info', 'phase', { node: view.name, to: action.to, reason: action.reason });
+    }
+  }
+
+  /** Tells the receivers of the node's pool (its policy's `notifications`), in the background. */
+  #notify(node: string, kind: NotifyOn, message: string): void {
+    const policy = this.#o.decider.policyOf(node);
+    if (policy && policy.notifications.length > 0) {
+      this.#o.notifier.notify(policy.notifications, {
+        kind,
+        policy: policy.name,
+        node,
+        message,
+        at: new Date(),
+      });
     }
   }
 
@@ -188,6 +207,7 @@ export class AttemptWrites {
     if (write.cordon && this.#o.acting()) this.#o.drains.start(view.name, { cordoned: true });
     this.#o.metrics?.admissions.inc();
     this.#o.events.normal(view.name, 'Admitted', `admitted for reboot: ${action.reason}`);
+    this.#notify(view.name, 'Admitted', action.reason);
     this.#o.log('info', 'admitted', { node: view.name, reason: action.reason });
   }
 
@@ -203,6 +223,7 @@ export class AttemptWrites {
     await this.#o.writer.endAttempt(decidedOn, core, (fresh) => this.#write(abort, fresh, new Date()));
     this.#o.metrics?.failures.inc();
     this.#o.events.warning(name, skip ? 'Skipped' : 'AttemptAborted', reason);
+    if (skip) this.#notify(name, 'Failed', reason);
     this.#o.log(
       'warn',
       skip ? 'attempt aborted; node skipped; slot released' : 'attempt aborted; slot released',

@@ -15,6 +15,7 @@ import { ResilientInformer } from '../kube/informer.ts';
 import { LeaderElector } from '../kube/leader.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
+import { Notifier } from '../notify/notifier.ts';
 import { AttemptWrites } from './attempt-writes.ts';
 import { BlockerWatch } from './blocker-watch.ts';
 import type { OperatorConfig } from './config.ts';
@@ -70,6 +71,7 @@ export class Operator {
   readonly #blockers: BlockerWatch;
   readonly #optOuts: DoNotDisruptReads;
   readonly #statuses: PolicyStatusWriter;
+  readonly #notifier: Notifier;
   readonly #writes: AttemptWrites;
   readonly #steps: NodeSteps;
   readonly #reconciler: Reconciler;
@@ -125,7 +127,15 @@ export class Operator {
       onChange: this.#wake.now,
       log,
     });
-    this.#statuses = new PolicyStatusWriter({ kubeconfig, events, log, ...(metrics ? { metrics } : {}) });
+    this.#notifier = new Notifier({ core, namespace: c.namespace, log, ...(metrics ? { metrics } : {}) });
+    const notifier = this.#notifier;
+    this.#statuses = new PolicyStatusWriter({
+      kubeconfig,
+      events,
+      notifier,
+      log,
+      ...(metrics ? { metrics } : {}),
+    });
     this.#decider = new Decider({
       policies: () => this.#policies.state(),
       blockers: (policy) => this.#blockers.blockers(policy),
@@ -160,6 +170,7 @@ export class Operator {
       grants: this.#grants,
       ledger: this.#ledger,
       events,
+      notifier,
       steps: () => this.#steps,
       health: () => this.#reconciler.last?.health ?? new Map(),
       acting,
@@ -258,6 +269,8 @@ export class Operator {
       clearTimeout(this.#resync);
       this.#blockers.stop();
       this.#drains.abortAll();
+      // Notifications still queued at shutdown are dropped: the next leader tells what happens next.
+      this.#notifier.stop();
       await this.#queue.shutdown();
       await this.#steps.settled();
       await Promise.all([this.#informer.stop(), this.#policies.stop()]);

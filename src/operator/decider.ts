@@ -5,6 +5,7 @@
  * process, and the check of nuo's own grants.
  */
 import type { V1Node } from '@kubernetes/client-node';
+import type { ResolvedPolicy } from '../policy/resolve.ts';
 import { admissionOrder } from './admission.ts';
 import { type Action, type DecideConfig, type Decision, decide } from './decide.ts';
 import type { DrainSettings } from './drain-runner.ts';
@@ -149,12 +150,16 @@ export class Decider {
     };
   }
 
-  /** How a node is drained: its pool's policy's settings, else a policy's defaults. */
-  drainOf(node: string): DrainSettings {
+  /** The policy of the node's pool as last planned (its last valid generation), if it has one. */
+  policyOf(node: string): ResolvedPolicy | undefined {
     const pool = this.#poolOfNode.get(node);
     const policy = this.#plan?.pools.find((p) => p.name === pool)?.policy;
-    const resolved = policy?.current.ok ? policy.current.policy : policy?.lastValid;
-    return (resolved ?? POLICY_DEFAULTS).drain;
+    return policy?.current.ok ? policy.current.policy : policy?.lastValid;
+  }
+
+  /** How a node is drained: its pool's policy's settings, else a policy's defaults. */
+  drainOf(node: string): DrainSettings {
+    return (this.policyOf(node) ?? POLICY_DEFAULTS).drain;
   }
 
   /** The settings a node is stepped under: its pool's as last planned, else a policy's defaults. */

@@ -42,6 +42,12 @@ export class OperatorMetrics {
     help: 'node writes the API server refused as invalid (4xx other than conflicts), each retried with backoff',
     registers: [this.registry],
   });
+  readonly notifications = new Counter({
+    name: 'nuo_notifications_total',
+    help: 'notifications by outcome: sent, failed (after every retry), dropped (a full queue)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
   readonly failures = new Counter({
     name: 'nuo_failures_total',
     help: 'failed or aborted attempts',

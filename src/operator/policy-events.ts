@@ -29,3 +29,17 @@ export function blockedEvent(
   if (!is && was) return { type: 'Normal', reason: 'Unblocked', message: 'new attempts may start' };
   return undefined;
 }
+
+const progressing = (s: UpdatePolicyStatus | undefined) =>
+  s?.conditions?.find((c) => c.type === 'Progressing')?.reason;
+
+/** The pool's rollout has just finished: it was updating, and now no node of it waits. */
+export function rolloutFinished(previous: UpdatePolicyStatus | undefined, next: UpdatePolicyStatus): boolean {
+  return progressing(previous) === 'Updating' && progressing(next) === 'UpToDate';
+}
+
+/** Since when the pool has been blocked, and why, when it is. */
+export function blockedSince(s: UpdatePolicyStatus): { since: Date; message: string } | undefined {
+  const c = blocked(s);
+  return c ? { since: new Date(c.lastTransitionTime), message: c.message } : undefined;
+}

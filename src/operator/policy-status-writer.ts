@@ -10,11 +10,13 @@ import type { KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
+import type { Notifier } from '../notify/notifier.ts';
+import type { ResolvedPolicy } from '../policy/resolve.ts';
 import type { PassDecision } from './decider.ts';
 import type { EventRecorder } from './events.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { PolicyEntry } from './policies.ts';
-import { blockedEvent } from './policy-events.ts';
+import { blockedEvent, blockedSince, rolloutFinished } from './policy-events.ts';
 import { policyStatus, statusChanged } from './policy-status.ts';
 
 export class PolicyStatusWriter {
@@ -22,6 +24,7 @@ export class PolicyStatusWriter {
   readonly #log: KubeLog;
   readonly #metrics: OperatorMetrics | undefined;
   readonly #events: EventRecorder;
+  readonly #notifier: Notifier;
   /** The status last written for each policy (by uid and generation): compared before the next write. */
   readonly #written = new Map<string, { key: string; status: UpdatePolicyStatus }>();
   readonly #writing = new Set<string>();
@@ -29,11 +32,13 @@ export class PolicyStatusWriter {
   constructor(o: {
     kubeconfig: PooledKubeConfig;
     events: EventRecorder;
+    notifier: Notifier;
     log: KubeLog;
     metrics?: OperatorMetrics;
   }) {
     this.#api = o.kubeconfig.makeApiClient(CustomObjectsApi);
     this.#events = o.events;
+    this.#notifier = o.notifier;
     this.#log = o.log;
     this.#metrics = o.metrics;
   }
@@ -49,9 +54,18 @@ export class PolicyStatusWriter {
       const written = this.#written.get(entry.name);
       const known = written?.key === key ? { ...entry, status: written.status } : entry;
       const status = policyStatus({ entry: known, ...(pool ? { pool } : {}), conflicts, completed, now });
+      this.#tellBlocked(entry, status, now);
       if (!statusChanged(known.status, status)) continue;
       this.#write(entry, key, status, known.status);
     }
+  }
+
+  /** A pool blocked for long is told to its receivers once per block (each after its `blockedFor`). */
+  #tellBlocked(entry: PolicyEntry, status: UpdatePolicyStatus, now: Date): void {
+    const block = blockedSince(status);
+    if (!block) return;
+    const event = { kind: 'Blocked', policy: entry.name, message: block.message, at: now } as const;
+    this.#notifier.blocked(receivers(entry), event, block.since);
   }
 
   /** A new leadership compares with what it reads, not with what an earlier one wrote. */
@@ -73,6 +87,15 @@ export class PolicyStatusWriter {
         this.#metrics?.policyStatusWrites.inc();
         const event = blockedEvent(previous, status);
         if (event) this.#events.policy(entry, event.type, event.reason, event.message);
+        if (rolloutFinished(previous, status)) {
+          const message = 'no node of the pool waits for a reboot any more';
+          this.#notifier.notify(receivers(entry), {
+            kind: 'Finished',
+            policy: name,
+            message,
+            at: new Date(),
+          });
+        }
       })
       .catch((err: unknown) => {
         // Deleted meanwhile: nothing to report on. Anything else: the next pass tries again.
@@ -82,4 +105,9 @@ export class PolicyStatusWriter {
       })
       .finally(() => this.#writing.delete(name));
   }
+}
+
+/** Where a policy's news goes: its current generation's receivers, or its last valid one's. */
+function receivers(entry: PolicyEntry): ResolvedPolicy['notifications'] {
+  return (entry.current.ok ? entry.current.policy : entry.lastValid)?.notifications ?? [];
 }

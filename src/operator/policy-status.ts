@@ -4,7 +4,7 @@
  * lastTransitionTime moves only when its status does, so a pass that changes nothing builds the same
  * status and nothing is written.
  */
-import { Phase } from '../api/phases.ts';
+import { PHASES, Phase } from '../api/phases.ts';
 import type { Condition, UpdatePolicyStatus } from '../api/update-policy.ts';
 import type { Decision } from './decide.ts';
 import type { PolicyEntry } from './policies.ts';
@@ -105,7 +105,8 @@ export function policyStatus(input: StatusInput): UpdatePolicyStatus {
   const { entry, pool, now } = input;
   const previous = entry.status ?? {};
   const nodes = pool?.pool.nodes ?? [];
-  const phases: Record<string, number> = {};
+  // Every phase, 0 included: the status is merge-patched, so a phase left out would keep its old count.
+  const phases: Record<string, number> = Object.fromEntries(PHASES.map((p) => [p, 0]));
   for (const n of nodes) phases[n.state ?? Phase.idle] = (phases[n.state ?? Phase.idle] ?? 0) + 1;
   const budget = pool?.decision.budget;
   const conditions = stamp(

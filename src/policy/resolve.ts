@@ -5,8 +5,8 @@
  * found here; a policy with any problem is not used at all, never half of it.
  */
 import { Default, Errors } from 'typebox/value';
-import type { UpdatePolicy } from '../api/update-policy.ts';
-import { UpdatePolicySpec } from '../api/update-policy.ts';
+import type { NotifyOn, UpdatePolicy } from '../api/update-policy.ts';
+import { NOTIFY_ON, UpdatePolicySpec } from '../api/update-policy.ts';
 import {
   type LabelSelectorSpec,
   labelSelector,
@@ -59,6 +59,16 @@ export interface ResolvedPolicy {
     pendingTaint: boolean;
   };
   circuitBreaker?: MaxUnavailable;
+  notifications: ResolvedNotification[];
+}
+
+/** Where a pool's news goes, and which (policy `notifications[]`). */
+export interface ResolvedNotification {
+  format: 'JSON' | 'Slack';
+  /** The key of the Secret nuo-notifications that holds the receiver's URL. */
+  secretKey: string;
+  on: ReadonlySet<NotifyOn>;
+  blockedForMs: number;
 }
 
 export type Resolution = { ok: true; policy: ResolvedPolicy } | { ok: false; errors: FieldError[] };
@@ -155,6 +165,12 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
     ...optional('circuitBreaker', spec.circuitBreaker?.maxNotReady, (v) =>
       p.take('circuitBreaker.maxNotReady', () => countOrPercent(v)),
     ),
+    notifications: (spec.notifications ?? []).map((n, i) => ({
+      format: n.format ?? 'JSON',
+      secretKey: n.secretKey,
+      on: new Set(n.events ?? NOTIFY_ON),
+      blockedForMs: d(`notifications[${i}].blockedFor`, n.blockedFor ?? '1h'),
+    })),
   };
   return p.errors.length > 0 ? { ok: false, errors: p.errors } : { ok: true, policy: resolved };
 }

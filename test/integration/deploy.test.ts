@@ -245,6 +245,22 @@ describe('deploy/', () => {
     }
   });
 
+  test("the operator may read the notification receivers' Secret, and no other Secret of its namespace but its key", () => {
+    const can = (what: string) =>
+      kubectl(
+        'auth',
+        'can-i',
+        'get',
+        what,
+        '-n',
+        'nuo-system',
+        '--as=system:serviceaccount:nuo-system:nuo-operator',
+      ).stdout.trim();
+    assert.equal(can('secret/nuo-notifications'), 'yes');
+    assert.equal(can('secret/nuo-grant-key'), 'yes');
+    assert.equal(can('secret/someone-elses'), 'no');
+  });
+
   test("an agent's token reads the operator's public grant key and ledger, not the private key", async () => {
     const client = new LeanClient({ server: cluster.server, ca: cluster.caCert, token: () => agentToken });
     try {

@@ -53,3 +53,24 @@ test('int-or-string fields are the two-branch form the API server accepts', () =
     assert.deepEqual(f.anyOf, [{ type: 'integer' }, { type: 'string' }], field);
   }
 });
+
+test('no field is named a word YAML 1.1 readers (kubectl) take for a boolean, so no key changes on the way', () => {
+  // kubectl reads `on:` as the key true: a field `on` would be installed as a field "true".
+  const words = /^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$/;
+  const names: string[] = [];
+  const walk = (schema: unknown): void => {
+    if (!schema || typeof schema !== 'object') return;
+    const s = schema as { properties?: Record<string, unknown> };
+    for (const [name, sub] of Object.entries(s.properties ?? {})) {
+      names.push(name);
+      walk(sub);
+    }
+    for (const v of Object.values(schema)) if (v && typeof v === 'object' && v !== s.properties) walk(v);
+  };
+  walk(updatePolicyCrd());
+  assert.ok(names.includes('events'), 'the walk reaches nested fields');
+  assert.deepEqual(
+    names.filter((n) => words.test(n)),
+    [],
+  );
+});

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { UpdatePolicyStatus } from '../../src/api/update-policy.ts';
-import { blockedEvent } from '../../src/operator/policy-events.ts';
+import { blockedEvent, blockedSince, rolloutFinished } from '../../src/operator/policy-events.ts';
 
 const status = (reason?: string, message = 'why'): UpdatePolicyStatus => ({
   conditions: [
@@ -63,4 +63,27 @@ test('a policy tells each change of its block once: blocked, blocked for another
   ];
   for (const [name, previous, next, want] of table)
     assert.deepEqual(blockedEvent(previous, next), want, name);
+});
+
+test('a rollout finishes when its pool goes from Updating to UpToDate; a block is dated by its transition', () => {
+  const progress = (reason: string): UpdatePolicyStatus => ({
+    conditions: [
+      {
+        type: 'Progressing',
+        status: reason === 'Updating' ? 'True' : 'False',
+        reason,
+        message: 'm',
+        lastTransitionTime: '2026-11-25T09:00:00Z',
+      },
+    ],
+  });
+  assert.equal(rolloutFinished(progress('Updating'), progress('UpToDate')), true);
+  assert.equal(rolloutFinished(progress('UpToDate'), progress('UpToDate')), false, 'already finished');
+  assert.equal(rolloutFinished(undefined, progress('UpToDate')), false, 'a first status finishes nothing');
+  assert.equal(rolloutFinished(progress('UpToDate'), progress('Updating')), false);
+  assert.deepEqual(blockedSince(status('AlertFiring', 'a')), {
+    since: new Date('2026-11-25T09:00:00Z'),
+    message: 'a',
+  });
+  assert.equal(blockedSince(status()), undefined);
 });
