@@ -5,13 +5,12 @@
  *   node tools/cluster/build.ts          build whatever is missing, with progress
  *   node tools/cluster/build.ts --print  print the cache directory and exit (no build)
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cacheRoot, formatDuration, type GoTarget, goBuild, requiredVersion, withLock } from '../go-build.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -32,23 +31,8 @@ export interface ClusterBinaries {
   path: Record<BinaryName, string>;
 }
 
-interface Target {
+interface Target extends GoTarget {
   name: BinaryName;
-  moduleDir: string;
-  pkg: string;
-  ldflags: string;
-}
-
-async function requiredVersion(moduleDir: string, modulePath: string): Promise<string> {
-  const gomod = await readFile(join(moduleDir, 'go.mod'), 'utf8');
-  const match = gomod.match(new RegExp(`^require ${modulePath.replaceAll('.', '\\.')} (v\\S+)`, 'm'));
-  if (!match?.[1]) throw new Error(`${join(moduleDir, 'go.mod')}: no "require ${modulePath} vX" line`);
-  return match[1];
-}
-
-function cacheRoot(): string {
-  if (process.env.NUO_CACHE_DIR) return process.env.NUO_CACHE_DIR;
-  return join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'nuo');
 }
 
 async function plan(): Promise<{ binaries: ClusterBinaries; targets: Target[] }> {
@@ -102,89 +86,6 @@ async function plan(): Promise<{ binaries: ClusterBinaries; targets: Target[] }>
     string
   >;
   return { binaries: { dir, versions, path }, targets };
-}
-
-function formatDuration(ms: number): string {
-  const s = Math.round(ms / 1000);
-  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
-}
-
-async function goBuild(target: Target, out: string, log: (line: string) => void): Promise<void> {
-  const tmp = `${out}.tmp-${process.pid}`;
-  const args = ['build', '-trimpath', '-ldflags', target.ldflags, '-o', tmp, target.pkg];
-  const started = Date.now();
-  const ticker = setInterval(
-    () => log(`  … ${target.name} still building (${formatDuration(Date.now() - started)})`),
-    30_000,
-  );
-  try {
-    const stderr: Buffer[] = [];
-    const code = await new Promise<number | null>((resolve, reject) => {
-      const child = spawn('go', args, {
-        cwd: target.moduleDir,
-        stdio: ['ignore', 'inherit', 'pipe'],
-        env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -buildvcs=false' },
-      });
-      child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-      child.on('error', (err) =>
-        reject(
-          new Error(
-            `cannot run "go" to build ${target.name} (${err.message}); install Go ≥ 1.26 (see .ci/run)`,
-          ),
-        ),
-      );
-      child.on('exit', resolve);
-    });
-    if (code !== 0) {
-      throw new Error(
-        `go ${args.join(' ')} (in ${target.moduleDir}) exited ${code}:\n${Buffer.concat(stderr).toString()}`,
-      );
-    }
-    await rename(tmp, out);
-  } finally {
-    clearInterval(ticker);
-    await rm(tmp, { force: true });
-  }
-  log(`  ${target.name} built in ${formatDuration(Date.now() - started)}`);
-}
-
-/** Serialises builds between processes (parallel test files) with an exclusive lock directory. */
-async function withLock<T>(dir: string, fn: () => Promise<T>, log: (line: string) => void): Promise<T> {
-  const lock = join(dir, '.lock');
-  await mkdir(dir, { recursive: true });
-  let announced = false;
-  for (;;) {
-    try {
-      await mkdir(lock);
-      await writeFile(join(lock, 'pid'), String(process.pid));
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const holder = Number(await readFile(join(lock, 'pid'), 'utf8').catch(() => '0'));
-      const age = Date.now() - (await stat(lock).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs;
-      if ((holder && !isAlive(holder)) || (!holder && age > 10_000)) {
-        await rm(lock, { recursive: true, force: true });
-        continue;
-      }
-      if (!announced) log(`waiting for another build (pid ${holder}) to finish…`);
-      announced = true;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    await rm(lock, { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Returns the binaries, building any that are missing. Throws (never skips) if a build fails. */
