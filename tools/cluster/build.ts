@@ -46,7 +46,8 @@ async function requiredVersion(moduleDir: string, modulePath: string): Promise<s
   return match[1];
 }
 
-function cacheRoot(): string {
+/** nuo's cache outside the repository: $NUO_CACHE_DIR, else $XDG_CACHE_HOME/nuo or ~/.cache/nuo. */
+export function cacheRoot(): string {
   if (process.env.NUO_CACHE_DIR) return process.env.NUO_CACHE_DIR;
   return join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'nuo');
 }
