@@ -11,6 +11,7 @@
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -21,7 +22,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cacheRoot } from '../cluster/build.ts';
@@ -171,7 +172,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     `  push:       skopeo copy oci:${b.layout}:${b.tag} docker://${b.ref}`,
   ];
   if (values.archive) {
-    const archive = resolve(values.archive);
+    // Relative to where `npm run image` was typed (npm runs scripts from the package's top).
+    const archive = resolve(process.env.INIT_CWD ?? process.cwd(), values.archive);
+    mkdirSync(dirname(archive), { recursive: true });
     execFileSync('tar', ['-C', b.layout, '-cf', archive, '.']);
     lines.push(
       `  archive:    ${archive} (${mib(statSync(archive).size)}; podman load -i, or skopeo copy oci-archive:)`,
