@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { buildInfo, formatVersion } from '../util/build-info.ts';
 import { type Command, UsageError } from './command.ts';
 
 /**
@@ -80,28 +80,9 @@ function help(): string {
     'Commands:',
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
-    'Run "nuo <command> --help" for a command\'s flags, "nuo --version" for the version.',
+    'Run "nuo <command> --help" for a command\'s flags, "nuo --version" for the version and revision.',
     '"Source checkout only": the build (dist/) leaves out the simulation harness these commands drive.',
   ].join('\n');
-}
-
-/**
- * nuo's version, from the nearest package.json named "nuo" above this module: found from src/cli and
- * from dist/src/cli alike, since an image ships package.json beside dist/ (it makes dist/ ESM).
- */
-function version(): string {
-  for (let dir = new URL('./', import.meta.url); dir.pathname !== '/'; dir = new URL('../', dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as {
-        name?: string;
-        version?: string;
-      };
-      if (pkg.name === 'nuo' && pkg.version) return pkg.version;
-    } catch {
-      // No package.json here (or not JSON): look one directory up.
-    }
-  }
-  return 'unknown';
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -111,7 +92,7 @@ export async function main(argv: string[]): Promise<number> {
     return name === undefined ? 2 : 0;
   }
   if (name === '--version') {
-    process.stdout.write(`nuo ${version()}\n`);
+    process.stdout.write(`${formatVersion(buildInfo())}\n`);
     return 0;
   }
   const entry = commands.find((c) => c.name === name);

@@ -7,6 +7,7 @@ import type { KubeLog } from '../kube/backoff.ts';
 import { configUsage, FIELDS, loadOperatorConfig, movedSetting } from '../operator/config.ts';
 import { Operator } from '../operator/controller.ts';
 import { OperatorMetrics } from '../operator/metrics.ts';
+import { buildInfo } from '../util/build-info.ts';
 import { parseDuration } from '../util/duration.ts';
 import { positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
@@ -82,7 +83,7 @@ export const operatorCommand: Command = {
     const kc = kubeconfigFrom(values as { kubeconfig?: string; context?: string });
     const identity = (values.identity as string | undefined) ?? process.env.POD_NAME ?? hostname();
     const log = pinoLog('nuo-operator');
-    const metrics = new OperatorMetrics();
+    const metrics = new OperatorMetrics(buildInfo());
     const port = positiveInt('metrics-port', values['metrics-port'] as string | undefined, 8080);
     const operator = new Operator({ kubeconfig: kc, config, identity, log, metrics, lease });
     const probe = (problems: string[], res: ServerResponse) =>
@@ -107,7 +108,7 @@ export const operatorCommand: Command = {
     const shutdown = () => stop.abort();
     process.once('SIGTERM', shutdown);
     process.once('SIGINT', shutdown);
-    log('info', 'starting', { identity, config: { ...config } });
+    log('info', 'starting', { identity, build: buildInfo(), config: { ...config } });
     try {
       await operator.run(stop.signal);
     } finally {

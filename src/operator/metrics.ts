@@ -1,15 +1,23 @@
 /** Prometheus metrics of the operator (prom-client), served on /metrics by `nuo operator`. */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { BuildInfo } from '../util/build-info.ts';
 import type { PassDecision } from './decider.ts';
 import type { NodeView } from './node-view.ts';
 
 export class OperatorMetrics {
   readonly registry = new Registry();
 
-  constructor() {
+  constructor(build: BuildInfo) {
     // The process's own figures (resident memory, CPU seconds, heap, event-loop lag): what an operator of
     // the operator alerts on, and what bench/footprint.ts reads.
     collectDefaultMetrics({ register: this.registry });
+    // Constant 1, labelled: joined onto other series, it tells which build each replica runs.
+    new Gauge({
+      name: 'nuo_build_info',
+      help: 'the build this operator runs: nuo version, git revision, Node version (always 1)',
+      labelNames: ['version', 'revision', 'node'],
+      registers: [this.registry],
+    }).set({ version: build.version, revision: build.revision, node: build.node }, 1);
   }
 
   readonly leader = new Gauge({

@@ -326,7 +326,11 @@ describe('deploy/chart monitoring', () => {
       rules.map((r) => r.alert),
       ['NuoRolloutStuck', 'NuoNodeFailed', 'NuoNoLeader', 'NuoDrainBlocked'],
     );
-    const exported = new Set(new OperatorMetrics().registry.getMetricsAsArray().map((m) => m.name));
+    const exported = new Set(
+      new OperatorMetrics({ version: '0.0.0', revision: 'test', node: process.versions.node }).registry
+        .getMetricsAsArray()
+        .map((m) => m.name),
+    );
     for (const r of rules) {
       assert.equal(r.labels.team, 'platform', `${r.alert}: alertLabels`);
       assert.match(r.labels.severity ?? '', /^(warning|critical)$/, r.alert);

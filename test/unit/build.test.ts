@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type ClusterHarness, type DemoHarness, loadHarness } from '../../src/cli/harness.ts';
+import { checkoutRevision } from '../../tools/build-info.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
@@ -34,6 +35,8 @@ before(() => {
     { encoding: 'utf8' },
   );
   assert.equal(tsc.status, 0, `tsc -p tsconfig.build.json failed:\n${tsc.stdout}${tsc.stderr}`);
+  const info = spawnSync(process.execPath, [join(root, 'tools/build-info.ts'), dist], { encoding: 'utf8' });
+  assert.equal(info.status, 0, `tools/build-info.ts failed:\n${info.stdout}${info.stderr}`);
   copyFileSync(join(root, 'package.json'), join(image, 'package.json'));
   symlinkSync(join(root, 'node_modules'), join(image, 'node_modules'));
 });
@@ -47,10 +50,11 @@ test('the build holds the commands and nothing of the harness, benchmarks, tools
   assert.deepEqual(shipped, [], 'nothing of src/sim, bench, tools or test');
 });
 
-test('the built nuo prints its version and the help, which marks the harness commands', () => {
+test('the built nuo prints its version, the revision recorded by the build, and the help', () => {
   const v = nuo('--version');
   assert.equal(v.status, 0, v.stderr);
-  assert.equal(v.stdout, `nuo ${version}\n`);
+  assert.equal(v.stdout, `nuo ${version} (revision ${checkoutRevision()}, Node ${process.versions.node})\n`);
+  assert.doesNotMatch(v.stdout, /revision unknown/, 'this checkout has a git HEAD');
   const help = nuo('--help');
   assert.equal(help.status, 0, help.stderr);
   assert.match(help.stdout, /\n {2}demo {6}.*\(source checkout only\)\n/);

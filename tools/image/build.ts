@@ -1,0 +1,184 @@
+/**
+ * Builds the container image without a container engine, with Debian's umoci, into an OCI layout in
+ * nuo's cache (reused while the staged files and configuration are the same):
+ *
+ *   npm run image [-- --archive FILE]
+ *
+ * Each layer is staged (tools/image/stage.ts), copied into an unpacked bundle of the image so far and
+ * repacked by umoci, which computes the layer; `umoci config` then sets the user, entrypoint and labels.
+ * `--archive FILE` also writes the layout as an OCI archive (`podman load`, `skopeo copy oci-archive:`).
+ */
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { cacheRoot } from '../go-build.ts';
+import {
+  cacheKey,
+  compressedBytes,
+  type Descriptor,
+  evictions,
+  type Manifest,
+  manifestFor,
+  mib,
+} from './layout.ts';
+import { imageConfig, LAYERS, ociArchitecture, ref, umociConfigFlags } from './spec.ts';
+import { stage } from './stage.ts';
+
+/** Cached images kept, the one just built or used among them (about one per recent revision). */
+const KEEP = 3;
+
+export interface ImageBuild {
+  /** The OCI layout directory. */
+  layout: string;
+  tag: string;
+  ref: string;
+  version: string;
+  revision: string;
+  created: string;
+  /** The manifest's digest. */
+  digest: string;
+  compressedBytes: number;
+  unpackedBytes: number;
+  /** Compressed size of each layer, in LAYERS order. */
+  layerBytes: number[];
+  /** Found in the cache rather than built now. */
+  reused: boolean;
+}
+
+function umoci(...args: string[]): string {
+  try {
+    return execFileSync('umoci', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const e = err as { code?: string; stderr?: string; message: string };
+    if (e.code === 'ENOENT')
+      throw new Error('umoci not found: install the Debian package umoci (.ci/run does)');
+    throw new Error(`umoci ${args.join(' ')} failed: ${e.stderr?.trim() || e.message}`);
+  }
+}
+
+function readLayout(layout: string, tag: string): { manifest: Descriptor; body: Manifest } {
+  const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8'));
+  const manifest = manifestFor(index, tag);
+  const blob = (d: Descriptor) => join(layout, 'blobs', ...d.digest.split(':'));
+  return { manifest, body: JSON.parse(readFileSync(blob(manifest), 'utf8')) as Manifest };
+}
+
+/** Builds the image of this checkout, or finds it in the cache. */
+export function buildImage(log: (line: string) => void = () => {}): ImageBuild {
+  const staging = mkdtempSync(join(tmpdir(), 'nuo-image-stage-'));
+  try {
+    const staged = stage(staging);
+    const tag = staged.version;
+    const created = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const architecture = ociArchitecture(process.arch);
+    const config = imageConfig({ version: staged.version, revision: staged.revision, created });
+    const key = cacheKey(staged.digest, config, architecture);
+    const cache = join(cacheRoot(), 'image');
+    const dir = join(cache, key);
+    const recordPath = join(dir, 'image.json');
+    if (existsSync(recordPath)) {
+      const now = new Date();
+      utimesSync(dir, now, now);
+      log(`image ${key} is in the cache: the same files and configuration were built before`);
+      return {
+        ...(JSON.parse(readFileSync(recordPath, 'utf8')) as ImageBuild),
+        layout: join(dir, 'layout'),
+        reused: true,
+      };
+    }
+    const work = `${dir}.tmp-${process.pid}`;
+    rmSync(work, { recursive: true, force: true });
+    const layout = join(work, 'layout');
+    const bundle = join(work, 'bundle');
+    const image = `${layout}:${tag}`;
+    const rootless = process.getuid?.() === 0 ? [] : ['--rootless'];
+    umoci('init', '--layout', layout);
+    umoci('new', '--image', image);
+    umoci('unpack', ...rootless, '--image', image, bundle);
+    for (const layer of LAYERS) {
+      log(`layer ${layer}: repacking`);
+      execFileSync('cp', ['-a', `${staged.layers[layer]}/.`, join(bundle, 'rootfs')]);
+      umoci(
+        'repack',
+        '--refresh-bundle',
+        `--history.created=${created}`,
+        `--history.created_by=nuo image: ${layer} layer (tools/image/build.ts)`,
+        '--image',
+        image,
+        bundle,
+      );
+    }
+    umoci(
+      'config',
+      '--image',
+      image,
+      `--history.created=${created}`,
+      '--history.created_by=nuo image: user, entrypoint and labels (tools/image/build.ts)',
+      ...umociConfigFlags(config, created, architecture),
+    );
+    umoci('gc', '--layout', layout);
+    rmSync(bundle, { recursive: true, force: true });
+    const { manifest, body } = readLayout(layout, tag);
+    const build: ImageBuild = {
+      layout: join(dir, 'layout'),
+      tag,
+      ref: ref(tag),
+      version: staged.version,
+      revision: staged.revision,
+      created,
+      digest: manifest.digest,
+      compressedBytes: compressedBytes(manifest, body),
+      unpackedBytes: staged.bytes,
+      layerBytes: body.layers.map((l) => l.size),
+      reused: false,
+    };
+    writeFileSync(join(work, 'image.json'), `${JSON.stringify(build, null, 2)}\n`);
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(work, dir);
+    const cached = readdirSync(cache)
+      .filter((name) => !name.includes('.tmp-'))
+      .map((name) => ({ name, usedMs: statSync(join(cache, name)).mtimeMs }));
+    for (const name of evictions(cached, KEEP, key))
+      rmSync(join(cache, name), { recursive: true, force: true });
+    return build;
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({ options: { archive: { type: 'string' } }, strict: true });
+  const b = buildImage((line) => process.stderr.write(`${line}\n`));
+  const layers = LAYERS.map((l, i) => `${l} ${mib(b.layerBytes[i] ?? 0)}`).join(', ');
+  const lines = [
+    `${b.ref} (revision ${b.revision}), ${b.reused ? `from the cache, built ${b.created}` : `built ${b.created}`}`,
+    `  OCI layout: ${b.layout} (tag ${b.tag})`,
+    `  manifest:   ${b.digest}`,
+    `  size:       ${mib(b.compressedBytes)} compressed (${layers}); ${mib(b.unpackedBytes)} unpacked`,
+    `  push:       skopeo copy oci:${b.layout}:${b.tag} docker://${b.ref}`,
+  ];
+  if (values.archive) {
+    // Relative to where `npm run image` was typed (npm runs scripts from the package's top).
+    const archive = resolve(process.env.INIT_CWD ?? process.cwd(), values.archive);
+    mkdirSync(dirname(archive), { recursive: true });
+    execFileSync('tar', ['-C', b.layout, '-cf', archive, '.']);
+    lines.push(
+      `  archive:    ${archive} (${mib(statSync(archive).size)}; podman load -i, or skopeo copy oci-archive:)`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
