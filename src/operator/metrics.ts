@@ -1,5 +1,6 @@
 /** Prometheus metrics of the operator (prom-client), served on /metrics by `nuo operator`. */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { PHASES } from '../api/phases.ts';
 import type { BuildInfo } from '../util/build-info.ts';
 import type { PassDecision } from './decider.ts';
 import type { NodeView } from './node-view.ts';
@@ -124,7 +125,7 @@ export class OperatorMetrics {
     }
     const counts = new Map<string, number>();
     for (const n of nodes) counts.set(n.state ?? 'Idle', (counts.get(n.state ?? 'Idle') ?? 0) + 1);
-    this.phase.reset();
-    for (const [phase, count] of counts) this.phase.set({ phase }, count);
+    // Every phase, 0 included: an alert or a panel on a phase no node is in reads 0, not nothing.
+    for (const phase of PHASES) this.phase.set({ phase }, counts.get(phase) ?? 0);
   }
 }

@@ -1,6 +1,7 @@
 /**
- * A real Prometheus for integration tests (Debian's package `prometheus`): scraping a target the test
- * controls, whose gauge `nuo_test_blocker` fires the alerting rule NuoTestBlock (severity page) while 1.
+ * A real Prometheus for integration tests (Debian's package `prometheus`), scraping every second: either
+ * a target the test controls, whose gauge `nuo_test_blocker` fires the alerting rule NuoTestBlock
+ * (severity page) while 1, or any targets with any rules (an operator's /metrics and nuo's alerts).
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -54,11 +55,7 @@ export class Target {
   }
 }
 
-async function writeConfig(at: string, targetPort: number): Promise<void> {
-  await mkdir(join(at, 'data'));
-  await writeFile(
-    join(at, 'rules.yml'),
-    `groups:
+const TEST_RULES = `groups:
   - name: nuo-test
     rules:
       - alert: NuoTestBlock
@@ -66,8 +63,11 @@ async function writeConfig(at: string, targetPort: number): Promise<void> {
         for: 0s
         labels:
           severity: page
-`,
-  );
+`;
+
+async function writeConfig(at: string, targets: readonly string[], rules: string): Promise<void> {
+  await mkdir(join(at, 'data'));
+  await writeFile(join(at, 'rules.yml'), rules);
   await writeFile(
     join(at, 'prometheus.yml'),
     `global:
@@ -79,7 +79,7 @@ rule_files:
 scrape_configs:
   - job_name: nuo-test
     static_configs:
-      - targets: ['127.0.0.1:${targetPort}']
+      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]
 `,
   );
 }
@@ -108,6 +108,24 @@ export interface RunningPrometheus {
 
 /** Starts Prometheus scraping `target` every second; fails loudly when Debian's package is missing. */
 export async function startPrometheus(target: Target, signal: AbortSignal): Promise<RunningPrometheus> {
+  const targetPort = await target.listen();
+  const running = await startPrometheusFor([`127.0.0.1:${targetPort}`], TEST_RULES, signal);
+  return {
+    ...running,
+    stop: async () => {
+      await running.stop();
+      target.server.closeAllConnections();
+      await new Promise((resolve) => target.server.close(resolve));
+    },
+  };
+}
+
+/** Starts Prometheus scraping `targets` (host:port, /metrics) every second and evaluating `rules` (YAML). */
+export async function startPrometheusFor(
+  targets: readonly string[],
+  rules: string,
+  signal: AbortSignal,
+): Promise<RunningPrometheus> {
   if (!existsSync(PROMETHEUS)) {
     throw new Error(
       `${PROMETHEUS} is missing: install Debian's package (apt-get install -y prometheus; .ci/run does) to run the Prometheus blocker's integration tests`,
@@ -116,10 +134,9 @@ export async function startPrometheus(target: Target, signal: AbortSignal): Prom
   await reapAbandonedClusters(tmpdir(), DIR_PREFIX);
   const dir = await mkdtemp(join(tmpdir(), DIR_PREFIX));
   await writeFile(join(dir, 'owner'), `${process.pid}\n`);
-  const targetPort = await target.listen();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  await writeConfig(dir, targetPort);
+  await writeConfig(dir, targets, rules);
   const component = new Component({
     name: 'prometheus',
     binary: PROMETHEUS,
@@ -137,8 +154,6 @@ export async function startPrometheus(target: Target, signal: AbortSignal): Prom
     component,
     stop: async () => {
       await component.stop();
-      target.server.closeAllConnections();
-      await new Promise((resolve) => target.server.close(resolve));
       await rm(dir, { recursive: true, force: true });
     },
   };
