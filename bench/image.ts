@@ -9,7 +9,7 @@
  * meanwhile (goal: none) and, at the end, its anonymous and file-backed parts. Publishes the image's size
  * too.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,10 +18,11 @@ import { Labels } from '../src/api/keys.ts';
 import { startCluster } from '../src/sim/cluster/cluster.ts';
 import { sampleProc } from '../src/sim/cluster/proc.ts';
 import { pollUntil } from '../src/util/poll.ts';
+import { startAgent } from '../tools/image/agent-container.ts';
 import { buildImage } from '../tools/image/build.ts';
 import { mib } from '../tools/image/layout.ts';
 import { Runc } from '../tools/image/runc.ts';
-import { ENTRYPOINT, LAYERS } from '../tools/image/spec.ts';
+import { LAYERS } from '../tools/image/spec.ts';
 import { publish } from './report.ts';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '60' } }, strict: true });
@@ -35,30 +36,9 @@ const runc = new Runc();
 const cluster = await startCluster({ nodes: 1 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 
-const kubeconfig = join(work, 'kubeconfig');
-writeFileSync(kubeconfig, readFileSync(cluster.kubeconfigPath), { mode: 0o644 });
-const host = join(work, 'host');
-mkdirSync(join(host, 'etc'), { recursive: true, mode: 0o755 });
-writeFileSync(join(host, 'etc/os-release'), 'ID=flatcar\nVERSION_ID=4152.2.0\n', { mode: 0o644 });
-
 let row: string;
 try {
-  const agent = runc.start(unpacked, {
-    args: [
-      ...ENTRYPOINT,
-      'agent',
-      '--node-name=node-0',
-      '--kubeconfig=/etc/nuo/kubeconfig',
-      '--host-root=/host',
-      '--detector=sentinel-file',
-      '--rebooter=signal',
-    ],
-    hostNetwork: true,
-    binds: [
-      { source: kubeconfig, destination: '/etc/nuo/kubeconfig' },
-      { source: host, destination: '/host' },
-    ],
-  });
+  const agent = startAgent(runc, unpacked, { work, kubeconfigPath: cluster.kubeconfigPath });
   try {
     const started = performance.now();
     await pollUntil('the agent in the container to label node-0', async () => {

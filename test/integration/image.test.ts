@@ -6,16 +6,7 @@
  * words; the contents are checked either way.
  */
 import assert from 'node:assert/strict';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -24,6 +15,7 @@ import { Labels } from '../../src/api/keys.ts';
 import { formatVersion } from '../../src/util/build-info.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { checkoutRevision } from '../../tools/build-info.ts';
+import { startAgent } from '../../tools/image/agent-container.ts';
 import { buildImage } from '../../tools/image/build.ts';
 import { runcRefusal } from '../../tools/image/container.ts';
 import { type Descriptor, manifestFor } from '../../tools/image/layout.ts';
@@ -172,28 +164,7 @@ describe('the container image', () => {
 
   test('the agent in the container, on the host network, labels its node on the local control plane', async () => {
     const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
-    // Readable by the container's user: a copy of the admin kubeconfig, and a host / with an os-release.
-    const kubeconfig = join(work, 'kubeconfig');
-    writeFileSync(kubeconfig, readFileSync(cluster.kubeconfigPath), { mode: 0o644 });
-    const host = join(work, 'host');
-    mkdirSync(join(host, 'etc'), { recursive: true, mode: 0o755 });
-    writeFileSync(join(host, 'etc/os-release'), 'ID=flatcar\nVERSION_ID=4152.2.0\n', { mode: 0o644 });
-    const agent = runc.start(unpacked, {
-      args: [
-        ...ENTRYPOINT,
-        'agent',
-        '--node-name=node-0',
-        '--kubeconfig=/etc/nuo/kubeconfig',
-        '--host-root=/host',
-        '--detector=sentinel-file',
-        '--rebooter=signal',
-      ],
-      hostNetwork: true,
-      binds: [
-        { source: kubeconfig, destination: '/etc/nuo/kubeconfig' },
-        { source: host, destination: '/host' },
-      ],
-    });
+    const agent = startAgent(runc, unpacked, { work, kubeconfigPath: cluster.kubeconfigPath });
     try {
       const node = await pollUntil(
         'the agent in the container to label node-0',
