@@ -69,6 +69,30 @@ export async function waitAvailable(apps: AppsV1Api, namespace: string, name: st
   );
 }
 
+/**
+ * A pod pinned to `node` that no drain can evict: one replica whose PodDisruptionBudget allows no
+ * disruption, in `namespace` (made if need be), available before this returns.
+ */
+export async function undrainablePod(kc: KubeConfig, namespace: string, node: string): Promise<void> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const apps = kc.makeApiClient(AppsV1Api);
+  await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(() => {});
+  await pollUntil(`default ServiceAccount in ${namespace}`, () =>
+    core.readNamespacedServiceAccount({ name: 'default', namespace }).then(() => true),
+  );
+  const pinned = deployment(namespace, 'pinned', 1);
+  if (pinned.spec?.template.spec) pinned.spec.template.spec.nodeSelector = { 'kubernetes.io/hostname': node };
+  await apps.createNamespacedDeployment({ namespace, body: pinned });
+  await kc.makeApiClient(PolicyV1Api).createNamespacedPodDisruptionBudget({
+    namespace,
+    body: {
+      metadata: { name: 'pinned' },
+      spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'pinned' } } },
+    },
+  });
+  await waitAvailable(apps, namespace, 'pinned');
+}
+
 export async function deployDemoWorkload(
   kubeconfig: KubeConfig,
   { namespace = 'demo', replicasPerApp }: { namespace?: string; replicasPerApp: number },

@@ -13,7 +13,7 @@ import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { freePort } from '../../src/sim/cluster/net.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
-import { deployment, waitAvailable } from '../../src/sim/workload.ts';
+import { undrainablePod } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { CHART_DIR, useHelm } from './helm.ts';
 import { startPrometheusFor } from './prometheus-server.ts';
@@ -23,8 +23,8 @@ const DASHBOARD = new URL('../../deploy/grafana/nuo.json', import.meta.url);
 const cluster = await useCluster({ nodes: 3 });
 const helm = await useHelm();
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
-const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
-const pdbs = cluster.kubeconfig.makeApiClient(PolicyV1Api);
+const _apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
+const _pdbs = cluster.kubeconfig.makeApiClient(PolicyV1Api);
 
 interface Rule {
   alert: string;
@@ -107,22 +107,7 @@ test('Prometheus scrapes the operator through a rollout: dashboard queries retur
   );
 
   // Then a drain no PodDisruptionBudget lets finish: a pod pinned to node-1 that may never be evicted.
-  await core.createNamespace({ body: { metadata: { name: 'stuck' } } });
-  await pollUntil('default ServiceAccount in stuck', () =>
-    core.readNamespacedServiceAccount({ name: 'default', namespace: 'stuck' }).then(() => true),
-  );
-  const pinned = deployment('stuck', 'pinned', 1);
-  if (pinned.spec?.template.spec)
-    pinned.spec.template.spec.nodeSelector = { 'kubernetes.io/hostname': 'node-1' };
-  await apps.createNamespacedDeployment({ namespace: 'stuck', body: pinned });
-  await pdbs.createNamespacedPodDisruptionBudget({
-    namespace: 'stuck',
-    body: {
-      metadata: { name: 'pinned' },
-      spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'pinned' } } },
-    },
-  });
-  await waitAvailable(apps, 'stuck', 'pinned');
+  await undrainablePod(cluster.kubeconfig, 'stuck', 'node-1');
   fleet.stageUpdates(['node-1']);
   await pollUntil('node-1 draining', async () =>
     (await state('node-1')) === Phase.draining ? true : undefined,

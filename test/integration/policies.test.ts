@@ -15,7 +15,7 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
-import { deployment, waitAvailable } from '../../src/sim/workload.ts';
+import { deployment, undrainablePod, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { startPrometheus, Target } from './prometheus-server.ts';
 import { eventsAbout, eventsMark, FAST_LEASE, resetNodes, runNuo, useCluster } from './support.ts';
@@ -25,7 +25,7 @@ const cluster = await useCluster({ nodes: 6, zones: 3 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
-const pdbs = cluster.kubeconfig.makeApiClient(PolicyV1Api);
+const _pdbs = cluster.kubeconfig.makeApiClient(PolicyV1Api);
 /** Settings every test policy shares: seconds-long soaks and timeouts. */
 const QUICK = { reboot: { soak: '1s', retryBackoff: '5s' } };
 const POOL_A = ['node-0', 'node-1', 'node-2'];
@@ -320,23 +320,8 @@ describe('UpdatePolicies', () => {
   });
 
   test('an undrainable node under onFailure Skip is labelled skipped after its failed drain, and the rollout finishes without it', async () => {
-    await core.createNamespace({ body: { metadata: { name: 'stuck' } } }).catch(() => {});
-    await pollUntil('default ServiceAccount in stuck', () =>
-      core.readNamespacedServiceAccount({ name: 'default', namespace: 'stuck' }).then(() => true),
-    );
     // One pod pinned to node-1 that its PDB never lets go: node-1's drain can only time out.
-    const pinned = deployment('stuck', 'pinned', 1);
-    if (pinned.spec?.template.spec)
-      pinned.spec.template.spec.nodeSelector = { 'kubernetes.io/hostname': 'node-1' };
-    await apps.createNamespacedDeployment({ namespace: 'stuck', body: pinned });
-    await pdbs.createNamespacedPodDisruptionBudget({
-      namespace: 'stuck',
-      body: {
-        metadata: { name: 'pinned' },
-        spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'pinned' } } },
-      },
-    });
-    await waitAvailable(apps, 'stuck', 'pinned');
+    await undrainablePod(cluster.kubeconfig, 'stuck', 'node-1');
     try {
       await createPolicy('skip', {
         nodeSelector: { matchLabels: { pool: 'a' } },
