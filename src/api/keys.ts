@@ -58,6 +58,34 @@ export const Annotations = {
   newVersion: 'nuo.dev/new-version',
   /** agent: when the update engine last checked for updates. */
   lastCheckedTime: 'nuo.dev/last-checked-time',
+  /**
+   * operator: the Plan (its name, in the operator's namespace) whose attempt holds the node's slot;
+   * written with the admission, removed in the write that ends the attempt.
+   */
+  plan: 'nuo.dev/plan',
+} as const;
+
+/**
+ * operator: a node label `plan.nuo.dev/<plan>` = the Plan's hash, written when the Plan was applied to
+ * the node; a node whose label differs from the Plan's latest hash needs the Plan (SUC's
+ * `plan.upgrade.cattle.io/<plan>`).
+ */
+export const PLAN_LABEL_PREFIX = 'plan.nuo.dev/';
+export const planLabel = (plan: string) => `${PLAN_LABEL_PREFIX}${plan}`;
+
+/** operator: labels on a Plan's Jobs and their pods, naming the Plan, the node and the Plan's hash. */
+export const JobLabels = {
+  plan: 'nuo.dev/plan',
+  node: 'nuo.dev/node',
+  hash: 'nuo.dev/plan-hash',
+} as const;
+
+/** operator: annotations on a Plan's Jobs. */
+export const JobAnnotations = {
+  /** The resolved version the Job applies (versions may hold characters a label value may not). */
+  version: 'nuo.dev/version',
+  /** The node's boot ID when the Job was created: a different one later means the Job rebooted it. */
+  bootId: 'nuo.dev/boot-id',
 } as const;
 
 /** Node labels. */

@@ -7,6 +7,8 @@ export const Phase = {
   beforeReboot: 'BeforeReboot',
   /** Holds a slot; cordoned and being drained. */
   draining: 'Draining',
+  /** Holds a slot; a Plan's Job runs on the node (drained first when the Plan cordons or drains). */
+  upgrading: 'Upgrading',
   /** Holds a slot; reboot-ok granted, waiting for the agent. */
   rebootGranted: 'RebootGranted',
   /** Holds a slot; the agent reported reboot-in-progress. */
@@ -28,6 +30,7 @@ export const isPhase = (value: string | undefined): value is Phase => value !== 
 export const SLOT_PHASES: ReadonlySet<Phase> = new Set([
   Phase.beforeReboot,
   Phase.draining,
+  Phase.upgrading,
   Phase.rebootGranted,
   Phase.rebooting,
   Phase.afterReboot,

@@ -161,6 +161,7 @@ const STEPS: Record<Phase, PhaseStep> = {
   [Phase.pending]: admittedNotWritten,
   [Phase.beforeReboot]: beforeReboot,
   [Phase.draining]: draining,
+  [Phase.upgrading]: (n, ctx) => [restorePhase(n, ctx)],
   [Phase.rebootGranted]: rebootGranted,
   [Phase.rebooting]: rebooting,
   [Phase.afterReboot]: afterReboot,
