@@ -75,6 +75,8 @@ async function plan(): Promise<{ binaries: ClusterBinaries; targets: Target[] }>
     'kwok/go.mod',
     'kwok/go.sum',
     'kwok/stages/main.go',
+    'kwok/stages/pod-complete.yaml',
+    'kwok/stages/job-fail.yaml',
   ]) {
     hash.update(await readFile(join(here, file)));
   }

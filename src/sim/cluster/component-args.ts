@@ -156,7 +156,8 @@ export function componentArgs({
 
 /**
  * KWOK's configuration: explicit (so a ~/.kwok/kwok.yaml cannot change the simulation), with KWOK's own
- * fast node and pod stages (`stages`, printed by the kwok-stages tool) and Lease heartbeats.
+ * fast node and pod stages and nuo's for Job pods (`stages`, printed by the kwok-stages tool) and Lease
+ * heartbeats.
  */
 export function kwokConfig(leaseSeconds: number, stages: string): string {
   return `${JSON.stringify({
