@@ -3,7 +3,12 @@
  * records each violation of the safety rules it can see — more nodes disrupted than the budget, a reboot
  * without a grant nuo gave or of a node left schedulable (so never drained), a node rebooted twice for
  * one need, an admin's cordon removed, nuo's cordon on a node outside an attempt or left behind after
- * the rollout.
+ * the rollout, more nodes in a Plan's attempts at once than its concurrency.
+ *
+ * Plans' attempts count as nuo's: a node in Upgrading, or running a pod of a Plan's Job (labelled
+ * nuo.dev/plan; it watches those pods too), is in an attempt. A reboot of such a node is the Plan's own:
+ * the Plan decides whether its node is drained, and its Job may reboot the node itself, so neither a grant
+ * nor a cordon is asked of it, and it is not counted against the node's staged updates.
  *
  * The budget, checked two ways: nuo's attempts alone never exceed it; and no attempt starts while the
  * nodes already disrupted (NotReady, cordoned by anyone, or in an attempt) leave no room. A disruption
@@ -12,12 +17,16 @@
  * coincidence the next admission accounts for.
  */
 import type { KeyObject } from 'node:crypto';
-import { CoreV1Api, type KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { GRANT_KEY_NAME, GrantCheck, PUBLIC_KEY_FIELD, publicKeyFromPem, verifyGrant } from '../api/grant.ts';
-import { Annotations, DEFAULT_NAMESPACE } from '../api/keys.ts';
-import { isPhase, Phase } from '../api/phases.ts';
+import { Annotations, DEFAULT_NAMESPACE, JobLabels } from '../api/keys.ts';
+import { isPhase } from '../api/phases.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
+import { CORDONED_PHASES, inAttemptPhase } from './checker-phases.ts';
+import { isPlanReboot, nodeOfPlanPod, type PlanBudget, planConcurrencyBreaches } from './checker-plans.ts';
 import { isReady } from './cluster/nodes.ts';
+
+export type { PlanBudget } from './checker-plans.ts';
 
 export interface Violation {
   rule:
@@ -28,34 +37,25 @@ export interface Violation {
     | 'admin-cordon-removed'
     | 'cordon-left'
     | 'cordon-outside-attempt'
+    | 'plan-concurrency'
     | 'not-finished';
   at: Date;
   detail: string;
 }
 
-/**
- * The phases in which nuo's cordon may stand: it is written with Draining and undone in the write that
- * ends the attempt (Idle, or Pending after an abort). Seen anywhere else, something cordoned late. (A
- * `nuo drain` by hand records its cordon as nuo's too; the runs a checker watches make none.)
- */
-const CORDONED_PHASES: ReadonlySet<string> = new Set([
-  Phase.draining,
-  Phase.rebootGranted,
-  Phase.rebooting,
-  Phase.afterReboot,
-  Phase.failed,
-]);
-
-/** Phases of an attempt: the node holds a slot of the budget. */
-const ATTEMPT_PHASES: ReadonlySet<string> = new Set([Phase.beforeReboot, ...CORDONED_PHASES]);
-
 /** How long before an attempt starts a disruption must have begun to count against it. */
 export const RACE_MS = 2000;
 
-const inAttempt = (n: V1Node | undefined) =>
-  ATTEMPT_PHASES.has(n?.metadata?.annotations?.[Annotations.state] ?? '') ||
-  n?.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true';
-const disruptedNow = (n: V1Node) => !isReady(n) || n.spec?.unschedulable === true || inAttempt(n);
+/**
+ * In an attempt: in one of its phases, under nuo's cordon, or running a Plan Job's pod (`planPodNodes`:
+ * the nodes that run one).
+ */
+const inAttempt = (n: V1Node | undefined, planPodNodes: ReadonlySet<string>) =>
+  inAttemptPhase(n) ||
+  n?.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true' ||
+  planPodNodes.has(n?.metadata?.name ?? '');
+const disruptedNow = (n: V1Node, planPodNodes: ReadonlySet<string>) =>
+  !isReady(n) || n.spec?.unschedulable === true || inAttempt(n, planPodNodes);
 
 /**
  * A budget the checker holds nuo to: a pool's nodes (by their labels), how many may be disrupted at
@@ -71,6 +71,8 @@ export interface Budget {
 export interface CheckerOptions {
   /** The operator's namespace, where it publishes the key its grants are verified with. */
   namespace?: string;
+  /** Plans held to a concurrency of their own ('plan-concurrency'), besides their pools' budgets. */
+  plans?: PlanBudget[];
 }
 
 /**
@@ -89,6 +91,11 @@ export class SafetyChecker {
   readonly #budgets: Budget[];
   readonly #namespace: string;
   readonly #informer: ResilientInformer<V1Node>;
+  /** Pods of Plans' Jobs (labelled nuo.dev/plan), in every namespace. */
+  readonly #planPods: ResilientInformer<V1Pod>;
+  readonly #plans: PlanBudget[];
+  /** Reboots that were a Plan's own, per node. */
+  readonly #planReboots = new Map<string, number>();
   /**
    * Nodes an admin cordoned → the resourceVersion of the object that first showed that cordon ('' when
    * told before the write): only an update from that version on can undo it, not one the watch delivers
@@ -108,6 +115,7 @@ export class SafetyChecker {
   constructor(kubeconfig: KubeConfig, budget: number | Budget[], options: CheckerOptions = {}) {
     this.#budgets = typeof budget === 'number' ? [{ name: '', selects: () => true, max: budget }] : budget;
     this.#namespace = options.namespace ?? DEFAULT_NAMESPACE;
+    this.#plans = options.plans ?? [];
     const core = kubeconfig.makeApiClient(CoreV1Api);
     this.#core = core;
     this.#informer = new ResilientInformer<V1Node>({
@@ -117,14 +125,34 @@ export class SafetyChecker {
       name: 'checker',
     });
     this.#informer.onEvent((type, node, old) => this.#observe(type, node, old));
+    this.#planPods = new ResilientInformer<V1Pod>({
+      kubeconfig,
+      path: '/api/v1/pods',
+      list: (opts) => core.listPodForAllNamespaces(opts),
+      labelSelector: JobLabels.plan,
+      name: 'checker-plan-pods',
+    });
+    this.#planPods.onEvent((type, pod, old) => this.#observePlanPod(type, pod, old));
+  }
+
+  /** The nodes that run a pod of a Plan's Job now, as this watch saw them. */
+  #planPodNodes(): Set<string> {
+    const out = new Set<string>();
+    for (const p of this.#planPods.list()) {
+      const node = nodeOfPlanPod(p);
+      if (node) out.add(node);
+    }
+    return out;
   }
 
   async start(): Promise<void> {
     this.#grantKey = await this.#readGrantKey();
-    await this.#informer.start();
+    await Promise.all([this.#informer.start(), this.#planPods.start()]);
+    const planPodNodes = this.#planPodNodes();
     for (const n of this.#informer.list()) {
       // Disrupted before the checker looked: long enough for any admission to have seen it.
-      if (disruptedNow(n)) this.#disruptedSince.set(n.metadata?.name ?? '', Number.NEGATIVE_INFINITY);
+      if (disruptedNow(n, planPodNodes))
+        this.#disruptedSince.set(n.metadata?.name ?? '', Number.NEGATIVE_INFINITY);
       if (n.spec?.unschedulable && n.metadata?.annotations?.[Annotations.cordonedByNuo] !== 'true') {
         this.#adminCordoned.set(n.metadata?.name ?? '', n.metadata?.resourceVersion ?? '');
       }
@@ -158,10 +186,20 @@ export class SafetyChecker {
    * cordon undone only after the boot ID changes, later than this read).
    */
   onReboot(node: string, bootId: string): void {
+    const at = new Date();
     const cached = this.#informer.get(node);
-    if (!this.#granted(cached, bootId) || !this.#cordonedForReboot(cached)) {
-      this.#pending.push(this.#confirmReboot(node, bootId));
-    }
+    if (isPlanReboot(node, cached, this.#planPods.list(), at)) this.#planReboot(node);
+    else if (!this.#granted(cached, bootId) || !this.#cordonedForReboot(cached)) {
+      this.#pending.push(this.#confirmReboot(node, bootId, at));
+    } else this.#countReboot(node);
+  }
+
+  #planReboot(node: string): void {
+    this.#planReboots.set(node, (this.#planReboots.get(node) ?? 0) + 1);
+  }
+
+  /** One more reboot of `node` for its staged updates: past them, a double reboot. */
+  #countReboot(node: string): void {
     const count = (this.#reboots.get(node) ?? 0) + 1;
     this.#reboots.set(node, count);
     if (count > (this.#allowedReboots.get(node) ?? 0)) {
@@ -172,8 +210,19 @@ export class SafetyChecker {
     }
   }
 
-  async #confirmReboot(node: string, bootId: string): Promise<void> {
-    const n = await this.#core.readNode({ name: node }).catch(() => undefined);
+  async #confirmReboot(node: string, bootId: string, at: Date): Promise<void> {
+    const [n, pods] = await Promise.all([
+      this.#core.readNode({ name: node }).catch(() => undefined),
+      this.#core
+        .listPodForAllNamespaces({ labelSelector: JobLabels.plan, fieldSelector: `spec.nodeName=${node}` })
+        .then((list) => list.items)
+        .catch(() => []),
+    ]);
+    if (isPlanReboot(node, n, pods, at)) {
+      this.#planReboot(node);
+      return;
+    }
+    this.#countReboot(node);
     if (!this.#granted(n, bootId)) {
       // The key may have been published (or replaced) since it was read: read it once more.
       this.#grantKey = await this.#readGrantKey();
@@ -227,8 +276,14 @@ export class SafetyChecker {
     await Promise.all(this.#pending);
   }
 
+  /** The node's reboots for its staged updates (a Plan's own reboots are not among them). */
   rebootsOf(node: string): number {
     return this.#reboots.get(node) ?? 0;
+  }
+
+  /** The node's reboots that were a Plan's own. */
+  planRebootsOf(node: string): number {
+    return this.#planReboots.get(node) ?? 0;
   }
 
   /**
@@ -252,9 +307,10 @@ export class SafetyChecker {
   }
 
   disrupted(): string[] {
+    const planPodNodes = this.#planPodNodes();
     return this.#informer
       .list()
-      .filter(disruptedNow)
+      .filter((n) => disruptedNow(n, planPodNodes))
       .map((n) => n.metadata?.name ?? '');
   }
 
@@ -290,14 +346,43 @@ export class SafetyChecker {
       node.spec?.unschedulable
     )
       this.#markedCordoned.add(name);
-    this.#track(node);
-    if (type === 'update' && inAttempt(node) && !inAttempt(old)) this.#checkAdmission(name);
+    const planPodNodes = this.#planPodNodes();
+    this.#track(node, planPodNodes);
+    if (type === 'update' && inAttempt(node, planPodNodes) && !inAttempt(old, planPodNodes)) {
+      this.#checkAdmission(name);
+    }
     this.#count();
   }
 
-  #track(node: V1Node): void {
+  /**
+   * A Plan Job's pod changed: a node that starts running one is in an attempt from now on (its admission
+   * checked, unless its phase already held it in one), and every count is taken again.
+   */
+  #observePlanPod(type: string, pod: V1Pod, old: V1Pod | undefined): void {
+    const now = this.#planPodNodes();
+    // The nodes running a Plan Job's pod the moment before: this pod where it was, not where it is now
+    // (unless another pod runs there).
+    const was = type === 'delete' ? nodeOfPlanPod(pod) : old && nodeOfPlanPod(old);
+    const is = type === 'delete' ? undefined : nodeOfPlanPod(pod);
+    const before = new Set(now);
+    if (
+      is &&
+      !this.#planPods.list().some((p) => p.metadata?.uid !== pod.metadata?.uid && nodeOfPlanPod(p) === is)
+    )
+      before.delete(is);
+    if (was) before.add(was);
+    for (const name of new Set([was, is])) {
+      const node = name ? this.#informer.get(name) : undefined;
+      if (!node || !name) continue;
+      this.#track(node, now);
+      if (inAttempt(node, now) && !inAttempt(node, before)) this.#checkAdmission(name);
+    }
+    this.#count();
+  }
+
+  #track(node: V1Node, planPodNodes: ReadonlySet<string>): void {
     const name = node.metadata?.name ?? '';
-    if (!disruptedNow(node)) this.#disruptedSince.delete(name);
+    if (!disruptedNow(node, planPodNodes)) this.#disruptedSince.delete(name);
     else if (!this.#disruptedSince.has(name)) this.#disruptedSince.set(name, performance.now());
   }
 
@@ -308,11 +393,13 @@ export class SafetyChecker {
   #checkAdmission(node: string): void {
     const now = performance.now();
     const nodes = this.#informer.list();
+    const planPodNodes = this.#planPodNodes();
     const started = nodes.find((n) => n.metadata?.name === node);
     const counted = nodes.filter(
       (n) =>
-        inAttempt(n) ||
-        (disruptedNow(n) && now - (this.#disruptedSince.get(n.metadata?.name ?? '') ?? now) >= RACE_MS),
+        inAttempt(n, planPodNodes) ||
+        (disruptedNow(n, planPodNodes) &&
+          now - (this.#disruptedSince.get(n.metadata?.name ?? '') ?? now) >= RACE_MS),
     );
     for (const b of this.#budgets) {
       if (!started || !b.selects(labelsOf(started))) continue;
@@ -329,7 +416,8 @@ export class SafetyChecker {
 
   #count(): void {
     this.maxDisrupted = Math.max(this.maxDisrupted, this.disrupted().length);
-    const attempts = this.#informer.list().filter(inAttempt);
+    const planPodNodes = this.#planPodNodes();
+    const attempts = this.#informer.list().filter((n) => inAttempt(n, planPodNodes));
     for (const b of this.#budgets) {
       const mine = attempts.filter((n) => b.selects(labelsOf(n)));
       if (mine.length > b.max) {
@@ -348,6 +436,12 @@ export class SafetyChecker {
         }
       }
     }
+    for (const b of planConcurrencyBreaches(this.#plans, this.#informer.list(), this.#planPods.list())) {
+      this.#violate(
+        'plan-concurrency',
+        `${b.nodes.length} nodes in Plan ${b.plan.name}'s attempts at once (concurrency ${b.plan.max}): ${b.nodes.join(', ')}`,
+      );
+    }
   }
 
   #violate(rule: Violation['rule'], detail: string): void {
@@ -356,7 +450,7 @@ export class SafetyChecker {
 
   async stop(): Promise<void> {
     await this.settle();
-    await this.#informer.stop();
+    await Promise.all([this.#informer.stop(), this.#planPods.stop()]);
   }
 }
 

@@ -1,0 +1,91 @@
+/**
+ * What the independent checker reads about Plans, as pure functions of Nodes and the pods of Plans'
+ * Jobs (labelled nuo.dev/plan): which nodes are in a Plan's attempt, which Plans run more nodes at once
+ * than their concurrency, and whether a reboot is a Plan's own.
+ */
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { Annotations, JobLabels } from '../api/keys.ts';
+import { Phase } from '../api/phases.ts';
+import { inAttemptPhase } from './checker-phases.ts';
+
+/** A Plan ("namespace/name", as nuo.dev/plan on a node names it) and at most how many nodes it may hold. */
+export interface PlanBudget {
+  name: string;
+  max: number;
+}
+
+/** The Plan ("namespace/name") whose Job `pod` belongs to: its label names the Plan, its namespace is the Plan's. */
+export function planOfPod(pod: V1Pod): string | undefined {
+  const plan = pod.metadata?.labels?.[JobLabels.plan];
+  return plan ? `${pod.metadata?.namespace ?? ''}/${plan}` : undefined;
+}
+
+const terminal = (pod: V1Pod) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+
+/**
+ * The node a Plan Job's pod disrupts now: it is bound there and has not finished (pending, running or
+ * being deleted), whatever phase the node records.
+ */
+export function nodeOfPlanPod(pod: V1Pod): string | undefined {
+  if (!planOfPod(pod) || terminal(pod)) return undefined;
+  return pod.spec?.nodeName || undefined;
+}
+
+const millis = (t: Date | string | undefined) => (t === undefined ? Number.NaN : new Date(t).getTime());
+
+/**
+ * Whether a Plan Job's pod ran on its node at `at`: running now, or started by then and finished no
+ * earlier. A pod's times are whole seconds, so one that finished in the second of `at` still counts: its
+ * end may be written in the same second as the reboot it caused is told.
+ */
+export function ranAt(pod: V1Pod, at: Date): boolean {
+  if (!planOfPod(pod) || !pod.spec?.nodeName) return false;
+  if (pod.status?.phase === 'Running') return true;
+  if (!terminal(pod) || !(millis(pod.status?.startTime) <= at.getTime())) return false;
+  const second = Math.floor(at.getTime() / 1000) * 1000;
+  const ends = (pod.status?.containerStatuses ?? []).map((c) => millis(c.state?.terminated?.finishedAt));
+  return ends.length > 0 && ends.every((end) => end >= second);
+}
+
+/**
+ * The nodes in an attempt of `plan`: those whose nuo.dev/plan names it in an attempt's phase, and those
+ * running a pod of its Jobs (sorted).
+ */
+export function planNodes(plan: string, nodes: readonly V1Node[], pods: readonly V1Pod[]): string[] {
+  const out = new Set<string>();
+  for (const n of nodes) {
+    if (n.metadata?.annotations?.[Annotations.plan] === plan && inAttemptPhase(n))
+      out.add(n.metadata?.name ?? '');
+  }
+  for (const p of pods) {
+    const node = planOfPod(p) === plan ? nodeOfPlanPod(p) : undefined;
+    if (node) out.add(node);
+  }
+  return [...out].sort();
+}
+
+/** Each Plan with more nodes in its attempts at once than its `max`, and those nodes. */
+export function planConcurrencyBreaches(
+  plans: readonly PlanBudget[],
+  nodes: readonly V1Node[],
+  pods: readonly V1Pod[],
+): { plan: PlanBudget; nodes: string[] }[] {
+  return plans
+    .map((plan) => ({ plan, nodes: planNodes(plan.name, nodes, pods) }))
+    .filter((b) => b.nodes.length > b.plan.max);
+}
+
+/**
+ * Whether a reboot of `name` at `at` is a Plan's own: the node is in Upgrading (the Plan's Job holds its
+ * slot), or a pod of a Plan's Job ran on it then. The Plan decides whether its node is drained and may
+ * reboot it itself (SUC's kernel example), so neither nuo's grant nor its drain is asked of it.
+ */
+export function isPlanReboot(
+  name: string,
+  node: V1Node | undefined,
+  pods: readonly V1Pod[],
+  at: Date,
+): boolean {
+  if (node?.metadata?.annotations?.[Annotations.state] === Phase.upgrading) return true;
+  return pods.some((p) => p.spec?.nodeName === name && ranAt(p, at));
+}
