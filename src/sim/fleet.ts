@@ -1,6 +1,7 @@
 /**
  * A rollout on the local cluster: simulated hosts for every node (agents included), operator processes
- * started as real `nuo operator` children (so tests can SIGKILL them), and the independent checker.
+ * started as real `nuo operator` children (so tests can SIGKILL them), the independent checker, and Job
+ * pods that reboot their node's host (job-reboots.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync, existsSync, openSync } from 'node:fs';
@@ -10,11 +11,12 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import type { UpdatePolicySpec } from '../api/update-policy.ts';
 import { kubeconfigCredentials } from '../kube/kubeconfig-credentials.ts';
 import { LeanClient } from '../kube/lean-client.ts';
-import { type Budget, SafetyChecker } from './checker.ts';
+import { type Budget, type PlanBudget, SafetyChecker } from './checker.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import { sampleProc } from './cluster/proc.ts';
 import { killWithHarness } from './cluster/process.ts';
 import { type RebootBehaviour, SimHost } from './host.ts';
+import { JobReboots } from './job-reboots.ts';
 import { applyPolicy, installPolicyCrd } from './policies.ts';
 import { diagnose, diagnosisFlags } from './runaway.ts';
 
@@ -60,6 +62,8 @@ export interface FleetOptions {
   rebootMsByNode?: Record<string, number>;
   /** The budget the checker holds nuo to: one over every node, or each pool's (UpdatePolicies). */
   budget: number | Budget[];
+  /** Plans the checker holds to a concurrency of their own (CheckerOptions.plans). */
+  plans?: PlanBudget[];
   agentCheckIntervalMs?: number;
   /**
    * The agents' reportSpreadMs (default 0: at once). Tests stage an update and look at what follows at
@@ -78,6 +82,7 @@ export class Fleet {
   readonly #cluster: LocalCluster;
   readonly #client: LeanClient;
   readonly #operators = new Map<string, ChildProcess>();
+  readonly #jobReboots: JobReboots;
   /**
    * One line per operator the fleet had to kill: past its memory limit (where it was is in its log), or
    * still running long after SIGTERM.
@@ -90,13 +95,14 @@ export class Fleet {
     this.#client = new LeanClient(kubeconfigCredentials(cluster.kubeconfigPath), {
       idleSockets: Number.POSITIVE_INFINITY,
     });
-    this.checker = new SafetyChecker(cluster.kubeconfig, options.budget);
+    this.checker = new SafetyChecker(cluster.kubeconfig, options.budget, { plans: options.plans });
     const agentLog = join(cluster.dir, 'logs', 'agents.log');
     // Agents log beside the control plane's components, so a failing test shows them too.
     this.options = {
       log: (level, message) => appendFileSync(agentLog, `${new Date().toISOString()} ${level} ${message}\n`),
       ...options,
     };
+    this.#jobReboots = new JobReboots(cluster.kubeconfig, (node, pod) => this.#rebootForJob(node, pod));
   }
 
   readonly options: FleetOptions;
@@ -122,6 +128,17 @@ export class Fleet {
         await host.start();
       }),
     );
+    await this.#jobReboots.start();
+  }
+
+  /** A Job's pod runs `reboot` on its node: the host goes down as for the agent's reboot, unless it is down. */
+  #rebootForJob(node: string, pod: string): void {
+    const host = this.hosts.get(node);
+    const log = this.options.log;
+    if (!host?.up)
+      return void log?.('warn', `host ${node}: Job pod ${pod} asked for a reboot while it was down`);
+    log?.('info', `host ${node}: Job pod ${pod} reboots it`);
+    host.reboot().catch((err) => log?.('error', `host ${node}: reboot for Job pod ${pod}: ${err}`));
   }
 
   /**
@@ -218,6 +235,7 @@ export class Fleet {
   }
 
   async stop(): Promise<void> {
+    await this.#jobReboots.stop();
     await Promise.all([...this.#operators.keys()].map((id) => this.killOperator(id, 'SIGTERM')));
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));
     await this.checker.stop();

@@ -6,6 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BatchV1Api, CoreV1Api, type V1Job } from '@kubernetes/client-node';
+import { JobLabels } from '../../src/api/keys.ts';
+import { isReady } from '../../src/sim/cluster/nodes.ts';
+import { Fleet } from '../../src/sim/fleet.ts';
 import { SimJobAnnotations, SimJobLabels } from '../../src/sim/job-keys.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
@@ -13,6 +16,7 @@ import { useCluster } from './support.ts';
 const cluster = await useCluster({ nodes: 2 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
 
 /** A one-pod Job pinned to `node`, its pod carrying `labels` and `annotations`, never retried. */
 function job(name: string, node: string, labels: Record<string, string> = {}, annotations = {}): V1Job {
@@ -103,5 +107,57 @@ describe("KWOK's stages for Job pods", () => {
       Date.now() - started >= 3000,
       `finished after ${Date.now() - started} ms, before the 3 s delay`,
     );
+  });
+});
+
+describe('a Job pod that reboots its host', () => {
+  test("reboots its node's simulated host once it runs, and then completes; the checker counts a Plan's own reboot", async () => {
+    const fleet = new Fleet(cluster, { rebootMs: 500, budget: 1 });
+    await fleet.start();
+    try {
+      const host = fleet.hosts.get('node-1');
+      assert.ok(host);
+      const bootBefore = host.bootIdValue;
+      // As a Plan's Job: its pods carry the Plan's labels, and run 2 s before they complete.
+      await batch.createNamespacedJob({
+        namespace: 'default',
+        body: job(
+          'kernel-reboot',
+          'node-1',
+          { [SimJobLabels.rebootsHost]: 'true', [JobLabels.plan]: 'kernel' },
+          { [SimJobAnnotations.completeDelay]: '2s' },
+        ),
+      });
+      await pollUntil('the host to come back from its reboot', async () => {
+        const n = await core.readNode({ name: 'node-1' });
+        return host.reboots === 1 && isReady(n) && n.status?.nodeInfo?.bootID !== bootBefore
+          ? true
+          : undefined;
+      });
+      assert.equal(await finished('kernel-reboot'), 'Complete');
+      await fleet.checker.settle();
+      assert.equal(host.reboots, 1, 'one reboot for one pod');
+      assert.equal(fleet.checker.planRebootsOf('node-1'), 1);
+      assert.equal(fleet.checker.rebootsOf('node-1'), 0);
+      assert.deepEqual(fleet.checker.violations, []);
+      assert.equal(fleet.hosts.get('node-0')?.reboots, 0, 'no other host rebooted');
+      // A pod that completes at once still rebooted its host while it ran: a Plan's own reboot too.
+      await batch.createNamespacedJob({
+        namespace: 'default',
+        body: job('kernel-reboot-fast', 'node-0', {
+          [SimJobLabels.rebootsHost]: 'true',
+          [JobLabels.plan]: 'kernel',
+        }),
+      });
+      assert.equal(await finished('kernel-reboot-fast'), 'Complete');
+      await pollUntil('node-0 to reboot', () =>
+        fleet.hosts.get('node-0')?.reboots === 1 ? true : undefined,
+      );
+      await fleet.checker.settle();
+      assert.equal(fleet.checker.planRebootsOf('node-0'), 1);
+      assert.deepEqual(fleet.checker.violations, []);
+    } finally {
+      await fleet.stop();
+    }
   });
 });
