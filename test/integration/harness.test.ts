@@ -12,19 +12,21 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, beforeEach, describe, test } from 'node:test';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { GRANT_KEY_NAME, generateGrantKey, PUBLIC_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
-import { Annotations } from '../../src/api/keys.ts';
+import { Annotations, JobLabels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
-import { SafetyChecker, type Violation } from '../../src/sim/checker.ts';
+import { type PlanBudget, SafetyChecker, type Violation } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
+import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
 import { diagnose, diagnosisFlags } from '../../src/sim/runaway.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 3 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
 await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
 const NODES = ['node-0', 'node-1', 'node-2'];
 
@@ -44,6 +46,7 @@ beforeEach(async () => {
               [Annotations.state]: Phase.idle,
               [Annotations.cordonedByNuo]: null,
               [Annotations.rebootOk]: null,
+              [Annotations.plan]: null,
             },
           },
           spec: { unschedulable: false },
@@ -52,12 +55,55 @@ beforeEach(async () => {
       mergePatch,
     );
   }
+  await batch.deleteCollectionNamespacedJob({
+    namespace: 'nuo-system',
+    labelSelector: JobLabels.plan,
+    propagationPolicy: 'Background',
+  });
+  await pollUntil("the Plan Jobs' pods to be gone", async () => {
+    const pods = await core.listNamespacedPod({ namespace: 'nuo-system', labelSelector: JobLabels.plan });
+    return pods.items.length === 0 ? true : undefined;
+  });
 });
 
-async function startChecker(): Promise<SafetyChecker> {
-  checker = new SafetyChecker(cluster.kubeconfig, 1);
+async function startChecker(options: { budget?: number; plans?: PlanBudget[] } = {}): Promise<SafetyChecker> {
+  checker = new SafetyChecker(cluster.kubeconfig, options.budget ?? 1, { plans: options.plans });
   await checker.start();
   return checker;
+}
+
+/**
+ * A Job of the Plan `plan` on `node`, created by hand as a rogue client would (not nuo's operator): its
+ * pod carries the Plan's label and runs for a minute.
+ */
+async function planJob(plan: string, node: string): Promise<void> {
+  await batch.createNamespacedJob({
+    namespace: 'nuo-system',
+    body: {
+      metadata: { name: `${plan}-${node}`, labels: { [JobLabels.plan]: plan } },
+      spec: {
+        backoffLimit: 0,
+        template: {
+          metadata: {
+            labels: { [JobLabels.plan]: plan, [JobLabels.node]: node },
+            annotations: { [SimJobAnnotations.completeDelay]: '60s' },
+          },
+          spec: {
+            nodeName: node,
+            restartPolicy: 'Never',
+            containers: [{ name: 'upgrade', image: 'registry.invalid/upgrade:1' }],
+          },
+        },
+      },
+    },
+  });
+  await pollUntil(`${plan}'s pod to run on ${node}`, async () => {
+    const pods = await core.listNamespacedPod({
+      namespace: 'nuo-system',
+      labelSelector: `job-name=${plan}-${node}`,
+    });
+    return pods.items[0]?.status?.phase === 'Running' ? true : undefined;
+  });
 }
 
 function patch(name: string, annotations: Record<string, string | null>, unschedulable?: boolean) {
@@ -89,6 +135,7 @@ async function publishGrantKey() {
 }
 
 const rules = (c: SafetyChecker) => c.violations.map((v) => v.rule);
+const details = (c: SafetyChecker) => c.violations.map((v) => v.detail).join('\n');
 const seen = (c: SafetyChecker, rule: Violation['rule']) =>
   pollUntil(`the checker to report ${rule}`, () => (rules(c).includes(rule) ? true : undefined), {
     timeoutMs: 10_000,
@@ -270,6 +317,66 @@ describe('the safety checker reports each rule broken', () => {
     c.onReboot('node-0', boot);
     await c.settle();
     assert.deepEqual(rules(c), ['double-reboot']);
+  });
+
+  test("budget: a node in Upgrading and a node running a Plan Job's pod are both in attempts", async () => {
+    const c = await startChecker();
+    await patch('node-0', { [Annotations.state]: Phase.upgrading, [Annotations.plan]: 'nuo-system/kernel' });
+    await pollUntil('the checker to see node-0 in its attempt', () =>
+      c.disrupted().includes('node-0') ? true : undefined,
+    );
+    assert.deepEqual(rules(c), [], details(c));
+    // A rogue Job of the Plan on an Idle node: a second attempt with a budget of 1.
+    await planJob('kernel', 'node-1');
+    await seen(c, 'budget');
+    assert.match(details(c), /2 nodes in nuo's attempts at once \(budget 1\): node-0, node-1/);
+    assert.deepEqual(c.disrupted().sort(), ['node-0', 'node-1']);
+  });
+
+  test("plan-concurrency: more nodes in a Plan's attempts than its concurrency, within the pool's budget", async () => {
+    const c = await startChecker({ budget: 3, plans: [{ name: 'nuo-system/kernel', max: 1 }] });
+    await patch('node-0', { [Annotations.state]: Phase.upgrading, [Annotations.plan]: 'nuo-system/kernel' });
+    // Another Plan's Job beside it breaks nothing.
+    await planJob('other', 'node-2');
+    await pollUntil('the checker to see both attempts', () =>
+      c.disrupted().length === 2 ? true : undefined,
+    );
+    assert.deepEqual(rules(c), [], details(c));
+    await planJob('kernel', 'node-1');
+    await seen(c, 'plan-concurrency');
+    assert.deepEqual([...new Set(rules(c))], ['plan-concurrency']);
+    assert.match(
+      details(c),
+      /2 nodes in Plan nuo-system\/kernel's attempts at once \(concurrency 1\): node-0, node-1/,
+    );
+  });
+
+  test("a Plan's own reboot is not reported: its node in Upgrading, or running its Job's pod, with neither grant nor cordon", async () => {
+    const c = await startChecker({ budget: 3 });
+    // nuo's cordon may stand in Upgrading (a Plan that cordons).
+    await patch(
+      'node-0',
+      { [Annotations.state]: Phase.upgrading, [Annotations.cordonedByNuo]: 'true' },
+      true,
+    );
+    await planJob('kernel', 'node-1');
+    await pollUntil('the checker to see both attempts', () =>
+      c.disrupted().length === 2 ? true : undefined,
+    );
+    for (const node of ['node-0', 'node-1']) {
+      // Twice, with no staged update: a Plan's reboots are not counted against the node's updates.
+      c.onReboot(node, await bootId(node));
+      c.onReboot(node, await bootId(node));
+    }
+    await c.settle();
+    assert.deepEqual(rules(c), [], details(c));
+    assert.equal(c.planRebootsOf('node-0'), 2);
+    assert.equal(c.planRebootsOf('node-1'), 2);
+    assert.equal(c.rebootsOf('node-1'), 0);
+    // The node beside them, in no Plan's attempt, is held to every reboot rule.
+    c.onReboot('node-2', await bootId('node-2'));
+    await c.settle();
+    assert.deepEqual(rules(c).sort(), ['double-reboot', 'reboot-not-drained', 'reboot-without-grant']);
   });
 });
 
