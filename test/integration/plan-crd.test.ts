@@ -1,7 +1,7 @@
 /**
  * The Plan CRD (deploy/base/plan-crd.yaml) on the real control plane: SUC's example Plans, with only
  * their apiVersion changed, are accepted as they are and read back as the types say; invalid Plans are
- * refused with a message that names the field and what is accepted.
+ * refused with a message that names the field and what is accepted; the Job built for one is accepted.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -9,9 +9,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { BatchV1Api } from '@kubernetes/client-node';
 import { Errors } from 'typebox/value';
 import { parseAllDocuments } from 'yaml';
 import { type Plan, PlanSpec } from '../../src/api/plan.ts';
+import { buildJob } from '../../src/plan/job.ts';
 import { installPlanCrd } from '../../src/sim/crds.ts';
 import { useCluster } from './support.ts';
 
@@ -50,6 +52,23 @@ describe("SUC's example Plans with only apiVersion changed", () => {
       }
     });
   }
+
+  test('a Job built for a live example Plan is accepted by the API server and owned by the Plan', async () => {
+    const live = JSON.parse(
+      kubectl(['get', 'plan', 'k3s-agent', '-n', NAMESPACE, '-o', 'json']).stdout,
+    ) as Plan;
+    const job = buildJob({
+      plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
+      node: { name: 'node-1', bootId: 'boot-1' },
+      version: live.spec.version ?? '',
+      hash: 'a'.repeat(56),
+    });
+    const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+    const created = await batch.createNamespacedJob({ namespace: NAMESPACE, body: job });
+    assert.equal(created.spec?.template.spec?.containers[0]?.image, 'rancher/k3s-upgrade:v1.20.11-k3s1');
+    assert.equal(created.metadata?.ownerReferences?.[0]?.uid, live.metadata.uid);
+    assert.equal(created.spec?.template.spec?.initContainers?.[0]?.name, 'prepare');
+  });
 
   test("kubectl shows SUC's columns and Applying", () => {
     const table = kubectl(['get', 'plans', '-n', NAMESPACE]);
