@@ -1,8 +1,10 @@
 /**
- * The CustomResourceDefinitions nuo installs, built from the types that define them (update-policy.ts):
+ * The CustomResourceDefinitions nuo installs, built from the types that define them (update-policy.ts,
+ * plan.ts):
  * `npm run generate:crds` writes them under deploy/, and a unit test fails when the files and the types
  * disagree.
  */
+import { PlanSpec, PlanStatus } from './plan.ts';
 import { UpdatePolicySpec, UpdatePolicyStatus } from './update-policy.ts';
 
 export const API_GROUP = 'nuo.dev';
@@ -12,6 +14,7 @@ export const UPDATE_POLICY = {
   plural: 'updatepolicies',
   singular: 'updatepolicy',
 } as const;
+export const PLAN = { kind: 'Plan', plural: 'plans', singular: 'plan' } as const;
 
 /** A condition's column: its status, or its reason (`field`). */
 const conditionColumn = (name: string, type: string, field: 'status' | 'reason') => ({
@@ -68,6 +71,66 @@ export function updatePolicyCrd() {
                   rule: 'self.metadata.name.size() <= 63',
                   message:
                     'the name of an UpdatePolicy must be at most 63 characters (it is written in node labels)',
+                },
+              ],
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+export function planCrd() {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${PLAN.plural}.${API_GROUP}` },
+    spec: {
+      group: API_GROUP,
+      scope: 'Namespaced',
+      names: {
+        kind: PLAN.kind,
+        listKind: `${PLAN.kind}List`,
+        plural: PLAN.plural,
+        singular: PLAN.singular,
+        shortNames: ['nplan'],
+        categories: ['nuo'],
+      },
+      versions: [
+        {
+          name: API_VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          // SUC's columns, and Applying shown by default.
+          additionalPrinterColumns: [
+            { name: 'Image', type: 'string', jsonPath: '.spec.upgrade.image' },
+            { name: 'Channel', type: 'string', jsonPath: '.spec.channel' },
+            { name: 'Version', type: 'string', jsonPath: '.spec.version' },
+            conditionColumn('Complete', 'Complete', 'status'),
+            { name: 'Applying', type: 'string', jsonPath: '.status.applying' },
+            { name: 'Message', type: 'string', jsonPath: ".status.conditions[?(@.message!='')].message" },
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          ],
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description:
+                "A Plan runs an upgrade Job on each selected node, a few nodes at a time, under the node's UpdatePolicy budget.",
+              required: ['spec'],
+              properties: {
+                apiVersion: { type: 'string' },
+                kind: { type: 'string' },
+                metadata: { type: 'object' },
+                spec: PlanSpec,
+                status: PlanStatus,
+              },
+              'x-kubernetes-validations': [
+                {
+                  rule: 'self.metadata.name.size() <= 63',
+                  message:
+                    'the name of a Plan must be at most 63 characters (it is the name part of the node label plan.nuo.dev/<name>)',
                 },
               ],
             },

@@ -78,6 +78,8 @@ export const JobLabels = {
   plan: 'nuo.dev/plan',
   node: 'nuo.dev/node',
   hash: 'nuo.dev/plan-hash',
+  /** "true" on an exclusive Plan's Jobs: no two run on a node at once (SUC's exclusive). */
+  exclusive: 'nuo.dev/exclusive',
 } as const;
 
 /** operator: annotations on a Plan's Jobs. */

@@ -10,7 +10,7 @@ import Type from 'typebox';
 /** Go-style durations, as the operator's flags take them: "90s", "1h30m", "0". */
 export const DURATION_PATTERN = '^(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|ms|s|m|h))+)$';
 
-const duration = (description: string, defaultValue?: string) =>
+export const duration = (description: string, defaultValue?: string) =>
   Type.String({
     pattern: DURATION_PATTERN,
     maxLength: 32,
@@ -41,11 +41,11 @@ const labelKey = Type.String({ minLength: 1, maxLength: 317 });
  * A string enum as Kubernetes schemas write it (`enum`; structural schemas have no `const`), typed as
  * the union of its values.
  */
-const enumOf = <const T extends string>(values: readonly T[], options: Record<string, unknown> = {}) =>
+export const enumOf = <const T extends string>(values: readonly T[], options: Record<string, unknown> = {}) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
 
 /** A map of strings as Kubernetes schemas write it (`additionalProperties`; no `patternProperties`). */
-const stringMap = (maxLength: number, options: Record<string, unknown> = {}) =>
+export const stringMap = (maxLength: number, options: Record<string, unknown> = {}) =>
   Type.Unsafe<Record<string, string>>({
     type: 'object',
     additionalProperties: { type: 'string', maxLength },

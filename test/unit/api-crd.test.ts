@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { parse } from 'yaml';
-import { updatePolicyCrd } from '../../src/api/crd.ts';
+import { planCrd, updatePolicyCrd } from '../../src/api/crd.ts';
 import { crdFiles } from '../../tools/crd/files.ts';
 
 test('the CRD files under deploy/ are what the types generate (npm run generate:crds)', () => {
@@ -23,9 +23,17 @@ function* nodes(schema: unknown, path = ''): Generator<[string, Record<string, u
   for (const [i, branch] of ((s.anyOf as unknown[]) ?? []).entries()) yield* nodes(branch, `${path}|${i}`);
 }
 
-test('the schema is structural: no keyword the API server refuses, every string and list bounded for CEL', () => {
-  const crd = parse(readFileSync(crdFiles()[0]?.path ?? '', 'utf8'));
-  const schema = crd.spec.versions[0].schema.openAPIV3Schema;
+test('the schemas are structural: no keyword the API server refuses, every string and list bounded for CEL', () => {
+  const files = crdFiles().filter((f) => f.path.includes('/deploy/base/'));
+  assert.equal(files.length, 2, 'the UpdatePolicy and the Plan');
+  for (const { path: file } of files) {
+    const crd = parse(readFileSync(file, 'utf8'));
+    const schema = crd.spec.versions[0].schema.openAPIV3Schema;
+    checkStructural(schema);
+  }
+});
+
+function checkStructural(schema: { properties: { spec: unknown } }) {
   for (const [path, node] of nodes(schema.properties.spec, 'spec')) {
     for (const banned of ['patternProperties', 'const', '$id', '$ref', 'additionalItems']) {
       assert.equal(node[banned], undefined, `${path} uses ${banned}, which structural schemas do not allow`);
@@ -39,7 +47,7 @@ test('the schema is structural: no keyword the API server refuses, every string 
     if (node.type === 'array')
       assert.ok(typeof node.maxItems === 'number', `${path}: a list without maxItems`);
   }
-});
+}
 
 test('int-or-string fields are the two-branch form the API server accepts', () => {
   const spec = JSON.parse(
@@ -68,7 +76,9 @@ test('no field is named a word YAML 1.1 readers (kubectl) take for a boolean, so
     for (const v of Object.values(schema)) if (v && typeof v === 'object' && v !== s.properties) walk(v);
   };
   walk(updatePolicyCrd());
+  walk(planCrd());
   assert.ok(names.includes('events'), 'the walk reaches nested fields');
+  assert.ok(names.includes('deleteEmptydirData'), "the walk reaches the Plan's fields");
   assert.deepEqual(
     names.filter((n) => words.test(n)),
     [],

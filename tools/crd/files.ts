@@ -5,15 +5,22 @@
  */
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { updatePolicyCrd } from '../../src/api/crd.ts';
+import { planCrd, updatePolicyCrd } from '../../src/api/crd.ts';
 
-const HEADER =
-  '# Generated from src/api/update-policy.ts by `npm run generate:crds`: edit the types, not this file.\n';
+const header = (source: string) =>
+  `# Generated from ${source} by \`npm run generate:crds\`: edit the types, not this file.\n`;
+
+const CRDS = [
+  { file: 'updatepolicy-crd.yaml', source: 'src/api/update-policy.ts', crd: updatePolicyCrd },
+  { file: 'plan-crd.yaml', source: 'src/api/plan.ts', crd: planCrd },
+];
 
 export function crdFiles(): { path: string; text: string }[] {
-  const text = HEADER + stringify(updatePolicyCrd(), { lineWidth: 0 });
-  return ['base', 'chart/crds'].map((dir) => ({
-    path: fileURLToPath(new URL(`../../deploy/${dir}/updatepolicy-crd.yaml`, import.meta.url)),
-    text,
-  }));
+  return CRDS.flatMap(({ file, source, crd }) => {
+    const text = header(source) + stringify(crd(), { lineWidth: 0 });
+    return ['base', 'chart/crds'].map((dir) => ({
+      path: fileURLToPath(new URL(`../../deploy/${dir}/${file}`, import.meta.url)),
+      text,
+    }));
+  });
 }

@@ -1,0 +1,173 @@
+/**
+ * The Plan CRD (deploy/base/plan-crd.yaml) on the real control plane: SUC's example Plans, with only
+ * their apiVersion changed, are accepted as they are and read back as the types say; invalid Plans are
+ * refused with a message that names the field and what is accepted; the Job built for one is accepted.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { BatchV1Api } from '@kubernetes/client-node';
+import { Errors } from 'typebox/value';
+import { parseAllDocuments } from 'yaml';
+import { type Plan, PlanSpec } from '../../src/api/plan.ts';
+import { buildJob } from '../../src/plan/job.ts';
+import { installPlanCrd } from '../../src/sim/crds.ts';
+import { useCluster } from './support.ts';
+
+const cluster = await useCluster();
+const NAMESPACE = 'system-upgrade';
+const FIXTURES = fileURLToPath(new URL('../fixtures/suc-examples', import.meta.url));
+
+const kubectl = (args: string[], input?: string) =>
+  spawnSync(cluster.binaries.path.kubectl, [`--kubeconfig=${cluster.kubeconfigPath}`, ...args], {
+    encoding: 'utf8',
+    ...(input === undefined ? {} : { input }),
+  });
+
+before(async () => {
+  await installPlanCrd(cluster);
+  const ns = kubectl(['create', 'namespace', NAMESPACE]);
+  assert.equal(ns.status, 0, ns.stderr);
+});
+
+describe("SUC's example Plans with only apiVersion changed", () => {
+  for (const file of readdirSync(FIXTURES).sort()) {
+    test(`${file} is accepted unchanged and reads back as a Plan`, () => {
+      const text = readFileSync(join(FIXTURES, file), 'utf8');
+      const applied = kubectl(['apply', '--server-side', '--validate=strict', '-f', '-'], text);
+      assert.equal(applied.status, 0, applied.stderr);
+      const plans = parseAllDocuments(text)
+        .map((d) => d.toJS() as Plan)
+        .filter((o) => o?.kind === 'Plan');
+      assert.ok(plans.length > 0, `${file} holds a Plan`);
+      for (const sent of plans) {
+        const got = kubectl(['get', 'plan', sent.metadata.name, '-n', NAMESPACE, '-o', 'json']);
+        assert.equal(got.status, 0, got.stderr);
+        const live = JSON.parse(got.stdout) as Plan;
+        assert.deepEqual(live.spec, sent.spec, `${sent.metadata.name}: nothing pruned, nothing added`);
+        assert.deepEqual([...Errors(PlanSpec, live.spec)], [], `${sent.metadata.name} is a PlanSpec`);
+      }
+    });
+  }
+
+  test('a Job built for a live example Plan is accepted by the API server and owned by the Plan', async () => {
+    const live = JSON.parse(
+      kubectl(['get', 'plan', 'k3s-agent', '-n', NAMESPACE, '-o', 'json']).stdout,
+    ) as Plan;
+    const job = buildJob({
+      plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
+      node: { name: 'node-1', bootId: 'boot-1' },
+      version: live.spec.version ?? '',
+      hash: 'a'.repeat(56),
+    });
+    const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+    const created = await batch.createNamespacedJob({ namespace: NAMESPACE, body: job });
+    assert.equal(created.spec?.template.spec?.containers[0]?.image, 'rancher/k3s-upgrade:v1.20.11-k3s1');
+    assert.equal(created.metadata?.ownerReferences?.[0]?.uid, live.metadata.uid);
+    assert.equal(created.spec?.template.spec?.initContainers?.[0]?.name, 'prepare');
+  });
+
+  test("kubectl shows SUC's columns and Applying", () => {
+    const table = kubectl(['get', 'plans', '-n', NAMESPACE]);
+    assert.equal(table.status, 0, table.stderr);
+    assert.match(table.stdout, /^NAME\s+IMAGE\s+CHANNEL\s+VERSION\s+COMPLETE\s+APPLYING\s+MESSAGE\s+AGE$/m);
+    assert.match(table.stdout, /^k3s-agent\s+rancher\/k3s-upgrade\s+v1\.20\.11\+k3s1\s/m);
+  });
+});
+
+describe('invalid Plans are refused by the API server', () => {
+  const valid = { version: 'v1.2.3', upgrade: { image: 'example.com/os/upgrade' } };
+  const create = (name: string, spec: unknown) =>
+    kubectl(
+      ['create', '--validate=strict', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'nuo.dev/v1alpha1',
+        kind: 'Plan',
+        metadata: { name, namespace: NAMESPACE },
+        spec,
+      }),
+    );
+
+  test('a minimal valid Plan is accepted and defaulted (the control for the refusals below)', () => {
+    const r = create('minimal', valid);
+    assert.equal(r.status, 0, r.stderr);
+    const live = JSON.parse(kubectl(['get', 'plan', 'minimal', '-n', NAMESPACE, '-o', 'json']).stdout);
+    assert.equal(live.spec.concurrency, 1);
+  });
+
+  const refused: [string, string, unknown, RegExp][] = [
+    ['an unknown field', 'unknown', { ...valid, concurency: 2 }, /unknown field "spec\.concurency"/],
+    [
+      'a bad image reference',
+      'image',
+      { ...valid, upgrade: { image: 'Rancher/K3s Upgrade:latest' } },
+      /spec\.upgrade\.image: Invalid value.*image must be an image reference/,
+    ],
+    [
+      'a bad image tag',
+      'tag',
+      { ...valid, prepare: { image: 'alpine:3.18:x' } },
+      /spec\.prepare\.image: Invalid value.*image must be an image reference/,
+    ],
+    [
+      'a bad selector operator',
+      'operator',
+      { ...valid, nodeSelector: { matchExpressions: [{ key: 'a', operator: 'Like' }] } },
+      /spec\.nodeSelector\.matchExpressions\[0\]\.operator: Unsupported value: "Like"/,
+    ],
+    ['concurrency 0', 'concurrency', { ...valid, concurrency: 0 }, /spec\.concurrency: Invalid value: 0/],
+    [
+      'neither version nor channel',
+      'unversioned',
+      { upgrade: valid.upgrade },
+      /a Plan needs a version, or a channel that resolves one/,
+    ],
+    ['no upgrade container', 'no-upgrade', { version: 'v1' }, /a Plan needs an upgrade container/],
+    [
+      'an ftp channel',
+      'channel',
+      { ...valid, channel: 'ftp://example.com/stable' },
+      /spec\.channel: Invalid value.*http or https URL/,
+    ],
+    [
+      'disableEviction true',
+      'eviction',
+      { ...valid, drain: { disableEviction: true } },
+      /spec\.drain\.disableEviction: Invalid value.*nuo drains through the Eviction API only/,
+    ],
+    [
+      'both delete flags',
+      'delete-flags',
+      { ...valid, drain: { deleteLocalData: true, deleteEmptydirData: true } },
+      /spec\.drain: Invalid value.*deleteEmptydirData or its old name deleteLocalData, not both/,
+    ],
+    [
+      'a drain timeout in words',
+      'timeout',
+      { ...valid, drain: { timeout: '10 minutes' } },
+      /spec\.drain\.timeout: Invalid value.*Go duration/,
+    ],
+    [
+      'a day SUC does not know',
+      'day',
+      { ...valid, window: { days: ['Funday'], startTime: '01:00', endTime: '02:00' } },
+      /spec\.window\.days\[0\]: Unsupported value: "Funday"/,
+    ],
+    [
+      'a name longer than 63 characters',
+      'p'.repeat(64),
+      valid,
+      /the name of a Plan must be at most 63 characters/,
+    ],
+  ];
+  for (const [what, name, spec, message] of refused) {
+    test(`refused: ${what}`, () => {
+      const r = create(name, spec);
+      assert.notEqual(r.status, 0, `${what} was accepted`);
+      assert.match(r.stderr, message);
+    });
+  }
+});

@@ -1,0 +1,232 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { JobAnnotations, JobLabels } from '../../src/api/keys.ts';
+import type { Plan, PlanSpec } from '../../src/api/plan.ts';
+import {
+  activeDeadline,
+  buildJob,
+  imageAt,
+  type JobInput,
+  jobName,
+  secretPath,
+  ttlAfterFinished,
+} from '../../src/plan/job.ts';
+import { validatePlan } from '../../src/plan/validate.ts';
+
+const HASH = 'a'.repeat(56);
+const spec: PlanSpec = {
+  version: 'v1.20.11+k3s1',
+  serviceAccountName: 'system-upgrade',
+  secrets: [
+    { name: 'kernel', path: '/host/run/kernel' },
+    { name: 'extra', ignoreUpdates: true, defaultMode: 0o400 },
+  ],
+  prepare: { image: 'rancher/k3s-upgrade', args: ['prepare', 'k3s-server'] },
+  upgrade: {
+    image: 'rancher/k3s-upgrade',
+    envs: [{ name: 'EXTRA', value: '1' }],
+    envFrom: [{ configMapRef: { name: 'settings' } }],
+    volumes: [{ name: 'logs', source: '/var/log', destination: '/logs' }],
+  },
+  tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }],
+  imagePullSecrets: [{ name: 'registry' }],
+  priorityClassName: 'system-node-critical',
+};
+const input: JobInput = {
+  plan: {
+    name: 'k3s-server',
+    namespace: 'system-upgrade',
+    uid: 'plan-uid',
+    labels: { team: 'ops', 'nuo.dev/plan': 'forged', 'plan.nuo.dev/x': 'y' },
+    annotations: { owner: 'ops', 'kubectl.kubernetes.io/last-applied-configuration': '{}', 'nuo.dev/x': 'y' },
+    spec,
+  },
+  node: { name: 'node-1.example.com', hostname: 'node-1', bootId: 'boot-1' },
+  version: 'v1.20.11+k3s1',
+  hash: HASH,
+};
+const job = buildJob(input);
+const pod = job.spec?.template.spec;
+const upgrade = pod?.containers[0];
+const prepare = pod?.initContainers?.[0];
+
+test('jobName: SUC-style, deterministic, at most 63 characters, a new hash a new name', () => {
+  assert.equal(jobName('p', 'n', 'abc'), 'apply-p-on-n-with-abc');
+  assert.equal(jobName('p', 'n.example.com', 'abc'), 'apply-p-on-n-with-abc', 'the short node name');
+  const long = jobName('k3s-server', 'node-1.example.com', HASH);
+  assert.equal(long, jobName('k3s-server', 'node-1.example.com', HASH));
+  assert.equal(long.length, 63);
+  assert.match(long, /^apply-k3s-server-on-node-1-with-a+-[0-9a-f]{5}$/);
+  assert.notEqual(jobName('k3s-server', 'node-1', 'b'.repeat(56)), jobName('k3s-server', 'node-1', HASH));
+  assert.match(jobName('p'.repeat(63), 'n'.repeat(63), HASH), /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+  assert.equal(job.metadata?.name, jobName('k3s-server', 'node-1.example.com', HASH));
+});
+
+test('imageAt: the version as tag only for an image without tag or digest', () => {
+  const cases: [string, string][] = [
+    ['ubuntu', 'ubuntu:v1.20.11-k3s1'],
+    ['registry:5000/os/upgrade', 'registry:5000/os/upgrade:v1.20.11-k3s1'],
+    ['ubuntu:24.04', 'ubuntu:24.04'],
+    ['registry:5000/os/upgrade:v2', 'registry:5000/os/upgrade:v2'],
+    [`ubuntu@sha256:${'0'.repeat(64)}`, `ubuntu@sha256:${'0'.repeat(64)}`],
+  ];
+  for (const [image, want] of cases) assert.equal(imageAt(image, 'v1.20.11+k3s1'), want, image);
+});
+
+test("secretPath: SUC's default and relative paths under /run/system-upgrade/secrets", () => {
+  assert.equal(secretPath({ name: 'k' }), '/run/system-upgrade/secrets/k');
+  assert.equal(secretPath({ name: 'k', path: 'sub' }), '/run/system-upgrade/secrets/sub');
+  assert.equal(secretPath({ name: 'k', path: '/host/run/k' }), '/host/run/k');
+});
+
+test('deadline and TTL: unset or negative 600, 0 none; 900 s or a minute past postCompleteDelay', () => {
+  assert.deepEqual([undefined, -1, 0, 30].map(activeDeadline), [600, 600, undefined, 30]);
+  assert.deepEqual([undefined, '5m', '20m'].map(ttlAfterFinished), [900, 900, 1260]);
+  assert.equal(job.spec?.activeDeadlineSeconds, 600);
+  assert.equal(
+    buildJob({ ...input, plan: { ...input.plan, spec: { ...spec, jobActiveDeadlineSecs: 0 } } }).spec
+      ?.activeDeadlineSeconds,
+    undefined,
+  );
+  assert.equal(job.spec?.ttlSecondsAfterFinished, 900);
+  assert.equal(job.spec?.backoffLimit, 2);
+});
+
+test("the Job: in the Plan's namespace, owned by it, labelled and annotated for nuo", () => {
+  assert.equal(job.metadata?.namespace, 'system-upgrade');
+  assert.deepEqual(job.metadata?.ownerReferences, [
+    {
+      apiVersion: 'nuo.dev/v1alpha1',
+      kind: 'Plan',
+      name: 'k3s-server',
+      uid: 'plan-uid',
+      controller: true,
+      blockOwnerDeletion: true,
+    },
+  ]);
+  const labels = {
+    team: 'ops',
+    [JobLabels.plan]: 'k3s-server',
+    [JobLabels.node]: 'node-1.example.com',
+    [JobLabels.hash]: HASH,
+    [JobLabels.exclusive]: 'false',
+  };
+  assert.deepEqual(job.metadata?.labels, labels, "the Plan's labels without nuo.dev/ keys, then nuo's");
+  assert.deepEqual(job.spec?.template.metadata?.labels, labels);
+  assert.deepEqual(job.metadata?.annotations, {
+    owner: 'ops',
+    [JobAnnotations.version]: 'v1.20.11+k3s1',
+    [JobAnnotations.bootId]: 'boot-1',
+  });
+});
+
+test("the pod: SUC's host access, pinned to the node, tolerating the cordon, never restarted", () => {
+  assert.equal(pod?.hostIPC, true);
+  assert.equal(pod?.hostPID, true);
+  assert.equal(pod?.hostNetwork, true);
+  assert.equal(pod?.dnsPolicy, 'ClusterFirstWithHostNet');
+  assert.equal(pod?.restartPolicy, 'Never');
+  assert.deepEqual(
+    pod?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms,
+    [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['node-1'] }] }],
+  );
+  assert.deepEqual(pod?.tolerations, [
+    { key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' },
+    { key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' },
+  ]);
+  assert.equal(pod?.serviceAccountName, 'system-upgrade');
+  assert.equal(pod?.priorityClassName, 'system-node-critical');
+  assert.deepEqual(pod?.imagePullSecrets, [{ name: 'registry' }]);
+  assert.deepEqual(
+    pod?.volumes?.map((v) => v.name),
+    ['host-root', 'pod-info', 'secret-kernel', 'secret-extra', 'logs'],
+  );
+  assert.deepEqual(pod?.volumes?.[0]?.hostPath, { path: '/', type: 'Directory' });
+  assert.deepEqual(pod?.volumes?.[3]?.secret, { secretName: 'extra', optional: true, defaultMode: 0o400 });
+  assert.deepEqual(pod?.volumes?.[4]?.hostPath, { path: '/var/log' });
+});
+
+test('anti-affinity: one Job of the Plan per node, or one exclusive Plan per node', () => {
+  const term = (j: typeof job) =>
+    j.spec?.template.spec?.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.[0];
+  assert.deepEqual(term(job), {
+    labelSelector: { matchExpressions: [{ key: JobLabels.plan, operator: 'In', values: ['k3s-server'] }] },
+    topologyKey: 'kubernetes.io/hostname',
+  });
+  const exclusive = buildJob({ ...input, plan: { ...input.plan, spec: { ...spec, exclusive: true } } });
+  assert.deepEqual(term(exclusive)?.labelSelector, {
+    matchExpressions: [{ key: JobLabels.exclusive, operator: 'In', values: ['true'] }],
+  });
+  assert.equal(exclusive.metadata?.labels?.[JobLabels.exclusive], 'true');
+});
+
+test('the containers: prepare as init container, the tag from the version, mounts and environment', () => {
+  assert.equal(prepare?.name, 'prepare');
+  assert.equal(prepare?.image, 'rancher/k3s-upgrade:v1.20.11-k3s1');
+  assert.deepEqual(prepare?.args, ['prepare', 'k3s-server']);
+  assert.equal(prepare?.securityContext, undefined, 'prepare runs with what the plan gives it');
+  assert.equal(upgrade?.name, 'upgrade');
+  assert.equal(upgrade?.image, 'rancher/k3s-upgrade:v1.20.11-k3s1');
+  assert.deepEqual(upgrade?.securityContext, { privileged: true, capabilities: { add: ['CAP_SYS_BOOT'] } });
+  assert.deepEqual(upgrade?.volumeMounts, [
+    { name: 'host-root', mountPath: '/host' },
+    { name: 'pod-info', mountPath: '/run/system-upgrade/pod', readOnly: true },
+    { name: 'secret-kernel', mountPath: '/host/run/kernel', readOnly: true },
+    { name: 'secret-extra', mountPath: '/run/system-upgrade/secrets/extra', readOnly: true },
+    { name: 'logs', mountPath: '/logs' },
+  ]);
+  const env = Object.fromEntries(
+    (upgrade?.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom?.fieldRef?.fieldPath]),
+  );
+  for (const prefix of ['NUO_', 'SYSTEM_UPGRADE_']) {
+    assert.equal(env[`${prefix}NODE_NAME`], 'spec.nodeName');
+    assert.equal(env[`${prefix}POD_NAME`], 'metadata.name');
+    assert.equal(env[`${prefix}POD_UID`], 'metadata.uid');
+    assert.equal(env[`${prefix}PLAN_NAME`], 'k3s-server');
+  }
+  assert.equal(env.NUO_PLAN_HASH, HASH);
+  assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_HASH, HASH);
+  assert.equal(env.NUO_PLAN_VERSION, 'v1.20.11+k3s1');
+  assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_VERSION, 'v1.20.11+k3s1');
+  assert.deepEqual(upgrade?.env?.at(-1), { name: 'EXTRA', value: '1' }, "the plan's envs come last");
+  assert.deepEqual(upgrade?.envFrom, [{ configMapRef: { name: 'settings' } }]);
+  const own = buildJob({
+    ...input,
+    plan: {
+      ...input.plan,
+      spec: { ...spec, upgrade: { image: 'x', securityContext: { privileged: false } } },
+    },
+  });
+  assert.deepEqual(own.spec?.template.spec?.containers[0]?.securityContext, { privileged: false });
+});
+
+test("SUC's example Plans pass validation and build a Job whose image has the resolved tag", () => {
+  const dir = fileURLToPath(new URL('../fixtures/suc-examples', import.meta.url));
+  let plans = 0;
+  for (const file of readdirSync(dir)) {
+    for (const doc of parseAllDocuments(readFileSync(join(dir, file), 'utf8'))) {
+      const plan = doc.toJS() as Plan;
+      if (plan?.kind !== 'Plan') continue;
+      plans++;
+      assert.deepEqual(validatePlan(plan.spec), [], `${file}: ${plan.metadata.name}`);
+      const version = plan.spec.version ?? '';
+      const built = buildJob({
+        plan: { ...plan.metadata, uid: 'uid', spec: plan.spec },
+        node: { name: 'node-1', bootId: 'boot' },
+        version,
+        hash: HASH,
+      });
+      const image = built.spec?.template.spec?.containers[0]?.image ?? '';
+      const tagged = plan.spec.upgrade?.image.includes(':')
+        ? plan.spec.upgrade.image
+        : `${plan.spec.upgrade?.image}:${version.replaceAll('+', '-')}`;
+      assert.equal(image, tagged, `${file}: ${plan.metadata.name}`);
+      assert.match(image, /:[A-Za-z0-9_][A-Za-z0-9_.-]*$/, `${file}: a tag`);
+    }
+  }
+  assert.equal(plans, 7);
+});
