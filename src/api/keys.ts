@@ -59,8 +59,8 @@ export const Annotations = {
   /** agent: when the update engine last checked for updates. */
   lastCheckedTime: 'nuo.dev/last-checked-time',
   /**
-   * operator: the Plan (its name, in the operator's namespace) whose attempt holds the node's slot;
-   * written with the admission, removed in the write that ends the attempt.
+   * operator: the Plan ("namespace/name") whose attempt holds the node's slot; written with the
+   * admission, removed in the write that ends the attempt.
    */
   plan: 'nuo.dev/plan',
 } as const;
@@ -88,6 +88,8 @@ export const JobAnnotations = {
   version: 'nuo.dev/version',
   /** The node's boot ID when the Job was created: a different one later means the Job rebooted it. */
   bootId: 'nuo.dev/boot-id',
+  /** The attempt the Job belongs to (its slot's `since`): a Job of another attempt is not this one's. */
+  attempt: 'nuo.dev/attempt',
 } as const;
 
 /** Node labels. */

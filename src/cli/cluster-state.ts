@@ -1,6 +1,7 @@
 /**
  * What the people-facing commands read of the cluster, the way the operator reads it: every node, the
- * slot ledger, and the UpdatePolicies resolved (a cluster without the CRD has none), planned into pools.
+ * slot ledger, the UpdatePolicies resolved (a cluster without the CRD has none), planned into pools, and
+ * the Plans with their Jobs.
  */
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
@@ -9,9 +10,12 @@ import { statusCode } from '../kube/errors.ts';
 import { type Decision, decide } from '../operator/decide.ts';
 import { inPool, type Ledger, LedgerStore } from '../operator/ledger.ts';
 import { type NodeView, viewNode } from '../operator/node-view.ts';
+import { type PassPlan, plansOfPass } from '../operator/plan-pass.ts';
+import { passPlan } from '../operator/plan-resolve.ts';
 import type { PolicyEntry, PolicyState } from '../operator/policies.ts';
 import { type PoolPlan, planPools } from '../operator/pool-plan.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
+import { type PlansRead, readPlans } from './plans.ts';
 
 export interface ClusterState {
   nodes: NodeView[];
@@ -22,6 +26,9 @@ export interface ClusterState {
   plan: PoolPlan;
   /** Each pool's decision as a pass would make it now. */
   decisions: Map<string, Decision>;
+  plans: PlansRead;
+  /** The Plans as a pass uses them now. */
+  passPlans: PassPlan[];
 }
 
 async function readPolicies(kc: KubeConfig): Promise<{ state: PolicyState; raw: UpdatePolicy[] }> {
@@ -53,13 +60,19 @@ async function readPolicies(kc: KubeConfig): Promise<{ state: PolicyState; raw: 
 
 export async function readClusterState(kc: KubeConfig, namespace: string, now: Date): Promise<ClusterState> {
   const core = kc.makeApiClient(CoreV1Api);
-  const nodes = (await core.listNode()).items.map(viewNode).sort((a, b) => a.name.localeCompare(b.name));
   const ledger = (await new LedgerStore(core, namespace).read().catch(() => undefined))?.ledger ?? {
     slots: {},
   };
+  const plans = await readPlans(kc);
+  const passPlans = plans.entries.map((e) => passPlan(e, now.getTime()));
+  const ofPass = plansOfPass(passPlans, ledger, plans.jobs);
+  const nodes = (await core.listNode()).items
+    .map((n) => ofPass.view(viewNode(n)))
+    .sort((a, b) => a.name.localeCompare(b.name));
   const { state, raw } = await readPolicies(kc);
   // As an operator decides it when not paused cluster-wide (its flags are not in the cluster).
   const plan = planPools({ state, paused: false, nodes, ledger, now });
+  for (const pool of plan.pools) pool.config = { ...pool.config, plans: ofPass.pass };
   const decisions = new Map(
     plan.pools.map((pool) => {
       const snapshot = {
@@ -72,5 +85,5 @@ export async function readClusterState(kc: KubeConfig, namespace: string, now: D
       return [pool.name, decide(snapshot, pool.config, now)] as const;
     }),
   );
-  return { nodes, ledger, policies: state, raw, plan, decisions };
+  return { nodes, ledger, policies: state, raw, plan, decisions, plans, passPlans };
 }

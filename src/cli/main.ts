@@ -29,6 +29,11 @@ const commands: Entry[] = [
     load: async () => (await import('./policy.ts')).policyCommand,
   },
   {
+    name: 'plan',
+    summary: "a Plan's version, conditions and nodes: applied, applying, or why each waits",
+    load: async () => (await import('./plan.ts')).planCommand,
+  },
+  {
     name: 'reboot',
     summary: 'reboot a node once through the normal budgeted rollout',
     load: async () => (await import('./nodes.ts')).rebootCommand,

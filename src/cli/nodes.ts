@@ -17,6 +17,8 @@ import {
   nodeCommandArgs,
   nodeCommandUsage,
 } from './kube.ts';
+import { planLines } from './plan.ts';
+import { table } from './table.ts';
 
 function age(since: Date | undefined, now: Date): string {
   if (!since) return '-';
@@ -75,13 +77,6 @@ export function policyLines(state: ClusterState): string[] {
   return lines;
 }
 
-function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows
-    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  '))
-    .join('\n');
-}
-
 export const statusCommand: Command = {
   name: 'status',
   summary: 'phase of every node, who holds the budget and why others wait',
@@ -123,14 +118,15 @@ export const statusCommand: Command = {
       out(
         `budget: ${holders.length} slot(s) held${holders.length ? ` by ${holders.join(', ')}` : ''}; ${unavailable.length} node(s) unavailable otherwise${unavailable.length ? ` (${unavailable.map((n) => `${n.name}: ${why(n)}`).join(', ')})` : ''}`,
       );
-      for (const line of policyLines(state)) out(line);
+      for (const line of [...policyLines(state), ...planLines(state)]) out(line);
       out('');
       const poolOf = new Map(
         state.plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name || '(default)'] as const)),
       );
       const rows = [['NODE', 'PHASE', 'SLOT', 'FOR', 'READY', 'SCHEDULABLE', 'POOL', 'REASON']];
       for (const n of nodes) {
-        const phase = n.state ?? (needsReboot(n, now.getTime()) ? 'needs reboot' : Phase.idle);
+        const phase =
+          n.state ?? (needsReboot(n, now.getTime()) ? 'needs reboot' : n.work ? 'needs a Plan' : Phase.idle);
         rows.push([
           n.name,
           phase,

@@ -9,13 +9,15 @@ import { firstWait, NODE_GATES, PASS_GATES, type PassState, type Wait } from './
 import {
   MALFORMED,
   ms,
-  needsReboot,
+  needsWork,
+  nextPlan,
   outsideAttempt,
   REQUESTED_LATER,
   unavailableWithoutSlot,
   withProblems,
 } from './need.ts';
 import type { NodeView } from './node-view.ts';
+import { planSlot } from './plan-work.ts';
 import { byNodeName } from './slots.ts';
 import type { ZoneBudget } from './zones.ts';
 
@@ -88,7 +90,8 @@ export function admit(input: AdmissionInput): Admission {
     const takesSlot = !unavailableWithoutSlot(n);
     if (!wait && (takesSlot ? used + 1 : used) > input.slots) {
       wait = { reason: `waiting for a free slot (maxUnavailable ${input.slots})` };
-      if (n.state === Phase.pending && !input.successors.has(n.name)) nextInLine.push(n);
+      // A Plan's attempt is never promised a slot: a handover's admission records no Plan in the ledger.
+      if (n.state === Phase.pending && !input.successors.has(n.name) && !nextPlan(n, t)) nextInLine.push(n);
     }
     wait ??= input.zones?.wait(n, takesSlot);
     wait ??= firstWait(PASS_GATES, gate);
@@ -108,7 +111,14 @@ export function admit(input: AdmissionInput): Admission {
       else if (n.stateReason !== reason) actions.push({ type: 'explain', node: n.name, reason });
       continue;
     }
-    actions.push({ type: 'admit', node: n.name, reason: needsReboot(n, t) ?? 'admitted' });
+    const plan = nextPlan(n, t);
+    actions.push({
+      type: 'admit',
+      node: n.name,
+      reason: needsWork(n, t) ?? 'admitted',
+      ...(plan ? { plan: planSlot(plan) } : {}),
+    });
+    if (plan) c.plans?.take(plan);
     // A node cordoned by someone else already counts as unavailable; admitting it uses no new slot.
     if (takesSlot) used++;
     input.zones?.take(n, takesSlot);
@@ -133,7 +143,7 @@ export function outsideSlots(
   const waiting: NodeView[] = [];
   for (const n of eligible) {
     if (skip(n.name)) continue;
-    const need = needsReboot(n, t);
+    const need = needsWork(n, t);
     // A phase of an attempt without a slot behind it (its slot freed by hand, an admission withdrawn as
     // its node write landed): the attempt ends, nuo's cordon undone; a need left waits in Pending.
     if (!outsideAttempt(n)) {

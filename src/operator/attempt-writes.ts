@@ -4,6 +4,7 @@
  * outcome; and the handover of an ended attempt's slot to the node promised it.
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
+import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import type { NotifyOn } from '../api/update-policy.ts';
 import { DrainOutcome, type DrainResult } from '../drain/evict.ts';
@@ -21,6 +22,7 @@ import type { NodeView } from './node-view.ts';
 import { Conflict, type NodeCache, type NodeWriter } from './node-writer.ts';
 import { type NodeWrite, patchFor, type WriteAction } from './node-writes.ts';
 import { UNCORDONED_DURING_DRAIN } from './phase-steps.ts';
+import type { PlanJobWriter } from './plan-jobs.ts';
 
 export interface AttemptWritesOptions {
   core: CoreV1Api;
@@ -32,6 +34,8 @@ export interface AttemptWritesOptions {
   ledger: LedgerCache;
   events: EventRecorder;
   notifier: Notifier;
+  /** Creates and deletes the Plans' Jobs. */
+  jobs: PlanJobWriter;
   steps: () => NodeSteps;
   /** The health the last pass decided on (a handover decides on it too). */
   health: () => ReadonlyMap<string, Health>;
@@ -66,12 +70,27 @@ export class AttemptWrites {
       case 'complete':
         await writer.endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
         this.#o.metrics?.completions.inc();
-        this.#o.events.normal(view.name, 'Rebooted', 'rebooted and healthy; slot freed');
-        this.#notify(view.name, 'Completed', 'rebooted and healthy; slot freed');
+        this.#o.events.normal(
+          view.name,
+          action.plan ? 'PlanApplied' : 'Rebooted',
+          `${action.reason}; slot freed`,
+        );
+        this.#notify(view.name, 'Completed', `${action.reason}; slot freed`);
         log('info', 'completed', { node: view.name, ...(action.needSurvived ? { needSurvived: true } : {}) });
         this.#handOver(view.name);
         return true;
+      case 'job':
+        await this.#o.jobs.create(view, (await this.#o.ledger.read()).ledger.slots[view.name]);
+        return false;
+      case 'deleteJob':
+        await this.#o.jobs.delete(action.job, action.reason);
+        log('info', 'Job deleted', { node: view.name, job: action.job.name, reason: action.reason });
+        return false;
+      case 'grantReboot':
+        await this.#grant(view, action.reason);
+        return false;
       case 'end':
+        this.#o.drains.abort(view.name);
         await writer.endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
         log('warn', 'attempt without a slot ended; cordon undone', {
           node: view.name,
@@ -139,17 +158,29 @@ export class AttemptWrites {
       // Without a boot ID a grant cannot name the boot it is for, nor a reboot be confirmed.
       await this.#abort(fresh, 'the node reports no boot ID (status.nodeInfo.bootID)');
       this.#o.steps().freed();
+    } else if ((await this.#o.ledger.read()).ledger.slots[name]?.plan) {
+      // A Plan's attempt: drained, its Job runs next (a reboot, if the Plan asks for one, after the Job).
+      const plan = fresh.annotations[Annotations.plan] ?? 'its Plan';
+      const reason = `drained (${result.message}); ${plan}'s Job starts`;
+      const next = { type: 'transition', node: name, to: Phase.upgrading, reason } as const;
+      await this.#o.writer.patch(fresh, this.#write(next, fresh, new Date()), this.#o.core);
+      this.#o.log('info', 'drained for a Plan', { node: name, drain: result.message, refused });
     } else {
-      const grant = {
-        type: 'grant',
-        node: name,
-        message: result.message,
-        grant: await this.#o.grants.grant(fresh, (await this.#o.ledger.read()).ledger),
-      } as const;
-      await this.#o.writer.patch(fresh, this.#write(grant, fresh, new Date()), this.#o.core);
-      this.#o.events.normal(name, 'RebootGranted', result.message);
-      this.#o.log('info', 'reboot granted', { node: name, drain: result.message, refused });
+      await this.#grant(fresh, result.message, { refused });
     }
+  }
+
+  /** Signs the node's grant for the attempt holding its slot and writes it: RebootGranted. */
+  async #grant(fresh: NodeView, message: string, log: Record<string, unknown> = {}): Promise<void> {
+    const grant = {
+      type: 'grant',
+      node: fresh.name,
+      message,
+      grant: await this.#o.grants.grant(fresh, (await this.#o.ledger.read()).ledger),
+    } as const;
+    await this.#o.writer.patch(fresh, this.#write(grant, fresh, new Date()), this.#o.core);
+    this.#o.events.normal(fresh.name, 'RebootGranted', message);
+    this.#o.log('info', 'reboot granted', { node: fresh.name, reason: message, ...log });
   }
 
   async #transition(
@@ -204,9 +235,12 @@ export class AttemptWrites {
     const write = this.#write(action, view, now);
     await this.#o.writer.patch(view, write, core);
     // Without before-reboot hooks the attempt starts in Draining, cordoned in the same write: drain now.
-    if (write.cordon && this.#o.acting()) this.#o.drains.start(view.name, { cordoned: true });
+    if (write.annotations[Annotations.state] === Phase.draining && this.#o.acting())
+      this.#o.drains.start(view.name, { cordoned: true });
     this.#o.metrics?.admissions.inc();
-    this.#o.events.normal(view.name, 'Admitted', `admitted for reboot: ${action.reason}`);
+    const plan = (action.type === 'admit' || action.type === 'transition') && action.plan;
+    const what = plan ? `Plan ${plan.ref}` : 'reboot';
+    this.#o.events.normal(view.name, 'Admitted', `admitted for ${what}: ${action.reason}`);
     this.#notify(view.name, 'Admitted', action.reason);
     this.#o.log('info', 'admitted', { node: view.name, reason: action.reason });
   }

@@ -19,6 +19,8 @@ export interface OperatorConfig {
   drainConcurrency: number;
   /** How often each UpdatePolicy's Prometheus is asked whether an alert blocks its pool. */
   blockerIntervalMs: number;
+  /** How often each Plan's channel is asked for the latest version and its secrets read again. */
+  planPollingIntervalMs: number;
 }
 
 type Kind = 'string' | 'duration' | 'bool' | 'int';
@@ -58,6 +60,13 @@ export const FIELDS: Field[] = [
     kind: 'duration',
     default: '15s',
     help: "how often an UpdatePolicy's Prometheus is asked whether an alert blocks its pool",
+  },
+  {
+    key: 'planPollingIntervalMs',
+    flag: 'plan-polling-interval',
+    kind: 'duration',
+    default: '15m',
+    help: "how often a Plan's channel is asked for its latest version and its secrets read again",
   },
 ];
 
@@ -169,6 +178,7 @@ export function loadOperatorConfig({ flags = {}, env = {}, file }: ConfigSources
   if (problems.length === 0) {
     if (c.drainConcurrency < 1) problems.push('drain-concurrency: must be at least 1');
     if (c.blockerIntervalMs <= 0) problems.push('blocker-interval: must be greater than 0');
+    if (c.planPollingIntervalMs < 1000) problems.push('plan-polling-interval: must be at least 1s');
     if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(c.namespace))
       problems.push(`namespace: "${c.namespace}" is not a valid namespace name`);
   }

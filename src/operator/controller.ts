@@ -30,6 +30,7 @@ import type { OperatorMetrics } from './metrics.ts';
 import { NodeSteps, type Wake } from './node-steps.ts';
 import { sameView, slimNode } from './node-view.ts';
 import { NodeWriter } from './node-writer.ts';
+import { PlanWatch } from './plan-watch.ts';
 import { PolicySource } from './policies.ts';
 import { PolicyStatusWriter } from './policy-status-writer.ts';
 import { informerProgress, liveness, Progress, readiness } from './probes.ts';
@@ -68,6 +69,7 @@ export class Operator {
   readonly #health: HealthReads;
   readonly #decider: Decider;
   readonly #policies: PolicySource;
+  readonly #plans: PlanWatch;
   readonly #blockers: BlockerWatch;
   readonly #optOuts: DoNotDisruptReads;
   readonly #statuses: PolicyStatusWriter;
@@ -120,6 +122,7 @@ export class Operator {
       onRead: this.#wake.now,
     });
     this.#policies = new PolicySource({ kubeconfig, log });
+    this.#plans = new PlanWatch({ kubeconfig, events, intervalMs: c.planPollingIntervalMs, log });
     this.#optOuts = new DoNotDisruptReads({ core, log, onRead: this.#wake.now });
     this.#blockers = new BlockerWatch({
       core,
@@ -144,6 +147,9 @@ export class Operator {
       nodes: this.#informer,
       draining: () => this.#drains.running(),
       ownGrant: this.#grants.signed,
+      plans: () => this.#plans.passPlans(Date.now()),
+      jobs: () => this.#plans.jobs.byNode(),
+      planDrain: (ref, pool) => this.#plans.drain(ref, pool),
     });
     this.#drains = new DrainRunner({
       drainer: new Drainer(kubeconfig.separatePool({ requestConnections: DRAIN_CONNECTIONS })),
@@ -171,6 +177,7 @@ export class Operator {
       ledger: this.#ledger,
       events,
       notifier,
+      jobs: this.#plans.jobs,
       steps: () => this.#steps,
       health: () => this.#reconciler.last?.health ?? new Map(),
       acting,
@@ -197,6 +204,7 @@ export class Operator {
       problems: this.#problems,
       steps: this.#steps,
       statuses: this.#statuses,
+      planStatuses: (decision, nodes, ledger, now) => this.#plans.writeStatuses(decision, nodes, ledger, now),
       policies: () => this.#policies.state(),
       acting,
       log,
@@ -245,6 +253,8 @@ export class Operator {
       this.#wake.now();
     });
     this.#policies.start();
+    this.#plans.onChange(() => this.#wake.now());
+    this.#plans.start();
     this.#elector = new LeaderElector({
       kubeconfig: this.#o.kubeconfig.separatePool({ requestConnections: 1, fenced: false }),
       namespace: this.#o.config.namespace,
@@ -273,7 +283,7 @@ export class Operator {
       this.#notifier.stop();
       await this.#queue.shutdown();
       await this.#steps.settled();
-      await Promise.all([this.#informer.stop(), this.#policies.stop()]);
+      await Promise.all([this.#informer.stop(), this.#policies.stop(), this.#plans.stop()]);
     }
   }
 
@@ -309,6 +319,7 @@ export class Operator {
     this.#problems.clear();
     this.#decider.clear();
     this.#statuses.clear();
+    this.#plans.clear();
     this.#optOuts.clear();
     this.#blockers.sync(this.#policies.state().policies);
     // Ready before the first grant: a replica that cannot read or create the key says so at once.

@@ -19,6 +19,7 @@ import type { Health } from './health-gate.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import { stepHolder } from './phase-steps.ts';
+import type { PlanPass, PlanSlot } from './plan-work.ts';
 import { promiseEnding, releaseStale, settlePromises, unavailable, withdrawUnstarted } from './slots.ts';
 import { pendingTaints } from './taints.ts';
 import { ZoneBudget, type ZonePolicy } from './zones.ts';
@@ -57,6 +58,8 @@ export interface DecideConfig {
   zones?: ZonePolicy;
   /** Why a node may not be disrupted now for a reason of its own pods (do-not-disrupt.ts). */
   nodeHold?: (node: string) => Wait | undefined;
+  /** The Plans as this pass sees them (every pool's the same); absent: no Plan is known. */
+  plans?: PlanPass;
 }
 
 export interface Snapshot {
@@ -80,8 +83,11 @@ export interface Snapshot {
 }
 
 export type Action =
-  /** Reserve a slot in the ledger, then move the node to BeforeReboot. */
-  | { type: 'admit'; node: string; reason: string }
+  /**
+   * Reserve a slot in the ledger, then start the attempt on the node: a reboot's (BeforeReboot or
+   * Draining), or a Plan's (Draining, or Upgrading when the Plan does not drain).
+   */
+  | { type: 'admit'; node: string; reason: string; plan?: PlanSlot }
   /** Change the node's phase (and reason), with the protocol keys that go with it. */
   | {
       type: 'transition';
@@ -92,7 +98,15 @@ export type Action =
       failed?: boolean;
       /** Add (true) or remove (false) the reboot-pending taint in the same write. */
       taint?: boolean;
+      /** The Plan of an attempt whose admission's node write is redone (to BeforeReboot). */
+      plan?: PlanSlot;
     }
+  /** Create the Job of the node's Plan attempt (deterministic name: an existing one is this one). */
+  | { type: 'job'; node: string }
+  /** Delete a Plan's Job on the node (its Plan is gone, or it belongs to an earlier attempt). */
+  | { type: 'deleteJob'; node: string; job: { name: string; namespace: string }; reason: string }
+  /** The Plan's Job succeeded and the Plan asks for a reboot: sign and write the grant. */
+  | { type: 'grantReboot'; node: string; reason: string }
   /** Update only the reason of a waiting node (written only when it changed). */
   | { type: 'explain'; node: string; reason: string; taint?: boolean }
   /** Add or remove the reboot-pending taint of a node outside an attempt, nothing else. */
@@ -111,7 +125,17 @@ export type Action =
    * Finished: uncordon nuo's cordon, clear the protocol keys, Idle, release the slot. `needSurvived`:
    * the agent reports the need again after the boot (it counts towards a reboot loop).
    */
-  | { type: 'complete'; node: string; reason: string; needSurvived?: boolean }
+  | {
+      type: 'complete';
+      node: string;
+      reason: string;
+      needSurvived?: boolean;
+      /**
+       * A Plan's attempt: the node's plan.nuo.dev/<plan> label = `hash`, and the Plan's own labels;
+       * `rebooted`: the node rebooted in it (else a reboot requested is still to come).
+       */
+      plan?: { name: string; hash: string; labels: Record<string, string>; rebooted: boolean };
+    }
   /**
    * An attempt that has no slot behind it (or lost track of its phase) ends: Pending while the node still
    * needs a reboot, else Idle, in one write with the grant withdrawn and nuo's cordon undone.
@@ -163,7 +187,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   // Every node of the snapshot is the pool's: which nodes a budget covers is the pool plan's business.
   const eligible = snapshot.nodes;
   const actions: Action[] = revokeForeignGrants(snapshot.nodes, snapshot.ownGrant);
-  const stale = releaseStale(snapshot.ledger, byName, t);
+  const stale = releaseStale(snapshot.ledger, byName, t, c.plans, wake.at);
   const holders = stale.holders;
   const inFlight = new Set([...snapshot.admitting].filter((name) => !holders.has(name) && byName.has(name)));
   const promises = settlePromises(snapshot.ledger, byName, holders, inFlight, c, t);
@@ -175,11 +199,21 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     promises.reserved +
     inFlight.size -
     slots;
-  actions.push(...withdrawUnstarted(snapshot.ledger, byName, holders, snapshot.admitting, excess));
+  actions.push(
+    ...withdrawUnstarted(snapshot.ledger, byName, holders, snapshot.admitting, excess, stale.delayed),
+  );
   const disrupted = unavailable(eligible, holders, inFlight);
 
-  const step = { config: c, now, draining: snapshot.draining, health: snapshot.health, wake: wake.at };
-  for (const name of holders) actions.push(...stepHolder(byName.get(name) as NodeView, step));
+  const step = {
+    config: c,
+    now,
+    draining: snapshot.draining,
+    health: snapshot.health,
+    wake: wake.at,
+    slotOf: (name: string) => snapshot.ledger.slots[name],
+  };
+  for (const name of holders)
+    if (!stale.delayed.has(name)) actions.push(...stepHolder(byName.get(name) as NodeView, step));
 
   const inAttempt = (name: string) => holders.has(name) || inFlight.has(name);
   const outside = outsideSlots(eligible, inAttempt, promises.promised, t, wake.at);

@@ -12,8 +12,10 @@ import type { DrainSettings } from './drain-runner.ts';
 import type { Wait } from './gates.ts';
 import type { Health } from './health-gate.ts';
 import { inPool, type Ledger, type LedgerChange, type Slot } from './ledger.ts';
-import { needsReboot, outsideAttempt } from './need.ts';
+import { needsWork, outsideAttempt } from './need.ts';
 import { type NodeView, viewNode } from './node-view.ts';
+import { type PassPlan, type PlansOfPass, plansOfPass } from './plan-pass.ts';
+import type { JobView } from './plan-work.ts';
 import type { PolicyState } from './policies.ts';
 import {
   DEFAULT_POOL,
@@ -48,6 +50,12 @@ export interface DeciderOptions {
   draining: () => ReadonlySet<string>;
   /** Whether a node's grant is one nuo signed for it. */
   ownGrant: (n: NodeView) => boolean;
+  /** The cluster's Plans now, resolved. */
+  plans: () => readonly PassPlan[];
+  /** The Plans' Jobs by node. */
+  jobs: () => ReadonlyMap<string, readonly JobView[]>;
+  /** How a Plan's attempt drains its node (`pool`: its pool's settings), or undefined when the Plan is gone. */
+  planDrain: (ref: string, pool: DrainSettings) => DrainSettings | undefined;
 }
 
 /** One pool's decision in a pass. */
@@ -74,7 +82,7 @@ function waitingNodes(plan: PoolPlan, ledger: Ledger, now: Date): string[] {
   const waiting = plan.pools
     .filter((p) => !p.hold)
     .flatMap((p) => p.nodes)
-    .filter((n) => !ledger.slots[n.name] && outsideAttempt(n) && needsReboot(n, now.getTime()) !== undefined);
+    .filter((n) => !ledger.slots[n.name] && outsideAttempt(n) && needsWork(n, now.getTime()) !== undefined);
   return admissionOrder(waiting, new Set()).map((n) => n.name);
 }
 
@@ -89,6 +97,9 @@ export class Decider {
   #configs = new Map<string, DecideConfig>();
   #poolOfNode = new Map<string, string>();
   #plan: PoolPlan | undefined;
+  #plans: PlansOfPass | undefined;
+  /** Each slot holder's Plan (its slot's), as the last pass read the ledger. */
+  #planOfNode = new Map<string, string>();
 
   constructor(options: DeciderOptions) {
     this.#o = options;
@@ -113,7 +124,13 @@ export class Decider {
   }
 
   /** Plans the pools and decides for each, on its part of the ledger. */
-  decide(nodes: NodeView[], ledger: Ledger, health: ReadonlyMap<string, Health>, now: Date): PassDecision {
+  decide(all: NodeView[], ledger: Ledger, health: ReadonlyMap<string, Health>, now: Date): PassDecision {
+    const plans = plansOfPass(this.#o.plans(), ledger, this.#o.jobs());
+    this.#plans = plans;
+    this.#planOfNode = new Map(
+      Object.entries(ledger.slots).flatMap(([node, s]) => (s.plan ? [[node, s.plan.ref] as const] : [])),
+    );
+    const nodes = all.map(plans.view);
     const plan = planPools({
       state: this.#o.policies(),
       paused: this.#o.paused,
@@ -125,7 +142,7 @@ export class Decider {
     this.#plan = plan;
     const holds = this.#o.nodeHolds(waitingNodes(plan, ledger, now), now.getTime());
     const nodeHold = (name: string) => holds.get(name);
-    for (const pool of plan.pools) pool.config = { ...pool.config, nodeHold };
+    for (const pool of plan.pools) pool.config = { ...pool.config, nodeHold, plans: plans.pass };
     this.#configs = new Map(plan.pools.map((p) => [p.name, p.config]));
     this.#poolOfNode = new Map(plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));
     const pools = plan.pools.map((pool) => {
@@ -157,9 +174,14 @@ export class Decider {
     return policy?.current.ok ? policy.current.policy : policy?.lastValid;
   }
 
-  /** How a node is drained: its pool's policy's settings, else a policy's defaults. */
+  /**
+   * How a node is drained: as its Plan says for a Plan's attempt (the pool's timeout where the Plan sets
+   * none), else its pool's policy's settings, else a policy's defaults.
+   */
   drainOf(node: string): DrainSettings {
-    return (this.policyOf(node) ?? POLICY_DEFAULTS).drain;
+    const pool = (this.policyOf(node) ?? POLICY_DEFAULTS).drain;
+    const plan = this.#planOfNode.get(node);
+    return (plan === undefined ? undefined : this.#o.planDrain(plan, pool)) ?? pool;
   }
 
   /** The settings a node is stepped under: its pool's as last planned, else a policy's defaults. */
@@ -177,8 +199,9 @@ export class Decider {
    * they need the whole budget); undefined when it has nothing to do.
    */
   stepOf(view: NodeView, slot: Slot, health: ReadonlyMap<string, Health>, now: Date): NodeStep | undefined {
+    const seen = this.#plans?.view(view) ?? view;
     const snapshot = {
-      nodes: [this.#soak.view(view, now.getTime())],
+      nodes: [this.#soak.view(seen, now.getTime())],
       ledger: { slots: { [view.name]: slot } },
       draining: this.#o.draining(),
       admitting: new Set<string>(),

@@ -36,6 +36,10 @@ export interface DrainSettings {
   deleteEmptyDirData: boolean;
   force: boolean;
   podSelector: string;
+  /** Leave DaemonSet pods in place (default); false refuses them, as kubectl drain without the flag. */
+  ignoreDaemonSets?: boolean;
+  /** Pods whose deletion began longer ago than this are not waited for (0, the default: all are). */
+  skipWaitForDeleteTimeoutSeconds?: number;
   /** Retry (the default) or Skip the node after `afterAttempts` failed drains in a row. */
   onFailure?: { action: 'Retry' | 'Skip'; afterAttempts: number };
 }
@@ -57,6 +61,11 @@ export class DrainRunner {
     return this.#running.has(node);
   }
 
+  /** Ends the node's drain, if one runs here (its attempt ended). */
+  abort(node: string): void {
+    this.#running.get(node)?.abort();
+  }
+
   /** Ends every drain in flight (leadership lost, or shutdown). */
   abortAll(): void {
     for (const controller of this.#running.values()) controller.abort();
@@ -68,7 +77,8 @@ export class DrainRunner {
     const s = this.#o.settings(node);
     return {
       force: s.force,
-      ignoreDaemonSets: true,
+      ignoreDaemonSets: s.ignoreDaemonSets !== false,
+      skipWaitForDeleteTimeoutSeconds: s.skipWaitForDeleteTimeoutSeconds ?? 0,
       deleteEmptyDirData: s.deleteEmptyDirData,
       gracePeriodSeconds: s.gracePeriodSeconds,
       timeoutSeconds: Math.ceil(s.timeoutMs / 1000),

@@ -3,16 +3,17 @@
  * effort: an Event that cannot be written is logged at debug and dropped, never retried or waited for.
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
+import { API_GROUP, API_VERSION, PLAN, UPDATE_POLICY } from '../api/crd.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
 
-/** The object an Event is about: cluster-scoped, so its Events live in the default namespace. */
+/** The object an Event is about; a cluster-scoped one's Events live in the default namespace. */
 interface Involved {
   apiVersion: string;
   kind: string;
   name: string;
   uid: string;
+  namespace?: string;
 }
 
 export class EventRecorder {
@@ -45,11 +46,26 @@ export class EventRecorder {
     this.#record(ref, type, reason, message);
   }
 
+  /** An Event on a Plan, in its namespace. */
+  plan(
+    plan: { namespace: string; name: string; uid: string },
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): void {
+    this.#record(
+      { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: PLAN.kind, ...plan },
+      type,
+      reason,
+      message,
+    );
+  }
+
   #record(ref: Involved, type: string, reason: string, message: string): void {
     const now = new Date();
     this.#core
       .createNamespacedEvent({
-        namespace: 'default',
+        namespace: ref.namespace ?? 'default',
         body: {
           metadata: { generateName: `${ref.name}.nuo.` },
           involvedObject: ref,

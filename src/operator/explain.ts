@@ -9,7 +9,7 @@ import type { Decision } from './decide.ts';
 import { type GateInput, NODE_GATES, PASS_GATES } from './gates.ts';
 import type { Ledger } from './ledger.ts';
 import { inPool } from './ledger.ts';
-import { needsReboot, outsideAttempt } from './need.ts';
+import { needsWork, outsideAttempt } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { DEFAULT_POOL, type PoolPlan } from './pool-plan.ts';
 
@@ -42,7 +42,7 @@ export function explainNode(input: ExplainInput): string[] {
   const { node, plan, decision, ledger, now } = input;
   const { line, pool } = poolLine(node, plan);
   const lines = [line];
-  const need = needsReboot(node, now.getTime());
+  const need = needsWork(node, now.getTime());
   const since = node.stateSince ? ` since ${node.stateSince.toISOString()}` : '';
   lines.push(`phase: ${node.state ?? Phase.idle}${since}; ${need ?? 'needs no reboot'}`);
   if (!pool) return lines;

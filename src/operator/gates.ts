@@ -6,7 +6,7 @@
  */
 import { Annotations, Labels } from '../api/keys.ts';
 import type { DecideConfig } from './decide.ts';
-import { ms } from './need.ts';
+import { ms, nextPlan } from './need.ts';
 import type { NodeView } from './node-view.ts';
 
 export interface Wait {
@@ -75,6 +75,18 @@ const clusterPaused: Gate = {
 /** The pool admits nothing now (its window is closed, a blocker holds, its policy is invalid, ...). */
 const poolHold: Gate = { name: 'pool-hold', wait: ({ config }) => config.hold };
 
+/** The Plan the node's attempt would apply starts nothing now (outside its window, invalid, ...). */
+const planHold: Gate = { name: 'plan-hold', wait: ({ node, now }) => nextPlan(node, now)?.hold };
+
+/** The Plan runs on as many nodes at once as its `concurrency` allows. */
+const planConcurrency: Gate = {
+  name: 'plan-concurrency',
+  wait: ({ node, config, now }) => {
+    const plan = nextPlan(node, now);
+    return plan && config.plans?.wait(plan);
+  },
+};
+
 const notReady: Gate = {
   name: 'not-ready',
   wait: ({ node }) => (node.ready ? undefined : { reason: 'waiting: node is NotReady' }),
@@ -137,10 +149,12 @@ export const NODE_GATES: readonly Gate[] = [
   foreignGrant,
   clusterPaused,
   poolHold,
+  planHold,
   notReady,
   podOptOut,
   backoff,
   rebootLoop,
+  planConcurrency,
 ];
 
 /** Conditions of the pass, checked once a slot is free for the node. */

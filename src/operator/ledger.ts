@@ -7,6 +7,7 @@ import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { LEDGER } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
 import type { Action } from './decide.ts';
+import type { PlanSlot } from './plan-work.ts';
 
 /** The budget a slot counts in: a pool's name; absent for the default pool (''). */
 type InPool = { pool?: string };
@@ -14,6 +15,8 @@ type InPool = { pool?: string };
 export interface Slot extends InPool {
   /** When the node was admitted (RFC 3339). */
   since: string;
+  /** The attempt applies this Plan (absent: a reboot). */
+  plan?: PlanSlot;
 }
 
 /** A node promised the slot of a holder whose attempt is about to end (see Ledger.next). */
@@ -63,6 +66,20 @@ export function poolOf(ledger: Ledger, node: string): string | undefined {
   return entry === undefined ? undefined : (entry.pool ?? '');
 }
 
+const PREPARES: ReadonlySet<unknown> = new Set(['drain', 'cordon', 'none']);
+
+function isPlanSlot(p: unknown): p is PlanSlot {
+  if (typeof p !== 'object' || p === null) return false;
+  const s = p as Record<string, unknown>;
+  return (
+    typeof s.ref === 'string' &&
+    typeof s.hash === 'string' &&
+    typeof s.version === 'string' &&
+    PREPARES.has(s.prepare) &&
+    typeof s.reboot === 'boolean'
+  );
+}
+
 export class LedgerConflict extends Error {}
 
 export interface LedgerVersion {
@@ -93,6 +110,10 @@ export function parseLedger(cm: V1ConfigMap): Ledger {
     const entries: { pool?: unknown }[] = [...Object.values(doc.slots), ...Object.values(doc.next ?? {})];
     if (entries.some((e) => e.pool !== undefined && typeof e.pool !== 'string')) {
       throw new Error('a "pool" that is not a string');
+    }
+    const plans = Object.values(doc.slots).map((s) => (s as { plan?: unknown }).plan);
+    if (plans.some((p) => p !== undefined && !isPlanSlot(p))) {
+      throw new Error('a "plan" that is not { ref, hash, version, prepare, reboot }');
     }
     const grants: unknown = doc.poolGrants;
     if (
@@ -182,7 +203,8 @@ export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at
     else if (a.type === 'unpromise') delete l.next?.[a.node];
     else {
       // An admission takes its slot now; a claim records a handover made when its promise was.
-      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at, ...tag };
+      const plan = a.type === 'admit' && a.plan ? { plan: a.plan } : {};
+      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at, ...tag, ...plan };
       delete l.next?.[a.node];
     }
   }

@@ -4,6 +4,7 @@
  */
 import { Phase } from '../api/phases.ts';
 import type { NodeView } from './node-view.ts';
+import type { PlanWork } from './plan-work.ts';
 
 /** A Date as milliseconds, NaN when absent (comparisons with NaN are false: nothing is decided on it). */
 export const ms = (d: Date | undefined) => d?.getTime() ?? Number.NaN;
@@ -26,6 +27,23 @@ export function needsReboot(n: NodeView, t: number): string | undefined {
   return undefined;
 }
 
+/**
+ * The Plan the node's next attempt applies: the Plan it needs, unless a reboot it needs goes first (a Plan
+ * that reboots the node serves both in one attempt).
+ */
+export function nextPlan(n: NodeView, t: number): PlanWork | undefined {
+  const w = n.work;
+  if (!w) return undefined;
+  return w.reboot || needsReboot(n, t) === undefined ? w : undefined;
+}
+
+/** Why the node needs an attempt at `t` (a reboot, or a Plan to apply), or undefined. */
+export function needsWork(n: NodeView, t: number): string | undefined {
+  const plan = nextPlan(n, t);
+  if (plan) return `Plan ${plan.ref} to apply (version ${plan.version})`;
+  return needsReboot(n, t);
+}
+
 /** The reason of a node whose reboot was requested for a time still to come. */
 export const REQUESTED_LATER = 'reboot requested for ';
 
@@ -35,11 +53,12 @@ export function outsideAttempt(n: NodeView): boolean {
 }
 
 /**
- * Disrupted = holds a slot, or is NotReady, or is cordoned. A node nuo cordoned, or left in a phase of an
- * attempt, without a slot behind it (freed by hand, or any slip) counts too: fail closed.
+ * Disrupted = holds a slot, or is NotReady, or is cordoned, or runs a Plan's Job. A node nuo cordoned, or
+ * left in a phase of an attempt, or running a Job, without a slot behind it (freed by hand, or any slip)
+ * counts too: fail closed.
  */
 export function unavailableWithoutSlot(n: NodeView): boolean {
-  return !n.ready || n.unschedulable || n.cordonedByNuo || !outsideAttempt(n);
+  return !n.ready || n.unschedulable || n.cordonedByNuo || !outsideAttempt(n) || n.planJob === true;
 }
 
 export const MALFORMED = 'ignored malformed annotations: ';

@@ -5,6 +5,7 @@
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { Annotations, Labels, Taints } from '../api/keys.ts';
 import { isPhase, type Phase } from '../api/phases.ts';
+import type { PlanWork } from './plan-work.ts';
 
 export interface NodeView {
   name: string;
@@ -43,6 +44,15 @@ export interface NodeView {
   hasAfterRebootLabel: boolean;
   /** Labelled skipped: its drains failed too often under onFailure Skip. */
   skipped: boolean;
+  /** `nuo.dev/plan`: the Plan whose attempt holds the node's slot, as written with the admission. */
+  plan?: string;
+  /**
+   * The Plan the node needs next (its label differs from the Plan's hash), set for each pass from the
+   * Plans (decider.ts); absent when it needs none.
+   */
+  work?: PlanWork;
+  /** A Plan's Job on the node has not finished: the node counts as disrupted, with a slot or without. */
+  planJob?: boolean;
   problems: string[];
 }
 
@@ -129,6 +139,7 @@ export function viewNode(node: V1Node): NodeView {
     hasBeforeRebootLabel: labels[Labels.beforeReboot] === 'true',
     hasAfterRebootLabel: labels[Labels.afterReboot] === 'true',
     skipped: labels[Labels.skipped] === 'true',
+    ...(a[Annotations.plan] === undefined ? {} : { plan: a[Annotations.plan] }),
     problems,
   };
 }

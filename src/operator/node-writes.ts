@@ -5,10 +5,11 @@
  * annotations cleared with the label that asks for them, as CLUO did, so a stale "true" never lets a
  * later attempt skip its hooks).
  */
-import { Annotations, Labels } from '../api/keys.ts';
+import { Annotations, Labels, planLabel } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import type { Action, DecideConfig } from './decide.ts';
 import type { NodeView } from './node-view.ts';
+import type { PlanSlot } from './plan-work.ts';
 
 export interface NodeWrite {
   annotations: Record<string, string | null>;
@@ -21,7 +22,10 @@ export interface NodeWrite {
 
 /** Every step that writes its node: decide()'s, and the grant that ends a drain. */
 export type WriteAction =
-  | Exclude<Action, { type: 'drain' | 'release' | 'promise' | 'unpromise' | 'claim' }>
+  | Exclude<
+      Action,
+      { type: 'drain' | 'release' | 'promise' | 'unpromise' | 'claim' | 'job' | 'deleteJob' | 'grantReboot' }
+    >
   | { type: 'grant'; node: string; message: string; grant: string };
 
 type HookConfig = Pick<DecideConfig, 'beforeRebootAnnotations' | 'afterRebootAnnotations'>;
@@ -46,11 +50,33 @@ const malformedCounts = (n: NodeView) =>
     }),
   );
 
+/** The end of an attempt removes the Plan it named (a key written only for a Plan's attempt). */
+const noPlan = (n: NodeView): Record<string, null> =>
+  n.plan === undefined ? {} : { [Annotations.plan]: null };
+
 const allHooks = (c: HookConfig) => cleared([...c.beforeRebootAnnotations, ...c.afterRebootAnnotations]);
 const noHookLabels = { [Labels.beforeReboot]: null, [Labels.afterReboot]: null };
 
+/**
+ * The write that starts a Plan's attempt, naming the Plan: Draining, cordoned (a Plan that drains or
+ * reboots), or Upgrading, cordoned or not as the Plan says. Before-reboot hooks are a reboot's.
+ */
+function planStart(p: PlanSlot, now: Date): NodeWrite {
+  const named = { [Annotations.plan]: p.ref };
+  if (p.prepare === 'drain')
+    return {
+      annotations: { ...phase(Phase.draining, `admitted for Plan ${p.ref}; draining`, now), ...named },
+      cordon: true,
+    };
+  return {
+    annotations: { ...phase(Phase.upgrading, `admitted for Plan ${p.ref}; its Job starts`, now), ...named },
+    ...(p.prepare === 'cordon' ? { cordon: true } : {}),
+  };
+}
+
 /** The write that starts an attempt: BeforeReboot with its hooks asked for, or straight to Draining. */
-function attemptStart(c: HookConfig, now: Date): NodeWrite {
+function attemptStart(c: HookConfig, now: Date, plan?: PlanSlot): NodeWrite {
+  if (plan) return planStart(plan, now);
   const hooks = c.beforeRebootAnnotations;
   if (hooks.length === 0)
     return {
@@ -73,7 +99,7 @@ function transition(
   c: HookConfig,
   now: Date,
 ): NodeWrite {
-  if (a.to === Phase.beforeReboot) return attemptStart(c, now);
+  if (a.to === Phase.beforeReboot) return attemptStart(c, now, a.plan);
   const annotations: Record<string, string | null> = phase(a.to, a.reason, now);
   const labels: Record<string, string | null> = {};
   if (a.clearGrant) annotations[Annotations.rebootOk] = null;
@@ -86,6 +112,7 @@ function transition(
     labels[Labels.afterReboot] = 'true';
     Object.assign(annotations, cleared(c.afterRebootAnnotations));
   }
+  if (a.to === Phase.idle || a.to === Phase.pending) Object.assign(annotations, noPlan(n));
   if (a.to === Phase.idle) {
     Object.assign(annotations, malformedCounts(n));
     annotations[Annotations.failures] = null;
@@ -97,6 +124,16 @@ function transition(
     ...(Object.keys(labels).length ? { labels } : {}),
     ...(a.taint === undefined ? {} : { taint: a.taint }),
     ...(a.to === Phase.draining ? { cordon: true } : {}),
+  };
+}
+
+/** What a completed reboot settles: a request it answered, and whether the need survived it. */
+function rebootAnswered(a: Extract<WriteAction, { type: 'complete' }>, n: NodeView, now: Date) {
+  return {
+    // A request for a later time is still to be honoured; this reboot answered any other.
+    ...(n.rebootRequested && n.rebootRequested > now ? {} : { [Annotations.rebootRequested]: null }),
+    // A need the reboot did not clear counts towards a reboot loop (gates.ts); one it cleared ends it.
+    [Annotations.ineffectiveReboots]: a.needSurvived ? String(n.ineffectiveReboots + 1) : null,
   };
 }
 
@@ -119,7 +156,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
     case 'revoke':
       return { annotations: { [Annotations.rebootOk]: null } };
     case 'admit':
-      return attemptStart(c, now);
+      return attemptStart(c, now, a.plan);
     case 'transition':
       return transition(a, n, c, now);
     case 'grant':
@@ -141,6 +178,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
           ),
           [Annotations.failures]: String(n.failures + 1),
           [Annotations.rebootOk]: null,
+          ...noPlan(n),
           ...allHooks(c),
         },
         labels: { ...noHookLabels, ...(a.skip ? { [Labels.skipped]: 'true' } : {}) },
@@ -158,13 +196,14 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
           ...phase(Phase.idle, a.reason, now),
           [Annotations.rebootOk]: null,
           [Annotations.failures]: null,
-          // A request for a later time is still to be honoured; this reboot answered any other.
-          ...(n.rebootRequested && n.rebootRequested > now ? {} : { [Annotations.rebootRequested]: null }),
-          // A need the reboot did not clear counts towards a reboot loop (gates.ts); one it cleared ends it.
-          [Annotations.ineffectiveReboots]: a.needSurvived ? String(n.ineffectiveReboots + 1) : null,
+          ...(a.plan && !a.plan.rebooted ? {} : rebootAnswered(a, n, now)),
+          ...noPlan(n),
           ...allHooks(c),
         },
-        labels: noHookLabels,
+        // A Plan's own labels first: its hash label, which says it is applied, is nuo's alone.
+        labels: a.plan
+          ? { ...a.plan.labels, [planLabel(a.plan.name)]: a.plan.hash, ...noHookLabels }
+          : noHookLabels,
         // Done: pods are welcome here again, and preferred over nodes still waiting.
         ...(n.pendingTaint ? { taint: false } : {}),
       };

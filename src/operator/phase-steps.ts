@@ -4,20 +4,13 @@
  * closed) are built once.
  */
 import { Phase } from '../api/phases.ts';
-import type { Action, DecideConfig } from './decide.ts';
-import { type Health, healthDue, missingHooks } from './health-gate.ts';
-import { ms, needsReboot } from './need.ts';
+import type { Action } from './decide.ts';
+import { healthDue, missingHooks } from './health-gate.ts';
+import { ms, needsWork } from './need.ts';
 import type { NodeView } from './node-view.ts';
-
-export interface StepContext {
-  config: DecideConfig;
-  now: Date;
-  /** Nodes with a drain running in this process. */
-  draining: ReadonlySet<string>;
-  health: ReadonlyMap<string, Health>;
-  /** Asks for the next look at `at` (ms), when a soak or a timeout ends. */
-  wake: (at: number) => void;
-}
+import { planFinished, upgrading } from './plan-steps.ts';
+import { planName } from './plan-work.ts';
+import { bootChanged, explain, type StepContext } from './step-context.ts';
 
 /** Why a node drained or granted is cordoned and drained again: someone uncordoned it mid-attempt. */
 export const UNCORDONED_DURING_DRAIN =
@@ -50,21 +43,19 @@ const failed = (n: NodeView, reason: string): Action => ({
   failed: true,
 });
 
-/** A reason written only when it changed. */
-const explain = (n: NodeView, reason: string): Action[] =>
-  n.stateReason === reason ? [] : [{ type: 'explain', node: n.name, reason }];
-
-const bootChanged = (n: NodeView) => Boolean(n.bootIdBefore) && n.bootId !== n.bootIdBefore;
-
 /** Admitted in the ledger, but the node write did not happen (a crash between the two): redo it. */
-const admittedNotWritten: PhaseStep = (n, { now }) => [
-  {
-    type: 'transition',
-    node: n.name,
-    to: Phase.beforeReboot,
-    reason: `${needsReboot(n, now.getTime()) ?? 'holds a slot'} (its admission's node write redone)`,
-  },
-];
+const admittedNotWritten: PhaseStep = (n, { now, slotOf }) => {
+  const plan = slotOf(n.name)?.plan;
+  return [
+    {
+      type: 'transition',
+      node: n.name,
+      to: Phase.beforeReboot,
+      reason: `${needsWork(n, now.getTime()) ?? 'holds a slot'} (its admission's node write redone)`,
+      ...(plan ? { plan } : {}),
+    },
+  ];
+};
 
 const beforeReboot: PhaseStep = (n, { config, wake }, age) => {
   const missing = missingHooks(n, config.beforeRebootAnnotations);
@@ -80,7 +71,11 @@ const beforeReboot: PhaseStep = (n, { config, wake }, age) => {
   return explain(n, `waiting for before-reboot hooks: ${missing.join(', ')}`);
 };
 
-const draining: PhaseStep = (n, ctx) => (ctx.draining.has(n.name) ? [] : [{ type: 'drain', node: n.name }]);
+const draining: PhaseStep = (n, ctx) => {
+  const plan = ctx.slotOf(n.name)?.plan;
+  if (plan && !ctx.config.plans?.completion(plan.ref)) return planFinished(n, ctx, plan.ref);
+  return ctx.draining.has(n.name) ? [] : [{ type: 'drain', node: n.name }];
+};
 
 const rebootGranted: PhaseStep = (n, { config, wake }, age) => {
   if (n.rebootInProgress && bootChanged(n)) return [rebooted(n, 'rebooted: boot ID changed')];
@@ -139,10 +134,7 @@ const afterReboot: PhaseStep = (n, ctx, age) => {
   if (!health?.daemonSetPodsReady && due)
     waits.push(`DaemonSet pods: ${health?.detail ?? 'not checked yet'}`);
   if (n.rebootInProgress) waits.push('the agent to report after boot');
-  if (waits.length === 0) {
-    const survived = n.rebootNeeded ? { needSurvived: true } : {};
-    return [{ type: 'complete', node: n.name, reason: 'rebooted and healthy', ...survived }];
-  }
+  if (waits.length === 0) return completion(n, ctx);
   // Nothing is written while only the pods' first read is awaited: most nodes pass it, and their next
   // write is the completion. The soak countdown changes every second: only entering the wait is written.
   if (due && !health && waits.length === 1) return [];
@@ -152,16 +144,48 @@ const afterReboot: PhaseStep = (n, ctx, age) => {
   );
 };
 
-/** Recover open: a node that came back after all resumes at the health gate; else it fails closed. */
-const failedPhase: PhaseStep = (n) =>
-  bootChanged(n) && n.ready ? [rebooted(n, 'came back after the timeout: boot ID changed')] : [];
+/** The write that ends a healthy node's attempt: a reboot's, or a Plan's with the labels it applies. */
+function completion(n: NodeView, ctx: StepContext): Action[] {
+  const slot = ctx.slotOf(n.name);
+  const p = slot?.plan;
+  if (!p) {
+    const survived = n.rebootNeeded ? { needSurvived: true } : {};
+    return [{ type: 'complete', node: n.name, reason: 'rebooted and healthy', ...survived }];
+  }
+  const done = ctx.config.plans?.completion(p.ref);
+  if (!done) return planFinished(n, ctx, p.ref);
+  const job = ctx.config.plans?.jobs(n.name).find((j) => j.attempt === slot.since);
+  const rebooted = p.reboot || Boolean(job?.bootId && job.bootId !== n.bootId);
+  return [
+    {
+      type: 'complete',
+      node: n.name,
+      reason: `Plan ${p.ref} applied (version ${p.version}) and healthy`,
+      plan: { name: planName(p.ref), hash: p.hash, labels: done.labels, rebooted },
+      ...(rebooted && n.rebootNeeded && p.reboot ? { needSurvived: true } : {}),
+    },
+  ];
+}
+
+/**
+ * Recover open: a node that came back after all resumes at the health gate; else it fails closed. A Plan's
+ * attempt that nuo did not reboot failed only at the health gate (not Ready in time after its Job): Ready
+ * again, it resumes there.
+ */
+const failedPhase: PhaseStep = (n, { slotOf }) => {
+  if (bootChanged(n) && n.ready) return [rebooted(n, 'came back after the timeout: boot ID changed')];
+  const plan = slotOf(n.name)?.plan;
+  if (plan && !plan.reboot && !n.bootIdBefore && n.ready)
+    return [rebooted(n, `Plan ${plan.ref}: the node is Ready again after the timeout; health gate`)];
+  return [];
+};
 
 const STEPS: Record<Phase, PhaseStep> = {
   [Phase.idle]: admittedNotWritten,
   [Phase.pending]: admittedNotWritten,
   [Phase.beforeReboot]: beforeReboot,
   [Phase.draining]: draining,
-  [Phase.upgrading]: (n, ctx) => [restorePhase(n, ctx)],
+  [Phase.upgrading]: upgrading,
   [Phase.rebootGranted]: rebootGranted,
   [Phase.rebooting]: rebooting,
   [Phase.afterReboot]: afterReboot,
@@ -187,7 +211,14 @@ function restorePhase(n: NodeView, ctx: StepContext): Action {
   if (n.rebootInProgress)
     return bootChanged(n) ? to(Phase.afterReboot, { clearGrant: true }) : to(Phase.rebooting);
   if (n.grantShown) return to(Phase.rebootGranted);
-  const end = needsReboot(n, ctx.now.getTime()) ? Phase.pending : Phase.idle;
+  // A Plan's Job still running: its attempt goes on (the Job decides when it ends, not a lost phase).
+  const slot = ctx.slotOf(n.name);
+  if (
+    slot?.plan &&
+    ctx.config.plans?.jobs(n.name).some((j) => j.attempt === slot.since && j.state === 'active')
+  )
+    return to(Phase.upgrading);
+  const end = needsWork(n, ctx.now.getTime()) ? Phase.pending : Phase.idle;
   return { type: 'end', node: n.name, reason: `its phase was lost, so its attempt ended: ${why}`, to: end };
 }
 

@@ -10,11 +10,11 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import type { UpdatePolicy } from '../api/update-policy.ts';
 import type { KubeLog } from '../kube/backoff.ts';
-import { statusCode } from '../kube/errors.ts';
-import { type InformerListOptions, ResilientInformer } from '../kube/informer.ts';
+import { ResilientInformer } from '../kube/informer.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import type { FieldError } from '../policy/field-error.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
+import { listCustomPage } from './custom-list.ts';
 
 export interface PolicyEntry {
   name: string;
@@ -49,7 +49,8 @@ export class PolicySource {
     this.#informer = new ResilientInformer<UpdatePolicy>({
       kubeconfig: o.kubeconfig,
       path: `/apis/${API_GROUP}/${API_VERSION}/${UPDATE_POLICY.plural}`,
-      list: (opts) => this.#list(api, opts),
+      list: (opts) =>
+        listCustomPage<UpdatePolicy>(api, UPDATE_POLICY.plural, opts, (missing) => this.#answered(missing)),
       name: 'updatepolicies',
       log: o.log,
     });
@@ -83,23 +84,6 @@ export class PolicySource {
       crdMissing: this.#crdMissing,
       policies: policies.sort((a, b) => (a.name < b.name ? -1 : 1)),
     };
-  }
-
-  /** One page of policies; a 404 (no CRD) is an empty list, and says so. */
-  async #list(api: CustomObjectsApi, opts: InformerListOptions) {
-    try {
-      const page = await api.listClusterCustomObject({
-        group: API_GROUP,
-        version: API_VERSION,
-        plural: UPDATE_POLICY.plural,
-        ...opts,
-      });
-      this.#answered(false);
-      return page as { metadata?: { resourceVersion?: string; _continue?: string }; items: UpdatePolicy[] };
-    } catch (err) {
-      if (statusCode(err) === 404) this.#answered(true);
-      throw err;
-    }
   }
 
   /** A list answered: the first answer, and the CRD's coming or going, change what a pass sees. */

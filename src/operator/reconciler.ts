@@ -44,6 +44,8 @@ export interface ReconcilerOptions {
   steps: NodeSteps;
   /** The policies' statuses, written after each pass where they changed. */
   statuses: PolicyStatusWriter;
+  /** The Plans' statuses, written after each pass where they changed. */
+  planStatuses: (decision: PassDecision, nodes: readonly NodeView[], ledger: Ledger, now: Date) => void;
   policies: () => PolicyState;
   acting: () => boolean;
   log: KubeLog;
@@ -111,6 +113,7 @@ export class Reconciler {
     if (!this.#o.acting()) return { requeueAfterMs: RESYNC_IDLE_MS };
     this.#o.steps.dispatch(decision, new Map(nodes.map((n) => [n.name, n])), now);
     this.#o.statuses.update(decision, this.#o.policies().policies, now);
+    this.#o.planStatuses(decision, nodes, current.ledger, now);
     return { requeueAfterMs: this.#resyncAfter(current, nodes, decision) };
   }
 

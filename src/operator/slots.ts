@@ -4,26 +4,32 @@
  * freed. The ledger is the authority on who holds a slot; these steps read it and the cached nodes and
  * never guess.
  */
+import { planLabel } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import type { Action, DecideConfig } from './decide.ts';
 import { firstWait, NODE_GATES, type PassState } from './gates.ts';
 import type { Ledger } from './ledger.ts';
-import { ms, needsReboot, outsideAttempt, unavailableWithoutSlot } from './need.ts';
+import { ms, needsWork, outsideAttempt, unavailableWithoutSlot } from './need.ts';
 import type { NodeView } from './node-view.ts';
+import { type PlanPass, planName } from './plan-work.ts';
 
 /** Actions of these steps that change only the ledger. */
 type LedgerAction = Extract<Action, { type: 'release' | 'unpromise' | 'claim' | 'promise' }>;
 
 /**
  * Ledger entries with nothing behind them: the node is gone, or came back to a phase without a slot (a
- * crash between "node Idle" and "release"). Returns the holders left and the releases.
+ * crash between "node Idle" and "release"). Returns the holders left and the releases. A Plan's attempt
+ * that completed keeps its slot for the Plan's postCompleteDelay (`delayed`: held, nothing to step).
  */
 export function releaseStale(
   ledger: Ledger,
   byName: ReadonlyMap<string, NodeView>,
   t: number,
-): { holders: Set<string>; actions: LedgerAction[] } {
+  plans?: PlanPass,
+  wake?: (at: number) => void,
+): { holders: Set<string>; actions: LedgerAction[]; delayed: Set<string> } {
   const holders = new Set(Object.keys(ledger.slots));
+  const delayed = new Set<string>();
   const actions: LedgerAction[] = [];
   const release = (node: string, reason: string) => {
     actions.push({ type: 'release', node, reason });
@@ -38,11 +44,25 @@ export function releaseStale(
     // Written since its admission: the attempt ended (completed or aborted) and the node is back.
     // Written before it (or never): the admission's node write is still to come — kept, and redone,
     // while the node still needs a reboot.
-    else if (ms(n.stateSince) >= Date.parse(slot.since))
-      release(name, `node is ${n.state ?? Phase.idle} after its attempt`);
-    else if (!needsReboot(n, t)) release(name, 'admitted, but no longer needs a reboot');
+    else if (ms(n.stateSince) >= Date.parse(slot.since)) {
+      const until = postCompleteUntil(slot, n, plans);
+      if (t < until) {
+        delayed.add(name);
+        wake?.(until);
+      } else release(name, `node is ${n.state ?? Phase.idle} after its attempt`);
+    } else if (!needsWork(n, t)) release(name, 'admitted, but no longer needs a reboot or a Plan');
   }
-  return { holders, actions };
+  return { holders, actions, delayed };
+}
+
+/**
+ * Until when a slot is kept after its attempt ended: a Plan's completed attempt (the node labelled with
+ * the hash it applied) keeps it for the Plan's postCompleteDelay, counted from the end of the attempt.
+ */
+function postCompleteUntil(slot: Ledger['slots'][string], n: NodeView, plans: PlanPass | undefined): number {
+  if (!slot.plan || n.labels[planLabel(planName(slot.plan.ref))] !== slot.plan.hash) return 0;
+  const delay = plans?.completion(slot.plan.ref)?.postCompleteDelayMs ?? 0;
+  return delay > 0 ? ms(n.stateSince) + delay : 0;
 }
 
 /**
@@ -57,11 +77,13 @@ export function withdrawUnstarted(
   holders: Set<string>,
   admitting: ReadonlySet<string>,
   excess: number,
+  ended: ReadonlySet<string> = new Set(),
 ): LedgerAction[] {
   if (excess <= 0) return [];
-  // An admission whose node write is in flight here has started: its write may land at any moment.
+  // An admission whose node write is in flight here has started: its write may land at any moment. A
+  // slot kept after its attempt ended (a Plan's postCompleteDelay) is no admission.
   const unstarted = [...holders]
-    .filter((name) => !admitting.has(name))
+    .filter((name) => !admitting.has(name) && !ended.has(name))
     .map((name) => ({ name, n: byName.get(name), since: Date.parse(ledger.slots[name]?.since ?? '') }))
     .filter(
       ({ n }) => n !== undefined && outsideAttempt(n) && !n.stateMalformed && !unavailableWithoutSlot(n),
@@ -119,8 +141,8 @@ export function settlePromises(
     }
     const why = !n
       ? 'node no longer exists'
-      : !needsReboot(n, t)
-        ? 'no longer needs a reboot here'
+      : !needsWork(n, t)
+        ? 'no longer needs a reboot or a Plan here'
         : (firstWait(NODE_GATES, { node: n, config: c, now: t, pass })?.reason ??
           (c.minGrantSpacingMs > 0 ? 'grants are spaced' : undefined));
     if (why) {

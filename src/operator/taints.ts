@@ -4,7 +4,7 @@
  * on the node's write of this pass where there is one, else it is a write of its own.
  */
 import type { Action, DecideConfig } from './decide.ts';
-import { needsReboot } from './need.ts';
+import { needsReboot, nextPlan } from './need.ts';
 import type { NodeView } from './node-view.ts';
 
 type Write = Extract<Action, { type: 'pending' | 'explain' | 'transition' }>;
@@ -27,13 +27,19 @@ export function pendingTaints(
   const extra: Action[] = [];
   for (const n of nodes) {
     if (inAttempt(n.name) || admitted.has(n.name)) continue;
-    const want = c.pendingTaint && !n.paused && needsReboot(n, t) !== undefined;
+    const want = c.pendingTaint && !n.paused && waitsForDrain(n, t);
     if (n.pendingTaint === want) continue;
     const write = writes.get(n.name);
     if (write) write.taint = want;
     else extra.push({ type: 'taint', node: n.name, present: want });
   }
   return extra;
+}
+
+/** The node's next attempt drains it: a reboot, or a Plan that drains. */
+function waitsForDrain(n: NodeView, t: number): boolean {
+  const plan = nextPlan(n, t);
+  return plan ? plan.prepare === 'drain' : needsReboot(n, t) !== undefined;
 }
 
 /**

@@ -56,6 +56,8 @@ test('nuo status without a policy, or without the CRD, says nuo touches no node 
     raw: [],
     plan: { pools: [], conflicts: new Map(), unmatched: ['node-0'] },
     decisions: new Map(),
+    plans: { crdMissing: false, entries: [], jobs: new Map() },
+    passPlans: [],
   };
   const none = policyLines({ ...bare, policies: { known: true, crdMissing: false, policies: [] } });
   assert.deepEqual(none, [

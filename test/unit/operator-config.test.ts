@@ -12,12 +12,13 @@ const file = (name: string, text: string) => {
   return path;
 };
 
-test('defaults: the ledger in nuo-system, not paused, 50 evictions in flight, blockers asked every 15 s', () => {
+test('defaults: the ledger in nuo-system, not paused, 50 evictions in flight, blockers asked every 15 s, channels every 15 min', () => {
   assert.deepEqual(loadOperatorConfig({}), {
     namespace: 'nuo-system',
     paused: false,
     drainConcurrency: 50,
     blockerIntervalMs: 15_000,
+    planPollingIntervalMs: 900_000,
   });
 });
 
@@ -65,6 +66,10 @@ test('every problem is reported at once, by the name the user wrote', () => {
   assert.throws(
     () => loadOperatorConfig({ flags: { 'blocker-interval': '0s' } }),
     /blocker-interval: must be/,
+  );
+  assert.throws(
+    () => loadOperatorConfig({ flags: { 'plan-polling-interval': '10ms' } }),
+    /plan-polling-interval: must be at least 1s/,
   );
   assert.throws(() => loadOperatorConfig({ file: join(dir, 'missing.yaml') }), /cannot read .*missing\.yaml/);
   assert.throws(() => loadOperatorConfig({ file: file('list.yaml', '- a\n- b\n') }), /must hold a mapping/);

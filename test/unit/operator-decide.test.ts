@@ -769,7 +769,7 @@ describe('decide: phases', () => {
     }
     const needless = run([holder('a', state(Phase.idle, 60))], { ledger: ledger('a', 5) });
     assert.deepEqual(needless.actions, [
-      { type: 'release', node: 'a', reason: 'admitted, but no longer needs a reboot' },
+      { type: 'release', node: 'a', reason: 'admitted, but no longer needs a reboot or a Plan' },
     ]);
   });
 

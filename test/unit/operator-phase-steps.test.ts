@@ -196,6 +196,7 @@ test('a slot holder steps by its phase: phase × what it sees → its next actio
       wake: (at) => {
         if (at > NOW.getTime() && (wakeAt === undefined || at < wakeAt)) wakeAt = at;
       },
+      slotOf: () => undefined,
     });
     assert.deepEqual(actions.map(summary), c.want, c.what);
     assert.equal(wakeAt === undefined ? undefined : wakeAt - NOW.getTime(), c.wakeIn, `${c.what}: wake`);
@@ -206,7 +207,14 @@ test('a paused holder keeps its slot and only says so, once', () => {
   const paused = viewNode(
     node({ what: '', phase: Phase.draining, want: [], annotations: { [Annotations.paused]: 'true' } }),
   );
-  const ctx = { config, now: NOW, draining: new Set<string>(), health: new Map(), wake: () => {} };
+  const ctx = {
+    config,
+    now: NOW,
+    draining: new Set<string>(),
+    health: new Map(),
+    wake: () => {},
+    slotOf: () => undefined,
+  };
   assert.deepEqual(stepHolder(paused, ctx), [{ type: 'explain', node: 'n', reason: PAUSED_HOLDER }]);
   assert.deepEqual(stepHolder({ ...paused, stateReason: PAUSED_HOLDER }, ctx), []);
 });

@@ -40,7 +40,7 @@ test('a ledger entry is released only when nothing stands behind it', () => {
     [
       'Pending since before its admission, needing nothing any more',
       { [Annotations.state]: Phase.pending, [Annotations.stateSince]: at(-200) },
-      'admitted, but no longer needs a reboot',
+      'admitted, but no longer needs a reboot or a Plan',
     ],
   ];
   for (const [what, annotations, reason] of table) {

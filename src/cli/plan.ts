@@ -1,0 +1,129 @@
+/**
+ * `nuo plan NAME`: a Plan's version, conditions and every node it selects — applied, applying, or why it
+ * waits (as a pass decides now) — and the Plans section of `nuo status`.
+ */
+import { parseArgs } from 'node:util';
+import { planLabel } from '../api/keys.ts';
+import { PlanConditions } from '../api/plan.ts';
+import { DISABLED } from '../operator/plan-pass.ts';
+import type { PlanEntry } from '../operator/plan-resolve.ts';
+import { type ClusterState, readClusterState } from './cluster-state.ts';
+import { type Command, err, out, UsageError } from './command.ts';
+import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
+import { table } from './table.ts';
+
+const condition = (e: PlanEntry, type: string) => e.plan.status?.conditions?.find((c) => c.type === type);
+
+/** One line per Plan for `nuo status`. */
+export function planLines(state: ClusterState): string[] {
+  if (state.plans.crdMissing) return [];
+  if (state.plans.entries.length === 0) return ['plans: none'];
+  const lines = ['plans:'];
+  for (const e of state.plans.entries) {
+    const s = e.plan.status;
+    const valid = condition(e, PlanConditions.validated);
+    const done = condition(e, PlanConditions.complete);
+    const parts = [
+      e.version ? `version ${e.version}` : 'no version yet',
+      valid?.status === 'False' ? `invalid: ${valid.message}` : '',
+      s?.applying?.length ? `applying on ${s.applying.join(', ')}` : '',
+      done ? `${done.status === 'True' ? 'complete' : done.reason}: ${done.message}` : 'no status yet',
+    ];
+    lines.push(`  ${e.ref}: ${parts.filter(Boolean).join('; ')}`);
+  }
+  return lines;
+}
+
+/** Each node the Plan selects: whether it is applied, and what it does or waits for now. */
+export function planNodeRows(state: ClusterState, ref: string): string[][] {
+  const p = state.passPlans.find((x) => x.ref === ref);
+  if (!p) return [];
+  const managed = new Set(state.plan.pools.flatMap((pool) => pool.nodes.map((n) => n.name)));
+  const pending = new Map<string, string>();
+  for (const d of state.decisions.values())
+    for (const a of d.actions)
+      if ((a.type === 'pending' || a.type === 'explain') && !pending.has(a.node))
+        pending.set(a.node, a.reason);
+  const rows = [['NODE', 'APPLIED', 'PHASE', 'WHY']];
+  for (const n of state.nodes) {
+    if (!p.ready || !p.selects(n.labels)) continue;
+    const label = n.labels[planLabel(p.name)];
+    const applied = label === p.hash ? 'yes' : label === DISABLED ? 'disabled' : label ? 'older hash' : 'no';
+    const slot = state.ledger.slots[n.name];
+    const why =
+      applied === 'yes'
+        ? '-'
+        : applied === 'disabled'
+          ? `opted out (label ${planLabel(p.name)}=${DISABLED})`
+          : !managed.has(n.name)
+            ? "in no UpdatePolicy's pool: nuo leaves it alone"
+            : slot?.plan?.ref === ref
+              ? (n.stateReason ?? 'applying')
+              : slot
+                ? `in an attempt of ${slot.plan ? `Plan ${slot.plan.ref}` : 'a reboot'}`
+                : n.work && n.work.ref !== ref
+                  ? `Plan ${n.work.ref} comes first`
+                  : (pending.get(n.name) ?? n.stateReason ?? 'waiting for the next pass');
+    rows.push([n.name, applied, n.state ?? 'Idle', why]);
+  }
+  return rows;
+}
+
+export const planCommand: Command = {
+  name: 'plan',
+  summary: "a Plan's version, conditions and nodes: applied, applying, or why each waits",
+  usage: [
+    'Usage: nuo plan NAME [flags]',
+    '',
+    'Flags:',
+    "  -n, --plan-namespace NS   the Plan's namespace (default: the only Plan of that name)",
+    '  --namespace NS            where the operator keeps its ledger and lease (default nuo-system)',
+    ...kubeFlagsUsage,
+  ].join('\n'),
+  async run(argv) {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: true,
+      options: {
+        namespace: { type: 'string', default: 'nuo-system' },
+        'plan-namespace': { type: 'string', short: 'n' },
+        ...kubeFlags,
+      },
+    });
+    const [name, extra] = positionals;
+    if (!name) throw new UsageError('missing the Plan: nuo plan NAME');
+    if (extra) throw new UsageError(`unexpected argument "${extra}"`);
+    const kc = kubeconfigFrom(values);
+    try {
+      const state = await readClusterState(kc, values.namespace, new Date());
+      if (state.plans.crdMissing) {
+        err('the Plan CRD is not installed (kubectl apply -k deploy)');
+        return 1;
+      }
+      const ns = values['plan-namespace'];
+      const found = state.plans.entries.filter((e) => e.name === name && (!ns || e.namespace === ns));
+      const e = found[0];
+      if (!e || found.length > 1) {
+        err(
+          e
+            ? `Plan "${name}" is in several namespaces (${found.map((f) => f.namespace).join(', ')}): give one with -n`
+            : `Plan "${name}" not found${ns ? ` in namespace ${ns}` : ''}`,
+        );
+        return 1;
+      }
+      out(`${e.ref}: version ${e.version ?? '(not resolved)'}, hash ${e.hash ?? '(none)'}`);
+      for (const c of e.plan.status?.conditions ?? [])
+        out(`  ${c.type}=${c.status} (${c.reason}): ${c.message}`);
+      for (const f of e.plan.status?.failed ?? []) out(`  failed on ${f.node} at ${f.at}: ${f.error}`);
+      out('');
+      const rows = planNodeRows(state, e.ref);
+      out(rows.length > 1 ? table(rows) : 'no node selected (or the Plan is not ready)');
+      return 0;
+    } catch (e) {
+      if (e instanceof UsageError) throw e;
+      err(explainApiError(e, kc));
+      return 1;
+    }
+  },
+};

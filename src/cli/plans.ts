@@ -1,0 +1,59 @@
+/**
+ * What the people-facing commands read of the Plans: every Plan with the version and hash its status
+ * names (the operator resolves channels and secrets; a command only reads what it wrote), and the Plans'
+ * Jobs, so a pass is decided here as the operator decides it.
+ */
+import { BatchV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
+import { JobLabels } from '../api/keys.ts';
+import { type Plan, PlanConditions } from '../api/plan.ts';
+import { statusCode } from '../kube/errors.ts';
+import { jobView } from '../operator/plan-jobs.ts';
+import { type PlanEntry, planEntries } from '../operator/plan-resolve.ts';
+import type { JobView } from '../operator/plan-work.ts';
+
+export interface PlansRead {
+  /** The Plan CRD is not installed. */
+  crdMissing: boolean;
+  entries: PlanEntry[];
+  jobs: Map<string, JobView[]>;
+}
+
+export async function readPlans(kc: KubeConfig): Promise<PlansRead> {
+  let plans: Plan[];
+  try {
+    const list = (await kc
+      .makeApiClient(CustomObjectsApi)
+      .listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural: PLAN.plural })) as {
+      items: Plan[];
+    };
+    plans = list.items;
+  } catch (err) {
+    if (statusCode(err) !== 404) throw err;
+    return { crdMissing: true, entries: [], jobs: new Map() };
+  }
+  const jobs = new Map<string, JobView[]>();
+  if (plans.length > 0) {
+    const listed = await kc
+      .makeApiClient(BatchV1Api)
+      .listJobForAllNamespaces({ labelSelector: JobLabels.plan });
+    for (const job of listed.items) {
+      const node = job.metadata?.labels?.[JobLabels.node];
+      const view = jobView(job);
+      if (node && view) jobs.set(node, [...(jobs.get(node) ?? []), view]);
+    }
+  }
+  return { crdMissing: false, entries: entriesOf(plans), jobs };
+}
+
+/** Plans as the operator last resolved them (their status), checked as it checks them. */
+export function entriesOf(plans: readonly Plan[]): PlanEntry[] {
+  return planEntries(plans, (p) => {
+    const resolved = p.status?.conditions?.find((c) => c.type === PlanConditions.latestResolved);
+    return {
+      ...(p.status?.latestVersion ? { version: p.status.latestVersion } : {}),
+      ...(p.status?.latestHash ? { hash: p.status.latestHash } : {}),
+      ...(resolved?.status === 'False' ? { resolveError: resolved.message } : {}),
+    };
+  });
+}

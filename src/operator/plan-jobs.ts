@@ -1,0 +1,133 @@
+/**
+ * The Plans' Jobs as the operator sees and changes them: a watch on every Job carrying JobLabels.plan (in
+ * every namespace: a Plan's Jobs run in its own), read as JobViews per node for decide(), and the two
+ * writes a Plan's attempt makes — create its Job (built by the Plan's pure builder, marked with the
+ * attempt), delete one. The Job's completion is the Job controller's: nuo only reads its conditions.
+ */
+import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
+import { JobAnnotations, JobLabels } from '../api/keys.ts';
+import type { KubeLog } from '../kube/backoff.ts';
+import { statusCode } from '../kube/errors.ts';
+import { ResilientInformer } from '../kube/informer.ts';
+import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
+import type { Slot } from './ledger.ts';
+import type { NodeView } from './node-view.ts';
+import type { JobView } from './plan-work.ts';
+
+/** Creates and deletes the Plans' Jobs (attempt-writes.ts). */
+export interface PlanJobWriter {
+  /** Creates the Job of the node's Plan attempt; one already there under its name is left as it is. */
+  create(view: NodeView, slot: Slot | undefined): Promise<void>;
+  delete(job: { name: string; namespace: string }, reason: string): Promise<void>;
+}
+
+/** Builds the Job of a Plan's attempt on a node, or says why it cannot (the Plan is gone, or invalid). */
+export type JobBuilder = (slot: Slot, view: NodeView) => V1Job | Error;
+
+/** Longest message of a failed Job kept for the node's reason and the Plan's status. */
+const MESSAGE_MAX = 300;
+
+/** What decide() reads of a Job: its Plan, node, attempt and state. Pure. */
+export function jobView(job: V1Job): JobView | undefined {
+  const labels = job.metadata?.labels ?? {};
+  const annotations = job.metadata?.annotations ?? {};
+  const plan = labels[JobLabels.plan];
+  const namespace = job.metadata?.namespace ?? '';
+  if (!plan || !labels[JobLabels.node]) return undefined;
+  const conditions = job.status?.conditions ?? [];
+  const holds = (type: string) => conditions.find((c) => c.type === type && c.status === 'True');
+  const failed = holds('Failed');
+  const state = holds('Complete') ? 'succeeded' : failed ? 'failed' : 'active';
+  const message = failed && `${failed.reason ?? 'Failed'}: ${failed.message ?? ''}`.slice(0, MESSAGE_MAX);
+  return {
+    name: job.metadata?.name ?? '',
+    namespace,
+    plan: `${namespace}/${plan}`,
+    hash: labels[JobLabels.hash] ?? '',
+    ...(annotations[JobAnnotations.attempt] ? { attempt: annotations[JobAnnotations.attempt] } : {}),
+    ...(annotations[JobAnnotations.bootId] ? { bootId: annotations[JobAnnotations.bootId] } : {}),
+    state,
+    ...(message ? { message } : {}),
+    deleting: Boolean(job.metadata?.deletionTimestamp),
+  };
+}
+
+export class PlanJobs implements PlanJobWriter {
+  readonly #informer: ResilientInformer<V1Job>;
+  readonly #batch: BatchV1Api;
+  readonly #build: JobBuilder;
+  readonly #log: KubeLog;
+
+  constructor(o: { kubeconfig: PooledKubeConfig; build: JobBuilder; log: KubeLog }) {
+    this.#batch = o.kubeconfig.makeApiClient(BatchV1Api);
+    this.#build = o.build;
+    this.#log = o.log;
+    this.#informer = new ResilientInformer<V1Job>({
+      kubeconfig: o.kubeconfig,
+      path: '/apis/batch/v1/jobs',
+      labelSelector: JobLabels.plan,
+      list: (opts) =>
+        this.#batch.listJobForAllNamespaces({ ...opts, labelSelector: JobLabels.plan }) as Promise<{
+          items: V1Job[];
+        }>,
+      objectType: 'V1Job',
+      name: 'plan-jobs',
+      log: o.log,
+    });
+  }
+
+  /** Calls `fn` when a Plan's Job appears, changes or goes. */
+  onChange(fn: () => void): void {
+    this.#informer.onEvent(() => fn());
+  }
+
+  start(): void {
+    this.#informer.start().catch(() => {});
+  }
+
+  stop(): Promise<void> {
+    return this.#informer.stop();
+  }
+
+  get synced(): boolean {
+    return this.#informer.stats().synced;
+  }
+
+  /** Every Plan's Job by node, as seen now. */
+  byNode(): Map<string, JobView[]> {
+    const out = new Map<string, JobView[]>();
+    for (const job of this.#informer.list()) {
+      const node = job.metadata?.labels?.[JobLabels.node];
+      const view = jobView(job);
+      if (node && view) out.set(node, [...(out.get(node) ?? []), view]);
+    }
+    return out;
+  }
+
+  async create(view: NodeView, slot: Slot | undefined): Promise<void> {
+    if (!slot?.plan) throw new Error(`node ${view.name} holds no slot of a Plan: no Job to create`);
+    const job = this.#build(slot, view);
+    if (job instanceof Error) throw job;
+    job.metadata = {
+      ...job.metadata,
+      annotations: { ...job.metadata?.annotations, [JobAnnotations.attempt]: slot.since },
+    };
+    const namespace = job.metadata.namespace ?? '';
+    try {
+      await this.#batch.createNamespacedJob({ namespace, body: job });
+      this.#log('info', 'Job created', { node: view.name, job: `${namespace}/${job.metadata.name}` });
+    } catch (err) {
+      // Deterministic names: the Job is there already (this attempt's, or an earlier one the step waits out).
+      if (statusCode(err) !== 409) throw err;
+    }
+  }
+
+  async delete(job: { name: string; namespace: string }, reason: string): Promise<void> {
+    try {
+      await this.#batch.deleteNamespacedJob({ ...job, propagationPolicy: 'Foreground' });
+      this.#log('info', 'Job deleted', { job: `${job.namespace}/${job.name}`, reason });
+    } catch (err) {
+      if (statusCode(err) !== 404) throw err;
+    }
+  }
+}

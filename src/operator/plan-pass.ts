@@ -1,0 +1,100 @@
+/**
+ * The Plans as one pass uses them: which Plan each node needs next, which nodes run a Plan's Job, and
+ * each Plan's concurrency — counted over the whole ledger, since a Plan's nodes may sit in several pools
+ * while its `concurrency` holds across all of them. Pure: the resolved Plans, the ledger and the Jobs in.
+ */
+import { planLabel } from '../api/keys.ts';
+import type { Wait } from './gates.ts';
+import type { Ledger } from './ledger.ts';
+import type { NodeView } from './node-view.ts';
+import type { JobView, PlanCompletion, PlanPass, PlanPrepare, PlanWork } from './plan-work.ts';
+
+/** A Plan as a pass uses it (plans.ts resolves it from the cluster's Plan). */
+export interface PassPlan {
+  /** "namespace/name". */
+  ref: string;
+  name: string;
+  /**
+   * The Plan starts attempts: valid, its version resolved and its secrets read. A Plan that is not
+   * still finishes the attempts it has in progress.
+   */
+  ready: boolean;
+  selects: (labels: Record<string, string>) => boolean;
+  hash: string;
+  version: string;
+  prepare: PlanPrepare;
+  reboot: boolean;
+  concurrency: number;
+  /** Why the Plan starts nothing now (its window is closed). */
+  hold?: Wait;
+  completion: PlanCompletion;
+}
+
+/** SUC's opt-out: a node whose plan label reads "disabled" is left out of the Plan. */
+export const DISABLED = 'disabled';
+
+/** The first Plan (in ref order) that selects the node and is not applied on it at its hash. */
+export function workOf(n: NodeView, plans: readonly PassPlan[]): PlanWork | undefined {
+  for (const p of plans) {
+    if (!p.ready || !p.selects(n.labels)) continue;
+    const applied = n.labels[planLabel(p.name)];
+    if (applied === p.hash || applied === DISABLED) continue;
+    return {
+      ref: p.ref,
+      hash: p.hash,
+      version: p.version,
+      prepare: p.prepare,
+      reboot: p.reboot,
+      ...(p.hold ? { hold: p.hold } : {}),
+    };
+  }
+  return undefined;
+}
+
+/** A Job that has not finished, or is still being deleted: its pod may run on the node. */
+export const jobRunning = (j: JobView) => j.state === 'active' || j.deleting;
+
+export interface PlansOfPass {
+  pass: PlanPass;
+  /** The node as decide() sees it this pass: the Plan it needs, and whether a Plan's Job runs on it. */
+  view(n: NodeView): NodeView;
+}
+
+export function plansOfPass(
+  plans: readonly PassPlan[],
+  ledger: Ledger,
+  jobs: ReadonlyMap<string, readonly JobView[]>,
+): PlansOfPass {
+  const sorted = [...plans].sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
+  const byRef = new Map(sorted.map((p) => [p.ref, p]));
+  const running = new Map<string, number>();
+  for (const slot of Object.values(ledger.slots))
+    if (slot.plan) running.set(slot.plan.ref, (running.get(slot.plan.ref) ?? 0) + 1);
+  const pass: PlanPass = {
+    completion: (ref) => byRef.get(ref)?.completion,
+    hashOf: (ref) => {
+      const p = byRef.get(ref);
+      return p?.ready ? p.hash : undefined;
+    },
+    wait: (work) => {
+      const p = byRef.get(work.ref);
+      const n = running.get(work.ref) ?? 0;
+      if (!p || n < p.concurrency) return undefined;
+      return { reason: `waiting: Plan ${p.ref} runs on ${n} node(s), its concurrency` };
+    },
+    take: (work) => {
+      running.set(work.ref, (running.get(work.ref) ?? 0) + 1);
+    },
+    jobs: (node) => jobs.get(node) ?? [],
+  };
+  return {
+    pass,
+    view: (n) => {
+      const work = workOf(n, sorted);
+      const planJob = (jobs.get(n.name) ?? []).some(jobRunning);
+      if (!work && !planJob && !n.work && !n.planJob) return n;
+      const { work: _w, planJob: _j, ...rest } = n;
+      return { ...rest, ...(work ? { work } : {}), ...(planJob ? { planJob } : {}) };
+    },
+  };
+}

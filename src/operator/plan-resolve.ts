@@ -1,0 +1,180 @@
+/**
+ * A Plan as the operator keeps it (its spec checked, its version resolved, its hash computed) and what a
+ * pass takes from it: whether it starts attempts, which nodes it selects, how its attempts run, what its
+ * completion writes, and how its nodes are drained. Pure.
+ */
+import type { Plan, PlanSpec } from '../api/plan.ts';
+import { labelSelector, selectorText } from '../kube/selector.ts';
+import { validatePlan } from '../plan/validate.ts';
+import { planWindow } from '../plan/window.ts';
+import type { FieldError } from '../policy/field-error.ts';
+import { parseDuration } from '../util/duration.ts';
+import type { DrainSettings } from './drain-runner.ts';
+import type { PassPlan } from './plan-pass.ts';
+import type { PlanPrepare } from './plan-work.ts';
+
+export interface PlanEntry {
+  /** "namespace/name". */
+  ref: string;
+  name: string;
+  namespace: string;
+  uid: string;
+  generation: number;
+  plan: Plan;
+  /** Why the spec cannot be used as it is (what the API server cannot check, a name taken). */
+  errors: FieldError[];
+  /** The version to apply: the spec's, or the channel's as last resolved. */
+  version?: string;
+  /** Why the channel (or a secret) could not be read last time; the last version stays in use. */
+  resolveError?: string;
+  /** The hash of what runs on the node at `version` (with the Plan's secrets). */
+  hash?: string;
+}
+
+/** How a Plan prepares its nodes: a drain (asked for, or implied by a reboot), a cordon, or neither. */
+export function planPrepare(spec: PlanSpec): PlanPrepare {
+  if (spec.drain || spec.reboot) return 'drain';
+  return spec.cordon ? 'cordon' : 'none';
+}
+
+/** postCompleteLabels with SUC's $(LATEST_VERSION) and $(LATEST_HASH) expanded; "+" is no label value. */
+export function completionLabels(spec: PlanSpec, version: string, hash: string): Record<string, string> {
+  const value = (v: string) =>
+    v.replaceAll('$(LATEST_VERSION)', version.replaceAll('+', '-')).replaceAll('$(LATEST_HASH)', hash);
+  return Object.fromEntries(Object.entries(spec.postCompleteLabels ?? {}).map(([k, v]) => [k, value(v)]));
+}
+
+const delayMs = (spec: PlanSpec) => {
+  try {
+    return spec.postCompleteDelay ? parseDuration(spec.postCompleteDelay) : 0;
+  } catch {
+    return 0;
+  }
+};
+
+/** The Plan as a pass uses it at `now`. A Plan not ready (invalid, no version yet) starts nothing. */
+export function passPlan(e: PlanEntry, now: number): PassPlan {
+  const spec = e.plan.spec;
+  const ready = e.errors.length === 0 && e.version !== undefined && e.hash !== undefined;
+  let selects: PassPlan['selects'] = () => false;
+  if (ready) selects = labelSelector(spec.nodeSelector ?? {});
+  const version = e.version ?? '';
+  const hash = e.hash ?? '';
+  return {
+    ref: e.ref,
+    name: e.name,
+    ready,
+    selects: (labels) => selects(labels),
+    hash,
+    version,
+    prepare: planPrepare(spec),
+    reboot: spec.reboot === true,
+    concurrency: spec.concurrency ?? 1,
+    ...windowHold(e, now),
+    completion: { labels: completionLabels(spec, version, hash), postCompleteDelayMs: delayMs(spec) },
+  };
+}
+
+/** Outside the Plan's window, its nodes wait (an attempt in progress goes on past its end, as SUC's). */
+function windowHold(e: PlanEntry, now: number): Pick<PassPlan, 'hold'> {
+  if (!e.plan.spec.window) return {};
+  const window = planWindow(e.plan.spec.window);
+  if (!window.ok || window.window.contains(now)) return {};
+  const next = window.window.nextChange(now);
+  const opens = next === undefined ? '' : ` (opens ${new Date(next).toISOString()})`;
+  return {
+    hold: {
+      reason: `waiting: outside Plan ${e.ref}'s window${opens}`,
+      ...(next === undefined ? {} : { until: next }),
+    },
+  };
+}
+
+/** A drain timeout of SUC's: nanoseconds as a number, or a Go duration. */
+function timeoutMs(timeout: number | string | undefined): number | undefined {
+  if (timeout === undefined) return undefined;
+  if (typeof timeout === 'number') return timeout / 1e6;
+  try {
+    return parseDuration(timeout);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * How a Plan's attempt drains its node: the Plan's `drain` as kubectl drain reads it (SUC's defaults:
+ * emptyDir data deleted and DaemonSet pods left unless a flag says no), in nuo's engine; a drain without a timeout (0 or none)
+ * takes the pool's, since every drain nuo runs ends (safety rule 5).
+ */
+export function planDrainSettings(spec: PlanSpec, pool: DrainSettings): DrainSettings {
+  const d = spec.drain;
+  if (!d) return pool;
+  const timeout = timeoutMs(d.timeout);
+  return {
+    timeoutMs: timeout && timeout > 0 ? timeout : pool.timeoutMs,
+    gracePeriodSeconds: d.gracePeriod ?? -1,
+    deleteEmptyDirData: d.deleteEmptydirData !== false && d.deleteLocalData !== false,
+    force: d.force === true,
+    podSelector: d.podSelector ? selectorText(d.podSelector) : '',
+    ignoreDaemonSets: d.ignoreDaemonSets !== false,
+    skipWaitForDeleteTimeoutSeconds: d.skipWaitForDeleteTimeout ?? 0,
+    ...(pool.onFailure ? { onFailure: pool.onFailure } : {}),
+  };
+}
+
+/**
+ * Plans whose name another Plan took first: the name part of plan.nuo.dev/<name> is shared by every
+ * namespace, so the Plan first by ref keeps it and the others are reported invalid.
+ */
+export function nameTaken(entries: readonly Pick<PlanEntry, 'ref' | 'name'>[]): Map<string, string> {
+  const first = new Map<string, string>();
+  const taken = new Map<string, string>();
+  for (const e of [...entries].sort((a, b) => (a.ref < b.ref ? -1 : 1))) {
+    const holder = first.get(e.name);
+    if (holder) taken.set(e.ref, holder);
+    else first.set(e.name, e.ref);
+  }
+  return taken;
+}
+
+/** What resolving a Plan gave: its version and hash, or why it could not. */
+export interface PlanResolution {
+  version?: string;
+  hash?: string;
+  resolveError?: string;
+}
+
+export const planRef = (p: Plan) => `${p.metadata.namespace}/${p.metadata.name}`;
+
+/**
+ * Every Plan checked (its spec, and a name another namespace's Plan took first) with its resolution, in
+ * ref order: what the operator and the people-facing commands read alike.
+ */
+export function planEntries(plans: readonly Plan[], resolutionOf: (p: Plan) => PlanResolution): PlanEntry[] {
+  const taken = nameTaken(plans.map((p) => ({ ref: planRef(p), name: p.metadata.name })));
+  return plans
+    .map((p): PlanEntry => {
+      const ref = planRef(p);
+      const errors = validatePlan(p.spec);
+      const holder = taken.get(ref);
+      if (holder)
+        errors.push({
+          field: 'metadata.name',
+          message: `Plan ${holder} has this name: Plan names are shared by every namespace (the node label plan.nuo.dev/${p.metadata.name}); rename one`,
+        });
+      const r = resolutionOf(p);
+      return {
+        ref,
+        name: p.metadata.name,
+        namespace: p.metadata.namespace,
+        uid: p.metadata.uid ?? '',
+        generation: p.metadata.generation ?? 0,
+        plan: p,
+        errors,
+        ...(r.version === undefined ? {} : { version: r.version }),
+        ...(r.hash === undefined ? {} : { hash: r.hash }),
+        ...(r.resolveError === undefined ? {} : { resolveError: r.resolveError }),
+      };
+    })
+    .sort((a, b) => (a.ref < b.ref ? -1 : 1));
+}

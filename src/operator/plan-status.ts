@@ -1,0 +1,145 @@
+/**
+ * A Plan's status from a pass, with SUC's conditions (LatestResolved, Validated, Complete) shaped as the
+ * Kubernetes API conventions say, and SUC's fields: the latest version and hash, the nodes applying it
+ * now, how many selected nodes carry the hash, and the nodes whose last Job failed, with its error. Pure;
+ * a condition's lastTransitionTime moves only when its status does.
+ */
+import { planLabel } from '../api/keys.ts';
+import { PlanConditions, type PlanFailure, type PlanStatus } from '../api/plan.ts';
+import type { Condition } from '../api/update-policy.ts';
+import type { Ledger } from './ledger.ts';
+import type { NodeView } from './node-view.ts';
+import { DISABLED, type PassPlan } from './plan-pass.ts';
+import type { PlanEntry } from './plan-resolve.ts';
+import type { JobView } from './plan-work.ts';
+
+const MAX_MESSAGE = 1024;
+const MAX_NODES = 5000;
+const clip = (s: string) => (s.length > MAX_MESSAGE ? `${s.slice(0, MAX_MESSAGE - 1)}…` : s);
+
+type Draft = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
+
+export interface PlanStatusInput {
+  entry: PlanEntry;
+  plan: PassPlan;
+  nodes: readonly NodeView[];
+  /** Nodes in some UpdatePolicy's pool: the others nuo leaves alone. */
+  managed: (node: string) => boolean;
+  ledger: Ledger;
+  jobs: ReadonlyMap<string, readonly JobView[]>;
+  now: Date;
+}
+
+function resolved(e: PlanEntry): Draft {
+  const type = PlanConditions.latestResolved;
+  if (e.plan.spec.version !== undefined && !e.resolveError)
+    return { type, status: 'True', reason: 'Version', message: `version ${e.version} from spec.version` };
+  if (e.resolveError) {
+    const kept =
+      e.version && e.hash
+        ? `; version ${e.version} from before stays in use`
+        : '; no node is started until it resolves';
+    return { type, status: 'False', reason: 'ResolveError', message: clip(`${e.resolveError}${kept}`) };
+  }
+  if (e.version === undefined)
+    return { type, status: 'False', reason: 'Resolving', message: 'the channel is not read yet' };
+  return {
+    type,
+    status: 'True',
+    reason: 'Channel',
+    message: clip(`version ${e.version} from ${e.plan.spec.channel}`),
+  };
+}
+
+function validated(e: PlanEntry): Draft {
+  const type = PlanConditions.validated;
+  if (e.errors.length === 0) return { type, status: 'True', reason: 'Valid', message: 'the spec is valid' };
+  const problems = e.errors.map((x) => `${x.field}: ${x.message}`).join('; ');
+  return { type, status: 'False', reason: 'InvalidSpec', message: clip(`${problems}; no node is started`) };
+}
+
+function complete(
+  p: PassPlan,
+  counts: { selected: number; done: number; applying: number; unmanaged: number },
+  failed: PlanFailure[],
+): Draft {
+  const type = PlanConditions.complete;
+  if (!p.ready)
+    return { type, status: 'False', reason: 'NotReady', message: 'not validated or not resolved' };
+  const alone = counts.unmanaged
+    ? `; ${counts.unmanaged} selected node(s) are in no UpdatePolicy's pool: nuo leaves them alone`
+    : '';
+  if (counts.done === counts.selected)
+    return {
+      type,
+      status: 'True',
+      reason: 'Complete',
+      message: `applied on all ${counts.selected} selected node(s) at version ${p.version}`,
+    };
+  const progress = `${counts.done} of ${counts.selected} selected node(s) applied, ${counts.applying} applying`;
+  const last = failed[failed.length - 1];
+  if (last)
+    return {
+      type,
+      status: 'False',
+      reason: 'JobFailed',
+      message: clip(`${progress}; ${failed.length} failed, last on ${last.node}: ${last.error}${alone}`),
+    };
+  return { type, status: 'False', reason: 'Applying', message: clip(`${progress}${alone}`) };
+}
+
+/**
+ * Each selected node not yet applied whose last Job of the Plan failed, with that Job's error: a failure
+ * stays after its Job is gone (deleted for the retry, or past its TTL) until the node applies the Plan or
+ * a later Job fails otherwise. Oldest first; `at` is when this status first showed the error.
+ */
+function failures(input: PlanStatusInput, selected: readonly NodeView[], before: readonly PlanFailure[]) {
+  const { entry, plan: p, now } = input;
+  const pending = new Set(selected.filter((n) => n.labels[planLabel(p.name)] !== p.hash).map((n) => n.name));
+  const last = new Map(before.filter((f) => pending.has(f.node)).map((f) => [f.node, f]));
+  for (const [node, jobs] of input.jobs) {
+    if (!pending.has(node)) continue;
+    for (const j of jobs) {
+      // At most one Job of the Plan's hash per node (its name is deterministic).
+      if (j.plan !== entry.ref || j.hash !== p.hash || j.state !== 'failed') continue;
+      const error = j.message ?? 'failed';
+      if (last.get(node)?.error !== error) last.set(node, { node, error, at: now.toISOString() });
+    }
+  }
+  return [...last.values()]
+    .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.node < b.node ? -1 : 1))
+    .slice(-MAX_NODES);
+}
+
+export function planStatus(input: PlanStatusInput): PlanStatus {
+  const { entry, plan: p, now } = input;
+  const previous = entry.plan.status ?? {};
+  const selected = input.nodes.filter(
+    (n) => p.ready && p.selects(n.labels) && n.labels[planLabel(p.name)] !== DISABLED,
+  );
+  const done = selected.filter((n) => n.labels[planLabel(p.name)] === p.hash).length;
+  const unmanaged = selected.filter((n) => !input.managed(n.name)).length;
+  const applying = Object.entries(input.ledger.slots)
+    .filter(([, s]) => s.plan?.ref === entry.ref)
+    .map(([node]) => node)
+    .sort();
+  const failed = failures(input, selected, previous.failed ?? []);
+  const drafts = [
+    resolved(entry),
+    validated(entry),
+    complete(p, { selected: selected.length, done, applying: applying.length, unmanaged }, failed),
+  ];
+  return {
+    observedGeneration: entry.generation,
+    conditions: drafts.map((d) => {
+      const before = previous.conditions?.find((c) => c.type === d.type);
+      const since = before?.status === d.status ? before.lastTransitionTime : now.toISOString();
+      return { ...d, observedGeneration: entry.generation, lastTransitionTime: since };
+    }),
+    ...(entry.version === undefined ? {} : { latestVersion: entry.version }),
+    ...(entry.hash === undefined ? {} : { latestHash: entry.hash }),
+    applying: applying.slice(0, MAX_NODES),
+    complete: done,
+    failed,
+  };
+}

@@ -1,0 +1,110 @@
+/**
+ * Everything the operator does with Plans outside decide(), in one place for the controller to wire: the
+ * Plans watched and resolved (plans.ts), their Jobs watched, created and deleted (plan-jobs.ts), and their
+ * statuses written after each pass (plan-status-writer.ts).
+ */
+import type { KubeLog } from '../kube/backoff.ts';
+import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
+import { buildJob } from '../plan/job.ts';
+import type { PassDecision } from './decider.ts';
+import type { DrainSettings } from './drain-runner.ts';
+import type { EventRecorder } from './events.ts';
+import type { Ledger, Slot } from './ledger.ts';
+import type { NodeView } from './node-view.ts';
+import { PlanJobs } from './plan-jobs.ts';
+import type { PassPlan } from './plan-pass.ts';
+import { type PlanEntry, passPlan, planDrainSettings } from './plan-resolve.ts';
+import { PlanStatusWriter } from './plan-status-writer.ts';
+import { PlanSource } from './plans.ts';
+
+export class PlanWatch {
+  readonly source: PlanSource;
+  readonly jobs: PlanJobs;
+  readonly #statuses: PlanStatusWriter;
+
+  constructor(o: { kubeconfig: PooledKubeConfig; events: EventRecorder; intervalMs: number; log: KubeLog }) {
+    this.source = new PlanSource({ kubeconfig: o.kubeconfig, intervalMs: o.intervalMs, log: o.log });
+    this.jobs = new PlanJobs({
+      kubeconfig: o.kubeconfig,
+      build: (slot, view) => this.#build(slot, view),
+      log: o.log,
+    });
+    this.#statuses = new PlanStatusWriter({ kubeconfig: o.kubeconfig, events: o.events, log: o.log });
+  }
+
+  /** Calls `fn` when a Plan or one of its Jobs changes. */
+  onChange(fn: () => void): void {
+    this.source.onChange(fn);
+    this.jobs.onChange(fn);
+  }
+
+  start(): void {
+    this.source.start();
+    this.jobs.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.source.stop(), this.jobs.stop()]);
+  }
+
+  clear(): void {
+    this.#statuses.clear();
+  }
+
+  /** Every Plan as a pass uses it at `now`. */
+  passPlans(now: number): PassPlan[] {
+    return this.source.entries().map((e) => passPlan(e, now));
+  }
+
+  /** How a Plan's attempt drains its node (the pool's settings where the Plan says nothing). */
+  drain(ref: string, pool: DrainSettings): DrainSettings | undefined {
+    const entry = this.#entry(ref);
+    return entry && planDrainSettings(entry.plan.spec, pool);
+  }
+
+  /** Each Plan's status after a pass, written where it changed. */
+  writeStatuses(decision: PassDecision, nodes: readonly NodeView[], ledger: Ledger, now: Date): void {
+    const managed = new Set(decision.plan.pools.flatMap((p) => p.nodes.map((n) => n.name)));
+    const jobs = this.jobs.byNode();
+    this.#statuses.update(
+      this.source.entries().map((entry) => ({
+        entry,
+        plan: passPlan(entry, now.getTime()),
+        nodes,
+        managed: (node: string) => managed.has(node),
+        ledger,
+        jobs,
+        now,
+      })),
+    );
+  }
+
+  #entry(ref: string): PlanEntry | undefined {
+    return this.source.entries().find((e) => e.ref === ref);
+  }
+
+  /** The Job of a Plan's attempt on a node, from the Plan as it is now and the attempt's version and hash. */
+  #build(slot: Slot, view: NodeView) {
+    const p = slot.plan;
+    const entry = p && this.#entry(p.ref);
+    if (!p || !entry) return new Error(`Plan ${p?.ref ?? '(none)'} is gone: no Job to build`);
+    const { labels, annotations } = entry.plan.metadata;
+    return buildJob({
+      plan: {
+        name: entry.name,
+        namespace: entry.namespace,
+        uid: entry.uid,
+        spec: entry.plan.spec,
+        ...(labels ? { labels } : {}),
+        ...(annotations ? { annotations } : {}),
+      },
+      node: {
+        name: view.name,
+        hostname: view.labels['kubernetes.io/hostname'] ?? view.name,
+        bootId: view.bootId,
+      },
+      version: p.version,
+      hash: p.hash,
+    });
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The cluster's Plans as the operator uses them: watched in every namespace, each checked once per
+ * generation (what the API server cannot check, and names that collide), and resolved in the background
+ * — the version from the spec or, polled every interval, from the channel; the Plan's secrets read; the
+ * hash of what runs on the node computed — so a pass never waits on a channel or a secret. A version or
+ * hash that changes asks for a pass. A channel that cannot be read keeps the last version it gave.
+ * Without the CRD the cluster has no Plans; the list is tried again with the informer's backoff.
+ */
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
+import type { Plan } from '../api/plan.ts';
+import type { KubeLog } from '../kube/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
+import { describeError, statusCode } from '../kube/errors.ts';
+import { ResilientInformer } from '../kube/informer.ts';
+import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
+import { resolveChannel } from '../plan/channel.ts';
+import { planHash } from '../plan/hash.ts';
+import { listCustomPage } from './custom-list.ts';
+import { type PlanEntry, planEntries, planRef } from './plan-resolve.ts';
+
+/** How long a channel may take to answer. */
+const CHANNEL_TIMEOUT_MS = 10_000;
+
+interface Resolution {
+  /** uid and generation it was made for. */
+  key: string;
+  version?: string;
+  hash?: string;
+  resolveError?: string;
+}
+
+const keyOf = (p: Plan) => `${p.metadata.uid ?? ''}@${p.metadata.generation ?? 0}`;
+
+export class PlanSource {
+  readonly #informer: ResilientInformer<Plan>;
+  readonly #core: CoreV1Api;
+  readonly #intervalMs: number;
+  readonly #log: KubeLog;
+  readonly #resolved = new Map<string, Resolution>();
+  readonly #changed: (() => void)[] = [];
+  #crdMissing = false;
+  #listed = false;
+  #wake: (() => void) | undefined;
+  readonly #stop = new AbortController();
+
+  constructor(o: { kubeconfig: PooledKubeConfig; intervalMs: number; log: KubeLog }) {
+    const api = o.kubeconfig.makeApiClient(CustomObjectsApi);
+    this.#core = o.kubeconfig.makeApiClient(CoreV1Api);
+    this.#intervalMs = o.intervalMs;
+    this.#log = o.log;
+    this.#informer = new ResilientInformer<Plan>({
+      kubeconfig: o.kubeconfig,
+      path: `/apis/${API_GROUP}/${API_VERSION}/${PLAN.plural}`,
+      list: (opts) => listCustomPage<Plan>(api, PLAN.plural, opts, (missing) => this.#answered(missing)),
+      name: 'plans',
+      log: o.log,
+    });
+    this.#informer.onEvent((type, p, old) => {
+      if (type === 'update' && old?.metadata.generation === p.metadata.generation) return;
+      this.#wake?.();
+      this.#notify();
+    });
+  }
+
+  /** Calls `fn` when a Plan's spec, version or hash changes, or one comes or goes. */
+  onChange(fn: () => void): void {
+    this.#changed.push(fn);
+  }
+
+  /** Starts watching and resolving in the background. */
+  start(): void {
+    this.#informer.start().catch(() => {});
+    this.#resolveLoop().catch((err) =>
+      this.#log('error', 'Plan resolution stopped', { error: describeError(err) }),
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    this.#wake?.();
+    await this.#informer.stop();
+  }
+
+  /** False until the first list answered (or showed that the CRD is not installed). */
+  get known(): boolean {
+    return this.#listed || this.#informer.stats().synced;
+  }
+
+  /** Every Plan, by ref, checked and with its resolution as last made. */
+  entries(): PlanEntry[] {
+    const plans = this.#crdMissing ? [] : this.#informer.list();
+    return planEntries(plans, (p) => {
+      const r = this.#resolved.get(planRef(p));
+      // A version and hash are this generation's only; an error is the last resolution's, whichever.
+      const current = r?.key === keyOf(p) ? r : undefined;
+      return {
+        ...(current?.version === undefined ? {} : { version: current.version }),
+        ...(current?.hash === undefined ? {} : { hash: current.hash }),
+        ...(r?.resolveError === undefined ? {} : { resolveError: r.resolveError }),
+      };
+    });
+  }
+
+  /** Resolves every Plan now, and again every interval or when a Plan changes. */
+  async #resolveLoop(): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      for (const p of this.#crdMissing ? [] : this.#informer.list()) {
+        if (signal.aborted) return;
+        await this.#resolve(p, signal);
+      }
+      const live = new Set(this.#informer.list().map(planRef));
+      for (const ref of this.#resolved.keys()) if (!live.has(ref)) this.#resolved.delete(ref);
+      await new Promise<void>((wake) => {
+        this.#wake = wake;
+        sleep(this.#intervalMs, signal).then(wake, wake);
+      });
+    }
+  }
+
+  /** One Plan's version, secrets and hash; a change asks for a pass. */
+  async #resolve(p: Plan, signal: AbortSignal): Promise<void> {
+    const ref = planRef(p);
+    const before = this.#resolved.get(ref);
+    const next: Resolution = { key: keyOf(p) };
+    try {
+      next.version =
+        p.spec.version ??
+        (await resolveChannel(p.spec.channel ?? '', { signal, timeoutMs: CHANNEL_TIMEOUT_MS }));
+      next.hash = planHash({ spec: p.spec, version: next.version, secrets: await this.#secrets(p) });
+    } catch (err) {
+      next.resolveError = describeError(err);
+      // The last version and hash stand (same generation): a channel that is down changes nothing.
+      if (before?.key === next.key) {
+        if (before.version !== undefined) next.version = before.version;
+        if (before.hash !== undefined) next.hash = before.hash;
+      }
+      if (before?.resolveError !== next.resolveError)
+        this.#log('warn', 'Plan not resolved', { plan: ref, error: next.resolveError });
+    }
+    this.#resolved.set(ref, next);
+    const changed =
+      before?.key !== next.key ||
+      before.version !== next.version ||
+      before.hash !== next.hash ||
+      before.resolveError !== next.resolveError;
+    if (changed) this.#notify();
+  }
+
+  /** The data of the Plan's secrets that are hashed (not ignoreUpdates), by secret name. */
+  async #secrets(p: Plan): Promise<Record<string, Record<string, string>>> {
+    const out: Record<string, Record<string, string>> = {};
+    for (const s of p.spec.secrets ?? []) {
+      if (s.ignoreUpdates) continue;
+      try {
+        const secret = await this.#core.readNamespacedSecret({
+          name: s.name,
+          namespace: p.metadata.namespace,
+        });
+        out[s.name] = secret.data ?? {};
+      } catch (err) {
+        const code = statusCode(err);
+        const why =
+          code === 404
+            ? 'does not exist'
+            : code === 403
+              ? `cannot be read: bind the ClusterRole nuo-plan-secrets to the operator in namespace ${p.metadata.namespace}`
+              : `cannot be read: ${describeError(err)}`;
+        throw new Error(`secret ${p.metadata.namespace}/${s.name} ${why}`);
+      }
+    }
+    return out;
+  }
+
+  #notify(): void {
+    for (const fn of this.#changed) fn();
+  }
+
+  #answered(crdMissing: boolean): void {
+    const changed = !this.#listed || crdMissing !== this.#crdMissing;
+    this.#listed = true;
+    this.#crdMissing = crdMissing;
+    if (changed) {
+      this.#wake?.();
+      this.#notify();
+    }
+  }
+}

@@ -1,0 +1,396 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations, planLabel } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { parseMaxUnavailable } from '../../src/operator/budget.ts';
+import { type Action, decide } from '../../src/operator/decide.ts';
+import { type Ledger, parseLedger, withChanges } from '../../src/operator/ledger.ts';
+import { unavailableWithoutSlot } from '../../src/operator/need.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+import { patchFor } from '../../src/operator/node-writes.ts';
+import { DISABLED, type PassPlan, plansOfPass, workOf } from '../../src/operator/plan-pass.ts';
+import type { JobView, PlanSlot } from '../../src/operator/plan-work.ts';
+import { ago, decideConfig, NOW, needs, node, state } from './operator-fixtures.ts';
+
+const plan = (over: Partial<PassPlan> = {}): PassPlan => ({
+  ref: 'ops/os',
+  name: 'os',
+  ready: true,
+  selects: (l) => l.role === 'worker',
+  hash: 'h2',
+  version: 'v2',
+  prepare: 'drain',
+  reboot: false,
+  concurrency: 2,
+  completion: { labels: { 'example.com/os': 'v2' }, postCompleteDelayMs: 0 },
+  ...over,
+});
+const worker = { role: 'worker' };
+const slotOf = (p: PassPlan): PlanSlot => ({
+  ref: p.ref,
+  hash: p.hash,
+  version: p.version,
+  prepare: p.prepare,
+  reboot: p.reboot,
+});
+const job = (over: Partial<JobView> = {}): JobView => ({
+  name: 'apply-os-on-a-with-h2',
+  namespace: 'ops',
+  plan: 'ops/os',
+  hash: 'h2',
+  attempt: ago(60),
+  bootId: 'boot-1',
+  state: 'active',
+  deleting: false,
+  ...over,
+});
+
+/** decide() on `nodes` with these Plans and Jobs, as a pass runs it (plans.view on every node). */
+function run(
+  nodes: V1Node[],
+  plans: PassPlan[],
+  o: { ledger?: Ledger; jobs?: Record<string, JobView[]>; max?: string; healthy?: string[] } = {},
+) {
+  const ledger = o.ledger ?? { slots: {} };
+  const p = plansOfPass(plans, ledger, new Map(Object.entries(o.jobs ?? {})));
+  const snapshot = {
+    nodes: nodes.map((n) => p.view(viewNode(n))),
+    ledger,
+    draining: new Set<string>(),
+    admitting: new Set<string>(),
+    health: new Map((o.healthy ?? []).map((n) => [n, { daemonSetPodsReady: true, detail: 'ready' }])),
+  };
+  const cfg = { ...decideConfig, maxUnavailable: parseMaxUnavailable(o.max ?? '3'), plans: p.pass };
+  return decide(snapshot, cfg, NOW).actions;
+}
+const of = (actions: Action[], node: string) => actions.filter((a) => a.node === node);
+const kinds = (actions: Action[], node: string) =>
+  of(actions, node).map((a) => (a.type === 'transition' ? `transition ${a.to}` : a.type));
+
+test('workOf: the first Plan by ref that selects the node and is not applied at its hash', () => {
+  const cases: { what: string; labels: Record<string, string>; plans: PassPlan[]; want?: string }[] = [
+    { what: 'selected, not applied', labels: worker, plans: [plan()], want: 'ops/os' },
+    { what: 'not selected', labels: {}, plans: [plan()] },
+    { what: 'applied at its hash', labels: { ...worker, [planLabel('os')]: 'h2' }, plans: [plan()] },
+    {
+      what: 'applied at an older hash',
+      labels: { ...worker, [planLabel('os')]: 'h1' },
+      plans: [plan()],
+      want: 'ops/os',
+    },
+    { what: 'opted out (SUC)', labels: { ...worker, [planLabel('os')]: DISABLED }, plans: [plan()] },
+    { what: 'not ready (no version yet)', labels: worker, plans: [plan({ ready: false })] },
+    {
+      what: 'two Plans: the first by ref',
+      labels: worker,
+      plans: [plan({ ref: 'ops/zz', name: 'zz' }), plan({ ref: 'ops/aa', name: 'aa' })],
+      want: 'ops/aa',
+    },
+  ];
+  for (const c of cases) {
+    const sorted = [...c.plans].sort((a, b) => (a.ref < b.ref ? -1 : 1));
+    assert.equal(workOf(viewNode(node('a', { labels: c.labels })), sorted)?.ref, c.want, c.what);
+  }
+});
+
+test('a Plan is admitted within the pool budget and its own concurrency, beside pending reboots', () => {
+  const nodes = [
+    node('a', { labels: worker }),
+    node('b', { labels: worker }),
+    node('c', { labels: worker }),
+    node('r', { annotations: needs }),
+  ];
+  const actions = run(nodes, [plan()], { max: '3' });
+  const admits = actions.filter((a) => a.type === 'admit');
+  assert.deepEqual(
+    admits.map((a) => [a.node, a.type === 'admit' ? a.plan?.ref : undefined]),
+    [
+      ['a', 'ops/os'],
+      ['b', 'ops/os'],
+      ['r', undefined],
+    ],
+  );
+  const c = of(actions, 'c')[0];
+  assert.equal(c?.type, 'pending');
+  assert.match(c?.type === 'pending' ? c.reason : '', /Plan ops\/os runs on 2 node\(s\), its concurrency/);
+});
+
+test('concurrency counts the Plan’s slots in the whole ledger, every pool’s', () => {
+  const ledger: Ledger = {
+    slots: {
+      x: { since: ago(10), pool: 'other', plan: slotOf(plan()) },
+      y: { since: ago(10), plan: slotOf(plan()) },
+    },
+  };
+  const p = plansOfPass([plan()], ledger, new Map());
+  assert.match(p.pass.wait({ ...slotOf(plan()) })?.reason ?? '', /runs on 2 node/);
+  assert.equal(
+    plansOfPass([plan({ concurrency: 3 })], ledger, new Map()).pass.wait(slotOf(plan())),
+    undefined,
+  );
+});
+
+test('a node needing a reboot and a Plan: the reboot first, unless the Plan reboots it', () => {
+  const n = node('a', { labels: worker, annotations: needs });
+  const admitOf = (actions: Action[]) => actions.find((a) => a.type === 'admit');
+  const plain = admitOf(run([n], [plan()]));
+  assert.equal(plain?.type === 'admit' && plain.plan, undefined);
+  const rebooting = admitOf(run([n], [plan({ reboot: true })]));
+  assert.equal(rebooting?.type === 'admit' && rebooting.plan?.ref, 'ops/os');
+});
+
+test('a Plan’s window or validity holds its nodes with its reason', () => {
+  const actions = run(
+    [node('a', { labels: worker })],
+    [plan({ hold: { reason: 'waiting: outside Plan ops/os’s window' } })],
+  );
+  const a = of(actions, 'a')[0];
+  assert.equal(a?.type === 'pending' && a.reason, 'waiting: outside Plan ops/os’s window');
+});
+
+test('Upgrading: the attempt’s Job decides each next step', () => {
+  const since = ago(60);
+  const ledger = (p = plan()): Ledger => ({ slots: { a: { since, plan: slotOf(p) } } });
+  const upgrading = (extra: Record<string, string> = {}, bootId = 'boot-1', ready = true) =>
+    node('a', {
+      labels: worker,
+      bootId,
+      ready,
+      unschedulable: true,
+      annotations: state(Phase.upgrading, 50, { [Annotations.plan]: 'ops/os', ...extra }),
+    });
+  const cases: {
+    what: string;
+    jobs: JobView[];
+    p?: PassPlan;
+    plans?: PassPlan[];
+    bootId?: string;
+    ready?: boolean;
+    want: string[];
+  }[] = [
+    { what: 'no Job yet: create it', jobs: [], want: ['job'] },
+    {
+      what: 'no Job yet, the Plan edited since the admission (a new hash): the attempt ends, to be admitted anew',
+      jobs: [],
+      plans: [plan({ hash: 'h3' })],
+      want: ['end'],
+    },
+    {
+      what: 'no Job yet, the Plan starts nothing now (invalid, or its edit not resolved): the attempt ends',
+      jobs: [],
+      plans: [plan({ ready: false })],
+      want: ['end'],
+    },
+    {
+      what: 'failed while the node is NotReady: wait for the node (it may be rebooting)',
+      jobs: [job({ attempt: since, state: 'failed' })],
+      ready: false,
+      want: ['explain'],
+    },
+    { what: 'running', jobs: [job({ attempt: since })], want: ['explain'] },
+    {
+      what: 'succeeded: the health gate',
+      jobs: [job({ attempt: since, state: 'succeeded' })],
+      want: ['transition AfterReboot'],
+    },
+    {
+      what: 'succeeded, the Plan reboots: grant',
+      jobs: [job({ attempt: since, state: 'succeeded' })],
+      p: plan({ reboot: true }),
+      want: ['grantReboot'],
+    },
+    {
+      what: 'failed: abort',
+      jobs: [job({ attempt: since, state: 'failed', message: 'BackoffLimitExceeded: x' })],
+      want: ['abort'],
+    },
+    {
+      what: 'the Job rebooted the node: the health gate, no failure',
+      jobs: [job({ attempt: since, state: 'failed' })],
+      bootId: 'boot-2',
+      want: ['transition AfterReboot'],
+    },
+    {
+      what: 'an earlier attempt’s Job: deleted first',
+      jobs: [job({ attempt: ago(999), state: 'failed' })],
+      want: ['deleteJob'],
+    },
+    {
+      what: 'an earlier attempt’s Job being deleted: wait',
+      jobs: [job({ attempt: ago(999), deleting: true })],
+      want: ['explain'],
+    },
+    {
+      what: 'the Plan was deleted, its Job runs: delete it',
+      jobs: [job({ attempt: since })],
+      plans: [],
+      want: ['deleteJob'],
+    },
+    {
+      what: 'the Plan was deleted, its Job is going: wait',
+      jobs: [job({ attempt: since, deleting: true })],
+      plans: [],
+      want: ['explain'],
+    },
+    { what: 'the Plan was deleted, no Job left: the attempt ends', jobs: [], plans: [], want: ['end'] },
+  ];
+  for (const c of cases) {
+    const p = c.p ?? plan();
+    const actions = run([upgrading({}, c.bootId, c.ready)], c.plans ?? [p], {
+      ledger: ledger(p),
+      jobs: { a: c.jobs },
+    });
+    assert.deepEqual(kinds(actions, 'a'), c.want, c.what);
+  }
+});
+
+test('a completed Plan attempt labels the node with the hash and the Plan’s labels, and keeps its slot for postCompleteDelay', () => {
+  const since = ago(300);
+  const p = plan({ completion: { labels: { 'example.com/os': 'v2' }, postCompleteDelayMs: 120_000 } });
+  const ledger: Ledger = { slots: { a: { since, plan: slotOf(p) } } };
+  const gate = node('a', {
+    labels: worker,
+    annotations: state(Phase.afterReboot, 100, { [Annotations.plan]: 'ops/os' }),
+    readySince: ago(3600),
+  });
+  const actions = run([gate], [p], {
+    ledger,
+    healthy: ['a'],
+    jobs: { a: [job({ attempt: since, state: 'succeeded' })] },
+  });
+  const complete = actions.find((a) => a.type === 'complete');
+  assert.ok(complete?.type === 'complete');
+  assert.deepEqual(complete.plan, {
+    name: 'os',
+    hash: 'h2',
+    labels: { 'example.com/os': 'v2' },
+    rebooted: false,
+  });
+  const write = patchFor(complete, viewNode(gate), decideConfig, NOW);
+  assert.equal(write.labels?.[planLabel('os')], 'h2');
+  assert.equal(write.labels?.['example.com/os'], 'v2');
+  assert.equal(write.annotations[Annotations.plan], null);
+  assert.equal(
+    Annotations.rebootRequested in write.annotations,
+    false,
+    'no reboot happened: a request stands',
+  );
+
+  const done = (secondsAgo: number) =>
+    node('a', { labels: { ...worker, [planLabel('os')]: 'h2' }, annotations: state(Phase.idle, secondsAgo) });
+  const held = run([done(60)], [p], { ledger });
+  assert.equal(
+    held.some((a) => a.type === 'release'),
+    false,
+    'kept for the delay',
+  );
+  assert.deepEqual(kinds(held, 'a'), [], 'nothing to step while the delay runs');
+  assert.ok(run([done(121)], [p], { ledger }).some((a) => a.type === 'release' && a.node === 'a'));
+  const aborted = node('a', { labels: worker, annotations: state(Phase.pending, 60) });
+  assert.ok(
+    run([aborted], [p], { ledger }).some((a) => a.type === 'release'),
+    'an aborted attempt keeps nothing',
+  );
+});
+
+test('the write that starts a Plan’s attempt names the Plan and cordons as the Plan prepares', () => {
+  const n = viewNode(node('a', { labels: worker }));
+  const start = (prepare: PlanSlot['prepare']) =>
+    patchFor(
+      { type: 'admit', node: 'a', reason: 'r', plan: { ...slotOf(plan()), prepare } },
+      n,
+      decideConfig,
+      NOW,
+    );
+  assert.equal(start('drain').annotations[Annotations.state], Phase.draining);
+  assert.equal(start('drain').cordon, true);
+  assert.equal(start('cordon').annotations[Annotations.state], Phase.upgrading);
+  assert.equal(start('cordon').cordon, true);
+  assert.equal(start('none').annotations[Annotations.state], Phase.upgrading);
+  assert.equal(start('none').cordon, undefined);
+  assert.equal(start('none').annotations[Annotations.plan], 'ops/os');
+});
+
+test('a node running a Plan’s Job counts as disrupted, slot or not', () => {
+  const p = plansOfPass([plan()], { slots: {} }, new Map([['a', [job()]]]));
+  assert.equal(unavailableWithoutSlot(p.view(viewNode(node('a')))), true);
+  const finished = plansOfPass([plan()], { slots: {} }, new Map([['a', [job({ state: 'succeeded' })]]]));
+  assert.equal(unavailableWithoutSlot(finished.view(viewNode(node('a')))), false);
+});
+
+test('the ledger records a Plan’s attempt with its slot, and refuses a malformed one', () => {
+  const l = withChanges(
+    { slots: {} },
+    [{ type: 'admit', node: 'a', reason: 'r', plan: slotOf(plan()) }],
+    NOW.toISOString(),
+    'p',
+  );
+  assert.deepEqual(l.slots.a, { since: NOW.toISOString(), pool: 'p', plan: slotOf(plan()) });
+  const cm = (slots: unknown) => ({ metadata: {}, data: { 'ledger.json': JSON.stringify({ slots }) } });
+  assert.deepEqual(parseLedger(cm(l.slots)).slots.a?.plan, slotOf(plan()));
+  assert.throws(() => parseLedger(cm({ a: { since: 'x', plan: { ref: 1 } } })), /"plan" that is not/);
+});
+
+test('an attempt ended before its Job because the Plan changed goes back to Pending, no failure counted', () => {
+  const since = ago(60);
+  const ledger: Ledger = { slots: { a: { since, plan: slotOf(plan()) } } };
+  const n = node('a', {
+    labels: worker,
+    unschedulable: true,
+    annotations: state(Phase.upgrading, 50, {
+      [Annotations.plan]: 'ops/os',
+      [Annotations.cordonedByNuo]: 'true',
+    }),
+  });
+  const end = run([n], [plan({ hash: 'h3' })], { ledger }).find((a) => a.type === 'end');
+  assert.ok(end?.type === 'end');
+  assert.equal(end.to, Phase.pending, 'the Plan at its new hash is still to apply');
+  assert.match(end.reason, /Plan ops\/os has a new hash since this attempt began/);
+  const write = patchFor(end, viewNode(n), decideConfig, NOW);
+  assert.equal(write.annotations[Annotations.failures], undefined, 'no failure counted');
+  assert.equal(write.annotations[Annotations.plan], null);
+});
+
+test('a Plan attempt Failed at the health gate resumes there once Ready; one that waited for nuo’s reboot does not', () => {
+  const since = ago(600);
+  const failedNode = (ready: boolean, extra: Record<string, string> = {}) =>
+    node('a', {
+      labels: worker,
+      ready,
+      unschedulable: true,
+      annotations: state(Phase.failed, 100, { [Annotations.plan]: 'ops/os', ...extra }),
+    });
+  const noReboot: Ledger = { slots: { a: { since, plan: slotOf(plan()) } } };
+  assert.deepEqual(kinds(run([failedNode(false)], [plan()], { ledger: noReboot }), 'a'), [], 'still down');
+  assert.deepEqual(kinds(run([failedNode(true)], [plan()], { ledger: noReboot }), 'a'), [
+    'transition AfterReboot',
+  ]);
+  const rebooting = plan({ reboot: true });
+  const withReboot: Ledger = { slots: { a: { since, plan: slotOf(rebooting) } } };
+  assert.deepEqual(
+    kinds(run([failedNode(true)], [rebooting], { ledger: withReboot }), 'a'),
+    [],
+    'no reboot happened: it stays Failed',
+  );
+  const cameBack = failedNode(true, {
+    [Annotations.bootIdBefore]: 'boot-0',
+    [Annotations.rebootInProgress]: 'true',
+  });
+  assert.deepEqual(kinds(run([cameBack], [rebooting], { ledger: withReboot }), 'a'), [
+    'transition AfterReboot',
+  ]);
+});
+
+test('a healthy node whose Plan was deleted ends its attempt in Pending while a reboot is still needed', () => {
+  const since = ago(300);
+  const ledger: Ledger = { slots: { a: { since, plan: slotOf(plan()) } } };
+  const gate = node('a', {
+    labels: worker,
+    annotations: state(Phase.afterReboot, 100, { [Annotations.plan]: 'ops/os', ...needs }),
+    readySince: ago(3600),
+  });
+  const end = run([gate], [], { ledger, healthy: ['a'] }).find((a) => a.type === 'end');
+  assert.ok(end?.type === 'end');
+  assert.equal(end.to, Phase.pending);
+});

@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { planLabel } from '../../src/api/keys.ts';
+import type { Plan, PlanStatus } from '../../src/api/plan.ts';
+import type { Ledger } from '../../src/operator/ledger.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+import type { PassPlan } from '../../src/operator/plan-pass.ts';
+import type { PlanEntry } from '../../src/operator/plan-resolve.ts';
+import { type PlanStatusInput, planStatus } from '../../src/operator/plan-status.ts';
+import type { JobView } from '../../src/operator/plan-work.ts';
+import { ago, NOW, node } from './operator-fixtures.ts';
+
+const p: PassPlan = {
+  ref: 'ops/os',
+  name: 'os',
+  ready: true,
+  selects: () => true,
+  hash: 'h2',
+  version: 'v2',
+  prepare: 'drain',
+  reboot: false,
+  concurrency: 1,
+  completion: { labels: {}, postCompleteDelayMs: 0 },
+};
+
+const entry = (status?: PlanStatus, over: Partial<PlanEntry> = {}): PlanEntry => {
+  const plan: Plan = {
+    apiVersion: 'nuo.dev/v1alpha1',
+    kind: 'Plan',
+    metadata: { name: 'os', namespace: 'ops', uid: 'u', generation: 3 },
+    spec: { version: 'v2', upgrade: { image: 'example.com/os' } } as Plan['spec'],
+    ...(status ? { status } : {}),
+  };
+  return {
+    ref: 'ops/os',
+    name: 'os',
+    namespace: 'ops',
+    uid: 'u',
+    generation: 3,
+    plan,
+    errors: [],
+    version: 'v2',
+    hash: 'h2',
+    ...over,
+  };
+};
+
+const failedJob = (message: string, hash = 'h2'): JobView => ({
+  name: `apply-os-on-b-with-${hash}`,
+  namespace: 'ops',
+  plan: 'ops/os',
+  hash,
+  state: 'failed',
+  message,
+  deleting: false,
+});
+
+function status(o: {
+  status?: PlanStatus;
+  labels?: Record<string, Record<string, string>>;
+  jobs?: Record<string, JobView[]>;
+  ledger?: Ledger;
+  entry?: Partial<PlanEntry>;
+  managed?: string[];
+  now?: Date;
+}) {
+  const nodes = ['a', 'b', 'c'].map((n) => viewNode(node(n, { labels: o.labels?.[n] ?? {} })));
+  const input: PlanStatusInput = {
+    entry: entry(o.status, o.entry),
+    plan: p,
+    nodes,
+    managed: (n) => (o.managed ?? ['a', 'b', 'c']).includes(n),
+    ledger: o.ledger ?? { slots: {} },
+    jobs: new Map(Object.entries(o.jobs ?? {})),
+    now: o.now ?? NOW,
+  };
+  return planStatus(input);
+}
+const cond = (s: PlanStatus, type: string) => s.conditions?.find((c) => c.type === type);
+const applied = { [planLabel('os')]: 'h2' };
+
+test('Complete counts the selected nodes carrying the hash; applying lists the ledger’s attempts of the Plan', () => {
+  const s = status({
+    labels: { a: applied },
+    ledger: {
+      slots: {
+        b: {
+          since: ago(10),
+          plan: { ref: 'ops/os', hash: 'h2', version: 'v2', prepare: 'drain', reboot: false },
+        },
+        c: { since: ago(5) },
+      },
+    },
+  });
+  assert.equal(s.complete, 1);
+  assert.deepEqual(s.applying, ['b'], 'c holds a reboot’s slot, not the Plan’s');
+  assert.equal(s.observedGeneration, 3);
+  assert.equal(cond(s, 'Complete')?.status, 'False');
+  assert.equal(cond(s, 'Complete')?.reason, 'Applying');
+  assert.match(cond(s, 'Complete')?.message ?? '', /1 of 3 selected node\(s\) applied, 1 applying/);
+  const all = status({ labels: { a: applied, b: applied, c: applied } });
+  assert.equal(cond(all, 'Complete')?.status, 'True');
+  assert.equal(all.latestHash, 'h2');
+  assert.equal(all.latestVersion, 'v2');
+});
+
+test('a node in no pool is counted and named as left alone; an opted-out node is not selected', () => {
+  const s = status({ labels: { a: applied, b: { [planLabel('os')]: 'disabled' } }, managed: ['a', 'b'] });
+  assert.match(
+    cond(s, 'Complete')?.message ?? '',
+    /1 of 2 selected node\(s\) applied.*1 selected node\(s\) are in no UpdatePolicy's pool/,
+  );
+});
+
+test('a failed Job shows in failed and in Complete’s reason, and stays after the Job is gone until the node applies', () => {
+  const first = status({ jobs: { b: [failedJob('BackoffLimitExceeded: disk full')] } });
+  assert.deepEqual(first.failed, [
+    { node: 'b', error: 'BackoffLimitExceeded: disk full', at: NOW.toISOString() },
+  ]);
+  assert.equal(cond(first, 'Complete')?.reason, 'JobFailed');
+  assert.match(cond(first, 'Complete')?.message ?? '', /last on b: BackoffLimitExceeded: disk full/);
+  const later = new Date(NOW.getTime() + 60_000);
+  const gone = status({ status: first, now: later });
+  assert.deepEqual(
+    gone.failed,
+    first.failed,
+    'the Job deleted for the retry: the failure stays, its time too',
+  );
+  const again = status({ status: first, now: later, jobs: { b: [failedJob('DeadlineExceeded: too slow')] } });
+  assert.deepEqual(again.failed, [
+    { node: 'b', error: 'DeadlineExceeded: too slow', at: later.toISOString() },
+  ]);
+  const done = status({ status: first, now: later, labels: { b: applied } });
+  assert.deepEqual(done.failed, [], 'applied since: no failure left');
+  const older = status({ jobs: { b: [failedJob('old error', 'h1')] } });
+  assert.deepEqual(older.failed, [], 'a failed Job of an earlier hash is not this hash’s failure');
+});
+
+test('conditions: LatestResolved and Validated say why; a transition time moves only with the status', () => {
+  const fromSpec = status({});
+  assert.equal(cond(fromSpec, 'LatestResolved')?.reason, 'Version');
+  assert.equal(cond(fromSpec, 'Validated')?.status, 'True');
+  const invalid = status({
+    entry: { errors: [{ field: 'spec.window.timeZone', message: 'unknown time zone "Mars/Base"' }] },
+  });
+  assert.equal(cond(invalid, 'Validated')?.status, 'False');
+  assert.match(
+    cond(invalid, 'Validated')?.message ?? '',
+    /spec\.window\.timeZone: unknown time zone "Mars\/Base"; no node is started/,
+  );
+  const kept = status({ entry: { resolveError: 'secret ops/os-config does not exist' } });
+  assert.match(
+    cond(kept, 'LatestResolved')?.message ?? '',
+    /does not exist; version v2 from before stays in use/,
+  );
+  const none = status({ entry: { resolveError: 'secret ops/os-config does not exist', hash: undefined } });
+  assert.match(
+    cond(none, 'LatestResolved')?.message ?? '',
+    /does not exist; no node is started until it resolves/,
+  );
+  const later = new Date(NOW.getTime() + 60_000);
+  const same = status({ status: fromSpec, now: later });
+  assert.equal(cond(same, 'Validated')?.lastTransitionTime, NOW.toISOString());
+  const flipped = status({ status: fromSpec, now: later, entry: { errors: [{ field: 'x', message: 'y' }] } });
+  assert.equal(cond(flipped, 'Validated')?.lastTransitionTime, later.toISOString());
+});
