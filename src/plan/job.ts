@@ -82,8 +82,9 @@ export function ttlAfterFinished(postCompleteDelay: string | undefined): number 
   return Math.max(DEFAULT_TTL_SECONDS, delay + 60);
 }
 
-const withoutKeys = (map: Record<string, string> | undefined, parts: readonly string[]) =>
-  Object.fromEntries(Object.entries(map ?? {}).filter(([k]) => !parts.some((p) => k.includes(p))));
+/** The map without the keys under these prefixes (nuo's own keys, kubectl's bookkeeping). */
+const withoutKeys = (map: Record<string, string> | undefined, prefixes: readonly string[]) =>
+  Object.fromEntries(Object.entries(map ?? {}).filter(([k]) => !prefixes.some((p) => k.startsWith(p))));
 
 const fieldEnv = (name: string, fieldPath: string): V1EnvVar => ({
   name,
@@ -176,7 +177,7 @@ export function buildJob(input: JobInput): V1Job {
   if (!spec.upgrade) throw new Error(`Plan ${plan.namespace}/${plan.name} has no upgrade container`);
   const exclusive = spec.exclusive ?? false;
   const labels = {
-    ...withoutKeys(plan.labels, ['nuo.dev/']),
+    ...withoutKeys(plan.labels, ['nuo.dev/', 'plan.nuo.dev/']),
     [JobLabels.plan]: plan.name,
     [JobLabels.node]: node.name,
     [JobLabels.hash]: hash,

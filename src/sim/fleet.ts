@@ -17,6 +17,7 @@ import { sampleProc } from './cluster/proc.ts';
 import { killWithHarness } from './cluster/process.ts';
 import { type RebootBehaviour, SimHost } from './host.ts';
 import { JobReboots } from './job-reboots.ts';
+import { applyPlan, installPlanCrd, type PlanObject } from './plans.ts';
 import { applyPolicy, installPolicyCrd } from './policies.ts';
 import { diagnose, diagnosisFlags } from './runaway.ts';
 
@@ -139,6 +140,12 @@ export class Fleet {
       return void log?.('warn', `host ${node}: Job pod ${pod} asked for a reboot while it was down`);
     log?.('info', `host ${node}: Job pod ${pod} reboots it`);
     host.reboot().catch((err) => log?.('error', `host ${node}: reboot for Job pod ${pod}: ${err}`));
+  }
+
+  /** Creates or replaces a Plan (the CRD installed first if need be); like a policy, it outlives the fleet. */
+  async applyPlan(plan: PlanObject): Promise<void> {
+    await installPlanCrd(this.#cluster);
+    await applyPlan(this.#cluster, plan);
   }
 
   /**

@@ -60,16 +60,17 @@ export async function eventsMark(core: CoreV1Api): Promise<string> {
  */
 export async function eventsAbout(
   core: CoreV1Api,
-  kind: 'Node' | 'UpdatePolicy',
+  kind: 'Node' | 'UpdatePolicy' | 'Plan',
   name: string,
   reasons: readonly string[],
   after = '0',
+  namespace = 'default',
 ): Promise<CoreV1Event[]> {
   const rv = (e: CoreV1Event) => Number(e.metadata?.resourceVersion ?? 0);
   let seen: CoreV1Event[] = [];
   return pollUntil(`${kind} ${name}'s Events: ${reasons.join(', ')}`, async () => {
     const list = await core.listNamespacedEvent({
-      namespace: 'default',
+      namespace,
       fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}`,
     });
     seen = list.items.filter((e) => rv(e) > Number(after)).sort((a, b) => rv(a) - rv(b));

@@ -41,7 +41,12 @@ const input: JobInput = {
     name: 'k3s-server',
     namespace: 'system-upgrade',
     uid: 'plan-uid',
-    labels: { team: 'ops', 'nuo.dev/plan': 'forged', 'plan.nuo.dev/x': 'y' },
+    labels: {
+      team: 'ops',
+      'nuo.dev/plan': 'forged',
+      'plan.nuo.dev/x': 'y',
+      'sim.nuo.dev/job-outcome': 'fail',
+    },
     annotations: { owner: 'ops', 'kubectl.kubernetes.io/last-applied-configuration': '{}', 'nuo.dev/x': 'y' },
     spec,
   },
@@ -110,12 +115,17 @@ test("the Job: in the Plan's namespace, owned by it, labelled and annotated for 
   ]);
   const labels = {
     team: 'ops',
+    'sim.nuo.dev/job-outcome': 'fail',
     [JobLabels.plan]: 'k3s-server',
     [JobLabels.node]: 'node-1.example.com',
     [JobLabels.hash]: HASH,
     [JobLabels.exclusive]: 'false',
   };
-  assert.deepEqual(job.metadata?.labels, labels, "the Plan's labels without nuo.dev/ keys, then nuo's");
+  assert.deepEqual(
+    job.metadata?.labels,
+    labels,
+    "the Plan's labels without nuo's keys (nuo.dev/, plan.nuo.dev/), then nuo's",
+  );
   assert.deepEqual(job.spec?.template.metadata?.labels, labels);
   assert.deepEqual(job.metadata?.annotations, {
     owner: 'ops',

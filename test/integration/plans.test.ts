@@ -1,0 +1,428 @@
+/**
+ * Plans on the real control plane: SUC-style upgrade Jobs under the same budget as reboots. Each test
+ * runs a fleet of simulated hosts, a real `nuo operator` and the independent checker (which counts a
+ * Plan's attempts and its concurrency); Job pods complete or fail through KWOK's stages, and a pod may
+ * reboot its host as SUC's kernel example does.
+ */
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+import { BatchV1Api, CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { Annotations, JobLabels, LEDGER, planLabel } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import type { Plan, PlanSpec } from '../../src/api/plan.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
+import { Fleet } from '../../src/sim/fleet.ts';
+import { SimJobAnnotations, SimJobLabels } from '../../src/sim/job-keys.ts';
+import {
+  ChannelServer,
+  deletePlan,
+  ensureNamespace,
+  type PlanObject,
+  readPlan,
+} from '../../src/sim/plans.ts';
+import { pollUntil } from '../../src/util/poll.ts';
+import { eventsAbout, eventsMark, operatorUnder, resetNodes, runNuo, useCluster } from './support.ts';
+
+const NODES = 8;
+const cluster = await useCluster({ nodes: NODES });
+const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+const NS = 'ops';
+const names = Array.from({ length: NODES }, (_, i) => `node-${i}`);
+
+let fleet: Fleet | undefined;
+after(() => fleet?.stop());
+
+before(async () => {
+  await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
+  await ensureNamespace(cluster, NS);
+});
+
+afterEach(async () => {
+  await fleet?.stop();
+  fleet = undefined;
+  for (const p of (await listPlans()).map((x) => x.metadata.name)) await deletePlan(cluster, NS, p);
+  await pollUntil('the Plans’ Jobs to be gone', async () =>
+    (await batch.listNamespacedJob({ namespace: NS })).items.length === 0 ? true : undefined,
+  );
+  await resetNodes(core);
+  // The Plans' labels, so the next test starts from nodes that applied nothing.
+  for (const n of (await core.listNode()).items) {
+    const labels = Object.keys(n.metadata?.labels ?? {}).filter((k) => k.startsWith('plan.nuo.dev/'));
+    if (labels.length === 0) continue;
+    await core.patchNode(
+      {
+        name: n.metadata?.name ?? '',
+        body: { metadata: { labels: Object.fromEntries(labels.map((k) => [k, null])) } },
+      },
+      mergePatch,
+    );
+  }
+});
+
+async function listPlans(): Promise<Plan[]> {
+  const { CustomObjectsApi } = await import('@kubernetes/client-node');
+  const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
+  return (
+    (await custom
+      .listNamespacedCustomObject({ group: 'nuo.dev', version: 'v1alpha1', plural: 'plans', namespace: NS })
+      .catch(() => ({ items: [] }))) as { items: Plan[] }
+  ).items;
+}
+
+const upgrade = { image: 'registry.example/os-upgrade', command: ['/upgrade'] };
+
+/** A Plan over every node of the fleet, its pods running `runSeconds` each before they complete. */
+function planOf(
+  name: string,
+  spec: Partial<PlanSpec>,
+  runSeconds = 1,
+  labels: Record<string, string> = {},
+): PlanObject {
+  return {
+    namespace: NS,
+    name,
+    labels,
+    annotations: {
+      [SimJobAnnotations.completeDelay]: `${runSeconds}s`,
+      [SimJobAnnotations.failDelay]: `${runSeconds}s`,
+    },
+    spec: { concurrency: 1, version: 'v1', upgrade, ...spec } as PlanSpec,
+  };
+}
+
+async function startFleet(budget: number, plans: { name: string; max: number }[] = []) {
+  fleet = new Fleet(cluster, { rebootMs: 1000, budget, plans, agentCheckIntervalMs: 1000 });
+  await fleet.start();
+  return fleet;
+}
+
+const nodesNow = async () => (await core.listNode()).items;
+const hashOf = async (name: string) => (await readPlan(cluster, NS, name)).status?.latestHash;
+
+/** Waits until every node in `nodes` carries the Plan's latest hash and is back to Idle. */
+async function applied(plan: string, nodes: readonly string[], timeoutMs: number): Promise<string> {
+  let hash: string | undefined;
+  await pollUntil(
+    `Plan ${plan} applied on ${nodes.join(', ')}`,
+    async () => {
+      hash = await hashOf(plan);
+      if (!hash) return undefined;
+      const all = await nodesNow();
+      const done = nodes.every((name) => {
+        const n = all.find((x) => x.metadata?.name === name);
+        const state = n?.metadata?.annotations?.[Annotations.state] ?? Phase.idle;
+        return n?.metadata?.labels?.[planLabel(plan)] === hash && state === Phase.idle;
+      });
+      return done ? true : undefined;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+  return hash as string;
+}
+
+async function checked(f: Fleet) {
+  await f.checker.finalCheck();
+  assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
+}
+
+const label = (n: V1Node | undefined, plan: string) => n?.metadata?.labels?.[planLabel(plan)];
+
+describe('Plans', () => {
+  test('a Plan over 8 nodes, concurrency 2, under a pool budget of 3 while reboots are pending: never more than 3 disrupted, nor 2 of the Plan', async () => {
+    const f = await startFleet(3, [{ name: `${NS}/os`, max: 2 }]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 3 }, ['--plan-polling-interval=1s']);
+    f.stageUpdates(['node-1', 'node-4', 'node-6']);
+    await f.applyPlan(
+      planOf(
+        'os',
+        {
+          concurrency: 2,
+          drain: { force: true },
+          postCompleteLabels: { 'example.com/os': '$(LATEST_VERSION)' },
+        },
+        2,
+      ),
+    );
+    const hash = await applied('os', names, 240_000);
+    await pollUntil('the staged reboots done', async () =>
+      (await nodesNow()).every((n) => n.metadata?.annotations?.[Annotations.rebootNeeded] !== 'true')
+        ? true
+        : undefined,
+    );
+    await checked(f);
+    assert.ok(f.checker.maxDisrupted <= 3, `at most 3 disrupted: ${f.checker.maxDisrupted}`);
+    assert.equal(f.checker.maxDisrupted, 3, 'the Plan and the reboots shared the budget, filling it');
+    for (const n of await nodesNow()) {
+      assert.equal(label(n, 'os'), hash);
+      assert.equal(n.metadata?.labels?.['example.com/os'], 'v1', 'postCompleteLabels, expanded');
+      assert.notEqual(n.spec?.unschedulable, true, `${n.metadata?.name} uncordoned`);
+    }
+    const status = (await readPlan(cluster, NS, 'os')).status;
+    assert.equal(status?.complete, NODES);
+    assert.deepEqual(status?.applying, []);
+    assert.equal(status?.conditions?.find((c) => c.type === 'Complete')?.status, 'True');
+    assert.equal(status?.latestVersion, 'v1');
+    const jobs = (await batch.listNamespacedJob({ namespace: NS })).items;
+    assert.equal(jobs.length, NODES, 'one Job per node');
+    assert.ok(
+      jobs.every((j) => j.spec?.template.spec?.containers[0]?.image === 'registry.example/os-upgrade:v1'),
+    );
+  });
+
+  test('a Plan edited mid-rollout, and its channel moving on: every node ends at the new hash, the attempts in progress finish first', async () => {
+    const f = await startFleet(2, [{ name: `${NS}/edit`, max: 1 }]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+    const channel = new ChannelServer('v1.0.0');
+    await channel.start();
+    try {
+      const four = names.slice(0, 4);
+      await f.applyPlan(planOf('edit', { version: undefined, channel: channel.url }, 2));
+      await pollUntil('the first node applied at v1.0.0', async () =>
+        (await nodesNow()).some((n) => label(n, 'edit') !== undefined) ? true : undefined,
+      );
+      const first = await hashOf('edit');
+      assert.equal((await readPlan(cluster, NS, 'edit')).status?.latestVersion, 'v1.0.0');
+      channel.version = 'v1.1.0';
+      await pollUntil('the channel’s new version resolved', async () =>
+        (await readPlan(cluster, NS, 'edit')).status?.latestVersion === 'v1.1.0' ? true : undefined,
+      );
+      const second = await applied('edit', names, 240_000);
+      assert.notEqual(second, first, 'a new version is a new hash');
+      // An edit of the spec itself (a new argument) is a new hash too, applied to every node again.
+      const edited = planOf('edit', {}, 1);
+      edited.spec = {
+        ...edited.spec,
+        version: undefined,
+        channel: channel.url,
+        upgrade: { ...upgrade, args: ['--now'] },
+      } as PlanSpec;
+      await f.applyPlan(edited);
+      const third = await applied('edit', four.concat(names.slice(4)), 240_000);
+      assert.notEqual(third, second);
+      await checked(f);
+      const jobs = (await batch.listNamespacedJob({ namespace: NS })).items;
+      const hashes = new Set(jobs.map((j) => j.metadata?.labels?.[JobLabels.hash]));
+      assert.ok(hashes.has(second) && hashes.has(third), 'Jobs ran at both later hashes');
+      assert.ok(
+        jobs
+          .filter((j) => j.metadata?.labels?.[JobLabels.hash] === third)
+          .every((j) => j.spec?.template.spec?.containers[0]?.image === 'registry.example/os-upgrade:v1.1.0'),
+        'the image tagged with the channel’s version',
+      );
+      assert.ok(channel.requests >= 2, 'the channel was polled');
+    } finally {
+      await channel.stop();
+    }
+  });
+
+  test('a changed secret is a new hash: the Plan applies again on every node; ignoreUpdates secrets are not hashed', async () => {
+    const f = await startFleet(2, [{ name: `${NS}/keyed`, max: 2 }]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+    const secret = (v: string) => ({
+      metadata: { name: 'os-config', namespace: NS },
+      stringData: { version: v },
+    });
+    await core.createNamespacedSecret({ namespace: NS, body: secret('1') });
+    try {
+      const spec = {
+        concurrency: 2,
+        secrets: [
+          { name: 'os-config', path: '/host/run/os' },
+          { name: 'absent', ignoreUpdates: true },
+        ],
+      };
+      await f.applyPlan(planOf('keyed', spec));
+      const first = await applied('keyed', names, 240_000);
+      await core.replaceNamespacedSecret({ name: 'os-config', namespace: NS, body: secret('2') });
+      await pollUntil('the new secret hashed', async () =>
+        (await hashOf('keyed')) !== first ? true : undefined,
+      );
+      const second = await applied('keyed', names, 240_000);
+      assert.notEqual(second, first);
+      await checked(f);
+      const job = (await batch.listNamespacedJob({ namespace: NS })).items[0];
+      const mounts = job?.spec?.template.spec?.containers[0]?.volumeMounts?.map((m) => m.mountPath) ?? [];
+      assert.ok(mounts.includes('/host/run/os'), `the secret is mounted where the Plan says: ${mounts}`);
+    } finally {
+      await core.deleteNamespacedSecret({ name: 'os-config', namespace: NS }).catch(() => {});
+    }
+  });
+
+  test('a Plan deleted mid-rollout ends its attempts cleanly: its Jobs deleted, nuo’s cordons undone, slots freed, no failure counted', async () => {
+    const f = await startFleet(3, [{ name: `${NS}/doomed`, max: 2 }]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 3 }, ['--plan-polling-interval=1s']);
+    // An admin's cordon on node-7 stays (nuo undoes only its own); the checker holds nuo to that.
+    f.checker.adminCordon('node-7');
+    await core.patchNode({ name: 'node-7', body: { spec: { unschedulable: true } } }, mergePatch);
+    await f.applyPlan(planOf('doomed', { concurrency: 2, drain: { force: true } }, 600));
+    await pollUntil('two Jobs running', async () => {
+      const jobs = (await batch.listNamespacedJob({ namespace: NS })).items;
+      return jobs.filter((j) => (j.status?.active ?? 0) > 0).length === 2 ? true : undefined;
+    });
+    await deletePlan(cluster, NS, 'doomed');
+    await pollUntil('the attempts ended', async () => {
+      const jobs = (await batch.listNamespacedJob({ namespace: NS })).items;
+      const pods = (await core.listNamespacedPod({ namespace: NS })).items;
+      const cm = await core.readNamespacedConfigMap({ name: LEDGER.name, namespace: 'nuo-system' });
+      const slots = Object.keys(JSON.parse(cm.data?.[LEDGER.key] ?? '{"slots":{}}').slots);
+      const busy = (await nodesNow()).filter((n) => {
+        const a = n.metadata?.annotations ?? {};
+        return (a[Annotations.state] ?? Phase.idle) !== Phase.idle || a[Annotations.cordonedByNuo] === 'true';
+      });
+      return jobs.length + pods.length + slots.length + busy.length === 0 ? true : undefined;
+    });
+    for (const n of await nodesNow()) {
+      assert.equal(n.metadata?.annotations?.[Annotations.failures], undefined, 'no failure counted');
+      assert.equal(label(n, 'doomed'), undefined);
+      assert.equal(
+        n.spec?.unschedulable === true,
+        n.metadata?.name === 'node-7',
+        `${n.metadata?.name}: only the admin's cordon stands`,
+      );
+    }
+    await checked(f);
+    f.checker.adminUncordon('node-7');
+    await core.patchNode({ name: 'node-7', body: { spec: { unschedulable: false } } }, mergePatch);
+  });
+
+  test('a failed Job ends the attempt (cordon undone, the reason on the node, the Plan’s status and Events), and the node is retried after its backoff', async () => {
+    const f = await startFleet(1, [{ name: `${NS}/flaky`, max: 1 }]);
+    await operatorUnder(
+      f,
+      'op-a',
+      {
+        maxUnavailable: 1,
+        nodeSelector: { matchLabels: { 'kubernetes.io/hostname': 'node-0' } },
+        reboot: { retryBackoff: '3s' },
+      },
+      ['--plan-polling-interval=1s'],
+    );
+    const mark = await eventsMark(core);
+    const failing = planOf(
+      'flaky',
+      { cordon: true, nodeSelector: { matchLabels: { 'kubernetes.io/hostname': 'node-0' } } },
+      1,
+      {
+        [SimJobLabels.outcome]: 'fail',
+      },
+    );
+    failing.annotations = { ...failing.annotations, [SimJobAnnotations.failMessage]: 'disk full' };
+    await f.applyPlan(failing);
+    // The Job's backoffLimit (2) lets its pod fail three times, 10 s and 20 s apart, before it fails.
+    await pollUntil(
+      'the failure recorded in the Plan’s status',
+      async () => {
+        const s = (await readPlan(cluster, NS, 'flaky')).status;
+        return s?.failed?.some((x) => x.node === 'node-0' && /disk full|BackoffLimitExceeded/.test(x.error))
+          ? s
+          : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
+    const node0 = (await nodesNow()).find((n) => n.metadata?.name === 'node-0');
+    assert.ok(Number(node0?.metadata?.annotations?.[Annotations.failures] ?? 0) >= 1, 'a failure counted');
+    assert.notEqual(node0?.metadata?.annotations?.[Annotations.cordonedByNuo], 'true');
+    const complete = (await readPlan(cluster, NS, 'flaky')).status?.conditions?.find(
+      (c) => c.type === 'Complete',
+    );
+    assert.equal(complete?.reason, 'JobFailed');
+    await eventsAbout(core, 'Plan', 'flaky', ['JobFailed'], mark, NS);
+    const nodeEvents = await eventsAbout(core, 'Node', 'node-0', ['AttemptAborted'], mark);
+    assert.ok(nodeEvents.some((e) => /Job .* failed/.test(e.message ?? '')));
+    const shown = await runNuo(cluster, 'plan', 'flaky');
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /failed on node-0/);
+    assert.match(shown.stdout, /node-0 +no/);
+    // Fixed (the Plan's own labels are not in its hash): the retry after the backoff succeeds.
+    await f.applyPlan(
+      planOf('flaky', {
+        cordon: true,
+        nodeSelector: { matchLabels: { 'kubernetes.io/hostname': 'node-0' } },
+      }),
+    );
+    await applied('flaky', ['node-0'], 120_000);
+    await checked(f);
+    const status = await runNuo(cluster, 'status');
+    assert.match(status.stdout, /ops\/flaky: version v1;.*complete/);
+  });
+
+  test('reboot: true upgrades and reboots each node in one attempt, through the health gate, with the pending reboot served too', async () => {
+    const nodes = ['node-0', 'node-1', 'node-2'];
+    const sel = {
+      matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In' as const, values: nodes }],
+    };
+    const f = await startFleet(2, [{ name: `${NS}/kernel`, max: 1 }]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+    f.stageUpdates(['node-1']);
+    const boots = new Map((await nodesNow()).map((n) => [n.metadata?.name, n.status?.nodeInfo?.bootID]));
+    await f.applyPlan(planOf('kernel', { reboot: true, nodeSelector: sel }));
+    await applied('kernel', nodes, 180_000);
+    await checked(f);
+    for (const n of await nodesNow()) {
+      const name = n.metadata?.name ?? '';
+      if (!nodes.includes(name)) continue;
+      assert.notEqual(n.status?.nodeInfo?.bootID, boots.get(name), `${name} rebooted`);
+      assert.equal(f.checker.planRebootsOf(name), 0, `${name}: nuo's reboot, granted, not the Job's`);
+    }
+    const node1 = (await nodesNow()).find((n) => n.metadata?.name === 'node-1');
+    assert.notEqual(
+      node1?.metadata?.annotations?.[Annotations.rebootNeeded],
+      'true',
+      'the Plan’s reboot served the staged update',
+    );
+  });
+
+  test('a Job that reboots the node itself is recognised by the new boot and passes the health gate, not counted as a failure', async () => {
+    const nodes = ['node-3', 'node-4'];
+    const sel = {
+      matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In' as const, values: nodes }],
+    };
+    const f = await startFleet(1, [{ name: `${NS}/self`, max: 1 }]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 1 }, ['--plan-polling-interval=1s']);
+    const boots = new Map((await nodesNow()).map((n) => [n.metadata?.name, n.status?.nodeInfo?.bootID]));
+    await f.applyPlan(
+      planOf('self', { drain: { force: true }, nodeSelector: sel }, 3, {
+        [SimJobLabels.rebootsHost]: 'true',
+      }),
+    );
+    await applied('self', nodes, 180_000);
+    await checked(f);
+    for (const name of nodes) {
+      const n = (await nodesNow()).find((x) => x.metadata?.name === name);
+      assert.notEqual(n?.status?.nodeInfo?.bootID, boots.get(name), `${name} rebooted`);
+      assert.equal(f.checker.planRebootsOf(name), 1, `${name}: the Job's own reboot`);
+      assert.equal(n?.metadata?.annotations?.[Annotations.failures], undefined, 'not a failure');
+    }
+  });
+
+  test('a Plan the API server cannot refuse but nuo can (a selector without values, a name another namespace took) is reported Validated=False and starts nothing', async () => {
+    const f = await startFleet(1);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 1 }, ['--plan-polling-interval=1s']);
+    await f.applyPlan(
+      planOf('bad', { nodeSelector: { matchExpressions: [{ key: 'role', operator: 'In' }] } }),
+    );
+    await f.applyPlan(planOf('twin', {}));
+    await ensureNamespace(cluster, 'other');
+    await f.applyPlan({ ...planOf('twin', {}), namespace: 'other' });
+    for (const [ns, name, why] of [
+      [NS, 'bad', /nodeSelector.*In needs at least one value/],
+      ['other', 'twin', /Plan ops\/twin has this name/],
+    ] as const) {
+      const status = await pollUntil(`${ns}/${name} reported invalid`, async () => {
+        const s = (await readPlan(cluster, ns, name)).status;
+        return s?.conditions?.find((c) => c.type === 'Validated' && c.status === 'False') ? s : undefined;
+      });
+      assert.match(status.conditions?.find((c) => c.type === 'Validated')?.message ?? '', why);
+    }
+    await applied('twin', names, 240_000);
+    const jobs = await batch.listJobForAllNamespaces({ labelSelector: JobLabels.plan });
+    assert.deepEqual(
+      [...new Set(jobs.items.map((j) => `${j.metadata?.namespace}/${j.metadata?.labels?.[JobLabels.plan]}`))],
+      [`${NS}/twin`],
+      'only the valid Plan ran Jobs',
+    );
+    await deletePlan(cluster, 'other', 'twin');
+    await checked(f);
+  });
+});
