@@ -12,6 +12,8 @@ export interface ChaosPart {
   maxUnavailable: number;
   /** Run with two UpdatePolicies (pools and zone caps) rather than the operator's flags. */
   policies?: boolean;
+  /** Run with an upgrade Plan over every node beside the reboots. */
+  plans?: boolean;
   finished: number;
   expectedStalls: number;
   /** Faults injected by kind, and those that could not strike. */
@@ -23,6 +25,9 @@ export interface ChaosPart {
   elapsedMs: number;
   versions: Versions;
 }
+
+const setting = (p: ChaosPart) =>
+  `${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ', --policies' : ''}${p.plans ? ', --plans' : ''}`;
 
 /** The parts added up, in seed order; throws on an overlap, a gap or a different setting. */
 export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
@@ -40,11 +45,10 @@ export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
     if (
       p.nodes !== first.nodes ||
       p.maxUnavailable !== first.maxUnavailable ||
-      !p.policies !== !first.policies
+      !p.policies !== !first.policies ||
+      !p.plans !== !first.plans
     )
-      throw new Error(
-        `part from seed ${p.seed} ran ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}; the first ran ${first.nodes}, ${first.maxUnavailable}`,
-      );
+      throw new Error(`part from seed ${p.seed} ran ${setting(p)}; the first ran ${setting(first)}`);
     if (p.seed < next) throw new Error(`part from seed ${p.seed} overlaps seeds up to ${next - 1}`);
     if (p.seed > next) throw new Error(`seeds ${next}…${p.seed - 1} are missing between the parts`);
     merged = {

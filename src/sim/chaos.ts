@@ -39,10 +39,22 @@ import {
 import { type ChaosPools, prepareOnePool, preparePools } from './chaos-policies.ts';
 import { awaitRollout } from './chaos-progress.ts';
 import { drainSummary, readinessRepairs, workloadReport } from './chaos-report.ts';
+import {
+  type ChaosUpgrade,
+  describeUpgrade,
+  planUpgrade,
+  UPGRADE_NAME,
+  UPGRADE_NAMESPACE,
+  UPGRADE_REF,
+  upgradeBoundMs,
+  upgradePlan,
+} from './chaos-upgrade.ts';
+import { prepareUpgrades, removeUpgrade } from './chaos-upgrade-env.ts';
 import type { Violation } from './checker.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
 import { Fleet } from './fleet.ts';
 import { RebootBehaviour } from './host.ts';
+import { applyPlan, readPlan } from './plans.ts';
 import { placementSummary } from './workload.ts';
 
 const _ZONE = 'topology.kubernetes.io/zone';
@@ -63,6 +75,8 @@ export interface ChaosOptions {
   timings?: Partial<PlanTimings>;
   /** Two UpdatePolicies (pools of half the nodes each, the run's budget and a zone cap of 1 each). */
   policies?: boolean;
+  /** An upgrade Plan over every node in each run, beside the staged reboots (chaos-upgrade.ts). */
+  plans?: boolean;
 }
 
 export type Rule = Violation['rule'];
@@ -74,6 +88,7 @@ export const RULES: readonly Rule[] = [
   'admin-cordon-removed',
   'cordon-left',
   'cordon-outside-attempt',
+  'plan-concurrency',
   'not-finished',
 ];
 
@@ -118,9 +133,9 @@ export function nodeNames(count: number): string[] {
 }
 
 export function reproduceCommand(
-  o: Pick<ChaosOptions, 'runs' | 'seed' | 'nodes' | 'maxUnavailable' | 'policies'>,
+  o: Pick<ChaosOptions, 'runs' | 'seed' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans'>,
 ) {
-  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}${o.policies ? ' --policies' : ''}`;
+  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}${o.policies ? ' --policies' : ''}${o.plans ? ' --plans' : ''}`;
 }
 
 const emptyKinds = (): Record<FaultKind, number> =>
@@ -143,11 +158,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const setting = o.policies
       ? { pools: await preparePools(cluster, env, names, o.maxUnavailable) }
       : await prepareOnePool(cluster, o.maxUnavailable).then(() => ({}));
+    if (o.plans) await prepareUpgrades(cluster);
     for (let i = 0; i < o.runs; i++) {
       const plan = planRun(o.seed + i, names, o.maxUnavailable, timings);
-      o.log(`run ${i + 1}/${o.runs} (seed ${plan.seed}):\n${describePlan(plan)}`);
+      const upgrade = o.plans ? planUpgrade(plan.seed, o.maxUnavailable) : undefined;
+      const described = describePlan(plan) + (upgrade ? `\n${describeUpgrade(upgrade)}` : '');
+      o.log(`run ${i + 1}/${o.runs} (seed ${plan.seed}):\n${described}`);
       const repairsBefore = readinessRepairs(cluster);
-      const result = await runOne(cluster, env, i, plan, o.log, setting);
+      const result = await runOne(cluster, env, i, plan, o.log, {
+        ...setting,
+        ...(upgrade ? { upgrade } : {}),
+      });
       const repairs = readinessRepairs(cluster) - repairsBefore;
       results.push(result);
       const outcome =
@@ -250,8 +271,9 @@ async function runOne(
   index: number,
   plan: RunPlan,
   log: (line: string) => void,
-  setting: { pools?: ChaosPools },
+  setting: { pools?: ChaosPools; upgrade?: ChaosUpgrade },
 ): Promise<RunResult> {
+  const { upgrade } = setting;
   await resetNodes(env);
   // Earlier runs of a campaign leave the pods where their drains put them; this run starts from there.
   const web = await env.core.listNamespacedPod({ namespace: CHAOS_NAMESPACE, labelSelector: 'app=web' });
@@ -265,6 +287,7 @@ async function runOne(
     rebootMs: DEFAULT_TIMINGS.rebootMinMs,
     rebootMsByNode: Object.fromEntries(plan.updates.map((u) => [u.node, u.rebootMs])),
     budget: setting.pools?.budgets ?? plan.maxUnavailable,
+    ...(upgrade ? { plans: [{ name: UPGRADE_REF, max: upgrade.concurrency }] } : {}),
     agentCheckIntervalMs: 2000,
     ...(plan.neverReturns ? { behaviours: { [plan.neverReturns]: RebootBehaviour.neverReturns } } : {}),
   });
@@ -300,8 +323,18 @@ async function runOne(
     replicas.start();
     replicas.start();
     fleet.stageUpdates(plan.updates.map((u) => u.node));
+    if (upgrade) await applyPlan(cluster, upgradePlan(upgrade));
     t0 = Date.now();
-    const deadline = t0 + plan.boundMs;
+    const boundMs =
+      plan.boundMs +
+      (upgrade
+        ? upgradeBoundMs(upgrade, plan.nodes.length, plan.maxUnavailable, {
+            rebootMs: DEFAULT_TIMINGS.rebootMaxMs,
+            soakMs: DEFAULT_TIMINGS.soakMs,
+            slackPerWaveMs: DEFAULT_TIMINGS.slackPerWaveMs,
+          })
+        : 0);
+    const deadline = t0 + boundMs;
     const faults = Promise.all(
       plan.faults.map(async (f) => {
         await sleep(f.atMs, cancelled.signal);
@@ -309,13 +342,23 @@ async function runOne(
         await inject(f);
       }),
     );
-    const { finished, last } = await awaitRollout(env, plan, fleet, faults, deadline, setting.pools);
+    const upgradeHash = async () =>
+      (await readPlan(cluster, UPGRADE_NAMESPACE, UPGRADE_NAME)).status?.latestHash;
+    const { finished, last } = await awaitRollout(
+      env,
+      plan,
+      fleet,
+      faults,
+      deadline,
+      setting.pools,
+      upgrade ? upgradeHash : undefined,
+    );
     const elapsedMs = Date.now() - t0;
     if (!finished) {
       cancelled.abort();
       log(await workloadReport(cluster, env).catch((err) => `  (workload report failed: ${err})`));
       fleet.checker.notFinished(
-        `seed ${plan.seed}: not done within ${(plan.boundMs / 1000).toFixed(0)}s; ${last || 'no node state read'}`,
+        `seed ${plan.seed}: not done within ${(boundMs / 1000).toFixed(0)}s; ${last || 'no node state read'}`,
       );
     }
     await fleet.checker.finalCheck(plan.neverReturns ? [plan.neverReturns] : []);
@@ -338,5 +381,6 @@ async function runOne(
   } finally {
     cancelled.abort();
     await fleet.stop();
+    if (upgrade) await removeUpgrade(cluster);
   }
 }

@@ -4,6 +4,7 @@
  * than their concurrency, and whether a reboot is a Plan's own.
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { readClaim } from '../api/grant.ts';
 import { Annotations, JobLabels } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { inAttemptPhase } from './checker-phases.ts';
@@ -88,4 +89,14 @@ export function isPlanReboot(
 ): boolean {
   if (node?.metadata?.annotations?.[Annotations.state] === Phase.upgrading) return true;
   return pods.some((p) => p.spec?.nodeName === name && ranAt(p, at));
+}
+
+/**
+ * The Plan attempt ("node attempt") a node's grant is for, when its nuo.dev/plan names a Plan: a Plan
+ * with `reboot: true` asks nuo for one reboot per attempt, which the grant's claim names.
+ */
+export function planAttemptOf(n: V1Node | undefined): string | undefined {
+  const a = n?.metadata?.annotations ?? {};
+  const claim = a[Annotations.plan] ? readClaim(a[Annotations.rebootOk] ?? '') : undefined;
+  return claim && `${claim.node} ${claim.attempt}`;
 }

@@ -23,7 +23,13 @@ import { Annotations, DEFAULT_NAMESPACE, JobLabels } from '../api/keys.ts';
 import { isPhase } from '../api/phases.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
 import { CORDONED_PHASES, inAttemptPhase } from './checker-phases.ts';
-import { isPlanReboot, nodeOfPlanPod, type PlanBudget, planConcurrencyBreaches } from './checker-plans.ts';
+import {
+  isPlanReboot,
+  nodeOfPlanPod,
+  type PlanBudget,
+  planAttemptOf,
+  planConcurrencyBreaches,
+} from './checker-plans.ts';
 import { isReady } from './cluster/nodes.ts';
 
 export type { PlanBudget } from './checker-plans.ts';
@@ -96,6 +102,8 @@ export class SafetyChecker {
   readonly #plans: PlanBudget[];
   /** Reboots that were a Plan's own, per node. */
   readonly #planReboots = new Map<string, number>();
+  /** Plan attempts ("node attempt") that asked nuo for their reboot and had it: one each. */
+  readonly #planAttemptsRebooted = new Set<string>();
   /**
    * Nodes an admin cordoned → the resourceVersion of the object that first showed that cordon ('' when
    * told before the write): only an update from that version on can undo it, not one the watch delivers
@@ -191,16 +199,28 @@ export class SafetyChecker {
     if (isPlanReboot(node, cached, this.#planPods.list(), at)) this.#planReboot(node);
     else if (!this.#granted(cached, bootId) || !this.#cordonedForReboot(cached)) {
       this.#pending.push(this.#confirmReboot(node, bootId, at));
-    } else this.#countReboot(node);
+    } else this.#countReboot(node, cached);
   }
 
   #planReboot(node: string): void {
     this.#planReboots.set(node, (this.#planReboots.get(node) ?? 0) + 1);
   }
 
-  /** One more reboot of `node` for its staged updates: past them, a double reboot. */
-  #countReboot(node: string): void {
+  /**
+   * One more granted reboot of `node`: for its staged updates, else for the Plan attempt that asked nuo
+   * for it (`reboot: true`: once per attempt, which its grant names); past those, a double reboot.
+   */
+  #countReboot(node: string, n: V1Node | undefined): void {
     const count = (this.#reboots.get(node) ?? 0) + 1;
+    const attempt = planAttemptOf(n);
+    if (
+      count > (this.#allowedReboots.get(node) ?? 0) &&
+      attempt &&
+      !this.#planAttemptsRebooted.has(attempt)
+    ) {
+      this.#planAttemptsRebooted.add(attempt);
+      return;
+    }
     this.#reboots.set(node, count);
     if (count > (this.#allowedReboots.get(node) ?? 0)) {
       this.#violate(
@@ -222,7 +242,7 @@ export class SafetyChecker {
       this.#planReboot(node);
       return;
     }
-    this.#countReboot(node);
+    this.#countReboot(node, n);
     if (!this.#granted(n, bootId)) {
       // The key may have been published (or replaced) since it was read: read it once more.
       this.#grantKey = await this.#readGrantKey();

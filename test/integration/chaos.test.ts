@@ -3,11 +3,12 @@
  * kind of fault strikes (leaders killed, paused past their Lease or restarted with a skewed clock; agents,
  * the API server and etcd restarted or paused; admins cordoning and uncordoning; a node deleted mid-attempt;
  * hostile values and forged grants from a third client; the PDB tightened mid-drain), with delayed
- * reboots and a node that never returns. The independent checker of each run must see no violation.
+ * reboots and a node that never returns; also under UpdatePolicies, and beside an upgrade Plan. The
+ * independent checker of each run must see no violation.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runChaos } from '../../src/sim/chaos.ts';
+import { type ChaosOptions, type ChaosResult, runChaos } from '../../src/sim/chaos.ts';
 import { FAULT_KINDS } from '../../src/sim/chaos-plan.ts';
 import { useCluster } from './support.ts';
 
@@ -18,29 +19,38 @@ const RUNS = 2;
 
 const cluster = await useCluster({ nodes: NODES, zones: 2 });
 
-test(`chaos: ${RUNS} runs from seed ${SEED}, every fault kind injected, no violation`, async () => {
+/**
+ * Runs a campaign on the shared cluster; the transcript (every run's plan and outcome, and the command
+ * that replays it) goes with every assertion's message, since CI keeps only the failure's message.
+ */
+async function campaign(
+  o: Pick<ChaosOptions, 'runs' | 'seed' | 'policies' | 'plans'>,
+): Promise<{ result: ChaosResult; transcript: string; violations: string[] }> {
   const lines: string[] = [];
   const result = await runChaos({
     cluster,
-    runs: RUNS,
-    seed: SEED,
     nodes: NODES,
     maxUnavailable: 2,
+    ...o,
     log: (line) => lines.push(line),
   }).catch((err: Error) => {
-    // CI keeps only the failure's message: the runs so far and the workload's state go with it.
     throw new Error(`${err.message}\n${lines.join('\n')}`, { cause: err });
   });
   const transcript = `\n${lines.join('\n')}\nreproduce: ${result.reproduce}`;
   const violations = result.runs.flatMap((r) =>
     r.violations.map((v) => `seed ${r.plan.seed}: ${v.rule}: ${v.detail}`),
   );
-  assert.deepEqual(violations, [], `the checkers saw no violation${transcript}`);
   assert.deepEqual(
     result.runs.flatMap((r) => r.runaways),
     [],
     `no operator ran away with its memory${transcript}`,
   );
+  return { result, transcript, violations };
+}
+
+test(`chaos: ${RUNS} runs from seed ${SEED}, every fault kind injected, no violation`, async () => {
+  const { result, transcript, violations } = await campaign({ runs: RUNS, seed: SEED });
+  assert.deepEqual(violations, [], `the checkers saw no violation${transcript}`);
   assert.equal(result.runs.filter((r) => r.finished).length, RUNS, `every run finished${transcript}`);
   for (const kind of FAULT_KINDS) {
     assert.ok(
@@ -65,32 +75,26 @@ test(`chaos: ${RUNS} runs from seed ${SEED}, every fault kind injected, no viola
 const POLICY_SEED = 12;
 
 test(`chaos with UpdatePolicies: seed ${POLICY_SEED}, two pools with zone caps, no violation`, async () => {
-  const lines: string[] = [];
-  const result = await runChaos({
-    cluster,
-    runs: 1,
-    seed: POLICY_SEED,
-    nodes: NODES,
-    maxUnavailable: 2,
-    policies: true,
-    log: (line) => lines.push(line),
-  }).catch((err: Error) => {
-    throw new Error(`${err.message}\n${lines.join('\n')}`, { cause: err });
-  });
-  const transcript = `\n${lines.join('\n')}\nreproduce: ${result.reproduce}`;
-  const violations = result.runs.flatMap((r) =>
-    r.violations.map((v) => `seed ${r.plan.seed}: ${v.rule}: ${v.detail}`),
-  );
+  const { result, transcript, violations } = await campaign({ runs: 1, seed: POLICY_SEED, policies: true });
   assert.deepEqual(
     violations,
     [],
     `the checkers saw no violation of any pool's budget or zone cap${transcript}`,
   );
-  assert.deepEqual(
-    result.runs.flatMap((r) => r.runaways),
-    [],
-    `no operator ran away${transcript}`,
-  );
   assert.equal(result.runs.filter((r) => r.finished).length, 1, `the run finished${transcript}`);
   assert.ok(result.reproduce.endsWith('--policies'), result.reproduce);
+});
+
+/** Seed 12 with an upgrade Plan: its Jobs drain two nodes at a time beside the staged reboots. */
+const PLAN_SEED = 12;
+
+test(`chaos with an upgrade Plan: seed ${PLAN_SEED}, Plan attempts and reboots in one budget, no violation`, async () => {
+  const { result, transcript, violations } = await campaign({ runs: 1, seed: PLAN_SEED, plans: true });
+  assert.deepEqual(violations, [], `no violation of the budget, nor of the Plan's concurrency${transcript}`);
+  assert.equal(
+    result.runs.filter((r) => r.finished).length,
+    1,
+    `the reboots done and the Plan applied on every node that returned${transcript}`,
+  );
+  assert.ok(result.reproduce.endsWith('--plans'), result.reproduce);
 });

@@ -33,5 +33,13 @@ test('overlapping or missing seeds, or another setting, are refused', () => {
   assert.throws(() => mergeParts([part(1, 50), part(40, 10)]), /part from seed 40 overlaps seeds up to 50/);
   assert.throws(() => mergeParts([part(1, 50), part(60, 10)]), /seeds 51…59 are missing/);
   assert.throws(() => mergeParts([part(1, 50), part(51, 10, { nodes: 8 })]), /ran 8 nodes/);
+  assert.throws(
+    () => mergeParts([part(1, 50), part(51, 10, { plans: true })]),
+    /from seed 51 ran 6 nodes, maxUnavailable 2, --plans; the first ran 6 nodes, maxUnavailable 2$/,
+  );
+  assert.throws(
+    () => mergeParts([part(1, 50, { policies: true }), part(51, 10)]),
+    /the first ran .*--policies/,
+  );
   assert.throws(() => mergeParts([]), /no campaign parts/);
 });

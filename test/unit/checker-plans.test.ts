@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { generateGrantKey, signGrant } from '../../src/api/grant.ts';
 import { Annotations, JobLabels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { inAttemptPhase } from '../../src/sim/checker-phases.ts';
 import {
   isPlanReboot,
   nodeOfPlanPod,
+  planAttemptOf,
   planConcurrencyBreaches,
   planNodes,
   planOfPod,
@@ -200,4 +202,26 @@ test("a reboot is a Plan's own when its node is Upgrading or a Plan Job's pod ra
     ['a node not read, a pod running on it', undefined, [pod({ node: 'n' })], true],
   ];
   for (const [what, n, pods, want] of cases) assert.equal(isPlanReboot('n', n, pods, at), want, what);
+});
+
+test('a granted reboot is for a Plan attempt when nuo.dev/plan names a Plan: the attempt its grant names', () => {
+  const key = generateGrantKey().privateKey;
+  const grant = signGrant(key, { node: 'n', bootId: 'b1', attempt: '2026-01-01T00:00:00.000Z' });
+  const cases: [string, Record<string, string>, string | undefined][] = [
+    [
+      'a Plan’s attempt with its grant',
+      { [Annotations.plan]: 'ops/os', [Annotations.rebootOk]: grant },
+      'n 2026-01-01T00:00:00.000Z',
+    ],
+    ['a reboot’s attempt (no Plan named)', { [Annotations.rebootOk]: grant }, undefined],
+    ['a Plan named, no grant', { [Annotations.plan]: 'ops/os' }, undefined],
+    [
+      'a Plan named, junk for a grant',
+      { [Annotations.plan]: 'ops/os', [Annotations.rebootOk]: 'true' },
+      undefined,
+    ],
+  ];
+  for (const [what, annotations, want] of cases)
+    assert.equal(planAttemptOf(node('n', annotations)), want, what);
+  assert.equal(planAttemptOf(undefined), undefined, 'a node not read');
 });
