@@ -319,6 +319,54 @@ describe('the safety checker reports each rule broken', () => {
     assert.deepEqual(rules(c), ['double-reboot']);
   });
 
+  test("double-reboot: a Plan with reboot: true has one granted reboot per attempt, beyond the node's staged updates", async () => {
+    const boot = await bootId('node-0');
+    const key = await publishGrantKey();
+    const c = await startChecker();
+    const granted = (attempt: string) =>
+      patch(
+        'node-0',
+        {
+          [Annotations.state]: Phase.rebootGranted,
+          [Annotations.plan]: 'nuo-system/kernel',
+          [Annotations.rebootOk]: signGrant(key.privateKey, { node: 'node-0', bootId: boot, attempt }),
+          [Annotations.cordonedByNuo]: 'true',
+        },
+        true,
+      );
+    await granted('attempt-1');
+    await pollUntil('the checker to see the grant', () =>
+      c.disrupted().includes('node-0') ? true : undefined,
+    );
+    c.onReboot('node-0', boot);
+    await c.settle();
+    assert.deepEqual(c.violations, [], 'the Plan attempt’s own reboot, granted and drained');
+    // The attempt ends (Idle, uncordoned), and the checker sees it, before the next one's grant.
+    await patch(
+      'node-0',
+      {
+        [Annotations.state]: Phase.idle,
+        [Annotations.plan]: null,
+        [Annotations.rebootOk]: null,
+        [Annotations.cordonedByNuo]: null,
+      },
+      false,
+    );
+    await pollUntil('the checker to see the attempt end', () =>
+      c.disrupted().includes('node-0') ? undefined : true,
+    );
+    await granted('attempt-2');
+    await pollUntil('the checker to see the next attempt’s grant', () =>
+      c.disrupted().includes('node-0') ? true : undefined,
+    );
+    c.onReboot('node-0', boot);
+    await c.settle();
+    assert.deepEqual(c.violations, [], 'the next attempt of the Plan may reboot once too');
+    c.onReboot('node-0', boot);
+    await c.settle();
+    assert.deepEqual(rules(c), ['double-reboot'], 'a second reboot in one attempt');
+  });
+
   test("budget: a node in Upgrading and a node running a Plan Job's pod are both in attempts", async () => {
     const c = await startChecker();
     await patch('node-0', { [Annotations.state]: Phase.upgrading, [Annotations.plan]: 'nuo-system/kernel' });

@@ -5,8 +5,10 @@
  * reboot its host as SUC's kernel example does.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { BatchV1Api, CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
 import { Annotations, JobLabels, LEDGER, planLabel } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Plan, PlanSpec } from '../../src/api/plan.ts';
@@ -38,17 +40,28 @@ before(async () => {
   await ensureNamespace(cluster, NS);
 });
 
+/** Labels the tests put on nodes, removed after each with the Plans' own. */
+const TEST_LABELS = ['k3s-upgrade', 'node-role.kubernetes.io/control-plane'];
+
 afterEach(async () => {
   await fleet?.stop();
   fleet = undefined;
-  for (const p of (await listPlans()).map((x) => x.metadata.name)) await deletePlan(cluster, NS, p);
-  await pollUntil('the Plans’ Jobs to be gone', async () =>
-    (await batch.listNamespacedJob({ namespace: NS })).items.length === 0 ? true : undefined,
+  for (const p of await listPlans()) await deletePlan(cluster, p.metadata.namespace, p.metadata.name);
+  // Owned by their Plans: the garbage collector deletes them.
+  await pollUntil(
+    'the Plans’ Jobs to be gone',
+    async () =>
+      (await batch.listJobForAllNamespaces({ labelSelector: JobLabels.plan })).items.length === 0
+        ? true
+        : undefined,
+    { timeoutMs: 120_000 },
   );
   await resetNodes(core);
   // The Plans' labels, so the next test starts from nodes that applied nothing.
   for (const n of (await core.listNode()).items) {
-    const labels = Object.keys(n.metadata?.labels ?? {}).filter((k) => k.startsWith('plan.nuo.dev/'));
+    const labels = Object.keys(n.metadata?.labels ?? {}).filter(
+      (k) => k.startsWith('plan.nuo.dev/') || TEST_LABELS.includes(k),
+    );
     if (labels.length === 0) continue;
     await core.patchNode(
       {
@@ -60,12 +73,12 @@ afterEach(async () => {
   }
 });
 
+/** Every Plan, in every namespace. */
 async function listPlans(): Promise<Plan[]> {
-  const { CustomObjectsApi } = await import('@kubernetes/client-node');
   const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
   return (
     (await custom
-      .listNamespacedCustomObject({ group: 'nuo.dev', version: 'v1alpha1', plural: 'plans', namespace: NS })
+      .listClusterCustomObject({ group: 'nuo.dev', version: 'v1alpha1', plural: 'plans' })
       .catch(() => ({ items: [] }))) as { items: Plan[] }
   ).items;
 }
@@ -394,6 +407,80 @@ describe('Plans', () => {
       assert.equal(f.checker.planRebootsOf(name), 1, `${name}: the Job's own reboot`);
       assert.equal(n?.metadata?.annotations?.[Annotations.failures], undefined, 'not a failure');
     }
+  });
+
+  test("SUC's k3s example, only apiVersion changed: servers one at a time cordoned, agents two at a time drained, in one budget", async () => {
+    const SUC = 'system-upgrade';
+    const servers = ['node-0', 'node-1'];
+    const labelNode = async (name: string, labels: Record<string, string | null>) =>
+      core.patchNode({ name, body: { metadata: { labels } } }, mergePatch);
+    const f = await startFleet(2, [
+      { name: `${SUC}/k3s-server`, max: 1 },
+      { name: `${SUC}/k3s-agent`, max: 2 },
+    ]);
+    await ensureNamespace(cluster, SUC);
+    // The example's Jobs run as this service account, which SUC's install (and so the user) creates.
+    await core
+      .createNamespacedServiceAccount({ namespace: SUC, body: { metadata: { name: SUC } } })
+      .catch(() => {});
+    for (const name of names)
+      await labelNode(name, {
+        'k3s-upgrade': 'true',
+        ...(servers.includes(name) ? { 'node-role.kubernetes.io/control-plane': 'true' } : {}),
+      });
+    await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+    const file = new URL('../fixtures/suc-examples/k3s-upgrade.yaml', import.meta.url);
+    for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
+      const p = doc.toJS() as Plan;
+      await f.applyPlan({
+        namespace: p.metadata.namespace,
+        name: p.metadata.name,
+        spec: p.spec,
+        labels: p.metadata.labels ?? {},
+      });
+    }
+    const done = async (plan: string, nodes: string[]) => {
+      const hash = await pollUntil(
+        `${plan} resolved`,
+        async () => (await readPlan(cluster, SUC, plan)).status?.latestHash,
+      );
+      await pollUntil(
+        `${plan} applied on ${nodes.join(', ')}`,
+        async () => {
+          const all = await nodesNow();
+          return nodes.every((name) => {
+            const n = all.find((x) => x.metadata?.name === name);
+            return (
+              label(n, plan) === hash &&
+              (n?.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle
+            );
+          })
+            ? true
+            : undefined;
+        },
+        { timeoutMs: 240_000, intervalMs: 250 },
+      );
+    };
+    const agents = names.filter((n) => !servers.includes(n));
+    await done('k3s-server', servers);
+    await done('k3s-agent', agents);
+    await checked(f);
+    assert.ok(f.checker.maxDisrupted <= 2, `at most 2 disrupted: ${f.checker.maxDisrupted}`);
+    const jobs = (await batch.listNamespacedJob({ namespace: SUC })).items;
+    assert.equal(jobs.length, NODES, 'one Job per node, of its own Plan');
+    for (const j of jobs) {
+      const pod = j.spec?.template.spec;
+      assert.equal(pod?.serviceAccountName, SUC);
+      assert.equal(
+        pod?.containers[0]?.image,
+        'rancher/k3s-upgrade:v1.20.11-k3s1',
+        'the resolved tag, "+" as "-"',
+      );
+      const agent = j.metadata?.labels?.[JobLabels.plan] === 'k3s-agent';
+      assert.equal(pod?.initContainers?.[0]?.args?.join(' '), agent ? 'prepare k3s-server' : undefined);
+    }
+    for (const n of await nodesNow())
+      assert.notEqual(n.spec?.unschedulable, true, `${n.metadata?.name} uncordoned`);
   });
 
   test('a Plan the API server cannot refuse but nuo can (a selector without values, a name another namespace took) is reported Validated=False and starts nothing', async () => {
