@@ -25,7 +25,12 @@ export function planLines(state: ClusterState): string[] {
     const done = condition(e, PlanConditions.complete);
     const parts = [
       e.version ? `version ${e.version}` : 'no version yet',
-      valid?.status === 'False' ? `invalid: ${valid.message}` : '',
+      // nuo's own check first: a Plan invalid since its last status says so at once.
+      e.errors.length > 0
+        ? `invalid: ${e.errors.map((x) => `${x.field}: ${x.message}`).join('; ')}`
+        : valid?.status === 'False'
+          ? `invalid: ${valid.message}`
+          : '',
       s?.applying?.length ? `applying on ${s.applying.join(', ')}` : '',
       done ? `${done.status === 'True' ? 'complete' : done.reason}: ${done.message}` : 'no status yet',
     ];
