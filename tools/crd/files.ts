@@ -7,8 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { planCrd, updatePolicyCrd } from '../../src/api/crd.ts';
 
+/** The comment, then a document start: concatenated (`helm show crds`), the files stay separate documents. */
 const header = (source: string) =>
-  `# Generated from ${source} by \`npm run generate:crds\`: edit the types, not this file.\n`;
+  `# Generated from ${source} by \`npm run generate:crds\`: edit the types, not this file.\n---\n`;
 
 const CRDS = [
   { file: 'updatepolicy-crd.yaml', source: 'src/api/update-policy.ts', crd: updatePolicyCrd },
