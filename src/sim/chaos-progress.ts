@@ -6,22 +6,54 @@ import { pollUntil } from '../util/poll.ts';
 import type { Env } from './chaos-env.ts';
 import type { RunPlan } from './chaos-plan.ts';
 import { type ChaosPools, waitsOnFailedZone } from './chaos-policies.ts';
-import { UPGRADE_NAME } from './chaos-upgrade.ts';
+import { UPGRADE_NAME, UPGRADE_REF } from './chaos-upgrade.ts';
 import type { Fleet } from './fleet.ts';
 
 const ZONE = 'topology.kubernetes.io/zone';
 
+/** The run's upgrade Plan as progress reads it: the hash it applies (undefined while not resolved). */
+export interface UpgradeState {
+  hash: string | undefined;
+  concurrency: number;
+}
+
 /**
- * Where a run stands: done = every planned node rebooted once and Idle, the never-returning one Failed,
- * and, in a run with an upgrade Plan (`upgrade.hash`: the hash it applies, undefined while not resolved),
- * every other node Idle with the Plan applied at that hash.
+ * Whether `node` is expected to wait for good, because the node that never returns holds what it waits
+ * for: its zone's only place in its pool (a zone cap of 1), or every place of the upgrade Plan (its
+ * concurrency, when the never-returning node failed in the Plan's attempt: a Plan whose attempt failed
+ * stops spreading, and a node needing a reboot waits for a Plan that reboots).
+ */
+function expectedStall(
+  node: string,
+  byName: ReadonlyMap<string, V1Node>,
+  plan: RunPlan,
+  pools: ChaosPools | undefined,
+  upgrade: UpgradeState | undefined,
+): boolean {
+  if (!plan.neverReturns || node === plan.neverReturns) return false;
+  const reason = byName.get(node)?.metadata?.annotations?.[Annotations.stateReason] ?? '';
+  const zoneOf = (name: string) => byName.get(name)?.metadata?.labels?.[ZONE];
+  if (pools && waitsOnFailedZone(node, plan.neverReturns, pools, zoneOf, reason)) return true;
+  const failed = byName.get(plan.neverReturns)?.metadata?.annotations ?? {};
+  return (
+    upgrade?.concurrency === 1 &&
+    failed[Annotations.plan] === UPGRADE_REF &&
+    failed[Annotations.state] === Phase.failed &&
+    reason.startsWith(`waiting: Plan ${UPGRADE_REF} runs on`)
+  );
+}
+
+/**
+ * Where a run stands (`rebootsOf`: the checker's count): done = every planned node rebooted once and Idle, the never-returning one Failed
+ * and the nodes it stalls waiting, and, in a run with an upgrade Plan, every other node Idle with the
+ * Plan applied at its hash.
  */
 export function progress(
   nodes: V1Node[],
   plan: RunPlan,
-  fleet: Fleet,
+  rebootsOf: (node: string) => number,
   pools: ChaosPools | undefined,
-  upgrade?: { hash: string | undefined },
+  upgrade?: UpgradeState,
 ): { done: boolean; states: string } {
   const byName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
   let done = true;
@@ -29,27 +61,23 @@ export function progress(
   for (const { node } of plan.updates) {
     const a = byName.get(node)?.metadata?.annotations ?? {};
     const state = a[Annotations.state];
-    const reboots = fleet.checker.rebootsOf(node);
-    const zoneOf = (name: string) => byName.get(name)?.metadata?.labels?.[ZONE];
-    const stalled =
-      pools !== undefined &&
-      reboots === 0 &&
-      waitsOnFailedZone(node, plan.neverReturns, pools, zoneOf, a[Annotations.stateReason] ?? '');
+    const reboots = rebootsOf(node);
     const ok =
-      stalled || node === plan.neverReturns
+      node === plan.neverReturns
         ? state === Phase.failed
-        : // A node deleted after its reboot and registered again has no phase: nothing left to do.
-          (state === Phase.idle || (state === undefined && reboots === 1)) &&
-          a[Annotations.rebootNeeded] === undefined &&
-          a[Annotations.rebootRequested] === undefined &&
-          a[Annotations.rebootInProgress] === undefined &&
-          reboots === 1;
+        : (reboots === 0 && expectedStall(node, byName, plan, pools, upgrade)) ||
+          // A node deleted after its reboot and registered again has no phase: nothing left to do.
+          ((state === Phase.idle || (state === undefined && reboots === 1)) &&
+            a[Annotations.rebootNeeded] === undefined &&
+            a[Annotations.rebootRequested] === undefined &&
+            a[Annotations.rebootInProgress] === undefined &&
+            reboots === 1);
     if (!ok) done = false;
     states.push(`${node}=${state ?? '-'}(${reboots} reboot(s); ${a[Annotations.stateReason] ?? ''})`);
   }
   if (upgrade) {
     const upgrading = upgrade.hash
-      ? upgradeProgress(nodes, plan, pools, upgrade.hash)
+      ? upgradeProgress(byName, plan, pools, upgrade)
       : { done: false, states: 'upgrade Plan not resolved yet' };
     if (!upgrading.done) done = false;
     states.push(upgrading.states);
@@ -57,23 +85,20 @@ export function progress(
   return { done, states: states.join(', ') };
 }
 
-/** Every node applied the upgrade at `hash` and is Idle, but the never-returning one and those it stalls. */
+/** Every node applied the upgrade at its hash and is Idle, but the never-returning one and those it stalls. */
 function upgradeProgress(
-  nodes: V1Node[],
+  byName: ReadonlyMap<string, V1Node>,
   plan: RunPlan,
   pools: ChaosPools | undefined,
-  hash: string,
+  upgrade: UpgradeState,
 ): { done: boolean; states: string } {
-  const zoneOf = (name: string) => nodes.find((n) => n.metadata?.name === name)?.metadata?.labels?.[ZONE];
   const left: string[] = [];
-  for (const n of nodes) {
-    const name = n.metadata?.name ?? '';
+  for (const [name, n] of byName) {
+    if (name === plan.neverReturns || expectedStall(name, byName, plan, pools, upgrade)) continue;
     const a = n.metadata?.annotations ?? {};
-    const reason = a[Annotations.stateReason] ?? '';
-    if (name === plan.neverReturns) continue;
-    if (pools && waitsOnFailedZone(name, plan.neverReturns, pools, zoneOf, reason)) continue;
     const idle = (a[Annotations.state] ?? Phase.idle) === Phase.idle;
-    if (!idle || n.metadata?.labels?.[planLabel(UPGRADE_NAME)] !== hash) left.push(`${name} (${reason})`);
+    if (!idle || n.metadata?.labels?.[planLabel(UPGRADE_NAME)] !== upgrade.hash)
+      left.push(`${name} (${a[Annotations.stateReason] ?? ''})`);
   }
   return {
     done: left.length === 0,
@@ -92,7 +117,7 @@ export async function awaitRollout(
   faults: Promise<unknown>,
   deadline: number,
   pools: ChaosPools | undefined,
-  upgradeHash?: () => Promise<string | undefined>,
+  upgrade?: { concurrency: number; hash: () => Promise<string | undefined> },
 ): Promise<{ finished: boolean; last: string }> {
   let last = '';
   let overdue: ReturnType<typeof setTimeout> | undefined;
@@ -101,8 +126,9 @@ export async function awaitRollout(
       pollUntil(
         'the rollout to finish',
         async () => {
-          const upgrade = upgradeHash ? { hash: await upgradeHash() } : undefined;
-          const p = progress((await env.core.listNode()).items, plan, fleet, pools, upgrade);
+          const state = upgrade && { hash: await upgrade.hash(), concurrency: upgrade.concurrency };
+          const nodes = (await env.core.listNode()).items;
+          const p = progress(nodes, plan, (n) => fleet.checker.rebootsOf(n), pools, state);
           last = p.states;
           return p.done ? true : undefined;
         },

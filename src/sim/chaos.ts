@@ -342,8 +342,7 @@ async function runOne(
         await inject(f);
       }),
     );
-    const upgradeHash = async () =>
-      (await readPlan(cluster, UPGRADE_NAMESPACE, UPGRADE_NAME)).status?.latestHash;
+    const hash = async () => (await readPlan(cluster, UPGRADE_NAMESPACE, UPGRADE_NAME)).status?.latestHash;
     const { finished, last } = await awaitRollout(
       env,
       plan,
@@ -351,7 +350,7 @@ async function runOne(
       faults,
       deadline,
       setting.pools,
-      upgrade ? upgradeHash : undefined,
+      upgrade && { concurrency: upgrade.concurrency, hash },
     );
     const elapsedMs = Date.now() - t0;
     if (!finished) {
