@@ -145,12 +145,7 @@ export class SafetyChecker {
 
   /** The nodes that run a pod of a Plan's Job now, as this watch saw them. */
   #planPodNodes(): Set<string> {
-    const out = new Set<string>();
-    for (const p of this.#planPods.list()) {
-      const node = nodeOfPlanPod(p);
-      if (node) out.add(node);
-    }
-    return out;
+    return podNodes(this.#planPods.list());
   }
 
   async start(): Promise<void> {
@@ -412,8 +407,11 @@ export class SafetyChecker {
    */
   #checkAdmission(node: string): void {
     const now = performance.now();
-    const nodes = this.#informer.list();
-    const planPodNodes = this.#planPodNodes();
+    this.#judge((nodes, pods) => this.#admissionBreaches(node, nodes, pods, now));
+  }
+
+  #admissionBreaches(node: string, nodes: V1Node[], pods: readonly V1Pod[], now: number): Breach[] {
+    const planPodNodes = podNodes(pods);
     const started = nodes.find((n) => n.metadata?.name === node);
     const counted = nodes.filter(
       (n) =>
@@ -421,47 +419,90 @@ export class SafetyChecker {
         (disruptedNow(n, planPodNodes) &&
           now - (this.#disruptedSince.get(n.metadata?.name ?? '') ?? now) >= RACE_MS),
     );
+    const out: Breach[] = [];
     for (const b of this.#budgets) {
       if (!started || !b.selects(labelsOf(started))) continue;
       for (const { scope, max, over } of scopes(b, started, counted)) {
-        if (over.length > max) {
-          this.#violate(
-            'budget',
-            `${node}'s attempt started with ${over.length} nodes disrupted${scope} (budget ${max}): ${over.join(', ')}`,
-          );
-        }
+        if (over.length > max)
+          out.push({
+            rule: 'budget',
+            detail: `${node}'s attempt started with ${over.length} nodes disrupted${scope} (budget ${max}): ${over.join(', ')}`,
+          });
       }
     }
+    return out;
   }
 
   #count(): void {
     this.maxDisrupted = Math.max(this.maxDisrupted, this.disrupted().length);
-    const planPodNodes = this.#planPodNodes();
-    const attempts = this.#informer.list().filter((n) => inAttempt(n, planPodNodes));
+    this.#judge((nodes, pods) => this.#countBreaches(nodes, pods));
+  }
+
+  /** Every budget and every Plan's concurrency against the nodes in attempts now. */
+  #countBreaches(nodes: V1Node[], pods: readonly V1Pod[]): Breach[] {
+    const planPodNodes = podNodes(pods);
+    const attempts = nodes.filter((n) => inAttempt(n, planPodNodes));
+    const out: Breach[] = [];
     for (const b of this.#budgets) {
       const mine = attempts.filter((n) => b.selects(labelsOf(n)));
       if (mine.length > b.max) {
-        this.#violate(
-          'budget',
-          `${mine.length} nodes in nuo's attempts at once${b.name ? ` in ${b.name}` : ''} (budget ${b.max}): ${mine.map((n) => n.metadata?.name).join(', ')}`,
-        );
+        out.push({
+          rule: 'budget',
+          detail: `${mine.length} nodes in nuo's attempts at once${b.name ? ` in ${b.name}` : ''} (budget ${b.max}): ${mine.map((n) => n.metadata?.name).join(', ')}`,
+        });
       }
       if (!b.zones) continue;
       for (const [zone, inZone] of Map.groupBy(mine, (n) => labelsOf(n)[b.zones?.label ?? ''] ?? '')) {
         if (inZone.length > b.zones.max) {
-          this.#violate(
-            'budget',
-            `${inZone.length} nodes in nuo's attempts at once in zone ${zone}${b.name ? ` of ${b.name}` : ''} (zone budget ${b.zones.max}): ${inZone.map((n) => n.metadata?.name).join(', ')}`,
-          );
+          out.push({
+            rule: 'budget',
+            detail: `${inZone.length} nodes in nuo's attempts at once in zone ${zone}${b.name ? ` of ${b.name}` : ''} (zone budget ${b.zones.max}): ${inZone.map((n) => n.metadata?.name).join(', ')}`,
+          });
         }
       }
     }
-    for (const b of planConcurrencyBreaches(this.#plans, this.#informer.list(), this.#planPods.list())) {
-      this.#violate(
-        'plan-concurrency',
-        `${b.nodes.length} nodes in Plan ${b.plan.name}'s attempts at once (concurrency ${b.plan.max}): ${b.nodes.join(', ')}`,
-      );
+    for (const b of planConcurrencyBreaches(this.#plans, nodes, pods)) {
+      out.push({
+        rule: 'plan-concurrency',
+        detail: `${b.nodes.length} nodes in Plan ${b.plan.name}'s attempts at once (concurrency ${b.plan.max}): ${b.nodes.join(', ')}`,
+      });
     }
+    return out;
+  }
+
+  /**
+   * Records the breaches `find` sees in the watches' copies. The nodes and the Plans' pods come by two
+   * watches that run apart: a breach that needs a pod to count a node (a node whose own keys show no
+   * attempt) may be the pod seen before the write that ended another node's attempt, so it is recorded
+   * only if a fresh read of both (made after everything the watches showed) shows it too.
+   */
+  #judge(find: (nodes: V1Node[], pods: readonly V1Pod[]) => Breach[]): void {
+    const nodes = this.#informer.list();
+    const pods = this.#planPods.list();
+    const breaches = find(nodes, pods);
+    if (breaches.length === 0) return;
+    const planPodNodes = podNodes(pods);
+    const byPodAlone = nodes.some(
+      (n) => planPodNodes.has(n.metadata?.name ?? '') && !inAttempt(n, new Set()),
+    );
+    if (!byPodAlone) {
+      for (const b of breaches) this.#violate(b.rule, b.detail);
+      return;
+    }
+    this.#pending.push(
+      Promise.all([
+        this.#core.listNode(),
+        this.#core.listPodForAllNamespaces({ labelSelector: JobLabels.plan }),
+      ]).then(
+        ([freshNodes, freshPods]) => {
+          for (const b of find(freshNodes.items, freshPods.items)) this.#violate(b.rule, b.detail);
+        },
+        // Unreadable (the API server restarting): the watches' view stands.
+        () => {
+          for (const b of breaches) this.#violate(b.rule, b.detail);
+        },
+      ),
+    );
   }
 
   #violate(rule: Violation['rule'], detail: string): void {
@@ -475,6 +516,22 @@ export class SafetyChecker {
 }
 
 const labelsOf = (n: V1Node): Record<string, string> => n.metadata?.labels ?? {};
+
+/** A breach found, before it is recorded. */
+interface Breach {
+  rule: Violation['rule'];
+  detail: string;
+}
+
+/** The nodes that run a pod of a Plan's Job among `pods`. */
+function podNodes(pods: readonly V1Pod[]): Set<string> {
+  const out = new Set<string>();
+  for (const p of pods) {
+    const node = nodeOfPlanPod(p);
+    if (node) out.add(node);
+  }
+  return out;
+}
 
 /** The scopes an admission is checked in: the budget's pool, and the started node's zone if capped. */
 function scopes(b: Budget, started: V1Node, counted: V1Node[]) {
