@@ -76,10 +76,15 @@ export function planConcurrencyBreaches(
     .filter((b) => b.nodes.length > b.plan.max);
 }
 
+/** Phases in which nuo has asked for the node's reboot: a reboot then is nuo's, held to its rules. */
+const GRANTED_PHASES: ReadonlySet<string> = new Set([Phase.rebootGranted, Phase.rebooting]);
+
 /**
  * Whether a reboot of `name` at `at` is a Plan's own: the node is in Upgrading (the Plan's Job holds its
  * slot), or a pod of a Plan's Job ran on it then. The Plan decides whether its node is drained and may
- * reboot it itself (SUC's kernel example), so neither nuo's grant nor its drain is asked of it.
+ * reboot it itself (SUC's kernel example), so neither nuo's grant nor its drain is asked of it. A node in
+ * RebootGranted or Rebooting reboots for nuo (a Plan with reboot: true asks for it after its Job), even in
+ * the second its Job's pod finished: only a pod still running there makes it the Plan's.
  */
 export function isPlanReboot(
   name: string,
@@ -87,8 +92,11 @@ export function isPlanReboot(
   pods: readonly V1Pod[],
   at: Date,
 ): boolean {
-  if (node?.metadata?.annotations?.[Annotations.state] === Phase.upgrading) return true;
-  return pods.some((p) => p.spec?.nodeName === name && ranAt(p, at));
+  const state = node?.metadata?.annotations?.[Annotations.state] ?? '';
+  if (state === Phase.upgrading) return true;
+  const on = pods.filter((p) => p.spec?.nodeName === name);
+  if (GRANTED_PHASES.has(state)) return on.some((p) => planOfPod(p) && p.status?.phase === 'Running');
+  return on.some((p) => ranAt(p, at));
 }
 
 /**

@@ -199,6 +199,32 @@ test("a reboot is a Plan's own when its node is Upgrading or a Plan Job's pod ra
     ['a Plan Job pod running on another node', granted, [pod({ node: 'm' })], false],
     ['its Plan Job pod only pending', granted, [pod({ node: 'n', phase: 'Pending' })], false],
     ["a reboot nuo granted, and no Plan's", granted, [], false],
+    [
+      "nuo's reboot for a Plan with reboot: true, in the second its Job's pod finished",
+      granted,
+      [
+        pod({
+          node: 'n',
+          phase: 'Succeeded',
+          startTime: new Date(at.getTime() - 3000).toISOString(),
+          finishedAt: [at.toISOString()],
+        }),
+      ],
+      false,
+    ],
+    [
+      'a Job pod that finished as the node rebooted, the node Idle',
+      node('n', { [Annotations.state]: Phase.idle }),
+      [
+        pod({
+          node: 'n',
+          phase: 'Succeeded',
+          startTime: new Date(at.getTime() - 3000).toISOString(),
+          finishedAt: [at.toISOString()],
+        }),
+      ],
+      true,
+    ],
     ['a node not read, a pod running on it', undefined, [pod({ node: 'n' })], true],
   ];
   for (const [what, n, pods, want] of cases) assert.equal(isPlanReboot('n', n, pods, at), want, what);
