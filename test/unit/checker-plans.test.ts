@@ -193,6 +193,13 @@ test("a reboot is a Plan's own when its node is Upgrading or a Plan Job's pod ra
   const at = new Date();
   const upgrading = node('n', { [Annotations.state]: Phase.upgrading });
   const granted = node('n', { [Annotations.state]: Phase.rebootGranted });
+  // Finished in the second of the reboot (pod times are whole seconds).
+  const finishedThen = pod({
+    node: 'n',
+    phase: 'Succeeded',
+    startTime: new Date(at.getTime() - 3000).toISOString(),
+    finishedAt: [at.toISOString()],
+  });
   const cases: [string, V1Node | undefined, V1Pod[], boolean][] = [
     ['Upgrading, no pod seen yet', upgrading, [], true],
     ['a Plan Job pod running on it', granted, [pod({ node: 'n' })], true],
@@ -202,27 +209,13 @@ test("a reboot is a Plan's own when its node is Upgrading or a Plan Job's pod ra
     [
       "nuo's reboot for a Plan with reboot: true, in the second its Job's pod finished",
       granted,
-      [
-        pod({
-          node: 'n',
-          phase: 'Succeeded',
-          startTime: new Date(at.getTime() - 3000).toISOString(),
-          finishedAt: [at.toISOString()],
-        }),
-      ],
+      [finishedThen],
       false,
     ],
     [
       'a Job pod that finished as the node rebooted, the node Idle',
       node('n', { [Annotations.state]: Phase.idle }),
-      [
-        pod({
-          node: 'n',
-          phase: 'Succeeded',
-          startTime: new Date(at.getTime() - 3000).toISOString(),
-          finishedAt: [at.toISOString()],
-        }),
-      ],
+      [finishedThen],
       true,
     ],
     ['a node not read, a pod running on it', undefined, [pod({ node: 'n' })], true],
