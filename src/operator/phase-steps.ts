@@ -8,9 +8,9 @@ import type { Action } from './decide.ts';
 import { healthDue, missingHooks } from './health-gate.ts';
 import { ms, needsWork } from './need.ts';
 import type { NodeView } from './node-view.ts';
-import { planFinished, upgrading } from './plan-steps.ts';
+import { planFinished, rebootedBy, upgrading } from './plan-steps.ts';
 import { planName } from './plan-work.ts';
-import { bootChanged, explain, type StepContext } from './step-context.ts';
+import { bootChanged, endAttempt, explain, type StepContext } from './step-context.ts';
 
 /** Why a node drained or granted is cordoned and drained again: someone uncordoned it mid-attempt. */
 export const UNCORDONED_DURING_DRAIN =
@@ -155,7 +155,7 @@ function completion(n: NodeView, ctx: StepContext): Action[] {
   const done = ctx.config.plans?.completion(p.ref);
   if (!done) return planFinished(n, ctx, p.ref);
   const job = ctx.config.plans?.jobs(n.name).find((j) => j.attempt === slot.since);
-  const rebooted = p.reboot || Boolean(job?.bootId && job.bootId !== n.bootId);
+  const rebooted = p.reboot || (job !== undefined && rebootedBy(job, n));
   return [
     {
       type: 'complete',
@@ -218,8 +218,7 @@ function restorePhase(n: NodeView, ctx: StepContext): Action {
     ctx.config.plans?.jobs(n.name).some((j) => j.attempt === slot.since && j.state === 'active')
   )
     return to(Phase.upgrading);
-  const end = needsWork(n, ctx.now.getTime()) ? Phase.pending : Phase.idle;
-  return { type: 'end', node: n.name, reason: `its phase was lost, so its attempt ended: ${why}`, to: end };
+  return endAttempt(n, ctx, `its phase was lost, so its attempt ended: ${why}`);
 }
 
 /** The next action of a node that holds a slot, in the phase it is in. */

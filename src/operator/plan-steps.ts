@@ -6,13 +6,13 @@
  */
 import { Phase } from '../api/phases.ts';
 import type { Action } from './decide.ts';
-import { needsWork } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import type { JobView, PlanSlot } from './plan-work.ts';
-import { explain, type StepContext } from './step-context.ts';
+import { endAttempt, explain, type StepContext } from './step-context.ts';
 
 /** The Job rebooted the node: its boot ID differs from the one the Job was created on. */
-const rebootedBy = (job: JobView, n: NodeView) => Boolean(job.bootId && n.bootId && job.bootId !== n.bootId);
+export const rebootedBy = (job: JobView, n: NodeView) =>
+  Boolean(job.bootId && n.bootId && job.bootId !== n.bootId);
 
 const deleteJob = (n: NodeView, job: JobView, reason: string): Action => ({
   type: 'deleteJob',
@@ -32,8 +32,7 @@ export function planFinished(n: NodeView, ctx: StepContext, ref: string): Action
   if (live) return [deleteJob(n, live, `Plan ${ref} was deleted`)];
   if (jobs.length > 0)
     return explain(n, `Plan ${ref} was deleted: waiting for its Job ${jobs[0]?.name} to be gone`);
-  const to = needsWork(n, ctx.now.getTime()) ? Phase.pending : Phase.idle;
-  return [{ type: 'end', node: n.name, reason: `Plan ${ref} was deleted: its attempt ended`, to }];
+  return [endAttempt(n, ctx, `Plan ${ref} was deleted: its attempt ended`)];
 }
 
 /**
@@ -45,15 +44,7 @@ function jobToStart(n: NodeView, ctx: StepContext, p: PlanSlot): Action[] {
   const now = ctx.config.plans?.hashOf(p.ref);
   if (now === p.hash) return [{ type: 'job', node: n.name }];
   const why = now === undefined ? 'starts nothing now (invalid or not resolved)' : 'has a new hash';
-  const to = needsWork(n, ctx.now.getTime()) ? Phase.pending : Phase.idle;
-  return [
-    {
-      type: 'end',
-      node: n.name,
-      reason: `Plan ${p.ref} ${why} since this attempt began: attempt ended before its Job`,
-      to,
-    },
-  ];
+  return [endAttempt(n, ctx, `Plan ${p.ref} ${why} since this attempt began: attempt ended before its Job`)];
 }
 
 /** Upgrading: the attempt's Job is created, runs, and decides what comes next. */
@@ -61,12 +52,7 @@ export function upgrading(n: NodeView, ctx: StepContext): Action[] {
   const slot = ctx.slotOf(n.name);
   const p = slot?.plan;
   // A phase of a Plan's attempt on a slot that names no Plan: nothing says what to run; the attempt ends.
-  if (!slot || !p) {
-    const to = needsWork(n, ctx.now.getTime()) ? Phase.pending : Phase.idle;
-    return [
-      { type: 'end', node: n.name, reason: 'Upgrading, but its slot names no Plan: attempt ended', to },
-    ];
-  }
+  if (!slot || !p) return [endAttempt(n, ctx, 'Upgrading, but its slot names no Plan: attempt ended')];
   if (!ctx.config.plans?.completion(p.ref)) return planFinished(n, ctx, p.ref);
   const jobs = ctx.config.plans.jobs(n.name).filter((j) => j.plan === p.ref && j.hash === p.hash);
   const job = jobs.find((j) => j.attempt === slot.since);

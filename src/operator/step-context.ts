@@ -2,9 +2,11 @@
  * What a slot holder's step reads besides its node (the pool's settings, the time, the drains and health
  * readings of this process, its slot), and the small actions every phase's step builds the same way.
  */
+import { Phase } from '../api/phases.ts';
 import type { Action, DecideConfig } from './decide.ts';
 import type { Health } from './health-gate.ts';
 import type { Slot } from './ledger.ts';
+import { needsWork } from './need.ts';
 import type { NodeView } from './node-view.ts';
 
 export interface StepContext {
@@ -25,3 +27,11 @@ export const explain = (n: NodeView, reason: string): Action[] =>
 
 /** The agent's reboot mark names an earlier boot: the node rebooted. */
 export const bootChanged = (n: NodeView) => Boolean(n.bootIdBefore) && n.bootId !== n.bootIdBefore;
+
+/** The attempt ends with nuo's cordon undone, no failure counted: Pending while work is left, else Idle. */
+export const endAttempt = (n: NodeView, ctx: StepContext, reason: string): Action => ({
+  type: 'end',
+  node: n.name,
+  reason,
+  to: needsWork(n, ctx.now.getTime()) ? Phase.pending : Phase.idle,
+});
