@@ -11,6 +11,7 @@ export interface DemoHarness {
     maxUnavailablePerZone: number;
     rebootMs: number;
     soakMs: number;
+    plan: boolean;
     keep: boolean;
     out: (text: string) => void;
     tty: boolean;

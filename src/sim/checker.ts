@@ -29,6 +29,7 @@ import {
   type PlanBudget,
   planAttemptOf,
   planConcurrencyBreaches,
+  planNodes,
 } from './checker-plans.ts';
 import { isReady } from './cluster/nodes.ts';
 
@@ -94,6 +95,8 @@ export function undoesAdminCordon(since: string | undefined, node: V1Node, old: 
 export class SafetyChecker {
   readonly violations: Violation[] = [];
   maxDisrupted = 0;
+  /** The most nodes in each held Plan's attempts at once ("namespace/name" → count), as the watches saw. */
+  readonly maxOfPlan = new Map<string, number>();
   readonly #budgets: Budget[];
   readonly #namespace: string;
   readonly #informer: ResilientInformer<V1Node>;
@@ -435,6 +438,10 @@ export class SafetyChecker {
 
   #count(): void {
     this.maxDisrupted = Math.max(this.maxDisrupted, this.disrupted().length);
+    const nodes = this.#informer.list();
+    const pods = this.#planPods.list();
+    for (const { name } of this.#plans)
+      this.maxOfPlan.set(name, Math.max(this.maxOfPlan.get(name) ?? 0, planNodes(name, nodes, pods).length));
     this.#judge((nodes, pods) => this.#countBreaches(nodes, pods));
   }
 

@@ -20,7 +20,16 @@ import { DAYS, type UpdatePolicy, type UpdatePolicySpec } from '../api/update-po
 import { ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
+import {
+  DEMO_PLAN,
+  DEMO_PLAN_REF,
+  demoPlan,
+  demoPlanConcurrency,
+  demoPlanIdealS,
+  upgraded,
+} from './demo-plan.ts';
 import { Fleet } from './fleet.ts';
+import { readPlan } from './plans.ts';
 import { daemonSet, deployDemoWorkload } from './workload.ts';
 
 export interface DemoOptions {
@@ -30,6 +39,8 @@ export interface DemoOptions {
   maxUnavailablePerZone: number;
   rebootMs: number;
   soakMs: number;
+  /** Also apply an upgrade Plan to every node (demo-plan.ts), under the same budget as the reboots. */
+  plan: boolean;
   /** Keep the cluster up after the rollout until Ctrl-C. */
   keep: boolean;
   out: (text: string) => void;
@@ -103,8 +114,12 @@ export function demoPolicy(o: DemoOptions, now: Date): UpdatePolicySpec {
   };
 }
 
-/** The policy's conditions and counts as its status says them, a line each. */
-async function policyReport(cluster: LocalCluster): Promise<string[]> {
+type Condition = { type: string; status: string; reason: string; message: string };
+const conditionLines = (conditions: readonly Condition[] = []) =>
+  conditions.map((c) => `  ${c.type.padEnd(16)} ${c.status.padEnd(6)} ${c.reason}: ${c.message}`);
+
+/** The policy's conditions (and the Plan's, if one is applied) as their status says them, a line each. */
+async function statusReport(cluster: LocalCluster, plan: boolean): Promise<string[]> {
   const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
   const p = (await custom.getClusterCustomObject({
     group: API_GROUP,
@@ -112,9 +127,24 @@ async function policyReport(cluster: LocalCluster): Promise<string[]> {
     plural: UPDATE_POLICY.plural,
     name: 'demo',
   })) as UpdatePolicy;
-  return (p.status?.conditions ?? []).map(
-    (c) => `  ${c.type.padEnd(16)} ${c.status.padEnd(6)} ${c.reason}: ${c.message}`,
-  );
+  const lines = ['', 'UpdatePolicy demo, as its status says:', ...conditionLines(p.status?.conditions)];
+  if (!plan) return lines;
+  const up = await readPlan(cluster, DEMO_PLAN.namespace, DEMO_PLAN.name);
+  return [
+    ...lines,
+    '',
+    `Plan ${DEMO_PLAN_REF}, as its status says:`,
+    ...conditionLines(up.status?.conditions),
+  ];
+}
+
+const JOB_MS = 3000;
+
+/** Shows a manifest as `kubectl get -o yaml` would, indented. */
+function manifestText(title: string, manifest: object): string {
+  // Strings quoted: a YAML 1.1 reader (kubectl) takes an unquoted 08:00 for the number 480.
+  const yaml = stringify(manifest, { defaultStringType: 'QUOTE_DOUBLE', defaultKeyType: 'PLAIN' });
+  return `\n${title}:\n${yaml.trimEnd().replace(/^/gm, '  ')}`;
 }
 
 function bar(done: number, total: number, width = 30): string {
@@ -143,20 +173,31 @@ export async function runDemo(o: DemoOptions): Promise<number> {
       max: o.maxUnavailable,
       zones: { label: ZONE, max: o.maxUnavailablePerZone },
     };
-    fleet = new Fleet(cluster, { rebootMs: o.rebootMs, budget: [budget] });
+    const planOptions = { ...o, jobMs: JOB_MS };
+    const plans = o.plan ? [{ name: DEMO_PLAN_REF, max: demoPlanConcurrency(o) }] : [];
+    fleet = new Fleet(cluster, { rebootMs: o.rebootMs, budget: [budget], plans });
     await fleet.start();
     const spec = demoPolicy(o, new Date());
     await fleet.applyPolicy(spec, 'demo');
-    const manifest = {
-      apiVersion: `${API_GROUP}/${API_VERSION}`,
-      kind: UPDATE_POLICY.kind,
-      metadata: { name: 'demo' },
-      spec,
-    };
-    // Strings quoted: a YAML 1.1 reader (kubectl) takes an unquoted 08:00 for the number 480.
-    log(
-      `\nUpdatePolicy (kubectl get updatepolicy demo -o yaml):\n${stringify(manifest, { defaultStringType: 'QUOTE_DOUBLE', defaultKeyType: 'PLAIN' }).trimEnd().replace(/^/gm, '  ')}`,
-    );
+    const apiVersion = `${API_GROUP}/${API_VERSION}`;
+    const manifest = { apiVersion, kind: UPDATE_POLICY.kind, metadata: { name: 'demo' }, spec };
+    log(manifestText('UpdatePolicy (kubectl get updatepolicy demo -o yaml)', manifest));
+    if (o.plan) {
+      const p = demoPlan(planOptions);
+      await fleet.applyPlan(p);
+      const metadata = { name: p.name, namespace: p.namespace, annotations: p.annotations };
+      log(
+        manifestText(`Plan (kubectl get plan -n ${p.namespace} ${p.name} -o yaml)`, {
+          apiVersion,
+          kind: 'Plan',
+          metadata,
+          spec: p.spec,
+        }),
+      );
+      log(
+        `  each node in one slot: drained, the Job (${JOB_MS / 1000}s: KWOK completes its pod), nuo's reboot, the health gate`,
+      );
+    }
     fleet.startOperator('demo', []);
     log(`Operator: nuo operator (log: ${cluster.dir}/logs/operator-demo.log)`);
     log(`Marking every node as needing a reboot (simulated reboot: ${o.rebootMs / 1000}s)…\n`);
@@ -179,29 +220,36 @@ export async function runDemo(o: DemoOptions): Promise<number> {
           (n.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle &&
           n.metadata?.annotations?.[Annotations.rebootNeeded] === undefined,
       ).length;
+      const applied = o.plan ? upgraded(nodes) : nodes.length;
+      const planPart = o.plan ? `${applied}/${nodes.length} upgraded  ` : '';
       const phases = PHASES.filter((p) => counts.get(p))
         .map((p) => `${p} ${counts.get(p)}`)
         .join('  ');
-      const line = `${bar(done, nodes.length)} ${done}/${nodes.length} rebooted  ${((Date.now() - rolloutStart) / 1000).toFixed(0)}s  | ${phases} | disrupted now ${f.checker.disrupted().length}, max ${f.checker.maxDisrupted}/${o.maxUnavailable}`;
+      const line = `${bar(Math.min(done, applied), nodes.length)} ${done}/${nodes.length} rebooted  ${planPart}${((Date.now() - rolloutStart) / 1000).toFixed(0)}s  | ${phases} | disrupted now ${f.checker.disrupted().length}, max ${f.checker.maxDisrupted}/${o.maxUnavailable}`;
       if (o.tty) o.out(`\r\x1b[2K${line}`);
       else if (line !== lastLine && Date.now() - lastPrint > 2000) {
         log(line);
         lastPrint = Date.now();
       }
       lastLine = line;
-      return done === nodes.length ? true : undefined;
+      return done === nodes.length && applied === nodes.length ? true : undefined;
     };
     const timeoutMs = Math.max(
       300_000,
-      Math.ceil(o.nodes / o.maxUnavailable) * (o.rebootMs + o.soakMs + 30_000),
+      Math.ceil(o.nodes / o.maxUnavailable) * (o.rebootMs + o.soakMs + 30_000) * (o.plan ? 2 : 1),
     );
     await pollUntil('the rollout to finish', render, { timeoutMs, intervalMs: 250 });
     if (o.tty) o.out('\n');
     else log(lastLine);
     const elapsed = (Date.now() - rolloutStart) / 1000;
     await f.checker.finalCheck();
-    log(['', 'UpdatePolicy demo, as its status says:', ...(await policyReport(cluster))].join('\n'));
-    const ideal = (Math.ceil(o.nodes / o.maxUnavailable) * (o.rebootMs + o.soakMs)) / 1000;
+    log((await statusReport(cluster, o.plan)).join('\n'));
+    const ideal = o.plan
+      ? demoPlanIdealS(planOptions)
+      : (Math.ceil(o.nodes / o.maxUnavailable) * (o.rebootMs + o.soakMs)) / 1000;
+    const idealHow = o.plan
+      ? `ceil(${o.nodes}/${o.maxUnavailable}) × (Job ${JOB_MS / 1000}s + reboot ${o.rebootMs / 1000}s + soak ${o.soakMs / 1000}s)`
+      : `ceil(${o.nodes}/${o.maxUnavailable}) × (reboot ${o.rebootMs / 1000}s + soak ${o.soakMs / 1000}s)`;
     const budgetViolations = f.checker.violations.filter((v) => v.rule === 'budget').length;
     const otherViolations = f.checker.violations.filter((v) => v.rule !== 'budget');
     log(
@@ -210,8 +258,13 @@ export async function runDemo(o: DemoOptions): Promise<number> {
         'Summary',
         `  nodes rebooted            ${o.nodes} (each exactly once: ${[...f.hosts.values()].every((h) => f.checker.rebootsOf(h.nodeName) === 1) ? 'yes' : 'NO'})`,
         `  elapsed                   ${elapsed.toFixed(1)}s`,
-        `  ideal lower bound         ${ideal.toFixed(1)}s = ceil(${o.nodes}/${o.maxUnavailable}) × (reboot ${o.rebootMs / 1000}s + soak ${o.soakMs / 1000}s); efficiency ${((ideal / elapsed) * 100).toFixed(0)}%`,
+        `  ideal lower bound         ${ideal.toFixed(1)}s = ${idealHow}; efficiency ${((ideal / elapsed) * 100).toFixed(0)}%`,
         `  most nodes disrupted      ${f.checker.maxDisrupted} (maxUnavailable ${o.maxUnavailable}, at most ${o.maxUnavailablePerZone} per zone)`,
+        ...(o.plan
+          ? [
+              `  ${`Plan ${DEMO_PLAN.name} applied`.padEnd(26)}${o.nodes} nodes; most at once ${f.checker.maxOfPlan.get(DEMO_PLAN_REF) ?? 0} (concurrency ${demoPlanConcurrency(o)})`,
+            ]
+          : []),
         `  pods evicted              ${watch.observed.evictions}`,
         `  budget violations         ${budgetViolations}`,
         `  PDB violations            ${watch.observed.pdbViolations.length}`,
@@ -223,7 +276,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     const ok = f.checker.violations.length === 0 && watch.observed.pdbViolations.length === 0;
     if (o.keep) {
       log(
-        `The cluster stays up: export KUBECONFIG=${cluster.kubeconfigPath}; node bin/nuo.js status. Ctrl-C stops it.`,
+        `The cluster stays up: export KUBECONFIG=${cluster.kubeconfigPath}; node bin/nuo.js status${o.plan ? `; node bin/nuo.js plan ${DEMO_PLAN.name}` : ''}. Ctrl-C stops it.`,
       );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
