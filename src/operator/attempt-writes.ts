@@ -76,7 +76,12 @@ export class AttemptWrites {
           `${action.reason}; slot freed`,
         );
         this.#notify(view.name, 'Completed', `${action.reason}; slot freed`);
-        log('info', 'completed', { node: view.name, ...(action.needSurvived ? { needSurvived: true } : {}) });
+        // endedAt: the instant written as the node's state-since, from which a retry's backoff counts.
+        log('info', 'completed', {
+          node: view.name,
+          endedAt: now.toISOString(),
+          ...(action.needSurvived ? { needSurvived: true } : {}),
+        });
         this.#handOver(view.name);
         return true;
       case 'job':
