@@ -44,9 +44,9 @@ function expectedStall(
 }
 
 /**
- * Where a run stands (`rebootsOf`: the checker's count): done = every planned node rebooted once and Idle, the never-returning one Failed
- * and the nodes it stalls waiting, and, in a run with an upgrade Plan, every other node Idle with the
- * Plan applied at its hash.
+ * Where a run stands (`rebootsOf`: the checker's count): done = every planned node rebooted once and
+ * Idle, the never-returning one Failed and the nodes it stalls waiting, and, in a run with an upgrade
+ * Plan, every other node Idle with the Plan applied at its hash.
  */
 export function progress(
   nodes: V1Node[],

@@ -14,10 +14,7 @@ export const DEMO_PLAN = { namespace: 'demo-upgrades', name: 'os-upgrade' } as c
 export const DEMO_PLAN_REF = `${DEMO_PLAN.namespace}/${DEMO_PLAN.name}`;
 
 export interface DemoPlanOptions {
-  nodes: number;
   maxUnavailable: number;
-  rebootMs: number;
-  soakMs: number;
   /** How long each Job's pod runs. */
   jobMs: number;
 }
@@ -43,9 +40,3 @@ export function demoPlan(o: DemoPlanOptions): PlanObject {
 /** Nodes the Plan is applied on: they carry its label (its hash). */
 export const upgraded = (nodes: readonly V1Node[]) =>
   nodes.filter((n) => n.metadata?.labels?.[planLabel(DEMO_PLAN.name)] !== undefined).length;
-
-/** The ideal time (seconds): waves of the budget's width, each a Job, a reboot and a soak. */
-export const demoPlanIdealS = (o: DemoPlanOptions) =>
-  (Math.ceil(o.nodes / Math.min(o.maxUnavailable, demoPlanConcurrency(o))) *
-    (o.jobMs + o.rebootMs + o.soakMs)) /
-  1000;

@@ -13,21 +13,14 @@ import {
   type V1PodDisruptionBudget,
 } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
+import { API_GROUP, API_VERSION, PLAN, UPDATE_POLICY } from '../api/crd.ts';
 import { Annotations } from '../api/keys.ts';
 import { PHASES, Phase } from '../api/phases.ts';
-import { DAYS, type UpdatePolicy, type UpdatePolicySpec } from '../api/update-policy.ts';
+import { type Condition, DAYS, type UpdatePolicy, type UpdatePolicySpec } from '../api/update-policy.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
-import {
-  DEMO_PLAN,
-  DEMO_PLAN_REF,
-  demoPlan,
-  demoPlanConcurrency,
-  demoPlanIdealS,
-  upgraded,
-} from './demo-plan.ts';
+import { DEMO_PLAN, DEMO_PLAN_REF, demoPlan, demoPlanConcurrency, upgraded } from './demo-plan.ts';
 import { Fleet } from './fleet.ts';
 import { readPlan } from './plans.ts';
 import { daemonSet, deployDemoWorkload } from './workload.ts';
@@ -114,7 +107,6 @@ export function demoPolicy(o: DemoOptions, now: Date): UpdatePolicySpec {
   };
 }
 
-type Condition = { type: string; status: string; reason: string; message: string };
 const conditionLines = (conditions: readonly Condition[] = []) =>
   conditions.map((c) => `  ${c.type.padEnd(16)} ${c.status.padEnd(6)} ${c.reason}: ${c.message}`);
 
@@ -139,6 +131,18 @@ async function statusReport(cluster: LocalCluster, plan: boolean): Promise<strin
 }
 
 const JOB_MS = 3000;
+
+/**
+ * The ideal time of the demo's rollout (seconds): waves of the budget's width, each node's attempt its
+ * Job (none without a Plan), its reboot and its soak.
+ */
+export const idealSeconds = (o: {
+  nodes: number;
+  maxUnavailable: number;
+  rebootMs: number;
+  soakMs: number;
+  jobMs: number;
+}) => (Math.ceil(o.nodes / o.maxUnavailable) * (o.jobMs + o.rebootMs + o.soakMs)) / 1000;
 
 /** Shows a manifest as `kubectl get -o yaml` would, indented. */
 function manifestText(title: string, manifest: object): string {
@@ -173,7 +177,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
       max: o.maxUnavailable,
       zones: { label: ZONE, max: o.maxUnavailablePerZone },
     };
-    const planOptions = { ...o, jobMs: JOB_MS };
+    const timing = { ...o, jobMs: o.plan ? JOB_MS : 0 };
     const plans = o.plan ? [{ name: DEMO_PLAN_REF, max: demoPlanConcurrency(o) }] : [];
     fleet = new Fleet(cluster, { rebootMs: o.rebootMs, budget: [budget], plans });
     await fleet.start();
@@ -183,13 +187,13 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     const manifest = { apiVersion, kind: UPDATE_POLICY.kind, metadata: { name: 'demo' }, spec };
     log(manifestText('UpdatePolicy (kubectl get updatepolicy demo -o yaml)', manifest));
     if (o.plan) {
-      const p = demoPlan(planOptions);
+      const p = demoPlan(timing);
       await fleet.applyPlan(p);
       const metadata = { name: p.name, namespace: p.namespace, annotations: p.annotations };
       log(
         manifestText(`Plan (kubectl get plan -n ${p.namespace} ${p.name} -o yaml)`, {
           apiVersion,
-          kind: 'Plan',
+          kind: PLAN.kind,
           metadata,
           spec: p.spec,
         }),
@@ -236,7 +240,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     };
     const timeoutMs = Math.max(
       300_000,
-      Math.ceil(o.nodes / o.maxUnavailable) * (o.rebootMs + o.soakMs + 30_000) * (o.plan ? 2 : 1),
+      Math.ceil(o.nodes / o.maxUnavailable) * (timing.jobMs + o.rebootMs + o.soakMs + 30_000),
     );
     await pollUntil('the rollout to finish', render, { timeoutMs, intervalMs: 250 });
     if (o.tty) o.out('\n');
@@ -244,12 +248,9 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     const elapsed = (Date.now() - rolloutStart) / 1000;
     await f.checker.finalCheck();
     log((await statusReport(cluster, o.plan)).join('\n'));
-    const ideal = o.plan
-      ? demoPlanIdealS(planOptions)
-      : (Math.ceil(o.nodes / o.maxUnavailable) * (o.rebootMs + o.soakMs)) / 1000;
-    const idealHow = o.plan
-      ? `ceil(${o.nodes}/${o.maxUnavailable}) × (Job ${JOB_MS / 1000}s + reboot ${o.rebootMs / 1000}s + soak ${o.soakMs / 1000}s)`
-      : `ceil(${o.nodes}/${o.maxUnavailable}) × (reboot ${o.rebootMs / 1000}s + soak ${o.soakMs / 1000}s)`;
+    const ideal = idealSeconds(timing);
+    const job = o.plan ? `Job ${JOB_MS / 1000}s + ` : '';
+    const idealHow = `ceil(${o.nodes}/${o.maxUnavailable}) × (${job}reboot ${o.rebootMs / 1000}s + soak ${o.soakMs / 1000}s)`;
     const budgetViolations = f.checker.violations.filter((v) => v.rule === 'budget').length;
     const otherViolations = f.checker.violations.filter((v) => v.rule !== 'budget');
     log(

@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import { Errors } from 'typebox/value';
 import { PlanSpec } from '../../src/api/plan.ts';
 import { validatePlan } from '../../src/plan/validate.ts';
-import { demoPlan, demoPlanConcurrency, demoPlanIdealS } from '../../src/sim/demo-plan.ts';
+import { idealSeconds } from '../../src/sim/demo.ts';
+import { demoPlan, demoPlanConcurrency } from '../../src/sim/demo-plan.ts';
 
 const options = { nodes: 12, maxUnavailable: 3, rebootMs: 5000, soakMs: 2000, jobMs: 3000 };
 
@@ -24,5 +25,5 @@ test("the demo's lower bound with a Plan: waves of the budget's width, each a Jo
     ['a partial last wave', { ...options, nodes: 13 }, 50],
     ['no soak', { ...options, soakMs: 0 }, 32],
   ];
-  for (const [name, o, seconds] of cases) assert.equal(demoPlanIdealS(o), seconds, name);
+  for (const [name, o, seconds] of cases) assert.equal(idealSeconds(o), seconds, name);
 });
