@@ -20,9 +20,12 @@ interface Watched {
   answer?: PolicyBlockers;
 }
 
-/** What a policy's blockers are, as compared between rounds (a changed spec starts a new watch). */
-const keyOf = (p: ResolvedPolicy) =>
-  JSON.stringify([p.prometheus ?? null, p.podBlockers.map((b) => b.selector)]);
+/**
+ * What a policy's blockers are, compared between passes: a change starts a new watch. Every data field
+ * counts (JSON drops only the parsed matchers), so no edit to a blocker can leave the old one running.
+ */
+export const blockersKey = (p: Pick<ResolvedPolicy, 'prometheus' | 'podBlockers'>) =>
+  JSON.stringify([p.prometheus ?? null, p.podBlockers]);
 
 export class BlockerWatch {
   readonly #o: { core: CoreV1Api; intervalMs: number; onChange: () => void; log: KubeLog };
@@ -41,7 +44,7 @@ export class BlockerWatch {
     }
     for (const [name, w] of this.#watched) {
       const r = wanted.get(name);
-      if (r && keyOf(r) === w.key) continue;
+      if (r && blockersKey(r) === w.key) continue;
       w.stop.abort();
       this.#watched.delete(name);
     }
@@ -60,7 +63,7 @@ export class BlockerWatch {
   }
 
   #watch(name: string, policy: ResolvedPolicy): void {
-    const w: Watched = { key: keyOf(policy), stop: new AbortController() };
+    const w: Watched = { key: blockersKey(policy), stop: new AbortController() };
     this.#watched.set(name, w);
     const prometheus = policy.prometheus ? new PrometheusBlocker(policy.prometheus) : undefined;
     void (async () => {

@@ -35,6 +35,8 @@ export interface ResolvedPolicy {
   podBlockers: {
     /** The pods' label selector, as the list request sends it. */
     selector: string;
+    /** Their namespace's label selector as text ('' selects every namespace). */
+    namespaceSelector: string;
     /** Their namespace's labels must match this (everything when not given). */
     namespaces: Selector;
   }[];
@@ -135,6 +137,7 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
     ...optional('prometheus', spec.blockers?.prometheus, (v) => prometheusOf(v, p)),
     podBlockers: (spec.blockers?.pods ?? []).map((b, i) => ({
       selector: p.take(`blockers.pods[${i}].selector`, () => checkedSelectorText(b.selector)) ?? '',
+      namespaceSelector: selectorText(b.namespaceSelector ?? {}),
       namespaces:
         p.take(`blockers.pods[${i}].namespaceSelector`, () => labelSelector(b.namespaceSelector ?? {})) ??
         (() => false),

@@ -18,7 +18,15 @@ import { installPolicyCrd } from '../../src/sim/policies.ts';
 import { deployment, undrainablePod, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { startPrometheus, Target } from './prometheus-server.ts';
-import { eventsAbout, eventsMark, FAST_LEASE, resetNodes, runNuo, useCluster } from './support.ts';
+import {
+  eventsAbout,
+  eventsMark,
+  FAST_LEASE,
+  operatorLog,
+  resetNodes,
+  runNuo,
+  useCluster,
+} from './support.ts';
 
 const ZONE = 'topology.kubernetes.io/zone';
 const cluster = await useCluster({ nodes: 6, zones: 3 });
@@ -396,6 +404,69 @@ describe('UpdatePolicies', () => {
       await assertSafe(f);
     } finally {
       await core.deleteNamespace({ name: 'backup' });
+    }
+  });
+
+  test("editing only a pod blocker's namespaceSelector reaches the running leader: the pod it now selects holds the pool", async () => {
+    await core
+      .createNamespace({ body: { metadata: { name: 'archive', labels: { tier: 'cold' } } } })
+      .catch(() => {});
+    await pollUntil('default ServiceAccount in archive', () =>
+      core.readNamespacedServiceAccount({ name: 'default', namespace: 'archive' }).then(() => true),
+    );
+    const job = deployment('archive', 'archive', 1);
+    if (job.spec?.template.spec) job.spec.template.spec.nodeSelector = { 'kubernetes.io/hostname': 'node-2' };
+    await apps.createNamespacedDeployment({ namespace: 'archive', body: job });
+    await waitAvailable(apps, 'archive', 'archive');
+    try {
+      const blocker = (tier: string) => ({
+        pods: [
+          {
+            selector: { matchLabels: { app: 'archive' } },
+            namespaceSelector: { matchLabels: { tier } },
+          },
+        ],
+      });
+      await createPolicy('guarded', {
+        nodeSelector: { matchLabels: { pool: 'a' } },
+        paused: true,
+        blockers: blocker('hot'),
+        ...QUICK,
+      });
+      const f = await startFleet([pool('a', 1)], ['--blocker-interval=1s']);
+      // The leader has read the pods with the first filter: the archive namespace is not selected.
+      await condition('guarded', 'Blocked', { status: 'True', reason: 'Paused' });
+      await pollUntil('the first blocker round, which the archive pod does not match', async () =>
+        operatorLog(cluster, 'op-a').some((l) => l.msg === 'blockers' && l.policy === 'guarded')
+          ? true
+          : undefined,
+      );
+      const first = operatorLog(cluster, 'op-a').filter(
+        (l) => l.msg === 'blockers' && l.policy === 'guarded',
+      );
+      assert.deepEqual(first.at(-1)?.pods, [], 'the archive pod is outside the first namespaceSelector');
+      // Only the namespaceSelector changes, and the policy is unpaused in the same edit.
+      await custom.patchClusterCustomObject(
+        { ...ref, name: 'guarded', body: { spec: { paused: false, blockers: blocker('cold') } } },
+        mergePatch,
+      );
+      f.stageUpdates(['node-0']);
+      const blocked = await condition(
+        'guarded',
+        'Blocked',
+        { status: 'True', reason: 'PodBlocker' },
+        /archive\/archive-\S+ on node-2/,
+      );
+      assert.match(blocked.message, /\(blockers\.pods\[0\]\) is running/);
+      await pollUntil('node-0 to say the pod holds it', async () =>
+        /blockers\.pods\[0\]/.test(await stateReason('node-0')) ? true : undefined,
+      );
+      assert.equal(f.checker.rebootsOf('node-0'), 0, 'no node of the pool rebooted while the pod ran');
+      await apps.deleteNamespacedDeployment({ namespace: 'archive', name: 'archive' });
+      await rebooted(f, ['node-0']);
+      await assertSafe(f);
+    } finally {
+      await core.deleteNamespace({ name: 'archive' });
     }
   });
 

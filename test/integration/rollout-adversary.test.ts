@@ -6,9 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
-import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
@@ -22,7 +20,13 @@ import { Fleet } from '../../src/sim/fleet.ts';
 import { RebootBehaviour } from '../../src/sim/host.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { operatorUnder, resetNodes, useCluster } from './support.ts';
+import {
+  type LogLine,
+  operatorLog as operatorLogOf,
+  operatorUnder,
+  resetNodes,
+  useCluster,
+} from './support.ts';
 
 const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4', 'node-5'];
 const ADMIN = 'nuo-admin';
@@ -104,19 +108,8 @@ async function assertSafe(f: Fleet, exempt: string[] = []) {
   assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
 }
 
-interface LogLine {
-  msg: string;
-  node?: string;
-  [key: string]: unknown;
-}
-
 /** The current operator's JSON log lines. */
-function operatorLog(): LogLine[] {
-  return readFileSync(join(cluster.dir, 'logs', `operator-${identity}.log`), 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine);
-}
+const operatorLog = () => operatorLogOf(cluster, identity);
 
 /** The operator's log line `matching`, once it is on disk (the log is written asynchronously). */
 function logged(what: string, matching: (l: LogLine) => boolean): Promise<LogLine> {

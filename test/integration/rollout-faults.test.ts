@@ -15,7 +15,7 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { operatorUnder, resetNodes, runNuo, useCluster } from './support.ts';
+import { operatorLog as operatorLogOf, operatorUnder, resetNodes, runNuo, useCluster } from './support.ts';
 
 const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4'];
 const cluster = await useCluster({ nodes: NODES.length, zones: 2 });
@@ -138,21 +138,7 @@ async function waitLeader(among: string[]): Promise<string> {
   );
 }
 
-interface LogLine {
-  msg: string;
-  node?: string;
-  to?: string;
-  [key: string]: unknown;
-}
-
-/** The operator's JSON log lines (pino), as written by the process started under `identity`. */
-function operatorLog(identity: string): LogLine[] {
-  const text = readFileSync(join(cluster.dir, 'logs', `operator-${identity}.log`), 'utf8');
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as LogLine);
-}
+const operatorLog = (identity: string) => operatorLogOf(cluster, identity);
 
 const logged = (identity: string, msg: string, node?: string) =>
   operatorLog(identity).filter((l) => l.msg === msg && (node === undefined || l.node === node));

@@ -3,6 +3,8 @@
  * tests, with every component's log printed if any test in the file failed.
  */
 import { type ChildProcess, execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, afterEach } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ApiException, type CoreV1Api, type CoreV1Event } from '@kubernetes/client-node';
@@ -30,6 +32,21 @@ export async function useCluster(options: ClusterOptions = {}): Promise<LocalClu
 }
 
 /** Leader election fast enough for seconds-long tests (production keeps client-go's 15 s / 10 s / 2 s). */
+/** One JSON line of an operator's log (pino). */
+export interface LogLine {
+  msg: string;
+  node?: string;
+  [key: string]: unknown;
+}
+
+/** The JSON log lines of the operator the fleet started under `identity`, as written so far. */
+export function operatorLog(cluster: LocalCluster, identity: string): LogLine[] {
+  return readFileSync(join(cluster.dir, 'logs', `operator-${identity}.log`), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine);
+}
+
 export const FAST_LEASE = ['--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
 
 /**
