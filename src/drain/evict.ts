@@ -23,6 +23,8 @@ export const DrainOutcome = {
   drained: 'drained',
   /** A pod's decision was "refuse": nothing was evicted. */
   refused: 'refused',
+  /** Every refusing pod asks not to be disrupted now (nuo.dev/do-not-disrupt): nothing was evicted. */
+  held: 'held',
   timedOut: 'timed-out',
   aborted: 'aborted',
 } as const;
@@ -172,7 +174,7 @@ export class Drainer {
           message: tracker.summary(outcome),
         };
       };
-      if (!plan.canProceed) return finish(DrainOutcome.refused);
+      if (!plan.canProceed) return finish(plan.held ? DrainOutcome.held : DrainOutcome.refused);
       // Nothing to evict (most nodes of a rollout hold only DaemonSet pods): no watch, no second list.
       if (request.dryRun || tracker.left() === 0) return finish(DrainOutcome.drained);
 

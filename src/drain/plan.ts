@@ -1,9 +1,11 @@
 /**
  * The drain planner: what to do with each pod on a node, decided from the pods alone (no I/O), with the
- * filters of `kubectl drain` in its order: already-deleted, DaemonSet, mirror, local storage, unmanaged.
+ * filters of `kubectl drain` in its order: already-deleted, mirror, DaemonSet, local storage, unmanaged;
+ * after the mirror check, a pod that asks not to be disrupted now (nuo.dev/do-not-disrupt) refuses.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { Kubernetes } from '../api/keys.ts';
+import { podHold } from './do-not-disrupt.ts';
 import type { DrainOptions } from './options.ts';
 
 export const PodAction = {
@@ -25,12 +27,16 @@ export interface PodDecision {
   action: PodAction;
   /** Why, for skip/refuse and for evictions that override a safety check (force, emptyDir). */
   reason?: string;
+  /** Refused because the pod asks not to be disrupted now (nuo.dev/do-not-disrupt), not for the options. */
+  doNotDisrupt?: true;
 }
 
 export interface DrainPlan {
   decisions: PodDecision[];
   /** True when no pod refuses: the drain may start evicting. */
   canProceed: boolean;
+  /** True when the only pods that refuse ask not to be disrupted now: the drain waits, nothing failed. */
+  held: boolean;
 }
 
 export interface PlanInput {
@@ -89,6 +95,9 @@ export function decidePod(
   if (pod.metadata?.annotations?.[Kubernetes.mirrorPod] !== undefined) {
     return { action: PodAction.skip, reason: Reasons.mirror };
   }
+  // Read again here: the pod may have asked after its node was admitted, from data up to a pass old.
+  const hold = podHold(pod, now.getTime());
+  if (hold) return { action: PodAction.refuse, reason: hold.reason, doNotDisrupt: true };
   let override: string | undefined;
   const controller = controllerOf(pod);
   if (controller?.kind === 'DaemonSet') {
@@ -119,5 +128,10 @@ export function planDrain(input: PlanInput): DrainPlan {
     uid: pod.metadata?.uid ?? '',
     ...decidePod(pod, input),
   }));
-  return { decisions, canProceed: decisions.every((d) => d.action !== PodAction.refuse) };
+  const refused = decisions.filter((d) => d.action === PodAction.refuse);
+  return {
+    decisions,
+    canProceed: refused.length === 0,
+    held: refused.length > 0 && refused.every((d) => d.doNotDisrupt),
+  };
 }

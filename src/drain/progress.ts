@@ -176,9 +176,10 @@ export class ProgressTracker {
   summary(outcome: string): string {
     const p = this.progress();
     const seconds = (p.elapsedMs / 1000).toFixed(1);
-    if (outcome === 'refused') {
+    if (outcome === 'refused' || outcome === 'held') {
       const refused = [...this.#states.values()].filter((s) => s.phase === PodPhase.refused);
-      return `refused: ${refused.length} pod(s) cannot be evicted with these options: ${refused
+      const why = outcome === 'held' ? 'ask not to be disrupted now' : 'cannot be evicted with these options';
+      return `${outcome}: ${refused.length} pod(s) ${why}: ${refused
         .map((s) => `${s.namespace}/${s.name}: ${s.reason}`)
         .join('; ')}`;
     }

@@ -11,6 +11,7 @@ import { DrainOutcome, type DrainResult } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import type { Notifier } from '../notify/notifier.ts';
 import type { Decider, NodeStep } from './decider.ts';
+import type { DoNotDisruptReads } from './do-not-disrupt.ts';
 import type { DrainRunner } from './drain-runner.ts';
 import type { EventRecorder } from './events.ts';
 import type { GrantSigner } from './grant-key.ts';
@@ -36,6 +37,8 @@ export interface AttemptWritesOptions {
   notifier: Notifier;
   /** Creates and deletes the Plans' Jobs. */
   jobs: PlanJobWriter;
+  /** The do-not-disrupt reads: a node whose drain a pod held is read afresh before its next admission. */
+  optOuts: Pick<DoNotDisruptReads, 'forget'>;
   steps: () => NodeSteps;
   /** The health the last pass decided on (a handover decides on it too). */
   health: () => ReadonlyMap<string, Health>;
@@ -146,7 +149,9 @@ export class AttemptWrites {
 
   async #drained(fresh: NodeView, result: DrainResult, refused: number): Promise<void> {
     const { name } = fresh;
-    if (result.outcome !== DrainOutcome.drained) {
+    if (result.outcome === DrainOutcome.held) {
+      await this.#held(fresh, result.message);
+    } else if (result.outcome !== DrainOutcome.drained) {
       // Under onFailure Skip, the drain that fails for the afterAttempts-th time in a row skips the node.
       const onFailure = this.#o.decider.drainOf(name)?.onFailure;
       const skip = onFailure?.action === 'Skip' && fresh.failures + 1 >= onFailure.afterAttempts;
@@ -173,6 +178,20 @@ export class AttemptWrites {
     } else {
       await this.#grant(fresh, result.message, { refused });
     }
+  }
+
+  /**
+   * A pod asked not to be disrupted after the node was admitted: nothing was evicted, so the attempt ends
+   * with nuo's cordon undone and no failure counted, and the node waits for a fresh read of its pods.
+   */
+  async #held(fresh: NodeView, message: string): Promise<void> {
+    const reason = `drain ${message}: nothing evicted, attempt ended`;
+    const end = { type: 'end', node: fresh.name, to: Phase.pending, reason } as const;
+    this.#o.optOuts.forget(fresh.name);
+    await this.#o.writer.endAttempt(fresh, this.#o.core, (n) => this.#write(end, n, new Date()));
+    this.#o.steps().freed();
+    this.#o.events.normal(fresh.name, 'DrainHeld', reason);
+    this.#o.log('info', 'drain held by a pod; attempt ended; slot released', { node: fresh.name, reason });
   }
 
   /** Signs the node's grant for the attempt holding its slot and writes it: RebootGranted. */

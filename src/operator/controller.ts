@@ -178,6 +178,7 @@ export class Operator {
       events,
       notifier,
       jobs: this.#plans.jobs,
+      optOuts: this.#optOuts,
       steps: () => this.#steps,
       health: () => this.#reconciler.last?.health ?? new Map(),
       acting,

@@ -76,13 +76,14 @@ export interface PassDecision {
 
 /**
  * The nodes a pass may admit, longest-waiting first: outside an attempt, needing a reboot, in a pool that
- * admits (their pods are worth reading).
+ * admits (their pods are worth reading). A node whose attempt just ended may still hold its slot: the
+ * pass releases it and may admit the node again, so it counts as waiting too.
  */
-function waitingNodes(plan: PoolPlan, ledger: Ledger, now: Date): string[] {
+function waitingNodes(plan: PoolPlan, now: Date): string[] {
   const waiting = plan.pools
     .filter((p) => !p.hold)
     .flatMap((p) => p.nodes)
-    .filter((n) => !ledger.slots[n.name] && outsideAttempt(n) && needsWork(n, now.getTime()) !== undefined);
+    .filter((n) => outsideAttempt(n) && needsWork(n, now.getTime()) !== undefined);
   return admissionOrder(waiting, new Set()).map((n) => n.name);
 }
 
@@ -140,7 +141,7 @@ export class Decider {
       blockers: this.#o.blockers,
     });
     this.#plan = plan;
-    const holds = this.#o.nodeHolds(waitingNodes(plan, ledger, now), now.getTime());
+    const holds = this.#o.nodeHolds(waitingNodes(plan, now), now.getTime());
     const nodeHold = (name: string) => holds.get(name);
     for (const pool of plan.pools) pool.config = { ...pool.config, nodeHold, plans: plans.pass };
     this.#configs = new Map(plan.pools.map((p) => [p.name, p.config]));

@@ -8,10 +8,10 @@
  */
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { PodAnnotations } from '../api/keys.ts';
+import { type PodHold, podHold } from '../drain/do-not-disrupt.ts';
 import { podsOnNode } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
-import { parseDuration } from '../util/duration.ts';
 import { Limiter } from '../util/parallel.ts';
 import type { Wait } from './gates.ts';
 
@@ -23,38 +23,16 @@ const READS_PER_PASS = 64;
 const REREAD_MS = 30_000;
 /** A read that failed is tried again after this long (the node waits for it, and so do those behind it). */
 const RETRY_MS = 2_000;
-/** The longest annotation value repeated in a reason. */
-const VALUE_MAX = 64;
-
 /** Why `pods` keep their node from being disrupted at `now`, and until when; undefined when nothing does. */
 export function doNotDisrupt(pods: readonly V1Pod[], now: number): Wait | undefined {
-  let hold: (Wait & { until: number }) | undefined;
+  let hold: PodHold | undefined;
   for (const pod of pods) {
-    const value = pod.metadata?.annotations?.[PodAnnotations.doNotDisrupt];
-    const phase = pod.status?.phase;
-    if (value === undefined || phase === 'Succeeded' || phase === 'Failed') continue;
-    const name = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
-    const until = untilOf(value, pod.status?.startTime, now);
-    if (until <= now || (hold && hold.until >= until)) continue;
-    const shown = value.length > VALUE_MAX ? `${value.slice(0, VALUE_MAX)}…` : value;
-    const when = Number.isFinite(until) ? ` until ${new Date(until).toISOString()}` : '';
-    hold = { reason: `waiting: pod ${name} has ${PodAnnotations.doNotDisrupt}="${shown}"${when}`, until };
+    const h = podHold(pod, now);
+    if (h && !(hold && hold.until >= h.until)) hold = h;
   }
   if (!hold) return undefined;
-  return Number.isFinite(hold.until) ? hold : { reason: hold.reason };
-}
-
-/** When a value stops holding: never for "true" or a bad value, start + duration for a duration. */
-function untilOf(value: string, startTime: Date | string | undefined, now: number): number {
-  if (value === 'true') return Number.POSITIVE_INFINITY;
-  let ms: number;
-  try {
-    ms = parseDuration(value);
-  } catch {
-    return Number.POSITIVE_INFINITY;
-  }
-  const start = startTime ? new Date(startTime).getTime() : now;
-  return start + ms;
+  const reason = `waiting: ${hold.reason}`;
+  return Number.isFinite(hold.until) ? { reason, until: hold.until } : { reason };
 }
 
 export class DoNotDisruptReads {
@@ -97,6 +75,11 @@ export class DoNotDisruptReads {
       if (hold) holds.set(name, hold);
     }
     return holds;
+  }
+
+  /** The node's pods are read afresh before it may be admitted again (its last read is stale). */
+  forget(name: string): void {
+    this.#reads.delete(name);
   }
 
   /** A new leadership reads afresh. */

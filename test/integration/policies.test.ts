@@ -515,4 +515,102 @@ describe('UpdatePolicies', () => {
       await core.deleteNamespace({ name: 'busy' });
     }
   });
+
+  test('a pod that asks not to be disrupted after its node was admitted is not evicted: the attempt ends uncordoned, no failure counted, and waits for it', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'late' } } }).catch(() => {});
+    await pollUntil('default ServiceAccount in late', () =>
+      core.readNamespacedServiceAccount({ name: 'default', namespace: 'late' }).then(() => true),
+    );
+    const late = deployment('late', 'late', 1);
+    if (late.spec?.template.spec)
+      late.spec.template.spec.nodeSelector = { 'kubernetes.io/hostname': 'node-0' };
+    await apps.createNamespacedDeployment({ namespace: 'late', body: late });
+    await waitAvailable(apps, 'late', 'late');
+    const hook = 'example.com/ready';
+    try {
+      await createPolicy('late-ask', {
+        nodeSelector: { matchLabels: { pool: 'a' } },
+        reboot: { ...QUICK.reboot, beforeRebootAnnotations: [hook] },
+      });
+      const f = await startFleet([pool('a', 1)]);
+      f.stageUpdates(['node-0']);
+      await pollUntil('node-0 admitted, waiting for its before-reboot hook', async () =>
+        (await core.readNode({ name: 'node-0' })).metadata?.annotations?.[Annotations.state] ===
+        Phase.beforeReboot
+          ? true
+          : undefined,
+      );
+      // Admitted with no pod asking; now one asks, and the hook lets the drain start.
+      const [pod] = (await core.listNamespacedPod({ namespace: 'late' })).items;
+      const uid = pod?.metadata?.uid;
+      await core.patchNamespacedPod(
+        {
+          name: pod?.metadata?.name ?? '',
+          namespace: 'late',
+          body: { metadata: { annotations: { 'nuo.dev/do-not-disrupt': 'true' } } },
+        },
+        mergePatch,
+      );
+      await core.patchNode(
+        { name: 'node-0', body: { metadata: { annotations: { [hook]: 'true' } } } },
+        mergePatch,
+      );
+      const held = await pollUntil('node-0 Pending, its drain held by the pod', async () => {
+        const n = await core.readNode({ name: 'node-0' });
+        const a = n.metadata?.annotations ?? {};
+        return a[Annotations.state] === Phase.pending && /held/.test(a[Annotations.stateReason] ?? '')
+          ? n
+          : undefined;
+      });
+      assert.match(
+        held.metadata?.annotations?.[Annotations.stateReason] ?? '',
+        /late\/late-\S+ has nuo\.dev\/do-not-disrupt="true"/,
+      );
+      assert.equal(held.spec?.unschedulable, undefined, "nuo's cordon is undone");
+      assert.equal(held.metadata?.annotations?.[Annotations.failures], undefined, 'no failure is counted');
+      // The pod still runs, never evicted; the node waits for it, naming it.
+      let last = '';
+      await pollUntil('node-0 to wait for the pod before a new attempt', async () => {
+        last = await stateReason('node-0');
+        return /^waiting: pod late\/late-\S+ has nuo\.dev\/do-not-disrupt="true"$/.test(last)
+          ? true
+          : undefined;
+      }).catch((err: Error) => {
+        throw new Error(`${err.message}; its reason: ${last}`);
+      });
+      const still = (await core.listNamespacedPod({ namespace: 'late' })).items;
+      assert.deepEqual(
+        still.map((p) => p.metadata?.uid),
+        [uid],
+        'the pod that asked was never evicted',
+      );
+      assert.equal(f.checker.rebootsOf('node-0'), 0);
+      await core.patchNamespacedPod(
+        {
+          name: pod?.metadata?.name ?? '',
+          namespace: 'late',
+          body: { metadata: { annotations: { 'nuo.dev/do-not-disrupt': null } } },
+        },
+        mergePatch,
+      );
+      // Its pods read again (within the reread period), the node is admitted anew and asks for its hook.
+      await pollUntil(
+        'node-0 admitted again, waiting for its before-reboot hook',
+        async () =>
+          (await core.readNode({ name: 'node-0' })).metadata?.annotations?.[Annotations.state] ===
+          Phase.beforeReboot
+            ? true
+            : undefined,
+        { timeoutMs: 60_000 },
+      );
+      await core.patchNode(
+        { name: 'node-0', body: { metadata: { annotations: { [hook]: 'true' } } } },
+        mergePatch,
+      );
+      await rebooted(f, ['node-0']);
+      await assertSafe(f);
+    } finally {
+      await core.deleteNamespace({ name: 'late' });
+    }
+  });
 });

@@ -31,7 +31,6 @@ export async function useCluster(options: ClusterOptions = {}): Promise<LocalClu
   return cluster;
 }
 
-/** Leader election fast enough for seconds-long tests (production keeps client-go's 15 s / 10 s / 2 s). */
 /** One JSON line of an operator's log (pino). */
 export interface LogLine {
   msg: string;
@@ -47,6 +46,7 @@ export function operatorLog(cluster: LocalCluster, identity: string): LogLine[] 
     .map((l) => JSON.parse(l) as LogLine);
 }
 
+/** Leader election fast enough for seconds-long tests (production keeps client-go's 15 s / 10 s / 2 s). */
 export const FAST_LEASE = ['--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
 
 /**

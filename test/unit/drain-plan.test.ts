@@ -286,6 +286,54 @@ describe('planDrain', () => {
   });
 });
 
+describe('drain planner: a pod that asks not to be disrupted (nuo.dev/do-not-disrupt)', () => {
+  const asking = (value: string, start = '2026-11-21T10:00:00Z', shape: PodShape = {}): V1Pod => {
+    const p = pod(shape);
+    return {
+      ...p,
+      metadata: { ...p.metadata, name: 'db', annotations: { 'nuo.dev/do-not-disrupt': value } },
+      status: { ...p.status, startTime: new Date(start) },
+    };
+  };
+  const plan = (...pods: V1Pod[]) =>
+    planDrain({ pods, options: DEFAULT_DRAIN_OPTIONS, daemonSets: new Set(['ns/ds']), now: NOW });
+
+  test('refuses while it holds, naming it; the drain is held, not refused for its options', () => {
+    const table: [string, V1Pod, string | undefined][] = [
+      ['"true"', asking('true'), 'pod ns/db has nuo.dev/do-not-disrupt="true"'],
+      [
+        '"4h" from a start 2 h ago',
+        asking('4h'),
+        'pod ns/db has nuo.dev/do-not-disrupt="4h" until 2026-11-21T14:00:00.000Z',
+      ],
+      ['"1h" from a start 2 h ago: over, evicted', asking('1h'), undefined],
+      ['a bad value holds like "true"', asking('soon'), 'pod ns/db has nuo.dev/do-not-disrupt="soon"'],
+      ['a finished pod asks nothing', asking('true', undefined, { phase: 'Succeeded' }), undefined],
+    ];
+    for (const [what, p, reason] of table) {
+      const d = plan(p);
+      if (reason === undefined) {
+        assert.equal(d.canProceed, true, what);
+        assert.equal(d.held, false, what);
+        continue;
+      }
+      assert.deepEqual(
+        d.decisions.map(({ action, reason, doNotDisrupt }) => ({ action, reason, doNotDisrupt })),
+        [{ action: PodAction.refuse, reason, doNotDisrupt: true }],
+        what,
+      );
+      assert.equal(d.canProceed, false, what);
+      assert.equal(d.held, true, what);
+    }
+  });
+
+  test('a drain that the options refuse too is refused, not held: that one is a failure', () => {
+    const d = plan(asking('true'), pod({ controller: 'none' }));
+    assert.equal(d.canProceed, false);
+    assert.equal(d.held, false);
+  });
+});
+
 describe('drainOptions', () => {
   test('fills defaults: bounded by a timeout, DaemonSets left in place', () => {
     const o = drainOptions();

@@ -29,6 +29,7 @@ test('blockingPdbName reads the PDB from a 429 eviction answer', () => {
 test('ProgressTracker counts pods left, blocking PDBs and summarises a timeout', () => {
   const plan = {
     canProceed: true,
+    held: false,
     decisions: [
       pod('a', PodAction.evict),
       pod('b', PodAction.evict),
@@ -63,7 +64,7 @@ test('ProgressTracker counts pods left, blocking PDBs and summarises a timeout',
 test('ProgressTracker.changed resolves on the next change', async () => {
   const t = new ProgressTracker(
     'n1',
-    { canProceed: true, decisions: [pod('a', PodAction.evict)] },
+    { canProceed: true, held: false, decisions: [pod('a', PodAction.evict)] },
     Date.now(),
   );
   const changed = t.changed();
