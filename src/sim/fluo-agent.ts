@@ -9,13 +9,13 @@
  */
 import { execFile } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
-import { copyFile, link, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { ensureFluoAgent } from '../../tools/fluo/build.ts';
 import type { RuntimeSpec } from '../../tools/image/container.ts';
-import { Runc, type Unpacked } from '../../tools/image/runc.ts';
+import { type Container, Runc, type Unpacked } from '../../tools/image/runc.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import { cleanUpWithHarness } from './cluster/process.ts';
 import {
@@ -111,9 +111,10 @@ async function prepareRootfs(dir: string, binary: string): Promise<Unpacked> {
   await writeFile(join(rootfs, 'etc/os-release'), '');
   await writeFile(join(rootfs, 'usr/share/flatcar/update.conf'), updateConf('stable'));
   // A hard link where the cache and the cluster share a file system; else a copy.
-  await link(binary, join(rootfs, 'bin/update-agent')).catch(() =>
-    copyFile(binary, join(rootfs, 'bin/update-agent')),
-  );
+  await link(binary, join(rootfs, 'bin/update-agent')).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EXDEV') throw err;
+    return copyFile(binary, join(rootfs, 'bin/update-agent'));
+  });
   await run('runc', ['spec', '--bundle', dir]).catch((err: Error) => {
     throw new Error(`runc spec failed (${err.message}); install Debian's runc (see .ci/run)`);
   });
@@ -142,8 +143,8 @@ export class FluoAgents {
   /** Builds the agent if need be (tools/fluo/build.ts), prepares its root filesystem and grants its RBAC. */
   static async start(cluster: LocalCluster, options: FluoAgentsOptions = {}): Promise<FluoAgents> {
     const binary = await ensureFluoAgent((line) => options.log?.('info', `fluo build: ${line}`));
-    const dir = join(cluster.dir, 'fluo');
-    await mkdir(dir, { recursive: true });
+    // A directory of its own: a cluster outlives its fleets, and each fleet starts its FLUO agents afresh.
+    const dir = await mkdtemp(join(cluster.dir, 'fluo-'));
     const unpacked = await prepareRootfs(dir, binary.path);
     await grantAgentRbac(cluster);
     return new FluoAgents(cluster, dir, unpacked, options);
@@ -219,6 +220,7 @@ export class FluoNodeAgent implements HostAgent {
   #bootId: string | undefined;
   #output = '';
   #running: Promise<void> = Promise.resolve();
+  #current: Container | undefined;
 
   constructor(parts: NodeParts) {
     this.#p = parts;
@@ -236,6 +238,15 @@ export class FluoNodeAgent implements HostAgent {
   /** The host directory bound at the container's service-account path: token, ca.crt, namespace. */
   get serviceAccountDir(): string {
     return join(this.#p.dir, 'serviceaccount');
+  }
+
+  /** The running agent's process id as this machine sees it; undefined while no container runs. */
+  pid(): number | undefined {
+    try {
+      return this.#current?.pid();
+    } catch {
+      return undefined;
+    }
   }
 
   /** Everything the node's containers wrote, each start headed by a line. */
@@ -324,7 +335,9 @@ export class FluoNodeAgent implements HostAgent {
     const exited = new Promise<string>((resolve) =>
       container.process.once('exit', (code, sig) => resolve(`exited (${code ?? sig})`)),
     );
+    this.#current = container;
     const result = await Promise.race([exited, aborted(signal).then(() => undefined)]);
+    this.#current = undefined;
     await container.stop();
     return result;
   }

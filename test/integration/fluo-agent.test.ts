@@ -211,11 +211,37 @@ describe("FLUO's update-agent on a simulated node, with the test as FLUO's opera
     assert.deepEqual(user?.extra?.['authentication.kubernetes.io/node-name'], [NODE]);
   });
 
+  test('an agent that dies is started again, as the kubelet restarts its pod, and waits as before', async () => {
+    const fluo = fleet.fluo?.nodes.get(NODE);
+    assert.ok(fluo);
+    const pid = fluo.pid();
+    assert.ok(pid, 'a container runs');
+    const starts = fluo.starts;
+    process.kill(pid, 'SIGKILL');
+    await pollUntil(
+      'a new container after the agent died',
+      () => {
+        const now = fluo.pid();
+        return fluo.starts === starts + 1 && now !== undefined && now !== pid ? true : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    await pollUntil('the new agent to wait for reboot-ok', () =>
+      fluo.output().split('update-agent running')[starts + 1]?.includes('Waiting for ok-to-reboot')
+        ? true
+        : undefined,
+    );
+    const node = await core.readNode({ name: NODE });
+    assert.equal(annotation(node, K.status), 'UPDATE_STATUS_IDLE');
+    assert.equal(node.spec?.unschedulable ?? false, false);
+  });
+
   test('update_engine needing a reboot, the operator granting it: drain, logind Reboot, a new boot, the labels reset', async () => {
     const fluo = fleet.fluo?.nodes.get(NODE);
     const host = fleet.hosts.get(NODE);
     assert.ok(fluo && host);
     const bootBefore = host.bootIdValue;
+    const starts = fluo.starts;
     const logsPod = (
       await core.listNamespacedPod({ namespace: 'app', labelSelector: 'app=logs' })
     ).items.find((p) => p.spec?.nodeName === NODE);
@@ -256,7 +282,7 @@ describe("FLUO's update-agent on a simulated node, with the test as FLUO's opera
       'one Reboot call, interactive=false',
     );
     assert.equal(host.reboots, 1);
-    assert.equal(fluo.starts, 2, 'the boot started a new container');
+    assert.equal(fluo.starts, starts + 1, 'the boot started a new container');
 
     // FLUO's operator: a just-rebooted node gets after-reboot=true; with no after-reboot checks, its next
     // pass removes it and sets reboot-ok=false, which lets the agent uncordon.
@@ -311,5 +337,20 @@ describe("FLUO's update-agent on a simulated node, with the test as FLUO's opera
       'only the Flatcar prefix',
     );
     assert.equal(fluo.logind.calls.length, 1, 'no second reboot');
+  });
+
+  test("a second fleet on the same cluster runs FLUO's agent again", async () => {
+    await fleet.stop();
+    fleet = new Fleet(cluster, { rebootMs: 2000, budget: 1, fluoNodes: [NODE] });
+    await fleet.start();
+    const fluo = fleet.fluo?.nodes.get(NODE);
+    assert.ok(fluo);
+    await pollUntil(
+      "the new fleet's agent to wait for reboot-ok",
+      () => (/Waiting for ok-to-reboot/.test(fluo.output()) ? true : undefined),
+      { timeoutMs: 60_000 },
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}\nagent output:\n${fluo.output()}`);
+    });
   });
 });
