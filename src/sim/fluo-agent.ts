@@ -53,16 +53,10 @@ type Log = (level: 'info' | 'warn' | 'error', message: string) => void;
 
 export interface FluoAgentsOptions {
   log?: Log;
-  /** Flags every agent gets after /bin/update-agent (its DaemonSet passes none), e.g. --grace-period=30. */
-  args?: string[];
 }
 
-export interface FluoNodeOptions {
-  /** The version the host boots first (default FIRST_FLATCAR_VERSION). */
-  version?: string;
-  /** The update group /etc/flatcar/update.conf names (default "stable", as /usr/share/flatcar's). */
-  group?: string;
-}
+/** The update group the hosts' /etc/flatcar/update.conf names, as Flatcar's default one does. */
+const UPDATE_GROUP = 'stable';
 
 /** FLUO's RBAC for its agent, as its deploy manifests grant it: nodes, pods, evictions, DaemonSets. */
 async function grantAgentRbac(cluster: LocalCluster): Promise<void> {
@@ -109,7 +103,7 @@ async function prepareRootfs(dir: string, binary: string): Promise<Unpacked> {
   }
   await mkdir(join(rootfs, SERVICE_ACCOUNT_DIR), { recursive: true });
   await writeFile(join(rootfs, 'etc/os-release'), '');
-  await writeFile(join(rootfs, 'usr/share/flatcar/update.conf'), updateConf('stable'));
+  await writeFile(join(rootfs, 'usr/share/flatcar/update.conf'), updateConf(UPDATE_GROUP));
   // A hard link where the cache and the cluster share a file system; else a copy.
   await link(binary, join(rootfs, 'bin/update-agent')).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'EXDEV') throw err;
@@ -151,7 +145,7 @@ export class FluoAgents {
   }
 
   /** The agent of one node, with the node's system bus and services running: a SimHost's `agent`. */
-  async agentFor(nodeName: string, options: FluoNodeOptions = {}): Promise<FluoNodeAgent> {
+  async agentFor(nodeName: string): Promise<FluoNodeAgent> {
     if (this.nodes.has(nodeName)) throw new Error(`node ${nodeName} already has a FLUO agent`);
     const bus = await PrivateBus.create();
     const updateEngine = new FakeUpdateEngine(bus.address);
@@ -173,9 +167,7 @@ export class FluoAgents {
       bus,
       updateEngine,
       logind,
-      os: { version: options.version ?? FIRST_FLATCAR_VERSION },
-      group: options.group ?? 'stable',
-      args: this.#options.args ?? [],
+      os: { version: FIRST_FLATCAR_VERSION },
       log: this.#options.log,
     });
     this.nodes.set(nodeName, agent);
@@ -201,8 +193,6 @@ interface NodeParts {
   updateEngine: FakeUpdateEngine;
   logind: FakeLogind;
   os: FlatcarOs;
-  group: string;
-  args: string[];
   log: Log | undefined;
 }
 
@@ -314,7 +304,8 @@ export class FluoNodeAgent implements HostAgent {
     this.starts++;
     this.#write(`=== ${new Date().toISOString()} container ${this.starts} for ${this.nodeName}\n`);
     const container = runc.start(unpacked, {
-      args: ['/bin/update-agent', ...this.#p.args],
+      // As FLUO's DaemonSet runs it: no flags.
+      args: ['/bin/update-agent'],
       hostNetwork: true,
       binds: [
         { source: this.serviceAccountDir, destination: SERVICE_ACCOUNT_DIR },
@@ -370,7 +361,7 @@ export class FluoNodeAgent implements HostAgent {
     await writeFile(join(sa, 'ca.crt'), this.#p.cluster.caCert);
     await writeFile(join(sa, 'namespace'), FLUO_AGENT_ACCOUNT.namespace);
     await writeFile(join(dir, 'os-release'), osRelease(this.#os.version));
-    await writeFile(join(dir, 'flatcar', 'update.conf'), updateConf(this.#p.group));
+    await writeFile(join(dir, 'flatcar', 'update.conf'), updateConf(UPDATE_GROUP));
   }
 
   /** Stops the node's services and bus (its host stopped first, so no container runs). */

@@ -270,6 +270,7 @@ describe("FLUO's update-agent on a simulated node, with the test as FLUO's opera
         annotation(n, K.rebootInProgress) === 'false',
     );
     assert.equal(label(rebooted, K.version), NEXT_VERSION, 'the new boot runs the staged version');
+    assert.deepEqual(fluo.os, { version: NEXT_VERSION });
     assert.equal(label(rebooted, K.rebootNeeded), 'false');
     assert.equal(
       rebooted.spec?.unschedulable,
