@@ -340,6 +340,41 @@ describe("FLUO's update-agent on a simulated node, with the test as FLUO's opera
     assert.equal(fluo.logind.calls.length, 1, 'no second reboot');
   });
 
+  test('a node cordoned before the grant stays cordoned after the reboot: the agent uncordons only its own cordon', async () => {
+    const fluo = fleet.fluo?.nodes.get(NODE);
+    const host = fleet.hosts.get(NODE);
+    assert.ok(fluo && host);
+    const bootBefore = host.bootIdValue;
+    const evictions = fluo
+      .output()
+      .split('\n')
+      .filter((l) => /Deleting\/Evicting/.test(l)).length;
+    // As an operator that drains before it grants: the cordon is not the agent's.
+    await core.patchNode({ name: NODE, body: { spec: { unschedulable: true } } }, mergePatch);
+    fleet.stageUpdates([NODE]);
+    await nodeWhere('FLUO to report reboot-needed again', (n) => annotation(n, K.rebootNeeded) === 'true');
+    await annotate({ [K.rebootOk]: 'true' });
+    await nodeWhere(
+      'the second reboot',
+      (n) => n.status?.nodeInfo?.bootID !== bootBefore && annotation(n, K.rebootNeeded) === 'false',
+    );
+    await annotate({ [K.rebootOk]: 'false' });
+    const after = await nodeWhere(
+      'FLUO to report update_engine idle after the second reboot',
+      (n) => annotation(n, K.status) === 'UPDATE_STATUS_IDLE' && label(n, K.version) === '4152.2.2',
+    );
+    assert.equal(after.spec?.unschedulable, true, 'still cordoned: the operator that cordoned must uncordon');
+    assert.equal(annotation(after, K.agentMadeUnschedulable), 'false', 'the agent did not claim the cordon');
+    assert.match(fluo.output(), /node was marked unschedulable by an external source/);
+    const lines = fluo
+      .output()
+      .split('\n')
+      .filter((l) => /Deleting\/Evicting/.test(l));
+    assert.equal(lines.length, evictions + 1);
+    assert.match(lines.at(-1) ?? '', /Deleting\/Evicting 0 pods/, 'nothing left to drain');
+    await core.patchNode({ name: NODE, body: { spec: { unschedulable: false } } }, mergePatch);
+  });
+
   test("a second fleet on the same cluster runs FLUO's agent again", async () => {
     await fleet.stop();
     fleet = new Fleet(cluster, { rebootMs: 2000, budget: 1, fluoNodes: [NODE] });
