@@ -1,5 +1,5 @@
 /**
- * What the Go-built tools share (tools/cluster/build.ts, tools/helm/build.ts): the cache outside the
+ * What the Go-built tools share (tools/cluster/build.ts, tools/helm/build.ts, tools/fluo/build.ts): the cache outside the
  * repository, the pinned version read from a go.mod, a locked `go build` of one command with progress.
  */
 import { spawn } from 'node:child_process';
@@ -13,6 +13,8 @@ export interface GoTarget {
   moduleDir: string;
   pkg: string;
   ldflags: string;
+  /** How the go command finds the module's dependencies (default `-mod=readonly`: the module cache). */
+  mod?: '-mod=readonly' | '-mod=vendor';
 }
 
 /** $NUO_CACHE_DIR, else $XDG_CACHE_HOME/nuo or ~/.cache/nuo: outside the checkout, shared by worktrees. */
@@ -49,7 +51,11 @@ export async function goBuild(target: GoTarget, out: string, log: (line: string)
       const child = spawn('go', args, {
         cwd: target.moduleDir,
         stdio: ['ignore', 'inherit', 'pipe'],
-        env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -buildvcs=false' },
+        env: {
+          ...process.env,
+          CGO_ENABLED: '0',
+          GOFLAGS: `${target.mod ?? '-mod=readonly'} -buildvcs=false`,
+        },
       });
       child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
       child.on('error', (err) =>

@@ -15,6 +15,7 @@ import { type Budget, type PlanBudget, SafetyChecker } from './checker.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import { sampleProc } from './cluster/proc.ts';
 import { killWithHarness } from './cluster/process.ts';
+import { FluoAgents } from './fluo-agent.ts';
 import { type RebootBehaviour, SimHost } from './host.ts';
 import { JobReboots } from './job-reboots.ts';
 import { applyPlan, installPlanCrd, type PlanObject } from './plans.ts';
@@ -72,6 +73,11 @@ export interface FleetOptions {
    */
   agentReportSpreadMs?: number;
   behaviours?: Record<string, RebootBehaviour>;
+  /**
+   * Nodes whose hosts run FLUO's real update-agent instead of nuo's (fluo-agent.ts): it speaks FLUO's
+   * protocol, and reboots through the host's logind when its node's reboot-ok annotation says so.
+   */
+  fluoNodes?: string[];
   /** Resident memory at which an operator is killed as a runaway (default RUNAWAY_RSS_MIB). */
   runawayRssMiB?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -79,6 +85,8 @@ export interface FleetOptions {
 
 export class Fleet {
   readonly hosts = new Map<string, SimHost>();
+  /** FLUO's agents, when `fluoNodes` names any: `fluo.nodes.get(node)` has a node's update_engine and logind. */
+  fluo: FluoAgents | undefined;
   readonly checker: SafetyChecker;
   readonly #cluster: LocalCluster;
   readonly #client: LeanClient;
@@ -112,6 +120,12 @@ export class Fleet {
     await this.checker.start();
     const core = this.#cluster.kubeconfig.makeApiClient(CoreV1Api);
     const nodes = (await core.listNode()).items.map((n) => n.metadata?.name ?? '');
+    const fluoNodes = this.options.fluoNodes ?? [];
+    const unknown = fluoNodes.filter((n) => !nodes.includes(n));
+    if (unknown.length > 0) throw new Error(`fluoNodes names nodes the cluster lacks: ${unknown.join(', ')}`);
+    const fluo =
+      fluoNodes.length > 0 ? await FluoAgents.start(this.#cluster, { log: this.options.log }) : undefined;
+    this.fluo = fluo;
     await Promise.all(
       nodes.map(async (nodeName) => {
         const host = new SimHost({
@@ -124,6 +138,7 @@ export class Fleet {
           agentReportSpreadMs: this.options.agentReportSpreadMs,
           log: this.options.log,
           onReboot: (node, bootIdBefore) => this.checker.onReboot(node, bootIdBefore),
+          agent: fluo && fluoNodes.includes(nodeName) ? await fluo.agentFor(nodeName) : undefined,
         });
         this.hosts.set(nodeName, host);
         await host.start();
@@ -245,6 +260,7 @@ export class Fleet {
     await this.#jobReboots.stop();
     await Promise.all([...this.#operators.keys()].map((id) => this.killOperator(id, 'SIGTERM')));
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));
+    await this.fluo?.stop();
     await this.checker.stop();
     this.#client.close();
   }

@@ -26,6 +26,15 @@ export const RebootBehaviour = {
 } as const;
 export type RebootBehaviour = (typeof RebootBehaviour)[keyof typeof RebootBehaviour];
 
+/**
+ * What runs on a host while it is up, as its DaemonSet pod would: nuo's agent unless the host is given
+ * another (fluo-agent.ts runs FLUO's). run() settles once `signal` aborts: the host went down, or the agent
+ * was killed or replaced.
+ */
+export interface HostAgent {
+  run(host: SimHost, signal: AbortSignal): Promise<void>;
+}
+
 export interface SimHostOptions {
   nodeName: string;
   /** Admin API access for what a kubelet would write (node status). */
@@ -39,6 +48,8 @@ export interface SimHostOptions {
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
   /** Called for every reboot that really happens (for the independent checker). */
   onReboot?: (node: string, bootIdBefore: string) => void;
+  /** The agent the host runs instead of nuo's (whose settings above it then ignores). */
+  agent?: HostAgent;
 }
 
 export class SimHost implements Detector, Rebooter, BootId {
@@ -206,7 +217,12 @@ export class SimHost implements Detector, Rebooter, BootId {
     this.#agentStop?.abort();
     const stop = new AbortController();
     this.#agentStop = stop;
-    const agent = new NodeAgent({
+    const run = this.#o.agent ? this.#o.agent.run(this, stop.signal) : this.#nuoAgent().run(stop.signal);
+    this.#agentDone = run.catch((err) => this.#o.log?.('error', `agent ${this.nodeName}: ${err}`));
+  }
+
+  #nuoAgent(): NodeAgent {
+    return new NodeAgent({
       nodeName: this.nodeName,
       client: this.#o.client,
       detector: this,
@@ -217,9 +233,6 @@ export class SimHost implements Detector, Rebooter, BootId {
       reportSpreadMs: this.#o.agentReportSpreadMs ?? 0,
       log: this.#o.log,
     });
-    this.#agentDone = agent
-      .run(stop.signal)
-      .catch((err) => this.#o.log?.('error', `agent ${this.nodeName}: ${err}`));
   }
 
   /** Kills the agent without touching the host (a crashed or restarted DaemonSet pod). */

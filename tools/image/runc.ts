@@ -36,6 +36,7 @@ export class Runc {
   /** runc's state directory, private to this instance. */
   readonly root = mkdtempSync(join(tmpdir(), 'nuo-runc-'));
   readonly #bundles = mkdtempSync(join(tmpdir(), 'nuo-bundles-'));
+  readonly #live = new Set<string>();
 
   /** Unpacks `layout:tag` into `dir` (root: umoci keeps the image's owners). */
   static unpack(layout: string, tag: string, dir: string): Unpacked {
@@ -58,6 +59,11 @@ export class Runc {
     const spec = containerSpec(unpacked.base, { ...o, rootfs: unpacked.rootfs });
     writeFileSync(join(bundle, 'config.json'), JSON.stringify(spec, null, 2));
     return { id, bundle };
+  }
+
+  /** Kills and deletes every container start() left running, at once (for an exiting process). */
+  deleteAll(): void {
+    for (const id of this.#live) this.#delete(id);
   }
 
   #runc(...args: string[]): string[] {
@@ -88,6 +94,7 @@ export class Runc {
     const child = spawn('runc', this.#runc('run', '--bundle', bundle, id), {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    this.#live.add(id);
     let output = '';
     child.stdout?.on('data', (d) => {
       output += d;
@@ -129,6 +136,7 @@ export class Runc {
   }
 
   #delete(id: string) {
+    this.#live.delete(id);
     try {
       execFileSync('runc', this.#runc('delete', '--force', id), { stdio: 'ignore' });
     } catch {

@@ -18,6 +18,7 @@ export interface ComponentOptions {
 }
 
 const live = new Set<ChildProcess>();
+const cleanups = new Set<() => void>();
 /** Set once this process is going away: its components' exits are expected, not news. */
 let exiting = false;
 
@@ -31,6 +32,8 @@ function killAllNow(): void {
     }
   }
   live.clear();
+  for (const cleanup of cleanups) cleanup();
+  cleanups.clear();
 }
 
 let hooksInstalled = false;
@@ -54,6 +57,16 @@ export function killWithHarness(child: ChildProcess): void {
   installExitHooks();
   live.add(child);
   child.once('exit', () => live.delete(child));
+}
+
+/**
+ * Runs `cleanup` (synchronous) if this process exits or is signalled before the returned function is
+ * called: for what killing a child does not end (a container outlives the `runc run` that started it).
+ */
+export function cleanUpWithHarness(cleanup: () => void): () => void {
+  installExitHooks();
+  cleanups.add(cleanup);
+  return () => cleanups.delete(cleanup);
 }
 
 export class Component {
