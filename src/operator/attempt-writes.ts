@@ -78,7 +78,7 @@ export class AttemptWrites {
           action.plan ? 'PlanApplied' : 'Rebooted',
           `${action.reason}; slot freed`,
         );
-        this.#notify(view.name, 'Completed', `${action.reason}; slot freed`);
+        this.#notify(view.name, 'Completed', `${action.reason}; slot freed`, view.plan);
         // endedAt: the instant written as the node's state-since, from which a retry's backoff counts.
         log('info', 'completed', {
           node: view.name,
@@ -222,7 +222,7 @@ export class AttemptWrites {
     if (action.failed) {
       this.#o.metrics?.failures.inc();
       this.#o.events.warning(view.name, 'RebootFailed', action.reason);
-      this.#notify(view.name, 'Failed', action.reason);
+      this.#notify(view.name, 'Failed', action.reason, view.plan);
       this.#o.log('error', 'node failed; its slot stays held', { node: view.name, reason: action.reason });
     } else {
       this.#o.log('info', 'phase', { node: view.name, to: action.to, reason: action.reason });
@@ -230,13 +230,14 @@ export class AttemptWrites {
   }
 
   /** Tells the receivers of the node's pool (its policy's `notifications`), in the background. */
-  #notify(node: string, kind: NotifyOn, message: string): void {
+  #notify(node: string, kind: NotifyOn, message: string, plan: string | undefined): void {
     const policy = this.#o.decider.policyOf(node);
     if (policy && policy.notifications.length > 0) {
       this.#o.notifier.notify(policy.notifications, {
         kind,
         policy: policy.name,
         node,
+        ...(plan ? { plan } : {}),
         message,
         at: new Date(),
       });
@@ -265,13 +266,13 @@ export class AttemptWrites {
     const plan = (action.type === 'admit' || action.type === 'transition') && action.plan;
     const what = plan ? `Plan ${plan.ref}` : 'reboot';
     this.#o.events.normal(view.name, 'Admitted', `admitted for ${what}: ${action.reason}`);
-    this.#notify(view.name, 'Admitted', action.reason);
+    this.#notify(view.name, 'Admitted', action.reason, plan ? plan.ref : undefined);
     this.#o.log('info', 'admitted', { node: view.name, reason: action.reason });
   }
 
   /** Ends an attempt that did not reach the reboot: own cordon undone, Pending (the caller frees the slot). */
   async #abort(
-    decidedOn: Pick<NodeView, 'name' | 'state'>,
+    decidedOn: Pick<NodeView, 'name' | 'state' | 'plan'>,
     reason: string,
     core = this.#o.core,
     skip = false,
@@ -281,7 +282,7 @@ export class AttemptWrites {
     await this.#o.writer.endAttempt(decidedOn, core, (fresh) => this.#write(abort, fresh, new Date()));
     this.#o.metrics?.failures.inc();
     this.#o.events.warning(name, skip ? 'Skipped' : 'AttemptAborted', reason);
-    if (skip) this.#notify(name, 'Failed', reason);
+    if (skip) this.#notify(name, 'Failed', reason, decidedOn.plan);
     this.#o.log(
       'warn',
       skip ? 'attempt aborted; node skipped; slot released' : 'attempt aborted; slot released',
