@@ -11,7 +11,7 @@ import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
-import { mergePatch } from '../../src/kube/patch.ts';
+import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
@@ -404,6 +404,59 @@ describe('UpdatePolicies', () => {
       await assertSafe(f);
     } finally {
       await core.deleteNamespace({ name: 'backup' });
+    }
+  });
+
+  test('more of the pool NotReady than circuitBreaker.maxNotReady opens the circuit: nothing is admitted until enough nodes are Ready again', async () => {
+    const setReady = (name: string, ready: boolean) =>
+      core.patchNodeStatus(
+        {
+          name,
+          body: {
+            status: {
+              conditions: [
+                {
+                  type: 'Ready',
+                  status: ready ? 'True' : 'False',
+                  reason: ready ? 'KubeletReady' : 'KubeletNotReady',
+                  message: ready ? 'back' : 'the test stopped this kubelet',
+                  lastHeartbeatTime: new Date(),
+                  lastTransitionTime: new Date(),
+                },
+              ],
+            },
+          },
+        },
+        strategicMergePatch,
+      );
+    await createPolicy('breaker', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      maxUnavailable: 2,
+      circuitBreaker: { maxNotReady: 1 },
+      ...QUICK,
+    });
+    const f = await startFleet([pool('a', 2)]);
+    try {
+      await setReady('node-1', false);
+      await setReady('node-2', false);
+      await condition(
+        'breaker',
+        'Blocked',
+        { status: 'True', reason: 'CircuitOpen' },
+        /circuit open: 2 of 3 nodes NotReady \(more than 1\)/,
+      );
+      f.stageUpdates(['node-0']);
+      await pollUntil('node-0 to wait for the open circuit', async () =>
+        /circuit open/.test(await stateReason('node-0')) ? true : undefined,
+      );
+      assert.equal(f.checker.rebootsOf('node-0'), 0, 'no admission while the circuit is open');
+      await setReady('node-2', true);
+      await rebooted(f, ['node-0']);
+      await condition('breaker', 'Blocked', { status: 'False', reason: 'NotBlocked' });
+      await assertSafe(f);
+    } finally {
+      await setReady('node-1', true);
+      await setReady('node-2', true);
     }
   });
 
