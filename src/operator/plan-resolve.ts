@@ -37,10 +37,9 @@ export function planPrepare(spec: PlanSpec): PlanPrepare {
   return spec.cordon ? 'cordon' : 'none';
 }
 
-/** postCompleteLabels with SUC's $(LATEST_VERSION) and $(LATEST_HASH) expanded; "+" is no label value. */
+/** postCompleteLabels with SUC's $(LATEST_VERSION) (resolved: no '+') and $(LATEST_HASH) expanded. */
 export function completionLabels(spec: PlanSpec, version: string, hash: string): Record<string, string> {
-  const value = (v: string) =>
-    v.replaceAll('$(LATEST_VERSION)', version.replaceAll('+', '-')).replaceAll('$(LATEST_HASH)', hash);
+  const value = (v: string) => v.replaceAll('$(LATEST_VERSION)', version).replaceAll('$(LATEST_HASH)', hash);
   return Object.fromEntries(Object.entries(spec.postCompleteLabels ?? {}).map(([k, v]) => [k, value(v)]));
 }
 

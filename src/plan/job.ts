@@ -50,11 +50,11 @@ export function jobName(plan: string, node: string, hash: string): string {
   return `${full.slice(0, MAX_NAME - 6).replace(/[-.]+$/, '')}-${digest}`;
 }
 
-/** SUC's rule: an image without a tag or digest runs at the version, '+' written '-' (tags have no '+'). */
+/** SUC's rule: an image without a tag or digest runs at the resolved version (no '+': version.ts). */
 export function imageAt(image: string, version: string): string {
   const lastPart = image.slice(image.lastIndexOf('/') + 1);
   if (lastPart.includes(':') || image.includes('@')) return image;
-  return `${image}:${version.replaceAll('+', '-')}`;
+  return `${image}:${version}`;
 }
 
 /** SUC's mount path of a Plan's Secret: its path, relative ones and the default under SECRETS_DIR. */

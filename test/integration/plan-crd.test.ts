@@ -14,6 +14,7 @@ import { Errors } from 'typebox/value';
 import { parseAllDocuments } from 'yaml';
 import { type Plan, PlanSpec } from '../../src/api/plan.ts';
 import { buildJob } from '../../src/plan/job.ts';
+import { mungeVersion } from '../../src/plan/version.ts';
 import { installPlanCrd } from '../../src/sim/crds.ts';
 import { useCluster } from './support.ts';
 
@@ -60,7 +61,7 @@ describe("SUC's example Plans with only apiVersion changed", () => {
     const job = buildJob({
       plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
       node: { name: 'node-1', bootId: 'boot-1' },
-      version: live.spec.version ?? '',
+      version: mungeVersion(live.spec.version ?? ''),
       hash: 'a'.repeat(56),
     });
     const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);

@@ -13,8 +13,10 @@ import { Annotations, JobLabels, LEDGER, planLabel } from '../../src/api/keys.ts
 import { Phase } from '../../src/api/phases.ts';
 import type { Plan, PlanSpec } from '../../src/api/plan.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
+import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { SimJobAnnotations, SimJobLabels } from '../../src/sim/job-keys.ts';
+import { K3sUpgradeImage } from '../../src/sim/k3s-upgrade.ts';
 import {
   ChannelServer,
   deletePlan,
@@ -22,6 +24,7 @@ import {
   type PlanObject,
   readPlan,
 } from '../../src/sim/plans.ts';
+import { deletePolicies } from '../../src/sim/policies.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { eventsAbout, eventsMark, operatorUnder, resetNodes, runNuo, useCluster } from './support.ts';
 
@@ -104,7 +107,7 @@ function planOf(
   };
 }
 
-async function startFleet(budget: number, plans: { name: string; max: number }[] = []) {
+async function startFleet(budget: number | Budget[], plans: { name: string; max: number }[] = []) {
   fleet = new Fleet(cluster, { rebootMs: 1000, budget, plans, agentCheckIntervalMs: 1000 });
   await fleet.start();
   return fleet;
@@ -140,6 +143,9 @@ async function checked(f: Fleet) {
 }
 
 const label = (n: V1Node | undefined, plan: string) => n?.metadata?.labels?.[planLabel(plan)];
+
+/** The k3s example's pool of control-plane nodes, beside the fleet's. */
+const SERVERS_POLICY = 'k3s-servers';
 
 describe('Plans', () => {
   test('a Plan over 8 nodes, concurrency 2, under a pool budget of 3 while reboots are pending: never more than 3 disrupted, nor 2 of the Plan', async () => {
@@ -409,15 +415,24 @@ describe('Plans', () => {
     }
   });
 
-  test("SUC's k3s example, only apiVersion changed: servers one at a time cordoned, agents two at a time drained, in one budget", async () => {
+  test("SUC's k3s example, only apiVersion changed, the image's contract played: servers one at a time cordoned, then agents two at a time drained, once their prepare sees the servers' kubelets at the munged version", async () => {
     const SUC = 'system-upgrade';
+    const CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
     const servers = ['node-0', 'node-1'];
     const labelNode = async (name: string, labels: Record<string, string | null>) =>
       core.patchNode({ name, body: { metadata: { labels } } }, mergePatch);
-    const f = await startFleet(2, [
-      { name: `${SUC}/k3s-server`, max: 1 },
-      { name: `${SUC}/k3s-agent`, max: 2 },
-    ]);
+    // The control plane in a pool of its own (docs/plans.md): an agent's prepare holds its slot while it
+    // waits for the servers, so the servers' budget must be one the agents cannot take.
+    const f = await startFleet(
+      [
+        { name: 'servers', selects: (l) => l[CONTROL_PLANE] !== undefined, max: 1 },
+        { name: 'agents', selects: (l) => l[CONTROL_PLANE] === undefined, max: 2 },
+      ],
+      [
+        { name: `${SUC}/k3s-server`, max: 1 },
+        { name: `${SUC}/k3s-agent`, max: 2 },
+      ],
+    );
     await ensureNamespace(cluster, SUC);
     // The example's Jobs run as this service account, which SUC's install (and so the user) creates.
     await core
@@ -426,61 +441,102 @@ describe('Plans', () => {
     for (const name of names)
       await labelNode(name, {
         'k3s-upgrade': 'true',
-        ...(servers.includes(name) ? { 'node-role.kubernetes.io/control-plane': 'true' } : {}),
+        ...(servers.includes(name) ? { [CONTROL_PLANE]: 'true' } : {}),
       });
-    await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
-    const file = new URL('../fixtures/suc-examples/k3s-upgrade.yaml', import.meta.url);
-    for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
-      const p = doc.toJS() as Plan;
-      await f.applyPlan({
-        namespace: p.metadata.namespace,
-        name: p.metadata.name,
-        spec: p.spec,
-        labels: p.metadata.labels ?? {},
-      });
-    }
-    const done = async (plan: string, nodes: string[]) => {
-      const hash = await pollUntil(
-        `${plan} resolved`,
-        async () => (await readPlan(cluster, SUC, plan)).status?.latestHash,
+    for (const name of names)
+      await core.patchNodeStatus(
+        { name, body: { status: { nodeInfo: { kubeletVersion: 'v1.19.15+k3s2' } } } },
+        mergePatch,
       );
-      await pollUntil(
-        `${plan} applied on ${nodes.join(', ')}`,
-        async () => {
-          const all = await nodesNow();
-          return nodes.every((name) => {
-            const n = all.find((x) => x.metadata?.name === name);
-            return (
-              label(n, plan) === hash &&
-              (n?.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle
-            );
-          })
-            ? true
-            : undefined;
+    const image = new K3sUpgradeImage(cluster, SUC);
+    image.start();
+    try {
+      await f.applyPolicy(
+        {
+          nodeSelector: { matchExpressions: [{ key: CONTROL_PLANE, operator: 'Exists' }] },
+          maxUnavailable: 1,
+          reboot: { soak: '1s' },
         },
-        { timeoutMs: 240_000, intervalMs: 250 },
+        SERVERS_POLICY,
       );
-    };
-    const agents = names.filter((n) => !servers.includes(n));
-    await done('k3s-server', servers);
-    await done('k3s-agent', agents);
-    await checked(f);
-    assert.ok(f.checker.maxDisrupted <= 2, `at most 2 disrupted: ${f.checker.maxDisrupted}`);
-    const jobs = (await batch.listNamespacedJob({ namespace: SUC })).items;
-    assert.equal(jobs.length, NODES, 'one Job per node, of its own Plan');
-    for (const j of jobs) {
-      const pod = j.spec?.template.spec;
-      assert.equal(pod?.serviceAccountName, SUC);
-      assert.equal(
-        pod?.containers[0]?.image,
-        'rancher/k3s-upgrade:v1.20.11-k3s1',
-        'the resolved tag, "+" as "-"',
+      await operatorUnder(
+        f,
+        'op-a',
+        {
+          nodeSelector: { matchExpressions: [{ key: CONTROL_PLANE, operator: 'DoesNotExist' }] },
+          maxUnavailable: 2,
+        },
+        ['--plan-polling-interval=1s'],
       );
-      const agent = j.metadata?.labels?.[JobLabels.plan] === 'k3s-agent';
-      assert.equal(pod?.initContainers?.[0]?.args?.join(' '), agent ? 'prepare k3s-server' : undefined);
+      const file = new URL('../fixtures/suc-examples/k3s-upgrade.yaml', import.meta.url);
+      for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
+        const p = doc.toJS() as Plan;
+        await f.applyPlan({
+          namespace: p.metadata.namespace,
+          name: p.metadata.name,
+          spec: p.spec,
+          labels: p.metadata.labels ?? {},
+          // The pods run until the image's contract (K3sUpgradeImage) completes them.
+          annotations: { [SimJobAnnotations.completeDelay]: '1h' },
+        });
+      }
+      const done = async (plan: string, nodes: string[]) => {
+        const hash = await pollUntil(
+          `${plan} resolved`,
+          async () => (await readPlan(cluster, SUC, plan)).status?.latestHash,
+        );
+        await pollUntil(
+          `${plan} applied on ${nodes.join(', ')}`,
+          async () => {
+            const all = await nodesNow();
+            return nodes.every((name) => {
+              const n = all.find((x) => x.metadata?.name === name);
+              return (
+                label(n, plan) === hash &&
+                (n?.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle
+              );
+            })
+              ? true
+              : undefined;
+          },
+          { timeoutMs: 240_000, intervalMs: 250 },
+        ).catch((err: Error) => {
+          throw new Error(
+            `${err.message}; prepare waits: ${JSON.stringify([...image.waiting])}; last error: ${image.lastError}`,
+          );
+        });
+      };
+      const agents = names.filter((n) => !servers.includes(n));
+      await done('k3s-server', servers);
+      await done('k3s-agent', agents);
+      await checked(f);
+      assert.equal((await readPlan(cluster, SUC, 'k3s-agent')).status?.latestVersion, 'v1.20.11-k3s1');
+      // The image's contract: each agent's prepare was given the servers' kubelet version, '+' as '-'.
+      assert.deepEqual(image.prepared.map((p) => p.node).sort(), agents, 'every agent prepared once');
+      for (const p of image.prepared) {
+        assert.equal(p.given, 'v1.20.11-k3s1', `${p.node}: SYSTEM_UPGRADE_PLAN_LATEST_VERSION`);
+        assert.deepEqual(p.servers, ['v1.20.11+k3s1', 'v1.20.11+k3s1'], `${p.node}: the servers upgraded`);
+      }
+      const jobs = (await batch.listNamespacedJob({ namespace: SUC })).items;
+      assert.equal(jobs.length, NODES, 'one Job per node, of its own Plan');
+      for (const j of jobs) {
+        const pod = j.spec?.template.spec;
+        assert.equal(pod?.serviceAccountName, SUC);
+        assert.equal(pod?.containers[0]?.image, 'rancher/k3s-upgrade:v1.20.11-k3s1', 'the resolved tag');
+        const env = Object.fromEntries((pod?.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+        assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_VERSION, 'v1.20.11-k3s1');
+        assert.equal(env.NUO_PLAN_VERSION, 'v1.20.11-k3s1');
+        const agent = j.metadata?.labels?.[JobLabels.plan] === 'k3s-agent';
+        assert.equal(pod?.initContainers?.[0]?.args?.join(' '), agent ? 'prepare k3s-server' : undefined);
+      }
+      for (const n of await nodesNow()) {
+        assert.notEqual(n.spec?.unschedulable, true, `${n.metadata?.name} uncordoned`);
+        assert.equal(n.status?.nodeInfo?.kubeletVersion, 'v1.20.11+k3s1', `${n.metadata?.name} upgraded`);
+      }
+    } finally {
+      await image.stop();
+      await deletePolicies(cluster, [SERVERS_POLICY]);
     }
-    for (const n of await nodesNow())
-      assert.notEqual(n.spec?.unschedulable, true, `${n.metadata?.name} uncordoned`);
   });
 
   test('a Plan the API server cannot refuse but nuo can (a selector without values, a name another namespace took) is reported Validated=False and starts nothing', async () => {

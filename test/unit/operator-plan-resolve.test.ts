@@ -21,7 +21,7 @@ test('planPrepare: a drain (asked for, or implied by a reboot), a cordon, or nei
   assert.equal(planPrepare(spec()), 'none');
 });
 
-test('completionLabels: SUC’s $(LATEST_VERSION) and $(LATEST_HASH), "+" made "-" as a label value needs', () => {
+test('completionLabels: SUC’s $(LATEST_VERSION) (the resolved version) and $(LATEST_HASH)', () => {
   const labels = completionLabels(
     spec({
       postCompleteLabels: {
@@ -30,7 +30,7 @@ test('completionLabels: SUC’s $(LATEST_VERSION) and $(LATEST_HASH), "+" made "
         plain: 'x',
       },
     }),
-    'v1.30.2+k3s1',
+    'v1.30.2-k3s1',
     'abc',
   );
   assert.deepEqual(labels, { 'k3s.io/version': 'v1.30.2-k3s1', 'os/hash': 'h-abc', plain: 'x' });

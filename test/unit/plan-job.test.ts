@@ -16,6 +16,7 @@ import {
   ttlAfterFinished,
 } from '../../src/plan/job.ts';
 import { validatePlan } from '../../src/plan/validate.ts';
+import { mungeVersion } from '../../src/plan/version.ts';
 
 const HASH = 'a'.repeat(56);
 const spec: PlanSpec = {
@@ -51,7 +52,7 @@ const input: JobInput = {
     spec,
   },
   node: { name: 'node-1.example.com', hostname: 'node-1', bootId: 'boot-1' },
-  version: 'v1.20.11+k3s1',
+  version: 'v1.20.11-k3s1',
   hash: HASH,
 };
 const job = buildJob(input);
@@ -79,7 +80,7 @@ test('imageAt: the version as tag only for an image without tag or digest', () =
     ['registry:5000/os/upgrade:v2', 'registry:5000/os/upgrade:v2'],
     [`ubuntu@sha256:${'0'.repeat(64)}`, `ubuntu@sha256:${'0'.repeat(64)}`],
   ];
-  for (const [image, want] of cases) assert.equal(imageAt(image, 'v1.20.11+k3s1'), want, image);
+  for (const [image, want] of cases) assert.equal(imageAt(image, 'v1.20.11-k3s1'), want, image);
 });
 
 test("secretPath: SUC's default and relative paths under /run/system-upgrade/secrets", () => {
@@ -129,7 +130,7 @@ test("the Job: in the Plan's namespace, owned by it, labelled and annotated for 
   assert.deepEqual(job.spec?.template.metadata?.labels, labels);
   assert.deepEqual(job.metadata?.annotations, {
     owner: 'ops',
-    [JobAnnotations.version]: 'v1.20.11+k3s1',
+    [JobAnnotations.version]: 'v1.20.11-k3s1',
     [JobAnnotations.bootId]: 'boot-1',
   });
 });
@@ -200,8 +201,8 @@ test('the containers: prepare as init container, the tag from the version, mount
   }
   assert.equal(env.NUO_PLAN_HASH, HASH);
   assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_HASH, HASH);
-  assert.equal(env.NUO_PLAN_VERSION, 'v1.20.11+k3s1');
-  assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_VERSION, 'v1.20.11+k3s1');
+  assert.equal(env.NUO_PLAN_VERSION, 'v1.20.11-k3s1');
+  assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_VERSION, 'v1.20.11-k3s1');
   assert.deepEqual(upgrade?.env?.at(-1), { name: 'EXTRA', value: '1' }, "the plan's envs come last");
   assert.deepEqual(upgrade?.envFrom, [{ configMapRef: { name: 'settings' } }]);
   const own = buildJob({
@@ -223,7 +224,7 @@ test("SUC's example Plans pass validation and build a Job whose image has the re
       if (plan?.kind !== 'Plan') continue;
       plans++;
       assert.deepEqual(validatePlan(plan.spec), [], `${file}: ${plan.metadata.name}`);
-      const version = plan.spec.version ?? '';
+      const version = mungeVersion(plan.spec.version ?? '');
       const built = buildJob({
         plan: { ...plan.metadata, uid: 'uid', spec: plan.spec },
         node: { name: 'node-1', bootId: 'boot' },
@@ -233,7 +234,7 @@ test("SUC's example Plans pass validation and build a Job whose image has the re
       const image = built.spec?.template.spec?.containers[0]?.image ?? '';
       const tagged = plan.spec.upgrade?.image.includes(':')
         ? plan.spec.upgrade.image
-        : `${plan.spec.upgrade?.image}:${version.replaceAll('+', '-')}`;
+        : `${plan.spec.upgrade?.image}:${version}`;
       assert.equal(image, tagged, `${file}: ${plan.metadata.name}`);
       assert.match(image, /:[A-Za-z0-9_][A-Za-z0-9_.-]*$/, `${file}: a tag`);
     }
