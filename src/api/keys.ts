@@ -73,6 +73,12 @@ export const Annotations = {
 export const PLAN_LABEL_PREFIX = 'plan.nuo.dev/';
 export const planLabel = (plan: string) => `${PLAN_LABEL_PREFIX}${plan}`;
 
+/**
+ * Not nuo's: SUC's node label `plan.upgrade.cattle.io/<plan>`, which a person sets to "disabled" to keep
+ * the node out of the Plan by that name (SUC's documented opt-out); nuo reads it and never writes it.
+ */
+export const sucPlanLabel = (plan: string) => `plan.upgrade.cattle.io/${plan}`;
+
 /** operator: labels on a Plan's Jobs and their pods, naming the Plan, the node and the Plan's hash. */
 export const JobLabels = {
   plan: 'nuo.dev/plan',

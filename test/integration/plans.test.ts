@@ -12,6 +12,7 @@ import { parseAllDocuments } from 'yaml';
 import { Annotations, JobLabels, LEDGER, planLabel } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Plan, PlanSpec } from '../../src/api/plan.ts';
+import { ResilientInformer } from '../../src/kube/informer.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
@@ -412,6 +413,69 @@ describe('Plans', () => {
       assert.notEqual(n?.status?.nodeInfo?.bootID, boots.get(name), `${name} rebooted`);
       assert.equal(f.checker.planRebootsOf(name), 1, `${name}: the Job's own reboot`);
       assert.equal(n?.metadata?.annotations?.[Annotations.failures], undefined, 'not a failure');
+    }
+  });
+
+  test("a node opted out with SUC's label (or nuo's) is never touched while its peers are upgraded, and the Plan's status says so", async () => {
+    const f = await startFleet(2, [{ name: `${NS}/os`, max: 2 }]);
+    const out = { 'node-3': 'plan.upgrade.cattle.io/os', 'node-5': planLabel('os') };
+    for (const [name, key] of Object.entries(out))
+      await core.patchNode({ name, body: { metadata: { labels: { [key]: 'disabled' } } } }, mergePatch);
+    // Whatever nuo does to a node shows on it: a phase, a cordon, its slot.
+    const touched: string[] = [];
+    const watch = new ResilientInformer<V1Node>({
+      kubeconfig: cluster.kubeconfig,
+      path: '/api/v1/nodes',
+      list: (o) => core.listNode(o),
+      name: 'opted-out',
+    });
+    watch.onEvent((_type, n) => {
+      const name = n.metadata?.name ?? '';
+      if (!(name in out)) return;
+      const a = n.metadata?.annotations ?? {};
+      if (n.spec?.unschedulable || a[Annotations.state] || a[Annotations.plan])
+        touched.push(`${name}: ${a[Annotations.state]} ${a[Annotations.plan]} ${n.spec?.unschedulable}`);
+    });
+    await watch.start();
+    try {
+      await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+      await f.applyPlan(planOf('os', { concurrency: 2, cordon: true }));
+      const peers = names.filter((n) => !(n in out));
+      const hash = await applied('os', peers, 240_000);
+      const status = await pollUntil('the Plan Complete without the opted-out nodes', async () => {
+        const s = (await readPlan(cluster, NS, 'os')).status;
+        return s?.conditions?.find((c) => c.type === 'Complete' && c.status === 'True') ? s : undefined;
+      });
+      assert.match(
+        status.conditions?.find((c) => c.type === 'Complete')?.message ?? '',
+        /applied on all 6 selected node\(s\).*2 node\(s\) opted out \(label plan.upgrade.cattle.io\/os or plan.nuo.dev\/os = disabled\)/,
+      );
+      assert.equal(status.complete, peers.length);
+      await checked(f);
+      assert.deepEqual(touched, [], 'nuo never touched an opted-out node');
+      const jobs = (await batch.listNamespacedJob({ namespace: NS })).items;
+      assert.deepEqual(
+        jobs.map((j) => j.metadata?.labels?.[JobLabels.node]).sort(),
+        peers,
+        'a Job on every peer, none on an opted-out node',
+      );
+      const all = await nodesNow();
+      for (const [name, key] of Object.entries(out)) {
+        const n = all.find((x) => x.metadata?.name === name);
+        assert.equal(n?.metadata?.labels?.[key], 'disabled', `${name}: the opt-out stands`);
+        assert.notEqual(label(n, 'os'), hash, `${name}: not applied`);
+      }
+      const rows = await runNuo(cluster, 'plan', 'os');
+      assert.equal(rows.code, 0, rows.stderr);
+      assert.match(
+        rows.stdout,
+        /node-3\s+disabled\s+Idle\s+opted out \(label plan.upgrade.cattle.io\/os=disabled\)/,
+      );
+      assert.match(rows.stdout, /node-5\s+disabled\s+Idle\s+opted out \(label plan.nuo.dev\/os=disabled\)/);
+    } finally {
+      await watch.stop();
+      for (const [name, key] of Object.entries(out))
+        await core.patchNode({ name, body: { metadata: { labels: { [key]: null } } } }, mergePatch);
     }
   });
 

@@ -108,7 +108,27 @@ test('a node in no pool is counted and named as left alone; an opted-out node is
   const s = status({ labels: { a: applied, b: { [planLabel('os')]: 'disabled' } }, managed: ['a', 'b'] });
   assert.match(
     cond(s, 'Complete')?.message ?? '',
-    /1 of 2 selected node\(s\) applied.*1 selected node\(s\) are in no UpdatePolicy's pool/,
+    /1 of 2 selected node\(s\) applied.*1 selected node\(s\) are in no UpdatePolicy's pool.*1 node\(s\) opted out/,
+  );
+});
+
+test("nodes opted out with SUC's label or nuo's are not selected, and the status says so; complete without them", () => {
+  const out = status({
+    labels: {
+      a: applied,
+      b: { 'plan.upgrade.cattle.io/os': 'disabled' },
+      c: { [planLabel('os')]: 'disabled' },
+    },
+  });
+  assert.equal(cond(out, 'Complete')?.status, 'True');
+  assert.equal(
+    cond(out, 'Complete')?.message,
+    'applied on all 1 selected node(s) at version v2; 2 node(s) opted out (label plan.upgrade.cattle.io/os or plan.nuo.dev/os = disabled): not touched',
+  );
+  const pending = status({ labels: { b: { 'plan.upgrade.cattle.io/os': 'disabled' } } });
+  assert.match(
+    cond(pending, 'Complete')?.message ?? '',
+    /0 of 2 selected node\(s\) applied.*1 node\(s\) opted out/,
   );
 });
 
