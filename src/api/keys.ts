@@ -74,8 +74,9 @@ export const PLAN_LABEL_PREFIX = 'plan.nuo.dev/';
 export const planLabel = (plan: string) => `${PLAN_LABEL_PREFIX}${plan}`;
 
 /**
- * Not nuo's: SUC's node label `plan.upgrade.cattle.io/<plan>`, which a person sets to "disabled" to keep
- * the node out of the Plan by that name (SUC's documented opt-out); nuo reads it and never writes it.
+ * SUC's `plan.upgrade.cattle.io/<plan>`. On a node it is not nuo's: a person sets it to "disabled" to
+ * keep the node out of the Plan by that name (SUC's documented opt-out), and nuo only reads it. operator:
+ * on a Plan's Jobs and their pods, the Plan's hash, as SUC's Jobs carry it.
  */
 export const sucPlanLabel = (plan: string) => `plan.upgrade.cattle.io/${plan}`;
 
@@ -86,6 +87,25 @@ export const JobLabels = {
   hash: 'nuo.dev/plan-hash',
   /** "true" on an exclusive Plan's Jobs: no two run on a node at once (SUC's exclusive). */
   exclusive: 'nuo.dev/exclusive',
+} as const;
+
+/**
+ * operator: SUC's labels on a Plan's Jobs and their pods, beside nuo's, with SUC's values, so tooling
+ * written for SUC finds them. The controller's is SUC_CONTROLLER: SUC's controller handles only Jobs
+ * labelled with its own name, so a SUC still running leaves nuo's Jobs alone.
+ */
+export const SucJobLabels = {
+  controller: 'upgrade.cattle.io/controller',
+  exclusive: 'upgrade.cattle.io/exclusive',
+  node: 'upgrade.cattle.io/node',
+  plan: 'upgrade.cattle.io/plan',
+  version: 'upgrade.cattle.io/version',
+} as const;
+export const SUC_CONTROLLER = 'nuo';
+
+/** operator: SUC's annotation on a Plan's Job, its ttlSecondsAfterFinished (SUC keeps it as a fallback). */
+export const SucJobAnnotations = {
+  ttlSecondsAfterFinished: 'upgrade.cattle.io/ttl-seconds-after-finished',
 } as const;
 
 /** operator: annotations on a Plan's Jobs. */

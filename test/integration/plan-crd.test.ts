@@ -16,6 +16,7 @@ import { type Plan, PlanSpec } from '../../src/api/plan.ts';
 import { buildJob } from '../../src/plan/job.ts';
 import { mungeVersion } from '../../src/plan/version.ts';
 import { installPlanCrd } from '../../src/sim/crds.ts';
+import { EVERY_SECURITY_FIELD, PLAN_EVERY_FIELD } from '../fixtures/plan-every-field.ts';
 import { useCluster } from './support.ts';
 
 const cluster = await useCluster();
@@ -69,6 +70,32 @@ describe("SUC's example Plans with only apiVersion changed", () => {
     assert.equal(created.spec?.template.spec?.containers[0]?.image, 'rancher/k3s-upgrade:v1.20.11-k3s1');
     assert.equal(created.metadata?.ownerReferences?.[0]?.uid, live.metadata.uid);
     assert.equal(created.spec?.template.spec?.initContainers?.[0]?.name, 'prepare');
+  });
+
+  test('a Plan using every field, every securityContext field included, is accepted whole, and its Job carries each', async () => {
+    const sent = { ...PLAN_EVERY_FIELD, metadata: { name: 'every-field', namespace: NAMESPACE } };
+    const applied = kubectl(['apply', '--server-side', '--validate=strict', '-f', '-'], JSON.stringify(sent));
+    assert.equal(applied.status, 0, applied.stderr);
+    const live = JSON.parse(
+      kubectl(['get', 'plan', 'every-field', '-n', NAMESPACE, '-o', 'json']).stdout,
+    ) as Plan;
+    assert.deepEqual(live.spec, sent.spec, 'nothing pruned, nothing added');
+    const job = buildJob({
+      plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
+      node: { name: 'node-1', bootId: 'boot-1' },
+      version: mungeVersion(live.spec.version ?? ''),
+      hash: 'b'.repeat(56),
+    });
+    const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+    const created = await batch.createNamespacedJob({ namespace: NAMESPACE, body: job });
+    const pod = created.spec?.template.spec;
+    for (const c of [pod?.initContainers?.[0], pod?.containers[0]])
+      assert.deepEqual(
+        JSON.parse(JSON.stringify(c?.securityContext)),
+        EVERY_SECURITY_FIELD,
+        `${c?.name}: every field reached the Job`,
+      );
+    assert.equal(created.metadata?.labels?.['upgrade.cattle.io/version'], 'v1.30.2-k3s1');
   });
 
   test("kubectl shows SUC's columns and Applying", () => {
@@ -156,6 +183,18 @@ describe('invalid Plans are refused by the API server', () => {
       'day',
       { ...valid, window: { days: ['Funday'], startTime: '01:00', endTime: '02:00' } },
       /spec\.window\.days\[0\]: Unsupported value: "Funday"/,
+    ],
+    [
+      'a Localhost seccomp profile without its file',
+      'seccomp',
+      { ...valid, upgrade: { ...valid.upgrade, securityContext: { seccompProfile: { type: 'Localhost' } } } },
+      /spec\.upgrade\.securityContext\.seccompProfile: Invalid value.*localhostProfile is required with type Localhost/,
+    ],
+    [
+      'a procMount the API does not know',
+      'procmount',
+      { ...valid, prepare: { image: 'x', securityContext: { procMount: 'Masked' } } },
+      /spec\.prepare\.securityContext\.procMount: Unsupported value: "Masked"/,
     ],
     [
       'a name longer than 63 characters',

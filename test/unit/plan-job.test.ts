@@ -45,6 +45,7 @@ const input: JobInput = {
     labels: {
       team: 'ops',
       'nuo.dev/plan': 'forged',
+      'upgrade.cattle.io/plan': 'forged',
       'plan.nuo.dev/x': 'y',
       'sim.nuo.dev/job-outcome': 'fail',
     },
@@ -117,6 +118,12 @@ test("the Job: in the Plan's namespace, owned by it, labelled and annotated for 
   const labels = {
     team: 'ops',
     'sim.nuo.dev/job-outcome': 'fail',
+    'upgrade.cattle.io/controller': 'nuo',
+    'upgrade.cattle.io/exclusive': 'false',
+    'upgrade.cattle.io/node': 'node-1.example.com',
+    'upgrade.cattle.io/plan': 'k3s-server',
+    'upgrade.cattle.io/version': 'v1.20.11-k3s1',
+    'plan.upgrade.cattle.io/k3s-server': HASH,
     [JobLabels.plan]: 'k3s-server',
     [JobLabels.node]: 'node-1.example.com',
     [JobLabels.hash]: HASH,
@@ -125,14 +132,21 @@ test("the Job: in the Plan's namespace, owned by it, labelled and annotated for 
   assert.deepEqual(
     job.metadata?.labels,
     labels,
-    "the Plan's labels without nuo's keys (nuo.dev/, plan.nuo.dev/), then nuo's",
+    "the Plan's labels without nuo's keys (nuo.dev/, plan.nuo.dev/) nor SUC's (cattle.io/), then SUC's and nuo's",
   );
   assert.deepEqual(job.spec?.template.metadata?.labels, labels);
-  assert.deepEqual(job.metadata?.annotations, {
+  const annotations = {
     owner: 'ops',
     [JobAnnotations.version]: 'v1.20.11-k3s1',
     [JobAnnotations.bootId]: 'boot-1',
+  };
+  assert.deepEqual(job.metadata?.annotations, {
+    ...annotations,
+    'upgrade.cattle.io/ttl-seconds-after-finished': '900',
   });
+  assert.deepEqual(job.spec?.template.metadata?.annotations, annotations);
+  const odd = buildJob({ ...input, version: 'v1.2.3~rc.1' });
+  assert.equal(odd.metadata?.labels?.['upgrade.cattle.io/version'], undefined, 'not a label value: left off');
 });
 
 test("the pod: SUC's host access, pinned to the node, tolerating the cordon, never restarted", () => {
@@ -165,12 +179,14 @@ test('anti-affinity: one Job of the Plan per node, or one exclusive Plan per nod
   const term = (j: typeof job) =>
     j.spec?.template.spec?.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.[0];
   assert.deepEqual(term(job), {
-    labelSelector: { matchExpressions: [{ key: JobLabels.plan, operator: 'In', values: ['k3s-server'] }] },
+    labelSelector: {
+      matchExpressions: [{ key: 'upgrade.cattle.io/plan', operator: 'In', values: ['k3s-server'] }],
+    },
     topologyKey: 'kubernetes.io/hostname',
   });
   const exclusive = buildJob({ ...input, plan: { ...input.plan, spec: { ...spec, exclusive: true } } });
   assert.deepEqual(term(exclusive)?.labelSelector, {
-    matchExpressions: [{ key: JobLabels.exclusive, operator: 'In', values: ['true'] }],
+    matchExpressions: [{ key: 'upgrade.cattle.io/exclusive', operator: 'In', values: ['true'] }],
   });
   assert.equal(exclusive.metadata?.labels?.[JobLabels.exclusive], 'true');
 });
@@ -203,7 +219,20 @@ test('the containers: prepare as init container, the tag from the version, mount
   assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_HASH, HASH);
   assert.equal(env.NUO_PLAN_VERSION, 'v1.20.11-k3s1');
   assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_VERSION, 'v1.20.11-k3s1');
-  assert.deepEqual(upgrade?.env?.at(-1), { name: 'EXTRA', value: '1' }, "the plan's envs come last");
+  assert.deepEqual(
+    upgrade?.env?.map((e) => e.name),
+    [
+      ...['SYSTEM_UPGRADE_NODE_NAME', 'SYSTEM_UPGRADE_POD_NAME', 'SYSTEM_UPGRADE_POD_UID'],
+      ...['NUO_NODE_NAME', 'NUO_POD_NAME', 'NUO_POD_UID', 'EXTRA'],
+      ...[
+        'SYSTEM_UPGRADE_PLAN_NAME',
+        'SYSTEM_UPGRADE_PLAN_LATEST_HASH',
+        'SYSTEM_UPGRADE_PLAN_LATEST_VERSION',
+      ],
+      ...['NUO_PLAN_NAME', 'NUO_PLAN_HASH', 'NUO_PLAN_VERSION'],
+    ],
+    "the plan's envs after the node's and pod's variables, before the Plan's, which so win (SUC's order)",
+  );
   assert.deepEqual(upgrade?.envFrom, [{ configMapRef: { name: 'settings' } }]);
   const own = buildJob({
     ...input,
