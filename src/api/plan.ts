@@ -258,7 +258,11 @@ export type DrainSpec = Type.Static<typeof DrainSpec>;
 export const PlanSpec = Type.Object(
   {
     concurrency: Type.Optional(
-      Type.Integer({ minimum: 1, default: 1, description: 'Nodes applying this Plan at once, at most.' }),
+      Type.Integer({
+        minimum: 0,
+        default: 1,
+        description: "Nodes applying this Plan at once, at most; 0 starts on no node (SUC's meaning).",
+      }),
     ),
     nodeSelector: Type.Optional(LabelSelector),
     serviceAccountName: Type.Optional(

@@ -89,6 +89,8 @@ export function plansOfPass(
       const p = byRef.get(work.ref);
       const n = running.get(work.ref) ?? 0;
       if (!p || n < p.concurrency) return undefined;
+      if (p.concurrency === 0)
+        return { reason: `waiting: Plan ${p.ref} has concurrency 0: it starts on no node` };
       return { reason: `waiting: Plan ${p.ref} runs on ${n} node(s), its concurrency` };
     },
     take: (work) => {

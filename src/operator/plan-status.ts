@@ -79,7 +79,8 @@ function complete(
       reason: 'Complete',
       message: `applied on all ${counts.selected} selected node(s) at version ${p.version}${out}`,
     };
-  const progress = `${counts.done} of ${counts.selected} selected node(s) applied, ${counts.applying} applying`;
+  const none = p.concurrency === 0 ? '; concurrency 0: the Plan starts on no node' : '';
+  const progress = `${counts.done} of ${counts.selected} selected node(s) applied, ${counts.applying} applying${none}`;
   const last = failed[failed.length - 1];
   if (last)
     return {

@@ -126,6 +126,13 @@ describe('invalid Plans are refused by the API server', () => {
     assert.equal(live.spec.concurrency, 1);
   });
 
+  test("concurrency 0 is accepted as it is (SUC's: the Plan selects no node)", () => {
+    const r = create('paused-by-zero', { ...valid, concurrency: 0 });
+    assert.equal(r.status, 0, r.stderr);
+    const live = JSON.parse(kubectl(['get', 'plan', 'paused-by-zero', '-n', NAMESPACE, '-o', 'json']).stdout);
+    assert.equal(live.spec.concurrency, 0);
+  });
+
   const refused: [string, string, unknown, RegExp][] = [
     ['an unknown field', 'unknown', { ...valid, concurency: 2 }, /unknown field "spec\.concurency"/],
     [
@@ -146,7 +153,7 @@ describe('invalid Plans are refused by the API server', () => {
       { ...valid, nodeSelector: { matchExpressions: [{ key: 'a', operator: 'Like' }] } },
       /spec\.nodeSelector\.matchExpressions\[0\]\.operator: Unsupported value: "Like"/,
     ],
-    ['concurrency 0', 'concurrency', { ...valid, concurrency: 0 }, /spec\.concurrency: Invalid value: 0/],
+    ['concurrency -1', 'concurrency', { ...valid, concurrency: -1 }, /spec\.concurrency: Invalid value: -1/],
     [
       'neither version nor channel',
       'unversioned',

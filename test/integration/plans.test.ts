@@ -603,6 +603,36 @@ describe('Plans', () => {
     }
   });
 
+  test("concurrency 0, SUC's meaning: the Plan starts on no node, its nodes and its status say so; raised to 1, it runs", async () => {
+    const f = await startFleet(2, [{ name: `${NS}/zero`, max: 1 }]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+    await f.applyPlan(planOf('zero', { concurrency: 0, cordon: true }));
+    const status = await pollUntil('the Plan says it starts on no node', async () => {
+      const s = (await readPlan(cluster, NS, 'zero')).status;
+      const complete = s?.conditions?.find((c) => c.type === 'Complete');
+      return /concurrency 0: the Plan starts on no node/.test(complete?.message ?? '') ? s : undefined;
+    });
+    assert.deepEqual(status.applying, []);
+    await pollUntil('every node says why it waits', async () =>
+      (await nodesNow()).every((n) =>
+        /Plan ops\/zero has concurrency 0: it starts on no node/.test(
+          n.metadata?.annotations?.[Annotations.stateReason] ?? '',
+        ),
+      )
+        ? true
+        : undefined,
+    );
+    const jobs = await batch.listNamespacedJob({ namespace: NS, labelSelector: JobLabels.plan });
+    assert.equal(jobs.items.length, 0, 'no Job');
+    assert.ok(
+      (await nodesNow()).every((n) => n.spec?.unschedulable !== true),
+      'no cordon',
+    );
+    await f.applyPlan(planOf('zero', { concurrency: 1, cordon: true }));
+    await applied('zero', names, 240_000);
+    await checked(f);
+  });
+
   test('a Plan the API server cannot refuse but nuo can (a selector without values, a name another namespace took) is reported Validated=False and starts nothing', async () => {
     const f = await startFleet(1);
     await operatorUnder(f, 'op-a', { maxUnavailable: 1 }, ['--plan-polling-interval=1s']);

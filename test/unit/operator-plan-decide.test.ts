@@ -141,6 +141,23 @@ test("a node opted out with SUC's label is never admitted, while its peer is", (
   assert.ok(kinds(actions, 'b').length > 0, 'b: admitted');
 });
 
+test("concurrency 0 (SUC's: the Plan selects no node): no node is admitted, each says why", () => {
+  const nodes = [node('a', { labels: worker }), node('b', { labels: worker })];
+  const actions = run(nodes, [plan({ concurrency: 0 })]);
+  for (const n of ['a', 'b']) {
+    assert.ok(
+      !kinds(actions, n).some((k) => k.startsWith('admit') || k === 'transition Draining'),
+      `${n}: not admitted`,
+    );
+    const why = of(actions, n).find((a) => a.type === 'pending' || a.type === 'explain');
+    assert.match(
+      why && 'reason' in why ? why.reason : '',
+      /Plan ops\/os has concurrency 0: it starts on no node/,
+      n,
+    );
+  }
+});
+
 test('a Plan is admitted within the pool budget and its own concurrency, beside pending reboots', () => {
   const nodes = [
     node('a', { labels: worker }),

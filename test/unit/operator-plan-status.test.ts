@@ -112,6 +112,25 @@ test('a node in no pool is counted and named as left alone; an opted-out node is
   );
 });
 
+test("concurrency 0 (SUC's: the Plan selects no node) says so in Complete's message", () => {
+  const input = (labels: Record<string, Record<string, string>>): PlanStatusInput => ({
+    entry: entry(),
+    plan: { ...p, concurrency: 0 },
+    nodes: ['a', 'b'].map((n) => viewNode(node(n, { labels: labels[n] ?? {} }))),
+    managed: () => true,
+    ledger: { slots: {} },
+    jobs: new Map(),
+    now: NOW,
+  });
+  const s = planStatus(input({ a: applied }));
+  assert.equal(cond(s, 'Complete')?.status, 'False');
+  assert.equal(
+    cond(s, 'Complete')?.message,
+    '1 of 2 selected node(s) applied, 0 applying; concurrency 0: the Plan starts on no node',
+  );
+  assert.equal(cond(planStatus(input({ a: applied, b: applied })), 'Complete')?.status, 'True');
+});
+
 test("nodes opted out with SUC's label or nuo's are not selected, and the status says so; complete without them", () => {
   const out = status({
     labels: {
