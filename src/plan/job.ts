@@ -3,7 +3,6 @@
  * Plan's hash alone (pure): SUC's Job, so images written for SUC run unchanged, except that nuo drains
  * and cordons itself (its engine, before the Job) instead of kubectl in an init container.
  */
-import { createHash } from 'node:crypto';
 import type {
   V1Container,
   V1EnvVar,
@@ -16,12 +15,14 @@ import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
 import {
   JobAnnotations,
   JobLabels,
+  planKey,
   SUC_CONTROLLER,
   SucJobAnnotations,
   SucJobLabels,
   sucPlanLabel,
 } from '../api/keys.ts';
 import type { ContainerSpec, PlanSpec } from '../api/plan.ts';
+import { safeConcatName } from '../kube/names.ts';
 import { parseDuration } from '../util/duration.ts';
 
 export interface JobInput {
@@ -43,22 +44,8 @@ const HOSTNAME = 'kubernetes.io/hostname';
 const SECRETS_DIR = '/run/system-upgrade/secrets';
 const DEFAULT_DEADLINE_SECONDS = 600;
 const DEFAULT_TTL_SECONDS = 900;
-const MAX_NAME = 63;
 /** A label value: SUC's version label is left off a Job whose version is not one, or the Job is refused. */
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
-
-/**
- * The parts joined by '-', and when that is longer than a label value may be, SUC's shortening (wrangler's
- * SafeConcatName): its first 57 characters and 5 of its sha256 in hex, or when the 57th is not a lower-case
- * letter or digit, its first 56 and 6 of the digest. The same parts give the same name.
- */
-export function safeConcatName(...parts: string[]): string {
-  const full = parts.join('-');
-  if (full.length <= MAX_NAME) return full;
-  const digest = createHash('sha256').update(full).digest('hex');
-  const keep = /[a-z0-9]/.test(full[56] ?? '') ? 57 : 56;
-  return `${full.slice(0, keep)}-${digest.slice(0, MAX_NAME - keep - 1)}`;
-}
 
 /** `apply-<plan>-on-<node>-with-<hash>` (SUC's; the node's name up to its first dot), shortened as SUC does. */
 export const jobName = (plan: string, node: string, hash: string): string =>
@@ -215,16 +202,17 @@ export function buildJob(input: JobInput): V1Job {
     [SucJobLabels.controller]: SUC_CONTROLLER,
     [SucJobLabels.exclusive]: String(exclusive),
     [SucJobLabels.node]: node.name,
-    [SucJobLabels.plan]: plan.name,
+    [SucJobLabels.plan]: planKey(plan.name),
     ...(LABEL_VALUE.test(version) ? { [SucJobLabels.version]: version } : {}),
     [sucPlanLabel(plan.name)]: hash,
-    [JobLabels.plan]: plan.name,
+    [JobLabels.plan]: planKey(plan.name),
     [JobLabels.node]: node.name,
     [JobLabels.hash]: hash,
     [JobLabels.exclusive]: String(exclusive),
   };
   const annotations = {
     ...withoutKeys(plan.annotations, ['nuo.dev/', 'kubectl.kubernetes.io/']),
+    [JobAnnotations.plan]: plan.name,
     [JobAnnotations.version]: version,
     [JobAnnotations.bootId]: node.bootId,
   };
@@ -234,7 +222,7 @@ export function buildJob(input: JobInput): V1Job {
   // SUC's labels: nor beside SUC's Job of the Plan, or SUC's exclusive Jobs, while SUC still runs.
   const antiAffinity = exclusive
     ? { key: SucJobLabels.exclusive, operator: 'In', values: ['true'] }
-    : { key: SucJobLabels.plan, operator: 'In', values: [plan.name] };
+    : { key: SucJobLabels.plan, operator: 'In', values: [planKey(plan.name)] };
   const deadline = activeDeadline(spec.jobActiveDeadlineSecs);
   return {
     apiVersion: 'batch/v1',

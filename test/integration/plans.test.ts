@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { Annotations, JobLabels, LEDGER, planLabel } from '../../src/api/keys.ts';
+import { Annotations, JobLabels, LEDGER, planKey, planLabel } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Plan, PlanSpec } from '../../src/api/plan.ts';
 import { ResilientInformer } from '../../src/kube/informer.ts';
@@ -631,6 +631,22 @@ describe('Plans', () => {
     await f.applyPlan(planOf('zero', { concurrency: 1, cordon: true }));
     await applied('zero', names, 240_000);
     await checked(f);
+  });
+
+  test('a Plan named past 63 characters runs: its node label and Job labels shortened as SUC shortens names', async () => {
+    const name = `kernel-${'x'.repeat(80)}`;
+    const f = await startFleet(2, [{ name: `${NS}/${name}`, max: 2 }]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+    await f.applyPlan(planOf(name, { concurrency: 2, cordon: true }));
+    const hash = await applied(name, names, 240_000);
+    await checked(f);
+    const most = f.checker.maxOfPlan.get(`${NS}/${name}`) ?? 0;
+    assert.ok(most >= 1 && most <= 2, `the checker attributed the Jobs' pods to the Plan: ${most} at most`);
+    for (const n of await nodesNow())
+      assert.equal(n.metadata?.labels?.[`plan.nuo.dev/${planKey(name)}`], hash, `${n.metadata?.name}`);
+    const status = (await readPlan(cluster, NS, name)).status;
+    assert.equal(status?.complete, NODES);
+    assert.equal(status?.conditions?.find((c) => c.type === 'Complete')?.status, 'True');
   });
 
   test('a Plan the API server cannot refuse but nuo can (a selector without values, a name another namespace took) is reported Validated=False and starts nothing', async () => {

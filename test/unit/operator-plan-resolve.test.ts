@@ -98,6 +98,18 @@ test('nameTaken: the first Plan by ref keeps a name every namespace shares', () 
     { ref: 'ops/kernel', name: 'kernel' },
   ]);
   assert.deepEqual([...taken], [['ops/os', 'apps/os']]);
+  const long = 'k'.repeat(70);
+  assert.deepEqual(
+    [
+      ...nameTaken([
+        { ref: 'ops/a', name: `${long}a` },
+        { ref: 'ops/b', name: `${long}b` },
+        { ref: 'apps/a', name: `${long}a` },
+      ]),
+    ],
+    [['ops/a', 'apps/a']],
+    'long names: two that differ past 63 characters are two names; the same long name twice is taken',
+  );
 });
 
 const entry = (s: PlanSpec, over: Partial<PlanEntry> = {}): PlanEntry => ({

@@ -170,10 +170,11 @@ const rows: Row[] = [
       value: {
         'upgrade.cattle.io/ttl-seconds-after-finished': '1260',
         owner: 'ops',
+        'nuo.dev/plan': 'os',
         'nuo.dev/version': 'v1.30.2-k3s1',
         'nuo.dev/boot-id': 'boot-1',
       },
-      why: "nuo's version and boot ID beside: the version may not be a label value, the boot ID tells a Job's own reboot",
+      why: "nuo's Plan name, version and boot ID beside: a name or version may not fit a label value, the boot ID tells a Job's own reboot",
     },
   },
   {
@@ -214,8 +215,13 @@ const rows: Row[] = [
     suc: { owner: 'ops' },
     got: job.spec?.template.metadata?.annotations,
     nuo: {
-      value: { owner: 'ops', 'nuo.dev/version': 'v1.30.2-k3s1', 'nuo.dev/boot-id': 'boot-1' },
-      why: "nuo's version and boot ID, as on the Job",
+      value: {
+        owner: 'ops',
+        'nuo.dev/plan': 'os',
+        'nuo.dev/version': 'v1.30.2-k3s1',
+        'nuo.dev/boot-id': 'boot-1',
+      },
+      why: "nuo's Plan name, version and boot ID, as on the Job",
     },
   },
   { field: 'pod.hostIPC', from: 'job.go New', suc: true, got: pod?.hostIPC },

@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { JobAnnotations, JobLabels } from '../../src/api/keys.ts';
+import { JobAnnotations, JobLabels, planKey } from '../../src/api/keys.ts';
 import type { Plan, PlanSpec } from '../../src/api/plan.ts';
+import { jobView } from '../../src/operator/plan-jobs.ts';
 import {
   activeDeadline,
   buildJob,
@@ -73,6 +74,23 @@ test('jobName: SUC-style, deterministic, at most 63 characters, a new hash a new
   assert.equal(job.metadata?.name, jobName('k3s-server', 'node-1.example.com', HASH));
 });
 
+test('a Plan name past 63 characters: labels shortened as SUC shortens names, the whole name in nuo.dev/plan', () => {
+  const name = `kernel-${'x'.repeat(80)}`;
+  const long = buildJob({ ...input, plan: { ...input.plan, name } });
+  const labels = long.metadata?.labels ?? {};
+  const valid = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+  for (const [k, v] of Object.entries(labels)) {
+    assert.match(k.split('/').at(-1) ?? '', valid, `key ${k}`);
+    assert.match(v, valid, `value of ${k}`);
+  }
+  assert.equal(labels[JobLabels.plan], planKey(name));
+  assert.equal(labels['upgrade.cattle.io/plan'], planKey(name));
+  assert.equal(labels[`plan.upgrade.cattle.io/${planKey(name)}`], HASH);
+  assert.equal(long.metadata?.annotations?.[JobAnnotations.plan], name);
+  assert.equal(jobView(long)?.plan, `system-upgrade/${name}`, 'the Plan read back whole');
+  assert.match(long.metadata?.name ?? '', /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+});
+
 test('imageAt: the version as tag only for an image without tag or digest', () => {
   const cases: [string, string][] = [
     ['ubuntu', 'ubuntu:v1.20.11-k3s1'],
@@ -137,6 +155,7 @@ test("the Job: in the Plan's namespace, owned by it, labelled and annotated for 
   assert.deepEqual(job.spec?.template.metadata?.labels, labels);
   const annotations = {
     owner: 'ops',
+    [JobAnnotations.plan]: 'k3s-server',
     [JobAnnotations.version]: 'v1.20.11-k3s1',
     [JobAnnotations.bootId]: 'boot-1',
   };
