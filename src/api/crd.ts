@@ -126,13 +126,6 @@ export function planCrd() {
                 spec: PlanSpec,
                 status: PlanStatus,
               },
-              'x-kubernetes-validations': [
-                {
-                  rule: 'self.metadata.name.size() <= 63',
-                  message:
-                    'the name of a Plan must be at most 63 characters (it is the name part of the node label plan.nuo.dev/<name>)',
-                },
-              ],
             },
           },
         },

@@ -3,6 +3,8 @@
  * keeps the protocol race-free: the agent never writes an operator key and vice versa.
  */
 
+import { safeConcatName } from '../kube/names.ts';
+
 /** Where nuo's own objects live (ledger, Lease, grant key) unless configured otherwise. */
 export const DEFAULT_NAMESPACE = 'nuo-system';
 
@@ -71,9 +73,25 @@ export const Annotations = {
  * `plan.upgrade.cattle.io/<plan>`).
  */
 export const PLAN_LABEL_PREFIX = 'plan.nuo.dev/';
-export const planLabel = (plan: string) => `${PLAN_LABEL_PREFIX}${plan}`;
+export const planLabel = (plan: string) => `${PLAN_LABEL_PREFIX}${planKey(plan)}`;
 
-/** operator: labels on a Plan's Jobs and their pods, naming the Plan, the node and the Plan's hash. */
+/**
+ * A Plan's name where a label holds it (a key's name part, a value: 63 characters at most): the name, or
+ * a longer one shortened as SUC shortens names (kube/names.ts), so every label stays valid.
+ */
+export const planKey = (plan: string) => safeConcatName(plan);
+
+/**
+ * SUC's `plan.upgrade.cattle.io/<plan>`. On a node it is not nuo's: a person sets it to "disabled" to
+ * keep the node out of the Plan by that name (SUC's documented opt-out), and nuo only reads it. operator:
+ * on a Plan's Jobs and their pods, the Plan's hash, as SUC's Jobs carry it.
+ */
+export const sucPlanLabel = (plan: string) => `plan.upgrade.cattle.io/${planKey(plan)}`;
+
+/**
+ * operator: labels on a Plan's Jobs and their pods, naming the Plan (planKey), the node and the Plan's
+ * hash.
+ */
 export const JobLabels = {
   plan: 'nuo.dev/plan',
   node: 'nuo.dev/node',
@@ -82,8 +100,29 @@ export const JobLabels = {
   exclusive: 'nuo.dev/exclusive',
 } as const;
 
+/**
+ * operator: SUC's labels on a Plan's Jobs and their pods, beside nuo's, with SUC's values, so tooling
+ * written for SUC finds them. The controller's is SUC_CONTROLLER: SUC's controller handles only Jobs
+ * labelled with its own name, so a SUC still running leaves nuo's Jobs alone.
+ */
+export const SucJobLabels = {
+  controller: 'upgrade.cattle.io/controller',
+  exclusive: 'upgrade.cattle.io/exclusive',
+  node: 'upgrade.cattle.io/node',
+  plan: 'upgrade.cattle.io/plan',
+  version: 'upgrade.cattle.io/version',
+} as const;
+export const SUC_CONTROLLER = 'nuo';
+
+/** operator: SUC's annotation on a Plan's Job, its ttlSecondsAfterFinished (SUC keeps it as a fallback). */
+export const SucJobAnnotations = {
+  ttlSecondsAfterFinished: 'upgrade.cattle.io/ttl-seconds-after-finished',
+} as const;
+
 /** operator: annotations on a Plan's Jobs. */
 export const JobAnnotations = {
+  /** The Plan's name whole (its labels hold planKey, shortened past 63 characters). */
+  plan: 'nuo.dev/plan',
   /** The resolved version the Job applies (versions may hold characters a label value may not). */
   version: 'nuo.dev/version',
   /** The node's boot ID when the Job was created: a different one later means the Job rebooted it. */

@@ -80,17 +80,52 @@ export type VolumeSpec = Type.Static<typeof VolumeSpec>;
 
 const capabilities = strings(64, 64);
 
-/** The part of corev1.SecurityContext an upgrade container needs. */
+const PROFILE_TYPES = ['RuntimeDefault', 'Unconfined', 'Localhost'] as const;
+
+/** corev1.SeccompProfile and corev1.AppArmorProfile: a Localhost profile names its file, no other does. */
+const profile = (what: string) =>
+  Type.Object(
+    {
+      type: enumOf(PROFILE_TYPES),
+      localhostProfile: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+    },
+    {
+      'x-kubernetes-validations': [
+        {
+          rule: "self.type == 'Localhost' ? has(self.localhostProfile) : !has(self.localhostProfile)",
+          message: `${what}: localhostProfile is required with type Localhost, and only with it`,
+        },
+      ],
+    },
+  );
+
+const text = (maxLength: number) => Type.Optional(Type.String({ maxLength }));
+
+/** corev1.SecurityContext, every field as the Kubernetes API has it, passed to the Job's container as is. */
 export const SecurityContext = Type.Object({
-  privileged: optionalFlag(),
+  allowPrivilegeEscalation: optionalFlag(),
+  appArmorProfile: Type.Optional(profile('appArmorProfile')),
   capabilities: Type.Optional(
     Type.Object({ add: Type.Optional(capabilities), drop: Type.Optional(capabilities) }),
   ),
-  runAsUser: Type.Optional(Type.Integer({ minimum: 0 })),
+  privileged: optionalFlag(),
+  procMount: Type.Optional(enumOf(['Default', 'Unmasked'])),
+  readOnlyRootFilesystem: optionalFlag(),
   runAsGroup: Type.Optional(Type.Integer({ minimum: 0 })),
   runAsNonRoot: optionalFlag(),
-  readOnlyRootFilesystem: optionalFlag(),
-  allowPrivilegeEscalation: optionalFlag(),
+  runAsUser: Type.Optional(Type.Integer({ minimum: 0 })),
+  seLinuxOptions: Type.Optional(
+    Type.Object({ level: text(256), role: text(256), type: text(256), user: text(256) }),
+  ),
+  seccompProfile: Type.Optional(profile('seccompProfile')),
+  windowsOptions: Type.Optional(
+    Type.Object({
+      gmsaCredentialSpecName: text(253),
+      gmsaCredentialSpec: text(65_536),
+      runAsUserName: text(256),
+      hostProcess: optionalFlag(),
+    }),
+  ),
 });
 export type SecurityContext = Type.Static<typeof SecurityContext>;
 
@@ -223,7 +258,11 @@ export type DrainSpec = Type.Static<typeof DrainSpec>;
 export const PlanSpec = Type.Object(
   {
     concurrency: Type.Optional(
-      Type.Integer({ minimum: 1, default: 1, description: 'Nodes applying this Plan at once, at most.' }),
+      Type.Integer({
+        minimum: 0,
+        default: 1,
+        description: "Nodes applying this Plan at once, at most; 0 starts on no node (SUC's meaning).",
+      }),
     ),
     nodeSelector: Type.Optional(LabelSelector),
     serviceAccountName: Type.Optional(

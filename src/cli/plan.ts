@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { planLabel } from '../api/keys.ts';
 import { PlanConditions } from '../api/plan.ts';
-import { DISABLED } from '../operator/plan-pass.ts';
+import { optedOut } from '../operator/plan-pass.ts';
 import type { PlanEntry } from '../operator/plan-resolve.ts';
 import { type ClusterState, readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
@@ -53,13 +53,14 @@ export function planNodeRows(state: ClusterState, ref: string): string[][] {
   for (const n of state.nodes) {
     if (!p.ready || !p.selects(n.labels)) continue;
     const label = n.labels[planLabel(p.name)];
-    const applied = label === p.hash ? 'yes' : label === DISABLED ? 'disabled' : label ? 'older hash' : 'no';
+    const out = optedOut(n.labels, p.name);
+    const applied = out ? 'disabled' : label === p.hash ? 'yes' : label ? 'older hash' : 'no';
     const slot = state.ledger.slots[n.name];
     const why =
       applied === 'yes'
         ? '-'
-        : applied === 'disabled'
-          ? `opted out (label ${planLabel(p.name)}=${DISABLED})`
+        : out
+          ? `opted out (label ${out}): not touched`
           : !managed.has(n.name)
             ? "in no UpdatePolicy's pool: nuo leaves it alone"
             : slot?.plan?.ref === ref

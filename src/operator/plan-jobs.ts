@@ -31,7 +31,7 @@ const MESSAGE_MAX = 300;
 export function jobView(job: V1Job): JobView | undefined {
   const labels = job.metadata?.labels ?? {};
   const annotations = job.metadata?.annotations ?? {};
-  const plan = labels[JobLabels.plan];
+  const plan = annotations[JobAnnotations.plan] ?? labels[JobLabels.plan];
   const namespace = job.metadata?.namespace ?? '';
   if (!plan || !labels[JobLabels.node]) return undefined;
   const conditions = job.status?.conditions ?? [];

@@ -3,7 +3,7 @@
  * each Plan's concurrency — counted over the whole ledger, since a Plan's nodes may sit in several pools
  * while its `concurrency` holds across all of them. Pure: the resolved Plans, the ledger and the Jobs in.
  */
-import { planLabel } from '../api/keys.ts';
+import { planLabel, sucPlanLabel } from '../api/keys.ts';
 import type { Wait } from './gates.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
@@ -33,12 +33,21 @@ export interface PassPlan {
 /** SUC's opt-out: a node whose plan label reads "disabled" is left out of the Plan. */
 export const DISABLED = 'disabled';
 
-/** The first Plan (in ref order) that selects the node and is not applied on it at its hash. */
+/**
+ * The label (`key=disabled`) that keeps the node out of the Plan by this name: SUC's
+ * plan.upgrade.cattle.io/<plan>, so an opt-out made for SUC holds after the Plan moves to nuo, or
+ * nuo's plan.nuo.dev/<plan>. Undefined: the node is not opted out.
+ */
+export function optedOut(labels: Readonly<Record<string, string>>, plan: string): string | undefined {
+  const key = [planLabel(plan), sucPlanLabel(plan)].find((k) => labels[k] === DISABLED);
+  return key === undefined ? undefined : `${key}=${DISABLED}`;
+}
+
+/** The first Plan (in ref order) that selects the node, which is not opted out nor applied at its hash. */
 export function workOf(n: NodeView, plans: readonly PassPlan[]): PlanWork | undefined {
   for (const p of plans) {
     if (!p.ready || !p.selects(n.labels)) continue;
-    const applied = n.labels[planLabel(p.name)];
-    if (applied === p.hash || applied === DISABLED) continue;
+    if (n.labels[planLabel(p.name)] === p.hash || optedOut(n.labels, p.name)) continue;
     return {
       ref: p.ref,
       hash: p.hash,
@@ -80,6 +89,8 @@ export function plansOfPass(
       const p = byRef.get(work.ref);
       const n = running.get(work.ref) ?? 0;
       if (!p || n < p.concurrency) return undefined;
+      if (p.concurrency === 0)
+        return { reason: `waiting: Plan ${p.ref} has concurrency 0: it starts on no node` };
       return { reason: `waiting: Plan ${p.ref} runs on ${n} node(s), its concurrency` };
     },
     take: (work) => {

@@ -3,6 +3,7 @@
  * pass takes from it: whether it starts attempts, which nodes it selects, how its attempts run, what its
  * completion writes, and how its nodes are drained. Pure.
  */
+import { planKey, planLabel } from '../api/keys.ts';
 import type { Plan, PlanSpec } from '../api/plan.ts';
 import { labelSelector, selectorText } from '../kube/selector.ts';
 import { validatePlan } from '../plan/validate.ts';
@@ -37,10 +38,9 @@ export function planPrepare(spec: PlanSpec): PlanPrepare {
   return spec.cordon ? 'cordon' : 'none';
 }
 
-/** postCompleteLabels with SUC's $(LATEST_VERSION) and $(LATEST_HASH) expanded; "+" is no label value. */
+/** postCompleteLabels with SUC's $(LATEST_VERSION) (resolved: no '+') and $(LATEST_HASH) expanded. */
 export function completionLabels(spec: PlanSpec, version: string, hash: string): Record<string, string> {
-  const value = (v: string) =>
-    v.replaceAll('$(LATEST_VERSION)', version.replaceAll('+', '-')).replaceAll('$(LATEST_HASH)', hash);
+  const value = (v: string) => v.replaceAll('$(LATEST_VERSION)', version).replaceAll('$(LATEST_HASH)', hash);
   return Object.fromEntries(Object.entries(spec.postCompleteLabels ?? {}).map(([k, v]) => [k, value(v)]));
 }
 
@@ -123,16 +123,17 @@ export function planDrainSettings(spec: PlanSpec, pool: DrainSettings): DrainSet
 }
 
 /**
- * Plans whose name another Plan took first: the name part of plan.nuo.dev/<name> is shared by every
- * namespace, so the Plan first by ref keeps it and the others are reported invalid.
+ * Plans whose label name (planKey) another Plan took first: the name part of plan.nuo.dev/<name> is
+ * shared by every namespace, so the Plan first by ref keeps it and the others are reported invalid.
  */
 export function nameTaken(entries: readonly Pick<PlanEntry, 'ref' | 'name'>[]): Map<string, string> {
   const first = new Map<string, string>();
   const taken = new Map<string, string>();
   for (const e of [...entries].sort((a, b) => (a.ref < b.ref ? -1 : 1))) {
-    const holder = first.get(e.name);
+    const key = planKey(e.name);
+    const holder = first.get(key);
     if (holder) taken.set(e.ref, holder);
-    else first.set(e.name, e.ref);
+    else first.set(key, e.ref);
   }
   return taken;
 }
@@ -160,7 +161,7 @@ export function planEntries(plans: readonly Plan[], resolutionOf: (p: Plan) => P
       if (holder)
         errors.push({
           field: 'metadata.name',
-          message: `Plan ${holder} has this name: Plan names are shared by every namespace (the node label plan.nuo.dev/${p.metadata.name}); rename one`,
+          message: `Plan ${holder} has this name: Plan names are shared by every namespace (the node label ${planLabel(p.metadata.name)}); rename one`,
         });
       const r = resolutionOf(p);
       return {

@@ -4,12 +4,12 @@
  * now, how many selected nodes carry the hash, and the nodes whose last Job failed, with its error. Pure;
  * a condition's lastTransitionTime moves only when its status does.
  */
-import { planLabel } from '../api/keys.ts';
+import { planLabel, sucPlanLabel } from '../api/keys.ts';
 import { PlanConditions, type PlanFailure, type PlanStatus } from '../api/plan.ts';
 import type { Condition } from '../api/update-policy.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
-import { DISABLED, type PassPlan } from './plan-pass.ts';
+import { DISABLED, optedOut, type PassPlan } from './plan-pass.ts';
 import type { PlanEntry } from './plan-resolve.ts';
 import type { JobView } from './plan-work.ts';
 
@@ -60,12 +60,15 @@ function validated(e: PlanEntry): Draft {
 
 function complete(
   p: PassPlan,
-  counts: { selected: number; done: number; applying: number; unmanaged: number },
+  counts: { selected: number; done: number; applying: number; unmanaged: number; optedOut: number },
   failed: PlanFailure[],
 ): Draft {
   const type = PlanConditions.complete;
   if (!p.ready)
     return { type, status: 'False', reason: 'NotReady', message: 'not validated or not resolved' };
+  const out = counts.optedOut
+    ? `; ${counts.optedOut} node(s) opted out (label ${sucPlanLabel(p.name)} or ${planLabel(p.name)} = ${DISABLED}): not touched`
+    : '';
   const alone = counts.unmanaged
     ? `; ${counts.unmanaged} selected node(s) are in no UpdatePolicy's pool: nuo leaves them alone`
     : '';
@@ -74,18 +77,21 @@ function complete(
       type,
       status: 'True',
       reason: 'Complete',
-      message: `applied on all ${counts.selected} selected node(s) at version ${p.version}`,
+      message: `applied on all ${counts.selected} selected node(s) at version ${p.version}${out}`,
     };
-  const progress = `${counts.done} of ${counts.selected} selected node(s) applied, ${counts.applying} applying`;
+  const none = p.concurrency === 0 ? '; concurrency 0: the Plan starts on no node' : '';
+  const progress = `${counts.done} of ${counts.selected} selected node(s) applied, ${counts.applying} applying${none}`;
   const last = failed[failed.length - 1];
   if (last)
     return {
       type,
       status: 'False',
       reason: 'JobFailed',
-      message: clip(`${progress}; ${failed.length} failed, last on ${last.node}: ${last.error}${alone}`),
+      message: clip(
+        `${progress}; ${failed.length} failed, last on ${last.node}: ${last.error}${alone}${out}`,
+      ),
     };
-  return { type, status: 'False', reason: 'Applying', message: clip(`${progress}${alone}`) };
+  return { type, status: 'False', reason: 'Applying', message: clip(`${progress}${alone}${out}`) };
 }
 
 /**
@@ -114,9 +120,9 @@ function failures(input: PlanStatusInput, selected: readonly NodeView[], before:
 export function planStatus(input: PlanStatusInput): PlanStatus {
   const { entry, plan: p, now } = input;
   const previous = entry.plan.status ?? {};
-  const selected = input.nodes.filter(
-    (n) => p.ready && p.selects(n.labels) && n.labels[planLabel(p.name)] !== DISABLED,
-  );
+  const chosen = input.nodes.filter((n) => p.ready && p.selects(n.labels));
+  const selected = chosen.filter((n) => !optedOut(n.labels, p.name));
+  const optedOutCount = chosen.length - selected.length;
   const done = selected.filter((n) => n.labels[planLabel(p.name)] === p.hash).length;
   const unmanaged = selected.filter((n) => !input.managed(n.name)).length;
   const applying = Object.entries(input.ledger.slots)
@@ -127,7 +133,11 @@ export function planStatus(input: PlanStatusInput): PlanStatus {
   const drafts = [
     resolved(entry),
     validated(entry),
-    complete(p, { selected: selected.length, done, applying: applying.length, unmanaged }, failed),
+    complete(
+      p,
+      { selected: selected.length, done, applying: applying.length, unmanaged, optedOut: optedOutCount },
+      failed,
+    ),
   ];
   return {
     observedGeneration: entry.generation,

@@ -16,6 +16,7 @@ import { ResilientInformer } from '../kube/informer.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { resolveChannel } from '../plan/channel.ts';
 import { planHash } from '../plan/hash.ts';
+import { resolveVersion } from '../plan/version.ts';
 import { listCustomPage } from './custom-list.ts';
 import { type PlanEntry, planEntries, planRef } from './plan-resolve.ts';
 
@@ -125,9 +126,9 @@ export class PlanSource {
     const before = this.#resolved.get(ref);
     const next: Resolution = { key: keyOf(p) };
     try {
-      next.version =
-        p.spec.version ??
-        (await resolveChannel(p.spec.channel ?? '', { signal, timeoutMs: CHANNEL_TIMEOUT_MS }));
+      next.version = await resolveVersion(p.spec, (url) =>
+        resolveChannel(url, { signal, timeoutMs: CHANNEL_TIMEOUT_MS }),
+      );
       next.hash = planHash({ spec: p.spec, version: next.version, secrets: await this.#secrets(p) });
     } catch (err) {
       next.resolveError = describeError(err);

@@ -3,7 +3,6 @@
  * Plan's hash alone (pure): SUC's Job, so images written for SUC run unchanged, except that nuo drains
  * and cordons itself (its engine, before the Job) instead of kubectl in an init container.
  */
-import { createHash } from 'node:crypto';
 import type {
   V1Container,
   V1EnvVar,
@@ -13,8 +12,17 @@ import type {
   V1VolumeMount,
 } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
-import { JobAnnotations, JobLabels } from '../api/keys.ts';
+import {
+  JobAnnotations,
+  JobLabels,
+  planKey,
+  SUC_CONTROLLER,
+  SucJobAnnotations,
+  SucJobLabels,
+  sucPlanLabel,
+} from '../api/keys.ts';
 import type { ContainerSpec, PlanSpec } from '../api/plan.ts';
+import { safeConcatName } from '../kube/names.ts';
 import { parseDuration } from '../util/duration.ts';
 
 export interface JobInput {
@@ -36,25 +44,18 @@ const HOSTNAME = 'kubernetes.io/hostname';
 const SECRETS_DIR = '/run/system-upgrade/secrets';
 const DEFAULT_DEADLINE_SECONDS = 600;
 const DEFAULT_TTL_SECONDS = 900;
-const MAX_NAME = 63;
+/** A label value: SUC's version label is left off a Job whose version is not one, or the Job is refused. */
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
-/**
- * `apply-<plan>-on-<node>-with-<hash>` (SUC's; the node's name up to its first dot), and when that is
- * longer than a label value may be, its first 57 characters and 5 of a digest of the whole name: the
- * same inputs give the same name, another hash another name.
- */
-export function jobName(plan: string, node: string, hash: string): string {
-  const full = `apply-${plan}-on-${node.split('.')[0]}-with-${hash}`;
-  if (full.length <= MAX_NAME) return full;
-  const digest = createHash('sha256').update(full).digest('hex').slice(0, 5);
-  return `${full.slice(0, MAX_NAME - 6).replace(/[-.]+$/, '')}-${digest}`;
-}
+/** `apply-<plan>-on-<node>-with-<hash>` (SUC's; the node's name up to its first dot), shortened as SUC does. */
+export const jobName = (plan: string, node: string, hash: string): string =>
+  safeConcatName('apply', plan, 'on', node.split('.')[0] ?? node, 'with', hash);
 
-/** SUC's rule: an image without a tag or digest runs at the version, '+' written '-' (tags have no '+'). */
+/** SUC's rule: an image without a tag or digest runs at the resolved version (no '+': version.ts). */
 export function imageAt(image: string, version: string): string {
   const lastPart = image.slice(image.lastIndexOf('/') + 1);
   if (lastPart.includes(':') || image.includes('@')) return image;
-  return `${image}:${version.replaceAll('+', '-')}`;
+  return `${image}:${version}`;
 }
 
 /** SUC's mount path of a Plan's Secret: its path, relative ones and the default under SECRETS_DIR. */
@@ -63,12 +64,8 @@ export function secretPath(secret: { name: string; path?: string }): string {
   return secret.path.startsWith('/') ? secret.path : `${SECRETS_DIR}/${secret.path}`;
 }
 
-/** `secret-<name>`, shortened as job names are when it is too long for a volume name. */
-const secretVolume = (name: string) => {
-  const full = `secret-${name}`.replaceAll('.', '-');
-  if (full.length <= MAX_NAME) return full;
-  return `${full.slice(0, MAX_NAME - 6)}-${createHash('sha256').update(full).digest('hex').slice(0, 5)}`;
-};
+/** `secret-<name>` shortened as SUC does, its dots written '-' (a volume name has none; SUC keeps them). */
+const secretVolume = (name: string) => safeConcatName('secret', name.replaceAll('.', '-'));
 
 /** The Job's activeDeadlineSeconds (SUC's): unset or negative → 600, 0 → none, else as given. */
 export function activeDeadline(secs: number | undefined): number | undefined {
@@ -82,28 +79,50 @@ export function ttlAfterFinished(postCompleteDelay: string | undefined): number 
   return Math.max(DEFAULT_TTL_SECONDS, delay + 60);
 }
 
-/** The map without the keys under these prefixes (nuo's own keys, kubectl's bookkeeping). */
+/**
+ * The map without nuo's keys and SUC's (any key holding "cattle.io/", SUC's rule), nor kubectl's
+ * bookkeeping: the Job's own keys are the controllers' to write.
+ */
 const withoutKeys = (map: Record<string, string> | undefined, prefixes: readonly string[]) =>
-  Object.fromEntries(Object.entries(map ?? {}).filter(([k]) => !prefixes.some((p) => k.startsWith(p))));
+  Object.fromEntries(
+    Object.entries(map ?? {}).filter(
+      ([k]) => !k.includes('cattle.io/') && !prefixes.some((p) => k.startsWith(p)),
+    ),
+  );
 
 const fieldEnv = (name: string, fieldPath: string): V1EnvVar => ({
   name,
   valueFrom: { fieldRef: { fieldPath } },
 });
 
-/** nuo's variables and the same values under SUC's names, which images written for SUC read. */
-function planEnv(plan: string, hash: string, version: string): V1EnvVar[] {
-  const pairs: [string, string, V1EnvVar['value'] | { field: string }][] = [
-    ['NUO_NODE_NAME', 'SYSTEM_UPGRADE_NODE_NAME', { field: 'spec.nodeName' }],
-    ['NUO_POD_NAME', 'SYSTEM_UPGRADE_POD_NAME', { field: 'metadata.name' }],
-    ['NUO_POD_UID', 'SYSTEM_UPGRADE_POD_UID', { field: 'metadata.uid' }],
-    ['NUO_PLAN_NAME', 'SYSTEM_UPGRADE_PLAN_NAME', plan],
-    ['NUO_PLAN_HASH', 'SYSTEM_UPGRADE_PLAN_LATEST_HASH', hash],
-    ['NUO_PLAN_VERSION', 'SYSTEM_UPGRADE_PLAN_LATEST_VERSION', version],
-  ];
-  const env = (name: string, v: (typeof pairs)[number][2]): V1EnvVar =>
+type Pair = [suc: string, nuo: string, value: string | { field: string }];
+
+/** SUC's variables, then the same values under nuo's names. */
+const named = (pairs: readonly Pair[]): V1EnvVar[] => {
+  const env = (name: string, v: Pair[2]): V1EnvVar =>
     typeof v === 'object' ? fieldEnv(name, v.field) : { name, value: v };
-  return [...pairs.map(([nuo, , v]) => env(nuo, v)), ...pairs.map(([, suc, v]) => env(suc, v))];
+  return [...pairs.map(([suc, , v]) => env(suc, v)), ...pairs.map(([, nuo, v]) => env(nuo, v))];
+};
+
+/**
+ * A container's environment in SUC's order (container.go New and WithPlanEnvironment): the node and pod
+ * variables, the container's `envs`, then the Plan's variables, which so win over an `envs` entry of
+ * their name (the last of a name is the one a container sees). nuo's twins sit beside SUC's.
+ */
+function containerEnv(spec: ContainerSpec, plan: string, hash: string, version: string): V1EnvVar[] {
+  return [
+    ...named([
+      ['SYSTEM_UPGRADE_NODE_NAME', 'NUO_NODE_NAME', { field: 'spec.nodeName' }],
+      ['SYSTEM_UPGRADE_POD_NAME', 'NUO_POD_NAME', { field: 'metadata.name' }],
+      ['SYSTEM_UPGRADE_POD_UID', 'NUO_POD_UID', { field: 'metadata.uid' }],
+    ]),
+    ...((spec.envs ?? []) as V1EnvVar[]),
+    ...named([
+      ['SYSTEM_UPGRADE_PLAN_NAME', 'NUO_PLAN_NAME', plan],
+      ['SYSTEM_UPGRADE_PLAN_LATEST_HASH', 'NUO_PLAN_HASH', hash],
+      ['SYSTEM_UPGRADE_PLAN_LATEST_VERSION', 'NUO_PLAN_VERSION', version],
+    ]),
+  ];
 }
 
 /** SUC's default for the upgrade container: privileged, and allowed to reboot the node. */
@@ -127,14 +146,16 @@ function container(
     })),
     ...(spec.volumes ?? []).map((v) => ({ name: v.name, mountPath: v.destination })),
   ];
-  const securityContext = spec.securityContext ?? (name === 'upgrade' ? DEFAULT_UPGRADE_CONTEXT : undefined);
+  const securityContext =
+    (spec.securityContext as V1SecurityContext | undefined) ??
+    (name === 'upgrade' ? DEFAULT_UPGRADE_CONTEXT : undefined);
   return {
     name,
     image: imageAt(spec.image, version),
     imagePullPolicy: 'IfNotPresent',
     ...(spec.command ? { command: spec.command } : {}),
     ...(spec.args ? { args: spec.args } : {}),
-    env: [...planEnv(plan.name, hash, version), ...((spec.envs ?? []) as V1EnvVar[])],
+    env: containerEnv(spec, plan.name, hash, version),
     ...(spec.envFrom ? { envFrom: spec.envFrom } : {}),
     volumeMounts: mounts,
     ...(securityContext ? { securityContext } : {}),
@@ -149,8 +170,8 @@ function volumes(spec: PlanSpec): V1Volume[] {
       downwardAPI: {
         defaultMode: 0o644,
         items: [
-          { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
-          { path: 'annotations', fieldRef: { fieldPath: 'metadata.annotations' } },
+          { path: 'labels', fieldRef: { fieldPath: 'metadata.labels', apiVersion: 'v1' } },
+          { path: 'annotations', fieldRef: { fieldPath: 'metadata.annotations', apiVersion: 'v1' } },
         ],
       },
     },
@@ -178,21 +199,30 @@ export function buildJob(input: JobInput): V1Job {
   const exclusive = spec.exclusive ?? false;
   const labels = {
     ...withoutKeys(plan.labels, ['nuo.dev/', 'plan.nuo.dev/']),
-    [JobLabels.plan]: plan.name,
+    [SucJobLabels.controller]: SUC_CONTROLLER,
+    [SucJobLabels.exclusive]: String(exclusive),
+    [SucJobLabels.node]: node.name,
+    [SucJobLabels.plan]: planKey(plan.name),
+    ...(LABEL_VALUE.test(version) ? { [SucJobLabels.version]: version } : {}),
+    [sucPlanLabel(plan.name)]: hash,
+    [JobLabels.plan]: planKey(plan.name),
     [JobLabels.node]: node.name,
     [JobLabels.hash]: hash,
     [JobLabels.exclusive]: String(exclusive),
   };
   const annotations = {
     ...withoutKeys(plan.annotations, ['nuo.dev/', 'kubectl.kubernetes.io/']),
+    [JobAnnotations.plan]: plan.name,
     [JobAnnotations.version]: version,
     [JobAnnotations.bootId]: node.bootId,
   };
+  const ttl = ttlAfterFinished(spec.postCompleteDelay);
   const hostname = node.hostname ?? node.name;
-  // Not two of this Plan's Jobs on a node, or for an exclusive Plan not two exclusive Plans' (SUC's).
+  // Not two of this Plan's Jobs on a node, or for an exclusive Plan not two exclusive Plans' (SUC's), on
+  // SUC's labels: nor beside SUC's Job of the Plan, or SUC's exclusive Jobs, while SUC still runs.
   const antiAffinity = exclusive
-    ? { key: JobLabels.exclusive, operator: 'In', values: ['true'] }
-    : { key: JobLabels.plan, operator: 'In', values: [plan.name] };
+    ? { key: SucJobLabels.exclusive, operator: 'In', values: ['true'] }
+    : { key: SucJobLabels.plan, operator: 'In', values: [planKey(plan.name)] };
   const deadline = activeDeadline(spec.jobActiveDeadlineSecs);
   return {
     apiVersion: 'batch/v1',
@@ -201,7 +231,7 @@ export function buildJob(input: JobInput): V1Job {
       name: jobName(plan.name, node.name, hash),
       namespace: plan.namespace,
       labels,
-      annotations,
+      annotations: { ...annotations, [SucJobAnnotations.ttlSecondsAfterFinished]: String(ttl) },
       ownerReferences: [
         {
           apiVersion: `${API_GROUP}/${API_VERSION}`,
@@ -214,9 +244,13 @@ export function buildJob(input: JobInput): V1Job {
       ],
     },
     spec: {
+      // Created only for the node holding the Plan's slot: it runs at once (SUC's starts paused).
+      completions: 1,
+      parallelism: 1,
+      podReplacementPolicy: 'TerminatingOrFailed',
       backoffLimit: 2,
       ...(deadline === undefined ? {} : { activeDeadlineSeconds: deadline }),
-      ttlSecondsAfterFinished: ttlAfterFinished(spec.postCompleteDelay),
+      ttlSecondsAfterFinished: ttl,
       template: {
         metadata: { labels, annotations },
         spec: {

@@ -5,7 +5,7 @@
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { readClaim } from '../api/grant.ts';
-import { Annotations, JobLabels } from '../api/keys.ts';
+import { Annotations, JobAnnotations, JobLabels } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { inAttemptPhase } from './checker-phases.ts';
 
@@ -15,9 +15,13 @@ export interface PlanBudget {
   max: number;
 }
 
-/** The Plan ("namespace/name") whose Job `pod` belongs to: its label names the Plan, its namespace is the Plan's. */
+/**
+ * The Plan ("namespace/name") whose Job `pod` belongs to: its annotation names the Plan (its label too,
+ * shortened past 63 characters), its namespace is the Plan's.
+ */
 export function planOfPod(pod: V1Pod): string | undefined {
-  const plan = pod.metadata?.labels?.[JobLabels.plan];
+  if (!pod.metadata?.labels?.[JobLabels.plan]) return undefined;
+  const plan = pod.metadata?.annotations?.[JobAnnotations.plan] ?? pod.metadata?.labels?.[JobLabels.plan];
   return plan ? `${pod.metadata?.namespace ?? ''}/${plan}` : undefined;
 }
 

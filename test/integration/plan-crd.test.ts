@@ -12,9 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { BatchV1Api } from '@kubernetes/client-node';
 import { Errors } from 'typebox/value';
 import { parseAllDocuments } from 'yaml';
+import { planKey } from '../../src/api/keys.ts';
 import { type Plan, PlanSpec } from '../../src/api/plan.ts';
 import { buildJob } from '../../src/plan/job.ts';
+import { mungeVersion } from '../../src/plan/version.ts';
 import { installPlanCrd } from '../../src/sim/crds.ts';
+import { EVERY_SECURITY_FIELD, PLAN_EVERY_FIELD } from '../fixtures/plan-every-field.ts';
 import { useCluster } from './support.ts';
 
 const cluster = await useCluster();
@@ -60,7 +63,7 @@ describe("SUC's example Plans with only apiVersion changed", () => {
     const job = buildJob({
       plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
       node: { name: 'node-1', bootId: 'boot-1' },
-      version: live.spec.version ?? '',
+      version: mungeVersion(live.spec.version ?? ''),
       hash: 'a'.repeat(56),
     });
     const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
@@ -68,6 +71,32 @@ describe("SUC's example Plans with only apiVersion changed", () => {
     assert.equal(created.spec?.template.spec?.containers[0]?.image, 'rancher/k3s-upgrade:v1.20.11-k3s1');
     assert.equal(created.metadata?.ownerReferences?.[0]?.uid, live.metadata.uid);
     assert.equal(created.spec?.template.spec?.initContainers?.[0]?.name, 'prepare');
+  });
+
+  test('a Plan using every field, every securityContext field included, is accepted whole, and its Job carries each', async () => {
+    const sent = { ...PLAN_EVERY_FIELD, metadata: { name: 'every-field', namespace: NAMESPACE } };
+    const applied = kubectl(['apply', '--server-side', '--validate=strict', '-f', '-'], JSON.stringify(sent));
+    assert.equal(applied.status, 0, applied.stderr);
+    const live = JSON.parse(
+      kubectl(['get', 'plan', 'every-field', '-n', NAMESPACE, '-o', 'json']).stdout,
+    ) as Plan;
+    assert.deepEqual(live.spec, sent.spec, 'nothing pruned, nothing added');
+    const job = buildJob({
+      plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
+      node: { name: 'node-1', bootId: 'boot-1' },
+      version: mungeVersion(live.spec.version ?? ''),
+      hash: 'b'.repeat(56),
+    });
+    const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+    const created = await batch.createNamespacedJob({ namespace: NAMESPACE, body: job });
+    const pod = created.spec?.template.spec;
+    for (const c of [pod?.initContainers?.[0], pod?.containers[0]])
+      assert.deepEqual(
+        JSON.parse(JSON.stringify(c?.securityContext)),
+        EVERY_SECURITY_FIELD,
+        `${c?.name}: every field reached the Job`,
+      );
+    assert.equal(created.metadata?.labels?.['upgrade.cattle.io/version'], 'v1.30.2-k3s1');
   });
 
   test("kubectl shows SUC's columns and Applying", () => {
@@ -98,6 +127,30 @@ describe('invalid Plans are refused by the API server', () => {
     assert.equal(live.spec.concurrency, 1);
   });
 
+  test('a name longer than 63 characters is accepted, and the Job built for it too (its labels shortened)', async () => {
+    const name = `kernel-${'p'.repeat(90)}`;
+    const r = create(name, valid);
+    assert.equal(r.status, 0, r.stderr);
+    const live = JSON.parse(kubectl(['get', 'plan', name, '-n', NAMESPACE, '-o', 'json']).stdout) as Plan;
+    const job = buildJob({
+      plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
+      node: { name: 'node-1', bootId: 'boot-1' },
+      version: 'v1.2.3',
+      hash: 'd'.repeat(56),
+    });
+    const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+    const created = await batch.createNamespacedJob({ namespace: NAMESPACE, body: job });
+    assert.equal(created.metadata?.labels?.['nuo.dev/plan'], planKey(name));
+    assert.equal(created.metadata?.annotations?.['nuo.dev/plan'], name);
+  });
+
+  test("concurrency 0 is accepted as it is (SUC's: the Plan selects no node)", () => {
+    const r = create('paused-by-zero', { ...valid, concurrency: 0 });
+    assert.equal(r.status, 0, r.stderr);
+    const live = JSON.parse(kubectl(['get', 'plan', 'paused-by-zero', '-n', NAMESPACE, '-o', 'json']).stdout);
+    assert.equal(live.spec.concurrency, 0);
+  });
+
   const refused: [string, string, unknown, RegExp][] = [
     ['an unknown field', 'unknown', { ...valid, concurency: 2 }, /unknown field "spec\.concurency"/],
     [
@@ -118,7 +171,7 @@ describe('invalid Plans are refused by the API server', () => {
       { ...valid, nodeSelector: { matchExpressions: [{ key: 'a', operator: 'Like' }] } },
       /spec\.nodeSelector\.matchExpressions\[0\]\.operator: Unsupported value: "Like"/,
     ],
-    ['concurrency 0', 'concurrency', { ...valid, concurrency: 0 }, /spec\.concurrency: Invalid value: 0/],
+    ['concurrency -1', 'concurrency', { ...valid, concurrency: -1 }, /spec\.concurrency: Invalid value: -1/],
     [
       'neither version nor channel',
       'unversioned',
@@ -157,10 +210,16 @@ describe('invalid Plans are refused by the API server', () => {
       /spec\.window\.days\[0\]: Unsupported value: "Funday"/,
     ],
     [
-      'a name longer than 63 characters',
-      'p'.repeat(64),
-      valid,
-      /the name of a Plan must be at most 63 characters/,
+      'a Localhost seccomp profile without its file',
+      'seccomp',
+      { ...valid, upgrade: { ...valid.upgrade, securityContext: { seccompProfile: { type: 'Localhost' } } } },
+      /spec\.upgrade\.securityContext\.seccompProfile: Invalid value.*localhostProfile is required with type Localhost/,
+    ],
+    [
+      'a procMount the API does not know',
+      'procmount',
+      { ...valid, prepare: { image: 'x', securityContext: { procMount: 'Masked' } } },
+      /spec\.prepare\.securityContext\.procMount: Unsupported value: "Masked"/,
     ],
   ];
   for (const [what, name, spec, message] of refused) {

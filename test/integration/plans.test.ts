@@ -9,12 +9,15 @@ import { readFileSync } from 'node:fs';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, type V1Node } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { Annotations, JobLabels, LEDGER, planLabel } from '../../src/api/keys.ts';
+import { Annotations, JobLabels, LEDGER, planKey, planLabel } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Plan, PlanSpec } from '../../src/api/plan.ts';
+import { ResilientInformer } from '../../src/kube/informer.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
+import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { SimJobAnnotations, SimJobLabels } from '../../src/sim/job-keys.ts';
+import { K3sUpgradeImage } from '../../src/sim/k3s-upgrade.ts';
 import {
   ChannelServer,
   deletePlan,
@@ -22,6 +25,7 @@ import {
   type PlanObject,
   readPlan,
 } from '../../src/sim/plans.ts';
+import { deletePolicies } from '../../src/sim/policies.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { eventsAbout, eventsMark, operatorUnder, resetNodes, runNuo, useCluster } from './support.ts';
 
@@ -104,7 +108,7 @@ function planOf(
   };
 }
 
-async function startFleet(budget: number, plans: { name: string; max: number }[] = []) {
+async function startFleet(budget: number | Budget[], plans: { name: string; max: number }[] = []) {
   fleet = new Fleet(cluster, { rebootMs: 1000, budget, plans, agentCheckIntervalMs: 1000 });
   await fleet.start();
   return fleet;
@@ -140,6 +144,9 @@ async function checked(f: Fleet) {
 }
 
 const label = (n: V1Node | undefined, plan: string) => n?.metadata?.labels?.[planLabel(plan)];
+
+/** The k3s example's pool of control-plane nodes, beside the fleet's. */
+const SERVERS_POLICY = 'k3s-servers';
 
 describe('Plans', () => {
   test('a Plan over 8 nodes, concurrency 2, under a pool budget of 3 while reboots are pending: never more than 3 disrupted, nor 2 of the Plan', async () => {
@@ -409,15 +416,87 @@ describe('Plans', () => {
     }
   });
 
-  test("SUC's k3s example, only apiVersion changed: servers one at a time cordoned, agents two at a time drained, in one budget", async () => {
+  test("a node opted out with SUC's label (or nuo's) is never touched while its peers are upgraded, and the Plan's status says so", async () => {
+    const f = await startFleet(2, [{ name: `${NS}/os`, max: 2 }]);
+    const out = { 'node-3': 'plan.upgrade.cattle.io/os', 'node-5': planLabel('os') };
+    for (const [name, key] of Object.entries(out))
+      await core.patchNode({ name, body: { metadata: { labels: { [key]: 'disabled' } } } }, mergePatch);
+    // Whatever nuo does to a node shows on it: a phase, a cordon, its slot.
+    const touched: string[] = [];
+    const watch = new ResilientInformer<V1Node>({
+      kubeconfig: cluster.kubeconfig,
+      path: '/api/v1/nodes',
+      list: (o) => core.listNode(o),
+      name: 'opted-out',
+    });
+    watch.onEvent((_type, n) => {
+      const name = n.metadata?.name ?? '';
+      if (!(name in out)) return;
+      const a = n.metadata?.annotations ?? {};
+      if (n.spec?.unschedulable || a[Annotations.state] || a[Annotations.plan])
+        touched.push(`${name}: ${a[Annotations.state]} ${a[Annotations.plan]} ${n.spec?.unschedulable}`);
+    });
+    await watch.start();
+    try {
+      await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+      await f.applyPlan(planOf('os', { concurrency: 2, cordon: true }));
+      const peers = names.filter((n) => !(n in out));
+      const hash = await applied('os', peers, 240_000);
+      const status = await pollUntil('the Plan Complete without the opted-out nodes', async () => {
+        const s = (await readPlan(cluster, NS, 'os')).status;
+        return s?.conditions?.find((c) => c.type === 'Complete' && c.status === 'True') ? s : undefined;
+      });
+      assert.match(
+        status.conditions?.find((c) => c.type === 'Complete')?.message ?? '',
+        /applied on all 6 selected node\(s\).*2 node\(s\) opted out \(label plan.upgrade.cattle.io\/os or plan.nuo.dev\/os = disabled\)/,
+      );
+      assert.equal(status.complete, peers.length);
+      await checked(f);
+      assert.deepEqual(touched, [], 'nuo never touched an opted-out node');
+      const jobs = (await batch.listNamespacedJob({ namespace: NS })).items;
+      assert.deepEqual(
+        jobs.map((j) => j.metadata?.labels?.[JobLabels.node]).sort(),
+        peers,
+        'a Job on every peer, none on an opted-out node',
+      );
+      const all = await nodesNow();
+      for (const [name, key] of Object.entries(out)) {
+        const n = all.find((x) => x.metadata?.name === name);
+        assert.equal(n?.metadata?.labels?.[key], 'disabled', `${name}: the opt-out stands`);
+        assert.notEqual(label(n, 'os'), hash, `${name}: not applied`);
+      }
+      const rows = await runNuo(cluster, 'plan', 'os');
+      assert.equal(rows.code, 0, rows.stderr);
+      assert.match(
+        rows.stdout,
+        /node-3\s+disabled\s+Idle\s+opted out \(label plan.upgrade.cattle.io\/os=disabled\)/,
+      );
+      assert.match(rows.stdout, /node-5\s+disabled\s+Idle\s+opted out \(label plan.nuo.dev\/os=disabled\)/);
+    } finally {
+      await watch.stop();
+      for (const [name, key] of Object.entries(out))
+        await core.patchNode({ name, body: { metadata: { labels: { [key]: null } } } }, mergePatch);
+    }
+  });
+
+  test("SUC's k3s example, only apiVersion changed, the image's contract played: servers one at a time cordoned, then agents two at a time drained, once their prepare sees the servers' kubelets at the munged version", async () => {
     const SUC = 'system-upgrade';
+    const CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
     const servers = ['node-0', 'node-1'];
     const labelNode = async (name: string, labels: Record<string, string | null>) =>
       core.patchNode({ name, body: { metadata: { labels } } }, mergePatch);
-    const f = await startFleet(2, [
-      { name: `${SUC}/k3s-server`, max: 1 },
-      { name: `${SUC}/k3s-agent`, max: 2 },
-    ]);
+    // The control plane in a pool of its own (docs/plans.md): an agent's prepare holds its slot while it
+    // waits for the servers, so the servers' budget must be one the agents cannot take.
+    const f = await startFleet(
+      [
+        { name: 'servers', selects: (l) => l[CONTROL_PLANE] !== undefined, max: 1 },
+        { name: 'agents', selects: (l) => l[CONTROL_PLANE] === undefined, max: 2 },
+      ],
+      [
+        { name: `${SUC}/k3s-server`, max: 1 },
+        { name: `${SUC}/k3s-agent`, max: 2 },
+      ],
+    );
     await ensureNamespace(cluster, SUC);
     // The example's Jobs run as this service account, which SUC's install (and so the user) creates.
     await core
@@ -426,61 +505,148 @@ describe('Plans', () => {
     for (const name of names)
       await labelNode(name, {
         'k3s-upgrade': 'true',
-        ...(servers.includes(name) ? { 'node-role.kubernetes.io/control-plane': 'true' } : {}),
+        ...(servers.includes(name) ? { [CONTROL_PLANE]: 'true' } : {}),
       });
-    await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
-    const file = new URL('../fixtures/suc-examples/k3s-upgrade.yaml', import.meta.url);
-    for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
-      const p = doc.toJS() as Plan;
-      await f.applyPlan({
-        namespace: p.metadata.namespace,
-        name: p.metadata.name,
-        spec: p.spec,
-        labels: p.metadata.labels ?? {},
-      });
-    }
-    const done = async (plan: string, nodes: string[]) => {
-      const hash = await pollUntil(
-        `${plan} resolved`,
-        async () => (await readPlan(cluster, SUC, plan)).status?.latestHash,
+    for (const name of names)
+      await core.patchNodeStatus(
+        { name, body: { status: { nodeInfo: { kubeletVersion: 'v1.19.15+k3s2' } } } },
+        mergePatch,
       );
-      await pollUntil(
-        `${plan} applied on ${nodes.join(', ')}`,
-        async () => {
-          const all = await nodesNow();
-          return nodes.every((name) => {
-            const n = all.find((x) => x.metadata?.name === name);
-            return (
-              label(n, plan) === hash &&
-              (n?.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle
-            );
-          })
-            ? true
-            : undefined;
+    const image = new K3sUpgradeImage(cluster, SUC);
+    image.start();
+    try {
+      await f.applyPolicy(
+        {
+          nodeSelector: { matchExpressions: [{ key: CONTROL_PLANE, operator: 'Exists' }] },
+          maxUnavailable: 1,
+          reboot: { soak: '1s' },
         },
-        { timeoutMs: 240_000, intervalMs: 250 },
+        SERVERS_POLICY,
       );
-    };
-    const agents = names.filter((n) => !servers.includes(n));
-    await done('k3s-server', servers);
-    await done('k3s-agent', agents);
-    await checked(f);
-    assert.ok(f.checker.maxDisrupted <= 2, `at most 2 disrupted: ${f.checker.maxDisrupted}`);
-    const jobs = (await batch.listNamespacedJob({ namespace: SUC })).items;
-    assert.equal(jobs.length, NODES, 'one Job per node, of its own Plan');
-    for (const j of jobs) {
-      const pod = j.spec?.template.spec;
-      assert.equal(pod?.serviceAccountName, SUC);
-      assert.equal(
-        pod?.containers[0]?.image,
-        'rancher/k3s-upgrade:v1.20.11-k3s1',
-        'the resolved tag, "+" as "-"',
+      await operatorUnder(
+        f,
+        'op-a',
+        {
+          nodeSelector: { matchExpressions: [{ key: CONTROL_PLANE, operator: 'DoesNotExist' }] },
+          maxUnavailable: 2,
+        },
+        ['--plan-polling-interval=1s'],
       );
-      const agent = j.metadata?.labels?.[JobLabels.plan] === 'k3s-agent';
-      assert.equal(pod?.initContainers?.[0]?.args?.join(' '), agent ? 'prepare k3s-server' : undefined);
+      const file = new URL('../fixtures/suc-examples/k3s-upgrade.yaml', import.meta.url);
+      for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
+        const p = doc.toJS() as Plan;
+        await f.applyPlan({
+          namespace: p.metadata.namespace,
+          name: p.metadata.name,
+          spec: p.spec,
+          labels: p.metadata.labels ?? {},
+          // The pods run until the image's contract (K3sUpgradeImage) completes them.
+          annotations: { [SimJobAnnotations.completeDelay]: '1h' },
+        });
+      }
+      const done = async (plan: string, nodes: string[]) => {
+        const hash = await pollUntil(
+          `${plan} resolved`,
+          async () => (await readPlan(cluster, SUC, plan)).status?.latestHash,
+        );
+        await pollUntil(
+          `${plan} applied on ${nodes.join(', ')}`,
+          async () => {
+            const all = await nodesNow();
+            return nodes.every((name) => {
+              const n = all.find((x) => x.metadata?.name === name);
+              return (
+                label(n, plan) === hash &&
+                (n?.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle
+              );
+            })
+              ? true
+              : undefined;
+          },
+          { timeoutMs: 240_000, intervalMs: 250 },
+        ).catch((err: Error) => {
+          throw new Error(
+            `${err.message}; prepare waits: ${JSON.stringify([...image.waiting])}; last error: ${image.lastError}`,
+          );
+        });
+      };
+      const agents = names.filter((n) => !servers.includes(n));
+      await done('k3s-server', servers);
+      await done('k3s-agent', agents);
+      await checked(f);
+      assert.equal((await readPlan(cluster, SUC, 'k3s-agent')).status?.latestVersion, 'v1.20.11-k3s1');
+      // The image's contract: each agent's prepare was given the servers' kubelet version, '+' as '-'.
+      assert.deepEqual(image.prepared.map((p) => p.node).sort(), agents, 'every agent prepared once');
+      for (const p of image.prepared) {
+        assert.equal(p.given, 'v1.20.11-k3s1', `${p.node}: SYSTEM_UPGRADE_PLAN_LATEST_VERSION`);
+        assert.deepEqual(p.servers, ['v1.20.11+k3s1', 'v1.20.11+k3s1'], `${p.node}: the servers upgraded`);
+      }
+      const jobs = (await batch.listNamespacedJob({ namespace: SUC })).items;
+      assert.equal(jobs.length, NODES, 'one Job per node, of its own Plan');
+      for (const j of jobs) {
+        const pod = j.spec?.template.spec;
+        assert.equal(pod?.serviceAccountName, SUC);
+        assert.equal(pod?.containers[0]?.image, 'rancher/k3s-upgrade:v1.20.11-k3s1', 'the resolved tag');
+        const env = Object.fromEntries((pod?.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+        assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_VERSION, 'v1.20.11-k3s1');
+        assert.equal(env.NUO_PLAN_VERSION, 'v1.20.11-k3s1');
+        const agent = j.metadata?.labels?.[JobLabels.plan] === 'k3s-agent';
+        assert.equal(pod?.initContainers?.[0]?.args?.join(' '), agent ? 'prepare k3s-server' : undefined);
+      }
+      for (const n of await nodesNow()) {
+        assert.notEqual(n.spec?.unschedulable, true, `${n.metadata?.name} uncordoned`);
+        assert.equal(n.status?.nodeInfo?.kubeletVersion, 'v1.20.11+k3s1', `${n.metadata?.name} upgraded`);
+      }
+    } finally {
+      await image.stop();
+      await deletePolicies(cluster, [SERVERS_POLICY]);
     }
+  });
+
+  test("concurrency 0, SUC's meaning: the Plan starts on no node, its nodes and its status say so; raised to 1, it runs", async () => {
+    const f = await startFleet(2, [{ name: `${NS}/zero`, max: 1 }]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+    await f.applyPlan(planOf('zero', { concurrency: 0, cordon: true }));
+    const status = await pollUntil('the Plan says it starts on no node', async () => {
+      const s = (await readPlan(cluster, NS, 'zero')).status;
+      const complete = s?.conditions?.find((c) => c.type === 'Complete');
+      return /concurrency 0: the Plan starts on no node/.test(complete?.message ?? '') ? s : undefined;
+    });
+    assert.deepEqual(status.applying, []);
+    await pollUntil('every node says why it waits', async () =>
+      (await nodesNow()).every((n) =>
+        /Plan ops\/zero has concurrency 0: it starts on no node/.test(
+          n.metadata?.annotations?.[Annotations.stateReason] ?? '',
+        ),
+      )
+        ? true
+        : undefined,
+    );
+    const jobs = await batch.listNamespacedJob({ namespace: NS, labelSelector: JobLabels.plan });
+    assert.equal(jobs.items.length, 0, 'no Job');
+    assert.ok(
+      (await nodesNow()).every((n) => n.spec?.unschedulable !== true),
+      'no cordon',
+    );
+    await f.applyPlan(planOf('zero', { concurrency: 1, cordon: true }));
+    await applied('zero', names, 240_000);
+    await checked(f);
+  });
+
+  test('a Plan named past 63 characters runs: its node label and Job labels shortened as SUC shortens names', async () => {
+    const name = `kernel-${'x'.repeat(80)}`;
+    const f = await startFleet(2, [{ name: `${NS}/${name}`, max: 2 }]);
+    await operatorUnder(f, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+    await f.applyPlan(planOf(name, { concurrency: 2, cordon: true }));
+    const hash = await applied(name, names, 240_000);
+    await checked(f);
+    const most = f.checker.maxOfPlan.get(`${NS}/${name}`) ?? 0;
+    assert.ok(most >= 1 && most <= 2, `the checker attributed the Jobs' pods to the Plan: ${most} at most`);
     for (const n of await nodesNow())
-      assert.notEqual(n.spec?.unschedulable, true, `${n.metadata?.name} uncordoned`);
+      assert.equal(n.metadata?.labels?.[`plan.nuo.dev/${planKey(name)}`], hash, `${n.metadata?.name}`);
+    const status = (await readPlan(cluster, NS, name)).status;
+    assert.equal(status?.complete, NODES);
+    assert.equal(status?.conditions?.find((c) => c.type === 'Complete')?.status, 'True');
   });
 
   test('a Plan the API server cannot refuse but nuo can (a selector without values, a name another namespace took) is reported Validated=False and starts nothing', async () => {

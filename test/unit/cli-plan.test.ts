@@ -40,6 +40,7 @@ function state(
     }),
     node('c', { labels: worker }),
     node('d', { labels: { ...worker, [planLabel('os')]: 'disabled' } }),
+    node('h', { labels: { ...worker, 'plan.upgrade.cattle.io/os': 'disabled', [planLabel('os')]: 'h1' } }),
     node('e', { labels: worker }),
     node('f', { labels: { ...worker, [planLabel('os')]: 'h1' } }),
     node('g', { labels: { role: 'db' } }),
@@ -88,7 +89,8 @@ test('nuo plan: every node the Plan selects, applied or why not', () => {
     ['a', 'yes', 'Idle', '-'],
     ['b', 'no', 'Upgrading', 'Plan ops/os: Job ops/j is running'],
     ['c', 'no', 'Idle', 'waiting: Plan ops/os runs on 1 node(s), its concurrency'],
-    ['d', 'disabled', 'Idle', 'opted out (label plan.nuo.dev/os=disabled)'],
+    ['d', 'disabled', 'Idle', 'opted out (label plan.nuo.dev/os=disabled): not touched'],
+    ['h', 'disabled', 'Idle', 'opted out (label plan.upgrade.cattle.io/os=disabled): not touched'],
     ['e', 'no', 'Idle', "in no UpdatePolicy's pool: nuo leaves it alone"],
     ['f', 'older hash', 'Idle', 'waiting for the next pass'],
   ]);

@@ -9,7 +9,7 @@ import { type Ledger, parseLedger, withChanges } from '../../src/operator/ledger
 import { unavailableWithoutSlot } from '../../src/operator/need.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 import { patchFor } from '../../src/operator/node-writes.ts';
-import { DISABLED, type PassPlan, plansOfPass, workOf } from '../../src/operator/plan-pass.ts';
+import { DISABLED, optedOut, type PassPlan, plansOfPass, workOf } from '../../src/operator/plan-pass.ts';
 import type { JobView, PlanSlot } from '../../src/operator/plan-work.ts';
 import { ago, decideConfig, NOW, needs, node, state } from './operator-fixtures.ts';
 
@@ -79,7 +79,29 @@ test('workOf: the first Plan by ref that selects the node and is not applied at 
       plans: [plan()],
       want: 'ops/os',
     },
-    { what: 'opted out (SUC)', labels: { ...worker, [planLabel('os')]: DISABLED }, plans: [plan()] },
+    { what: "opted out (nuo's label)", labels: { ...worker, [planLabel('os')]: DISABLED }, plans: [plan()] },
+    {
+      what: "opted out with SUC's label, never applied",
+      labels: { ...worker, 'plan.upgrade.cattle.io/os': DISABLED },
+      plans: [plan()],
+    },
+    {
+      what: "opted out with SUC's label, applied at an older hash",
+      labels: { ...worker, 'plan.upgrade.cattle.io/os': DISABLED, [planLabel('os')]: 'h1' },
+      plans: [plan()],
+    },
+    {
+      what: "SUC's label of another Plan",
+      labels: { ...worker, 'plan.upgrade.cattle.io/other': DISABLED },
+      plans: [plan()],
+      want: 'ops/os',
+    },
+    {
+      what: "SUC's label at a hash (SUC applied it): nuo applies its own",
+      labels: { ...worker, 'plan.upgrade.cattle.io/os': 'h2' },
+      plans: [plan()],
+      want: 'ops/os',
+    },
     { what: 'not ready (no version yet)', labels: worker, plans: [plan({ ready: false })] },
     {
       what: 'two Plans: the first by ref',
@@ -91,6 +113,48 @@ test('workOf: the first Plan by ref that selects the node and is not applied at 
   for (const c of cases) {
     const sorted = [...c.plans].sort((a, b) => (a.ref < b.ref ? -1 : 1));
     assert.equal(workOf(viewNode(node('a', { labels: c.labels })), sorted)?.ref, c.want, c.what);
+  }
+});
+
+test("optedOut: SUC's or nuo's plan label reading disabled, named as the person set it", () => {
+  assert.equal(
+    optedOut({ 'plan.upgrade.cattle.io/os': 'disabled' }, 'os'),
+    'plan.upgrade.cattle.io/os=disabled',
+  );
+  assert.equal(optedOut({ 'plan.nuo.dev/os': 'disabled' }, 'os'), 'plan.nuo.dev/os=disabled');
+  assert.equal(
+    optedOut({ 'plan.upgrade.cattle.io/os': 'Disabled' }, 'os'),
+    undefined,
+    'SUC compares exactly',
+  );
+  assert.equal(optedOut({ 'plan.upgrade.cattle.io/os': 'h1', 'plan.nuo.dev/os': 'h1' }, 'os'), undefined);
+  assert.equal(optedOut({ 'plan.upgrade.cattle.io/osx': 'disabled' }, 'os'), undefined);
+});
+
+test("a node opted out with SUC's label is never admitted, while its peer is", () => {
+  const nodes = [
+    node('a', { labels: { ...worker, 'plan.upgrade.cattle.io/os': DISABLED } }),
+    node('b', { labels: worker }),
+  ];
+  const actions = run(nodes, [plan({ concurrency: 2 })]);
+  assert.deepEqual(kinds(actions, 'a'), [], 'a: nothing at all');
+  assert.ok(kinds(actions, 'b').length > 0, 'b: admitted');
+});
+
+test("concurrency 0 (SUC's: the Plan selects no node): no node is admitted, each says why", () => {
+  const nodes = [node('a', { labels: worker }), node('b', { labels: worker })];
+  const actions = run(nodes, [plan({ concurrency: 0 })]);
+  for (const n of ['a', 'b']) {
+    assert.ok(
+      !kinds(actions, n).some((k) => k.startsWith('admit') || k === 'transition Draining'),
+      `${n}: not admitted`,
+    );
+    const why = of(actions, n).find((a) => a.type === 'pending' || a.type === 'explain');
+    assert.match(
+      why && 'reason' in why ? why.reason : '',
+      /Plan ops\/os has concurrency 0: it starts on no node/,
+      n,
+    );
   }
 });
 

@@ -21,7 +21,7 @@ test('planPrepare: a drain (asked for, or implied by a reboot), a cordon, or nei
   assert.equal(planPrepare(spec()), 'none');
 });
 
-test('completionLabels: SUC’s $(LATEST_VERSION) and $(LATEST_HASH), "+" made "-" as a label value needs', () => {
+test('completionLabels: SUC’s $(LATEST_VERSION) (the resolved version) and $(LATEST_HASH)', () => {
   const labels = completionLabels(
     spec({
       postCompleteLabels: {
@@ -30,7 +30,7 @@ test('completionLabels: SUC’s $(LATEST_VERSION) and $(LATEST_HASH), "+" made "
         plain: 'x',
       },
     }),
-    'v1.30.2+k3s1',
+    'v1.30.2-k3s1',
     'abc',
   );
   assert.deepEqual(labels, { 'k3s.io/version': 'v1.30.2-k3s1', 'os/hash': 'h-abc', plain: 'x' });
@@ -98,6 +98,18 @@ test('nameTaken: the first Plan by ref keeps a name every namespace shares', () 
     { ref: 'ops/kernel', name: 'kernel' },
   ]);
   assert.deepEqual([...taken], [['ops/os', 'apps/os']]);
+  const long = 'k'.repeat(70);
+  assert.deepEqual(
+    [
+      ...nameTaken([
+        { ref: 'ops/a', name: `${long}a` },
+        { ref: 'ops/b', name: `${long}b` },
+        { ref: 'apps/a', name: `${long}a` },
+      ]),
+    ],
+    [['ops/a', 'apps/a']],
+    'long names: two that differ past 63 characters are two names; the same long name twice is taken',
+  );
 });
 
 const entry = (s: PlanSpec, over: Partial<PlanEntry> = {}): PlanEntry => ({

@@ -108,7 +108,46 @@ test('a node in no pool is counted and named as left alone; an opted-out node is
   const s = status({ labels: { a: applied, b: { [planLabel('os')]: 'disabled' } }, managed: ['a', 'b'] });
   assert.match(
     cond(s, 'Complete')?.message ?? '',
-    /1 of 2 selected node\(s\) applied.*1 selected node\(s\) are in no UpdatePolicy's pool/,
+    /1 of 2 selected node\(s\) applied.*1 selected node\(s\) are in no UpdatePolicy's pool.*1 node\(s\) opted out/,
+  );
+});
+
+test("concurrency 0 (SUC's: the Plan selects no node) says so in Complete's message", () => {
+  const input = (labels: Record<string, Record<string, string>>): PlanStatusInput => ({
+    entry: entry(),
+    plan: { ...p, concurrency: 0 },
+    nodes: ['a', 'b'].map((n) => viewNode(node(n, { labels: labels[n] ?? {} }))),
+    managed: () => true,
+    ledger: { slots: {} },
+    jobs: new Map(),
+    now: NOW,
+  });
+  const s = planStatus(input({ a: applied }));
+  assert.equal(cond(s, 'Complete')?.status, 'False');
+  assert.equal(
+    cond(s, 'Complete')?.message,
+    '1 of 2 selected node(s) applied, 0 applying; concurrency 0: the Plan starts on no node',
+  );
+  assert.equal(cond(planStatus(input({ a: applied, b: applied })), 'Complete')?.status, 'True');
+});
+
+test("nodes opted out with SUC's label or nuo's are not selected, and the status says so; complete without them", () => {
+  const out = status({
+    labels: {
+      a: applied,
+      b: { 'plan.upgrade.cattle.io/os': 'disabled' },
+      c: { [planLabel('os')]: 'disabled' },
+    },
+  });
+  assert.equal(cond(out, 'Complete')?.status, 'True');
+  assert.equal(
+    cond(out, 'Complete')?.message,
+    'applied on all 1 selected node(s) at version v2; 2 node(s) opted out (label plan.upgrade.cattle.io/os or plan.nuo.dev/os = disabled): not touched',
+  );
+  const pending = status({ labels: { b: { 'plan.upgrade.cattle.io/os': 'disabled' } } });
+  assert.match(
+    cond(pending, 'Complete')?.message ?? '',
+    /0 of 2 selected node\(s\) applied.*1 node\(s\) opted out/,
   );
 });
 

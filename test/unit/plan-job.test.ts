@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { JobAnnotations, JobLabels } from '../../src/api/keys.ts';
+import { JobAnnotations, JobLabels, planKey } from '../../src/api/keys.ts';
 import type { Plan, PlanSpec } from '../../src/api/plan.ts';
+import { jobView } from '../../src/operator/plan-jobs.ts';
 import {
   activeDeadline,
   buildJob,
@@ -16,6 +17,7 @@ import {
   ttlAfterFinished,
 } from '../../src/plan/job.ts';
 import { validatePlan } from '../../src/plan/validate.ts';
+import { mungeVersion } from '../../src/plan/version.ts';
 
 const HASH = 'a'.repeat(56);
 const spec: PlanSpec = {
@@ -44,6 +46,7 @@ const input: JobInput = {
     labels: {
       team: 'ops',
       'nuo.dev/plan': 'forged',
+      'upgrade.cattle.io/plan': 'forged',
       'plan.nuo.dev/x': 'y',
       'sim.nuo.dev/job-outcome': 'fail',
     },
@@ -51,7 +54,7 @@ const input: JobInput = {
     spec,
   },
   node: { name: 'node-1.example.com', hostname: 'node-1', bootId: 'boot-1' },
-  version: 'v1.20.11+k3s1',
+  version: 'v1.20.11-k3s1',
   hash: HASH,
 };
 const job = buildJob(input);
@@ -71,6 +74,23 @@ test('jobName: SUC-style, deterministic, at most 63 characters, a new hash a new
   assert.equal(job.metadata?.name, jobName('k3s-server', 'node-1.example.com', HASH));
 });
 
+test('a Plan name past 63 characters: labels shortened as SUC shortens names, the whole name in nuo.dev/plan', () => {
+  const name = `kernel-${'x'.repeat(80)}`;
+  const long = buildJob({ ...input, plan: { ...input.plan, name } });
+  const labels = long.metadata?.labels ?? {};
+  const valid = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+  for (const [k, v] of Object.entries(labels)) {
+    assert.match(k.split('/').at(-1) ?? '', valid, `key ${k}`);
+    assert.match(v, valid, `value of ${k}`);
+  }
+  assert.equal(labels[JobLabels.plan], planKey(name));
+  assert.equal(labels['upgrade.cattle.io/plan'], planKey(name));
+  assert.equal(labels[`plan.upgrade.cattle.io/${planKey(name)}`], HASH);
+  assert.equal(long.metadata?.annotations?.[JobAnnotations.plan], name);
+  assert.equal(jobView(long)?.plan, `system-upgrade/${name}`, 'the Plan read back whole');
+  assert.match(long.metadata?.name ?? '', /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+});
+
 test('imageAt: the version as tag only for an image without tag or digest', () => {
   const cases: [string, string][] = [
     ['ubuntu', 'ubuntu:v1.20.11-k3s1'],
@@ -79,7 +99,7 @@ test('imageAt: the version as tag only for an image without tag or digest', () =
     ['registry:5000/os/upgrade:v2', 'registry:5000/os/upgrade:v2'],
     [`ubuntu@sha256:${'0'.repeat(64)}`, `ubuntu@sha256:${'0'.repeat(64)}`],
   ];
-  for (const [image, want] of cases) assert.equal(imageAt(image, 'v1.20.11+k3s1'), want, image);
+  for (const [image, want] of cases) assert.equal(imageAt(image, 'v1.20.11-k3s1'), want, image);
 });
 
 test("secretPath: SUC's default and relative paths under /run/system-upgrade/secrets", () => {
@@ -116,6 +136,12 @@ test("the Job: in the Plan's namespace, owned by it, labelled and annotated for 
   const labels = {
     team: 'ops',
     'sim.nuo.dev/job-outcome': 'fail',
+    'upgrade.cattle.io/controller': 'nuo',
+    'upgrade.cattle.io/exclusive': 'false',
+    'upgrade.cattle.io/node': 'node-1.example.com',
+    'upgrade.cattle.io/plan': 'k3s-server',
+    'upgrade.cattle.io/version': 'v1.20.11-k3s1',
+    'plan.upgrade.cattle.io/k3s-server': HASH,
     [JobLabels.plan]: 'k3s-server',
     [JobLabels.node]: 'node-1.example.com',
     [JobLabels.hash]: HASH,
@@ -124,14 +150,22 @@ test("the Job: in the Plan's namespace, owned by it, labelled and annotated for 
   assert.deepEqual(
     job.metadata?.labels,
     labels,
-    "the Plan's labels without nuo's keys (nuo.dev/, plan.nuo.dev/), then nuo's",
+    "the Plan's labels without nuo's keys (nuo.dev/, plan.nuo.dev/) nor SUC's (cattle.io/), then SUC's and nuo's",
   );
   assert.deepEqual(job.spec?.template.metadata?.labels, labels);
-  assert.deepEqual(job.metadata?.annotations, {
+  const annotations = {
     owner: 'ops',
-    [JobAnnotations.version]: 'v1.20.11+k3s1',
+    [JobAnnotations.plan]: 'k3s-server',
+    [JobAnnotations.version]: 'v1.20.11-k3s1',
     [JobAnnotations.bootId]: 'boot-1',
+  };
+  assert.deepEqual(job.metadata?.annotations, {
+    ...annotations,
+    'upgrade.cattle.io/ttl-seconds-after-finished': '900',
   });
+  assert.deepEqual(job.spec?.template.metadata?.annotations, annotations);
+  const odd = buildJob({ ...input, version: 'v1.2.3~rc.1' });
+  assert.equal(odd.metadata?.labels?.['upgrade.cattle.io/version'], undefined, 'not a label value: left off');
 });
 
 test("the pod: SUC's host access, pinned to the node, tolerating the cordon, never restarted", () => {
@@ -164,12 +198,14 @@ test('anti-affinity: one Job of the Plan per node, or one exclusive Plan per nod
   const term = (j: typeof job) =>
     j.spec?.template.spec?.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.[0];
   assert.deepEqual(term(job), {
-    labelSelector: { matchExpressions: [{ key: JobLabels.plan, operator: 'In', values: ['k3s-server'] }] },
+    labelSelector: {
+      matchExpressions: [{ key: 'upgrade.cattle.io/plan', operator: 'In', values: ['k3s-server'] }],
+    },
     topologyKey: 'kubernetes.io/hostname',
   });
   const exclusive = buildJob({ ...input, plan: { ...input.plan, spec: { ...spec, exclusive: true } } });
   assert.deepEqual(term(exclusive)?.labelSelector, {
-    matchExpressions: [{ key: JobLabels.exclusive, operator: 'In', values: ['true'] }],
+    matchExpressions: [{ key: 'upgrade.cattle.io/exclusive', operator: 'In', values: ['true'] }],
   });
   assert.equal(exclusive.metadata?.labels?.[JobLabels.exclusive], 'true');
 });
@@ -200,9 +236,22 @@ test('the containers: prepare as init container, the tag from the version, mount
   }
   assert.equal(env.NUO_PLAN_HASH, HASH);
   assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_HASH, HASH);
-  assert.equal(env.NUO_PLAN_VERSION, 'v1.20.11+k3s1');
-  assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_VERSION, 'v1.20.11+k3s1');
-  assert.deepEqual(upgrade?.env?.at(-1), { name: 'EXTRA', value: '1' }, "the plan's envs come last");
+  assert.equal(env.NUO_PLAN_VERSION, 'v1.20.11-k3s1');
+  assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_VERSION, 'v1.20.11-k3s1');
+  assert.deepEqual(
+    upgrade?.env?.map((e) => e.name),
+    [
+      ...['SYSTEM_UPGRADE_NODE_NAME', 'SYSTEM_UPGRADE_POD_NAME', 'SYSTEM_UPGRADE_POD_UID'],
+      ...['NUO_NODE_NAME', 'NUO_POD_NAME', 'NUO_POD_UID', 'EXTRA'],
+      ...[
+        'SYSTEM_UPGRADE_PLAN_NAME',
+        'SYSTEM_UPGRADE_PLAN_LATEST_HASH',
+        'SYSTEM_UPGRADE_PLAN_LATEST_VERSION',
+      ],
+      ...['NUO_PLAN_NAME', 'NUO_PLAN_HASH', 'NUO_PLAN_VERSION'],
+    ],
+    "the plan's envs after the node's and pod's variables, before the Plan's, which so win (SUC's order)",
+  );
   assert.deepEqual(upgrade?.envFrom, [{ configMapRef: { name: 'settings' } }]);
   const own = buildJob({
     ...input,
@@ -223,7 +272,7 @@ test("SUC's example Plans pass validation and build a Job whose image has the re
       if (plan?.kind !== 'Plan') continue;
       plans++;
       assert.deepEqual(validatePlan(plan.spec), [], `${file}: ${plan.metadata.name}`);
-      const version = plan.spec.version ?? '';
+      const version = mungeVersion(plan.spec.version ?? '');
       const built = buildJob({
         plan: { ...plan.metadata, uid: 'uid', spec: plan.spec },
         node: { name: 'node-1', bootId: 'boot' },
@@ -233,7 +282,7 @@ test("SUC's example Plans pass validation and build a Job whose image has the re
       const image = built.spec?.template.spec?.containers[0]?.image ?? '';
       const tagged = plan.spec.upgrade?.image.includes(':')
         ? plan.spec.upgrade.image
-        : `${plan.spec.upgrade?.image}:${version.replaceAll('+', '-')}`;
+        : `${plan.spec.upgrade?.image}:${version}`;
       assert.equal(image, tagged, `${file}: ${plan.metadata.name}`);
       assert.match(image, /:[A-Za-z0-9_][A-Za-z0-9_.-]*$/, `${file}: a tag`);
     }

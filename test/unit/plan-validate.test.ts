@@ -41,7 +41,8 @@ test('what the API server cannot check is reported by field; a valid Plan has no
       ['window.timeZone'],
     ],
     ['a drain timeout that does not parse', { ...valid, drain: { timeout: '10x' } }, ['drain.timeout']],
-    ['a schema error (a CRD older than the types)', { ...valid, concurrency: 0 }, ['concurrency']],
+    ['a schema error (a CRD older than the types)', { ...valid, concurrency: -1 }, ['concurrency']],
+    ['concurrency 0 (SUC: no node is started)', { ...valid, concurrency: 0 }, []],
   ];
   for (const [what, spec, fields] of cases) {
     assert.deepEqual(

@@ -1,0 +1,393 @@
+/**
+ * The Job nuo builds for a Plan using every field, compared field by field with the Job SUC builds for
+ * it. SUC's Job below is derived by reading SUC's source (rancher/system-upgrade-controller at d357e23):
+ * pkg/upgrade/job/job.go New, pkg/upgrade/container/container.go New and its options, wrangler's
+ * name.SafeConcatName; each row names where its expectation comes from. A row with `nuo` is a difference
+ * nuo keeps on purpose, and says why (docs/plans.md, "What differs from SUC").
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import test from 'node:test';
+import type { V1Container, V1EnvVar } from '@kubernetes/client-node';
+import { buildJob } from '../../src/plan/job.ts';
+import { mungeVersion } from '../../src/plan/version.ts';
+import { EVERY_SECURITY_FIELD, PLAN_EVERY_FIELD } from '../fixtures/plan-every-field.ts';
+
+const HASH = 'c'.repeat(56);
+const plan = PLAN_EVERY_FIELD;
+const spec = plan.spec;
+const version = mungeVersion(spec.version ?? '');
+const job = buildJob({
+  plan: { ...plan.metadata, uid: plan.metadata.uid ?? '', spec },
+  node: { name: 'node-1.example.com', hostname: 'node-1', bootId: 'boot-1' },
+  version,
+  hash: HASH,
+});
+const pod = job.spec?.template.spec;
+
+/** wrangler's SafeConcatName, as SUC names the Job: 63 characters, the cut at 57 then 5 of sha256. */
+const sucJobName = (() => {
+  const full = `apply-os-on-node-1-with-${HASH}`;
+  return `${full.slice(0, 57)}-${createHash('sha256').update(full).digest('hex').slice(0, 5)}`;
+})();
+
+/** container.go New: the node's and pod's variables, then the container's envs. */
+const fieldEnv = (name: string, fieldPath: string): V1EnvVar => ({
+  name,
+  valueFrom: { fieldRef: { fieldPath } },
+});
+const sucEnv = (envs: V1EnvVar[]): V1EnvVar[] => [
+  fieldEnv('SYSTEM_UPGRADE_NODE_NAME', 'spec.nodeName'),
+  fieldEnv('SYSTEM_UPGRADE_POD_NAME', 'metadata.name'),
+  fieldEnv('SYSTEM_UPGRADE_POD_UID', 'metadata.uid'),
+  ...envs,
+  // container.go WithPlanEnvironment, applied after New: so they come after (and win over) the envs.
+  { name: 'SYSTEM_UPGRADE_PLAN_NAME', value: 'os' },
+  { name: 'SYSTEM_UPGRADE_PLAN_LATEST_HASH', value: HASH },
+  { name: 'SYSTEM_UPGRADE_PLAN_LATEST_VERSION', value: 'v1.30.2-k3s1' },
+];
+
+/** container.go New's two mounts, WithSecrets' (paths under /run/system-upgrade/secrets), WithVolumes'. */
+const sucMounts = (want: NonNullable<typeof spec.upgrade>) => [
+  { name: 'host-root', mountPath: '/host' },
+  { name: 'pod-info', mountPath: '/run/system-upgrade/pod', readOnly: true },
+  { name: 'secret-creds', mountPath: '/run/system-upgrade/secrets/creds-dir', readOnly: true },
+  { name: 'secret-extra', mountPath: '/run/system-upgrade/secrets/extra', readOnly: true },
+  ...(want.volumes ?? []).map((v) => ({ name: v.name, mountPath: v.destination })),
+];
+
+const sucLabels = {
+  // job.go New, jobLabels; the controller's name is SUC's --name (its manifests: system-upgrade-controller).
+  'upgrade.cattle.io/controller': 'system-upgrade-controller',
+  'upgrade.cattle.io/exclusive': 'true',
+  'upgrade.cattle.io/node': 'node-1.example.com',
+  'upgrade.cattle.io/plan': 'os',
+  'upgrade.cattle.io/version': 'v1.30.2-k3s1',
+  'plan.upgrade.cattle.io/os': HASH,
+  // then the Plan's labels whose key holds no "cattle.io/".
+  team: 'ops',
+};
+
+interface Row {
+  field: string;
+  /** Where in SUC's source the expectation comes from. */
+  from: string;
+  suc: unknown;
+  got: unknown;
+  /** nuo's value where it differs on purpose, and why. */
+  nuo?: { value: unknown; why: string };
+}
+
+const pick = (map: Record<string, string> | undefined, keys: readonly string[]) =>
+  Object.fromEntries(keys.filter((k) => map?.[k] !== undefined).map((k) => [k, map?.[k]]));
+const sucNamed = (env: V1EnvVar[] | undefined) => (env ?? []).filter((e) => !e.name.startsWith('NUO_'));
+
+function containerRows(
+  name: string,
+  c: V1Container | undefined,
+  want: NonNullable<typeof spec.upgrade>,
+): Row[] {
+  const from =
+    'container.go New with WithLatestTag, WithSecrets, WithPlanEnvironment, WithImagePullPolicy, WithVolumes, WithSecurityContext';
+  return [
+    { field: `${name}.name`, from: 'job.go New', suc: name, got: c?.name },
+    {
+      field: `${name}.image`,
+      from: `${from}: the name-only image tagged with latestVersion`,
+      suc: `${want.image}:v1.30.2-k3s1`,
+      got: c?.image,
+    },
+    { field: `${name}.command`, from, suc: want.command, got: c?.command },
+    { field: `${name}.args`, from, suc: want.args, got: c?.args },
+    { field: `${name}.env (SUC's names)`, from, suc: sucEnv(want.envs as V1EnvVar[]), got: sucNamed(c?.env) },
+    { field: `${name}.envFrom`, from, suc: want.envFrom, got: c?.envFrom },
+    { field: `${name}.volumeMounts`, from, suc: sucMounts(want), got: c?.volumeMounts },
+    {
+      field: `${name}.imagePullPolicy`,
+      from: 'job.go defaultImagePullPolicy',
+      suc: 'IfNotPresent',
+      got: c?.imagePullPolicy,
+    },
+    {
+      field: `${name}.securityContext`,
+      from: "job.go New: the Plan's, passed as is",
+      suc: EVERY_SECURITY_FIELD,
+      got: c?.securityContext,
+    },
+  ];
+}
+
+const rows: Row[] = [
+  {
+    field: 'metadata.name',
+    from: 'job.go New: SafeConcatName("apply", plan, "on", short node name, "with", hash)',
+    suc: sucJobName,
+    got: job.metadata?.name,
+  },
+  { field: 'metadata.namespace', from: 'job.go New', suc: 'system-upgrade', got: job.metadata?.namespace },
+  {
+    field: "metadata.labels (SUC's keys)",
+    from: 'job.go New, jobLabels and the Plan labels without cattle.io/ keys',
+    suc: sucLabels,
+    got: pick(job.metadata?.labels, Object.keys(sucLabels)),
+    nuo: {
+      value: { ...sucLabels, 'upgrade.cattle.io/controller': 'nuo' },
+      why: "SUC's controller handles the Jobs labelled with its own name: a SUC still running leaves nuo's alone",
+    },
+  },
+  {
+    field: 'metadata.labels (a Plan label under cattle.io/)',
+    from: 'job.go New: keys holding "cattle.io/" are not copied',
+    suc: undefined,
+    got: job.metadata?.labels?.['upgrade.cattle.io/forged'],
+  },
+  {
+    field: "metadata.labels (nuo's keys)",
+    from: 'not in SUC',
+    suc: {},
+    got: pick(job.metadata?.labels, [
+      'nuo.dev/plan',
+      'nuo.dev/node',
+      'nuo.dev/plan-hash',
+      'nuo.dev/exclusive',
+    ]),
+    nuo: {
+      value: {
+        'nuo.dev/plan': 'os',
+        'nuo.dev/node': 'node-1.example.com',
+        'nuo.dev/plan-hash': HASH,
+        'nuo.dev/exclusive': 'true',
+      },
+      why: "nuo's own, beside SUC's: nuo watches its Jobs by them",
+    },
+  },
+  {
+    field: 'metadata.annotations',
+    from: 'job.go New, jobAnnotations: the TTL, and the Plan annotations without cattle.io/ and kubectl.kubernetes.io/ keys',
+    suc: { 'upgrade.cattle.io/ttl-seconds-after-finished': '1260', owner: 'ops' },
+    got: job.metadata?.annotations,
+    nuo: {
+      value: {
+        'upgrade.cattle.io/ttl-seconds-after-finished': '1260',
+        owner: 'ops',
+        'nuo.dev/plan': 'os',
+        'nuo.dev/version': 'v1.30.2-k3s1',
+        'nuo.dev/boot-id': 'boot-1',
+      },
+      why: "nuo's Plan name, version and boot ID beside: a name or version may not fit a label value, the boot ID tells a Job's own reboot",
+    },
+  },
+  {
+    field: 'spec.podReplacementPolicy',
+    from: 'job.go defaultPodReplacementPolicy',
+    suc: 'TerminatingOrFailed',
+    got: job.spec?.podReplacementPolicy,
+  },
+  { field: 'spec.backoffLimit', from: 'job.go defaultBackoffLimit', suc: 2, got: job.spec?.backoffLimit },
+  {
+    field: 'spec.ttlSecondsAfterFinished',
+    from: 'job.go New: 900, or postCompleteDelay + 1 minute when longer',
+    suc: 1260,
+    got: job.spec?.ttlSecondsAfterFinished,
+  },
+  { field: 'spec.completions', from: 'job.go New', suc: 1, got: job.spec?.completions },
+  {
+    field: 'spec.parallelism',
+    from: 'job.go New: 0 (paused), 1 once the node is in status.applying',
+    suc: 1,
+    got: job.spec?.parallelism,
+  },
+  {
+    field: 'spec.activeDeadlineSeconds',
+    from: 'job.go New: jobActiveDeadlineSecs > 0 as set',
+    suc: 1200,
+    got: job.spec?.activeDeadlineSeconds,
+  },
+  {
+    field: 'template.metadata.labels',
+    from: 'job.go New: the Job labels',
+    suc: job.metadata?.labels,
+    got: job.spec?.template.metadata?.labels,
+  },
+  {
+    field: 'template.metadata.annotations',
+    from: 'job.go New, podAnnotations: the Plan annotations without cattle.io/ and kubectl.kubernetes.io/ keys',
+    suc: { owner: 'ops' },
+    got: job.spec?.template.metadata?.annotations,
+    nuo: {
+      value: {
+        owner: 'ops',
+        'nuo.dev/plan': 'os',
+        'nuo.dev/version': 'v1.30.2-k3s1',
+        'nuo.dev/boot-id': 'boot-1',
+      },
+      why: "nuo's Plan name, version and boot ID, as on the Job",
+    },
+  },
+  { field: 'pod.hostIPC', from: 'job.go New', suc: true, got: pod?.hostIPC },
+  { field: 'pod.hostPID', from: 'job.go New', suc: true, got: pod?.hostPID },
+  { field: 'pod.hostNetwork', from: 'job.go New', suc: true, got: pod?.hostNetwork },
+  { field: 'pod.dnsPolicy', from: 'job.go New', suc: 'ClusterFirstWithHostNet', got: pod?.dnsPolicy },
+  { field: 'pod.restartPolicy', from: 'job.go New', suc: 'Never', got: pod?.restartPolicy },
+  {
+    field: 'pod.priorityClassName',
+    from: 'job.go New',
+    suc: 'system-node-critical',
+    got: pod?.priorityClassName,
+  },
+  {
+    field: 'pod.serviceAccountName',
+    from: 'job.go New',
+    suc: 'system-upgrade',
+    got: pod?.serviceAccountName,
+  },
+  {
+    field: 'pod.imagePullSecrets',
+    from: 'job.go New',
+    suc: [{ name: 'registry' }],
+    got: pod?.imagePullSecrets,
+  },
+  {
+    field: 'pod.affinity.nodeAffinity',
+    from: "job.go New: kubernetes.io/hostname In the node's hostname label (node.go Hostname)",
+    suc: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['node-1'] }] },
+        ],
+      },
+    },
+    got: pod?.affinity?.nodeAffinity,
+  },
+  {
+    field: 'pod.affinity.podAntiAffinity',
+    from: 'job.go New: for an exclusive Plan, upgrade.cattle.io/exclusive In ["true"] per hostname',
+    suc: {
+      requiredDuringSchedulingIgnoredDuringExecution: [
+        {
+          labelSelector: {
+            matchExpressions: [{ key: 'upgrade.cattle.io/exclusive', operator: 'In', values: ['true'] }],
+          },
+          topologyKey: 'kubernetes.io/hostname',
+        },
+      ],
+    },
+    got: pod?.affinity?.podAntiAffinity,
+  },
+  {
+    field: 'pod.tolerations',
+    from: "job.go New: the cordon's taint tolerated, then the Plan's",
+    suc: [
+      { key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' },
+      ...(spec.tolerations ?? []),
+    ],
+    got: pod?.tolerations,
+  },
+  {
+    field: 'pod.volumes',
+    from: "job.go New: host-root, pod-info (mode 420, fieldRefs of v1), the secrets (SafeConcatName, optional when ignoreUpdates), the upgrade container's host paths",
+    suc: [
+      { name: 'host-root', hostPath: { path: '/', type: 'Directory' } },
+      {
+        name: 'pod-info',
+        downwardAPI: {
+          defaultMode: 420,
+          items: [
+            { path: 'labels', fieldRef: { fieldPath: 'metadata.labels', apiVersion: 'v1' } },
+            { path: 'annotations', fieldRef: { fieldPath: 'metadata.annotations', apiVersion: 'v1' } },
+          ],
+        },
+      },
+      { name: 'secret-creds', secret: { secretName: 'creds', optional: false } },
+      { name: 'secret-extra', secret: { secretName: 'extra', optional: true, defaultMode: 0o400 } },
+      { name: 'logs', hostPath: { path: '/var/log' } },
+      { name: 'etc', hostPath: { path: '/etc' } },
+    ],
+    got: pod?.volumes,
+  },
+  {
+    field: 'pod.initContainers (names)',
+    from: 'job.go New: prepare, then a kubectl drain container (cordon without drain)',
+    suc: ['prepare', 'drain'],
+    got: pod?.initContainers?.map((c) => c.name),
+    nuo: {
+      value: ['prepare'],
+      why: 'nuo cordons and drains in its engine before the Job (Eviction API, bounded, within the budget), so the Job needs no kubectl',
+    },
+  },
+  ...containerRows('prepare', pod?.initContainers?.[0], spec.prepare as NonNullable<typeof spec.prepare>),
+  {
+    field: 'pod.containers (names)',
+    from: 'job.go New',
+    suc: ['upgrade'],
+    got: pod?.containers.map((c) => c.name),
+  },
+  ...containerRows('upgrade', pod?.containers[0], spec.upgrade as NonNullable<typeof spec.upgrade>),
+];
+
+test("the Job for a Plan using every field, field by field against SUC's job builder", () => {
+  for (const row of rows) {
+    const want = row.nuo ? row.nuo.value : row.suc;
+    assert.deepEqual(
+      row.got,
+      want,
+      `${row.field} (SUC: ${row.from}${row.nuo ? `; nuo differs: ${row.nuo.why}` : ''})`,
+    );
+    if (row.nuo) assert.notDeepEqual(row.nuo.value, row.suc, `${row.field}: a difference that is one`);
+  }
+});
+
+test("the Plan's variables win over an envs entry of their name, as in SUC; nuo's twins carry the same values", () => {
+  const env = (c: V1Container | undefined, name: string) => c?.env?.findLast((e) => e.name === name);
+  const prepare = pod?.initContainers?.[0];
+  const upgrade = pod?.containers[0];
+  assert.equal(env(prepare, 'SYSTEM_UPGRADE_PLAN_NAME')?.value, 'os', 'not the envs entry "forged"');
+  assert.equal(env(upgrade, 'SYSTEM_UPGRADE_PLAN_LATEST_VERSION')?.value, version, 'not the envs entry "v0"');
+  for (const c of [prepare, upgrade]) {
+    for (const [suc, nuo] of [
+      ['SYSTEM_UPGRADE_NODE_NAME', 'NUO_NODE_NAME'],
+      ['SYSTEM_UPGRADE_POD_NAME', 'NUO_POD_NAME'],
+      ['SYSTEM_UPGRADE_POD_UID', 'NUO_POD_UID'],
+      ['SYSTEM_UPGRADE_PLAN_NAME', 'NUO_PLAN_NAME'],
+      ['SYSTEM_UPGRADE_PLAN_LATEST_HASH', 'NUO_PLAN_HASH'],
+      ['SYSTEM_UPGRADE_PLAN_LATEST_VERSION', 'NUO_PLAN_VERSION'],
+    ] as const) {
+      const [a, b] = [env(c, suc), env(c, nuo)];
+      assert.deepEqual({ ...b, name: suc }, a, `${c?.name}: ${nuo} twins ${suc}`);
+      const at = (n: string) => c?.env?.findLastIndex((e) => e.name === n) ?? -1;
+      const envs = c?.name === 'prepare' ? spec.prepare?.envs : spec.upgrade?.envs;
+      const lastEnvs = Math.max(...(envs ?? []).map((e) => at(e.name)).filter((i) => i >= 0));
+      if (suc.startsWith('SYSTEM_UPGRADE_PLAN_'))
+        assert.ok(at(nuo) > lastEnvs, `${c?.name}: ${nuo} after the envs`);
+    }
+  }
+});
+
+test('a prepare host path the upgrade container does not mount is a volume of the pod too (SUC adds only the upgrade container’s, and its pod is refused)', () => {
+  const own = buildJob({
+    plan: {
+      ...plan.metadata,
+      uid: 'u',
+      spec: {
+        ...spec,
+        prepare: { image: 'x', volumes: [{ name: 'boot', source: '/boot', destination: '/boot' }] },
+      },
+    },
+    node: { name: 'n', bootId: 'b' },
+    version,
+    hash: HASH,
+  });
+  assert.deepEqual(own.spec?.template.spec?.volumes?.at(-1), { name: 'boot', hostPath: { path: '/boot' } });
+});
+
+test('job names shortened as wrangler’s SafeConcatName: a cut at a dash keeps 56 characters and 6 of the digest', () => {
+  const full = `apply-${'p'.repeat(50)}-on-n-with-${HASH}`;
+  const name = buildJob({
+    plan: { ...plan.metadata, name: 'p'.repeat(50), uid: 'u', spec },
+    node: { name: 'n', bootId: 'b' },
+    version,
+    hash: HASH,
+  }).metadata?.name;
+  assert.equal(full[56], '-');
+  assert.equal(name, `${full.slice(0, 56)}-${createHash('sha256').update(full).digest('hex').slice(0, 6)}`);
+});
