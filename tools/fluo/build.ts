@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, formatDuration, goBuild, withLock } from '../go-build.ts';
+import { buildCommand, cacheRoot, goBuild, withLock } from '../go-build.ts';
 import { inSourceTree, type PinnedSource, pinnedSource } from '../third-party.ts';
 
 const checkout = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -87,22 +87,8 @@ export async function ensureFluoAgent(
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const args = process.argv.slice(2);
-  const unknown = args.filter((a) => a !== '--print');
-  if (unknown.length > 0) {
-    process.stderr.write(`build.ts: unknown argument ${unknown.join(' ')}; usage: build.ts [--print]\n`);
-    process.exit(2);
-  }
-  try {
-    if (args.includes('--print')) {
-      process.stdout.write(`${plan().binary.path}\n`);
-    } else {
-      const started = Date.now();
-      const agent = await ensureFluoAgent();
-      process.stdout.write(`FLUO update-agent in ${agent.path} (${formatDuration(Date.now() - started)})\n`);
-    }
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
-    process.exit(1);
-  }
+  await buildCommand({
+    print: () => plan().binary.path,
+    build: async () => `FLUO update-agent in ${(await ensureFluoAgent()).path}`,
+  });
 }

@@ -16,7 +16,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, formatDuration, goBuild, withLock } from '../go-build.ts';
+import { buildCommand, cacheRoot, goBuild, withLock } from '../go-build.ts';
 import { inSourceTree, type PinnedSource, pinnedSource } from '../third-party.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -87,24 +87,11 @@ export async function ensureKured(
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const args = process.argv.slice(2);
-  const unknown = args.filter((a) => a !== '--print');
-  if (unknown.length > 0) {
-    process.stderr.write(`build.ts: unknown argument ${unknown.join(' ')}; usage: build.ts [--print]\n`);
-    process.exit(2);
-  }
-  try {
-    if (args.includes('--print')) {
-      process.stdout.write(`${(await plan()).binaries.kured}\n`);
-    } else {
-      const started = Date.now();
+  await buildCommand({
+    print: async () => (await plan()).binaries.kured,
+    build: async () => {
       const built = await ensureKured();
-      process.stdout.write(
-        `kured ${KURED.version} in ${built.kured}, sim-init in ${built.simInit} (${formatDuration(Date.now() - started)})\n`,
-      );
-    }
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
-    process.exit(1);
-  }
+      return `kured ${KURED.version} in ${built.kured}, sim-init in ${built.simInit}`;
+    },
+  });
 }
