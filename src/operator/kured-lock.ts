@@ -106,18 +106,19 @@ export function kuredDisrupted(view: KuredView, pool: Iterable<string>): Set<str
 }
 
 /**
- * Why the pool admits nothing because of kured's lock. Without holdLock: never (kured's nodes only count
- * in the budget). With it: while kured holds the lock (kured reboots one node or more: nuo waits), and
- * until nuo's own hold is in it (kured waits from then).
+ * Why the pool admits nothing because of kured's lock: while it is not read or not understood (who kured
+ * disrupts is unknown: fail closed). With holdLock also while kured holds the lock (kured reboots one node
+ * or more: nuo waits), and until nuo's own hold is in it (kured waits from then). Without holdLock kured's
+ * nodes only count in the budget.
  */
 export function kuredHold(
   settings: KuredSettings,
   view: KuredView | { error: string } | undefined,
 ): Wait | undefined {
-  if (!settings.holdLock) return undefined;
   const lock = `kured's lock (${settings.namespace}/${settings.name} ${settings.annotation})`;
   if (view === undefined) return { reason: `waiting: ${lock} is not read yet` };
   if ('error' in view) return { reason: `waiting: ${lock} cannot be used: ${view.error}` };
+  if (!settings.holdLock) return undefined;
   if (view.kured.length > 0) return { reason: `waiting: kured holds ${lock} for ${view.kured.join(', ')}` };
   if (view.otherNuo) return { reason: `waiting: another UpdatePolicy holds ${lock}` };
   if (!view.held) return { reason: `waiting: taking ${lock}` };

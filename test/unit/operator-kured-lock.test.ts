@@ -130,7 +130,7 @@ describe("kured's holders in the pool's budget", () => {
 
 describe('holdLock', () => {
   const free = { kured: [], held: false, otherNuo: false };
-  test('the pool waits while kured holds the lock, until its own hold is in, and while the lock is unknown', () => {
+  test('the pool waits while kured holds the lock, until its own hold is in, and (with or without holdLock) while the lock is unknown', () => {
     const table: Array<[string, Parameters<typeof kuredHold>[1], RegExp | undefined]> = [
       ['not read', undefined, /is not read yet/],
       ['unreadable', { error: 'forbidden' }, /cannot be used: forbidden/],
@@ -148,7 +148,14 @@ describe('holdLock', () => {
       if (want) assert.match(hold?.reason ?? '', want, name);
       else assert.equal(hold, undefined, name);
     }
-    assert.equal(kuredHold({ ...single, holdLock: false }, { ...free, kured: ['node-4'] }), undefined);
+    const countOnly = { ...single, holdLock: false };
+    assert.equal(
+      kuredHold(countOnly, { ...free, kured: ['node-4'] }),
+      undefined,
+      'kured holds: counted only',
+    );
+    assert.match(kuredHold(countOnly, undefined)?.reason ?? '', /not read yet/, 'unknown: fail closed');
+    assert.match(kuredHold(countOnly, { error: 'no "locks" list' })?.reason ?? '', /cannot be used/);
   });
 
   test('a pool wants the lock while it has attempts, or waiting nodes held back by nothing but the lock', () => {
