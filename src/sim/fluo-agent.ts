@@ -10,9 +10,8 @@
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ensureFluoAgent } from '../../tools/fluo/build.ts';
-import { Runc, type Unpacked } from '../../tools/image/runc.ts';
+import type { Unpacked } from '../../tools/image/runc.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
-import { cleanUpWithHarness } from './cluster/process.ts';
 import {
   booted,
   FIRST_FLATCAR_VERSION,
@@ -25,15 +24,7 @@ import {
 import type { HostAgent, SimHost } from './host.ts';
 import { PrivateBus } from './os/private-bus.ts';
 import { FakeLogind, FakeUpdateEngine } from './os/services.ts';
-import {
-  type Exit,
-  grantRbac,
-  NodeContainers,
-  prepareRootfs,
-  restarting,
-  SERVICE_ACCOUNT_DIR,
-  writeServiceAccount,
-} from './pod-container.ts';
+import * as pod from './pod-container.ts';
 
 /** FLUO's agent's namespace, ServiceAccount and ClusterRole, named as its deploy manifests name them. */
 export const FLUO_AGENT_ACCOUNT = {
@@ -66,7 +57,7 @@ const AGENT_RULES = [
  * update.conf and the mount points.
  */
 function agentRootfs(dir: string, binary: string): Promise<Unpacked> {
-  return prepareRootfs(dir, {
+  return pod.prepareRootfs(dir, {
     dirs: ['etc/flatcar', DBUS_DIR],
     files: { 'etc/os-release': '', 'usr/share/flatcar/update.conf': updateConf(UPDATE_GROUP) },
     binaries: { 'bin/update-agent': binary },
@@ -76,29 +67,21 @@ function agentRootfs(dir: string, binary: string): Promise<Unpacked> {
 /** FLUO's agents of one cluster: the built binary, its root filesystem, runc, the RBAC; one per node. */
 export class FluoAgents {
   readonly nodes = new Map<string, FluoNodeAgent>();
-  readonly #cluster: LocalCluster;
-  readonly #dir: string;
-  readonly #unpacked: Unpacked;
-  readonly #runc = new Runc();
-  readonly #forget: () => void;
+  readonly #kind: pod.PodKind;
   readonly #options: FluoAgentsOptions;
 
-  private constructor(cluster: LocalCluster, dir: string, unpacked: Unpacked, options: FluoAgentsOptions) {
-    this.#cluster = cluster;
-    this.#dir = dir;
-    this.#unpacked = unpacked;
+  private constructor(kind: pod.PodKind, options: FluoAgentsOptions) {
+    this.#kind = kind;
     this.#options = options;
-    this.#forget = cleanUpWithHarness(() => this.#runc.deleteAll());
   }
 
   /** Builds the agent if need be (tools/fluo/build.ts), prepares its root filesystem and grants its RBAC. */
   static async start(cluster: LocalCluster, options: FluoAgentsOptions = {}): Promise<FluoAgents> {
     const binary = await ensureFluoAgent((line) => options.log?.('info', `fluo build: ${line}`));
-    // A directory of its own: a cluster outlives its fleets, and each fleet starts its FLUO agents afresh.
     const dir = await mkdtemp(join(cluster.dir, 'fluo-'));
     const unpacked = await agentRootfs(dir, binary.path);
-    await grantRbac(cluster, FLUO_AGENT_ACCOUNT, AGENT_RULES);
-    return new FluoAgents(cluster, dir, unpacked, options);
+    await pod.grantRbac(cluster, FLUO_AGENT_ACCOUNT, AGENT_RULES);
+    return new FluoAgents(new pod.PodKind(cluster, dir, unpacked, 'fluo-agent-'), options);
   }
 
   /** The agent of one node, with the node's system bus and services running: a SimHost's `agent`. */
@@ -117,10 +100,9 @@ export class FluoAgents {
     }
     const agent = new FluoNodeAgent({
       nodeName,
-      cluster: this.#cluster,
-      dir: join(this.#dir, nodeName),
-      unpacked: this.#unpacked,
-      runc: this.#runc,
+      cluster: this.#kind.cluster,
+      dir: join(this.#kind.dir, nodeName),
+      containers: this.#kind.containers(nodeName),
       bus,
       updateEngine,
       logind,
@@ -134,9 +116,7 @@ export class FluoAgents {
   /** Stops every node's services and bus and removes any container left (stop the hosts first). */
   async stop(): Promise<void> {
     await Promise.all([...this.nodes.values()].map((n) => n.dispose()));
-    this.#runc.deleteAll();
-    this.#runc.close();
-    this.#forget();
+    this.#kind.close();
   }
 }
 
@@ -144,8 +124,7 @@ interface NodeParts {
   nodeName: string;
   cluster: LocalCluster;
   dir: string;
-  unpacked: Unpacked;
-  runc: Runc;
+  containers: pod.NodeContainers;
   bus: PrivateBus;
   updateEngine: FakeUpdateEngine;
   logind: FakeLogind;
@@ -161,10 +140,9 @@ export class FluoNodeAgent implements HostAgent {
   /** org.freedesktop.login1 on the node's bus: its `calls` are the agent's Reboot calls. */
   readonly logind: FakeLogind;
   readonly #p: NodeParts;
-  readonly #containers: NodeContainers;
+  readonly #containers: pod.NodeContainers;
   #os: FlatcarOs;
   #bootId: string | undefined;
-  #running: Promise<void> = Promise.resolve();
 
   constructor(parts: NodeParts) {
     this.#p = parts;
@@ -172,12 +150,7 @@ export class FluoNodeAgent implements HostAgent {
     this.updateEngine = parts.updateEngine;
     this.logind = parts.logind;
     this.#os = parts.os;
-    this.#containers = new NodeContainers({
-      runc: parts.runc,
-      unpacked: parts.unpacked,
-      logFile: join(parts.cluster.dir, 'logs', `fluo-agent-${parts.nodeName}.log`),
-      title: parts.nodeName,
-    });
+    this.#containers = parts.containers;
   }
 
   /** The version running now and the one staged for the next boot. */
@@ -206,38 +179,25 @@ export class FluoNodeAgent implements HostAgent {
   }
 
   /** Runs the agent while the host is up: a container, restarted after a backoff if it exits. */
-  async run(host: SimHost, signal: AbortSignal): Promise<void> {
-    const previous = this.#running;
-    let finished = () => {};
-    this.#running = new Promise((resolve) => {
-      finished = resolve;
+  run(host: SimHost, signal: AbortSignal): Promise<void> {
+    return this.#containers.serve(signal, {
+      setup: async () => {
+        if (host.bootIdValue !== this.#bootId) {
+          this.#bootId = host.bootIdValue;
+          this.#os = booted(this.#os, host.needsReboot);
+        }
+        this.#sync(host, false);
+        this.logind.onReboot = () => {
+          host
+            .reboot()
+            .catch((err) => this.#p.log?.('error', `host ${this.nodeName}: logind reboot: ${err}`));
+        };
+        return host.watch(() => this.#sync(host, true));
+      },
+      start: () => this.#container(signal),
+      onRestart: (how, backoffMs) =>
+        this.#p.log?.('warn', `FLUO agent on ${this.nodeName} ${how}; restarting it in ${backoffMs} ms`),
     });
-    try {
-      // One container per node at a time: the one being replaced is gone before the next starts.
-      await previous;
-      if (signal.aborted) return;
-      if (host.bootIdValue !== this.#bootId) {
-        this.#bootId = host.bootIdValue;
-        this.#os = booted(this.#os, host.needsReboot);
-      }
-      this.#sync(host, false);
-      this.logind.onReboot = () => {
-        host.reboot().catch((err) => this.#p.log?.('error', `host ${this.nodeName}: logind reboot: ${err}`));
-      };
-      const unwatch = host.watch(() => this.#sync(host, true));
-      try {
-        await restarting(
-          () => this.#container(signal),
-          signal,
-          (how, backoffMs) =>
-            this.#p.log?.('warn', `FLUO agent on ${this.nodeName} ${how}; restarting it in ${backoffMs} ms`),
-        );
-      } finally {
-        unwatch();
-      }
-    } finally {
-      finished();
-    }
   }
 
   /** update_engine follows the host: an update staged while it needs a reboot, idle after the reboot. */
@@ -247,9 +207,9 @@ export class FluoNodeAgent implements HostAgent {
   }
 
   /** One container until it exits or the signal aborts. */
-  async #container(signal: AbortSignal): Promise<Exit> {
+  async #container(signal: AbortSignal): Promise<pod.Exit> {
     const { cluster, bus } = this.#p;
-    await writeServiceAccount(cluster, FLUO_AGENT_ACCOUNT, this.nodeName, this.serviceAccountDir);
+    await pod.writeServiceAccount(cluster, FLUO_AGENT_ACCOUNT, this.nodeName, this.serviceAccountDir);
     await this.#writeHostFiles();
     const server = new URL(cluster.server);
     return this.#containers.run(
@@ -258,7 +218,7 @@ export class FluoNodeAgent implements HostAgent {
         args: ['/bin/update-agent'],
         hostNetwork: true,
         binds: [
-          { source: this.serviceAccountDir, destination: SERVICE_ACCOUNT_DIR },
+          { source: this.serviceAccountDir, destination: pod.SERVICE_ACCOUNT_DIR },
           { source: join(this.#p.dir, 'os-release'), destination: '/etc/os-release' },
           { source: join(this.#p.dir, 'flatcar'), destination: '/etc/flatcar' },
           { source: bus.dir, destination: DBUS_DIR },
@@ -284,7 +244,7 @@ export class FluoNodeAgent implements HostAgent {
 
   /** Stops the node's services and bus (its host stopped first, so no container runs). */
   async dispose(): Promise<void> {
-    await this.#running;
+    await this.#containers.stopped();
     await this.logind.stop();
     await this.updateEngine.stop();
     await this.#p.bus.dispose();

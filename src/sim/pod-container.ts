@@ -11,8 +11,9 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { CoreV1Api, RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import type { ContainerOptions, RuntimeSpec } from '../../tools/image/container.ts';
-import type { Runc, Unpacked } from '../../tools/image/runc.ts';
+import { Runc, type Unpacked } from '../../tools/image/runc.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
+import { cleanUpWithHarness } from './cluster/process.ts';
 
 const run = promisify(execFile);
 
@@ -133,12 +134,53 @@ export async function writeServiceAccount(
 /** How a container ended: its exit status or signal; undefined when it was stopped (the signal aborted). */
 export type Exit = { code: number | null; signal: NodeJS.Signals | null } | undefined;
 
+/**
+ * One kind of third-party pod on a cluster's simulated nodes: its shared root filesystem and runc, whose
+ * containers are deleted if the test process dies.
+ */
+export class PodKind {
+  readonly cluster: LocalCluster;
+  /** A directory of its own: a cluster outlives its fleets, and each fleet starts its pods afresh. */
+  readonly dir: string;
+  readonly #unpacked: Unpacked;
+  readonly #runc = new Runc();
+  readonly #forget: () => void;
+  /** How each node's log file is named in the cluster's log directory: `<logPrefix><node>.log`. */
+  readonly #logPrefix: string;
+
+  constructor(cluster: LocalCluster, dir: string, unpacked: Unpacked, logPrefix: string) {
+    this.cluster = cluster;
+    this.dir = dir;
+    this.#unpacked = unpacked;
+    this.#logPrefix = logPrefix;
+    this.#forget = cleanUpWithHarness(() => this.#runc.deleteAll());
+  }
+
+  /** The containers of one node. */
+  containers(nodeName: string): NodeContainers {
+    return new NodeContainers({
+      runc: this.#runc,
+      unpacked: this.#unpacked,
+      logFile: join(this.cluster.dir, 'logs', `${this.#logPrefix}${nodeName}.log`),
+      title: nodeName,
+    });
+  }
+
+  /** Removes any container left (stop the hosts first). */
+  close(): void {
+    this.#runc.deleteAll();
+    this.#runc.close();
+    this.#forget();
+  }
+}
+
 /** One node's containers of a kind: their output in one log, the one running now. */
 export class NodeContainers {
   /** Containers started so far. */
   starts = 0;
   #output = '';
   #current: ReturnType<Runc['start']> | undefined;
+  #serving: Promise<void> = Promise.resolve();
   readonly #runc: Runc;
   readonly #unpacked: Unpacked;
   readonly #logFile: string;
@@ -170,6 +212,43 @@ export class NodeContainers {
     appendFileSync(this.#logFile, text);
   }
 
+  /**
+   * Runs the node's pod while the host is up (until `signal` aborts): once the previous run has ended (one
+   * container per node at a time), `setup` (which returns its undoing), then `start` as the kubelet runs
+   * a container (restarting).
+   */
+  async serve(
+    signal: AbortSignal,
+    o: {
+      setup: () => Promise<() => void>;
+      start: () => Promise<Exit>;
+      onRestart: (how: string, ms: number) => void;
+    },
+  ): Promise<void> {
+    const previous = this.#serving;
+    let finished = () => {};
+    this.#serving = new Promise((resolve) => {
+      finished = resolve;
+    });
+    try {
+      await previous;
+      if (signal.aborted) return;
+      const undo = await o.setup();
+      try {
+        await restarting(o.start, signal, o.onRestart);
+      } finally {
+        undo();
+      }
+    } finally {
+      finished();
+    }
+  }
+
+  /** Settles once the node's pod has ended (its host stopped). */
+  stopped(): Promise<void> {
+    return this.#serving;
+  }
+
   /** One container until it exits (how, returned) or the signal aborts (undefined: it is stopped). */
   async run(options: Omit<ContainerOptions, 'rootfs'>, signal: AbortSignal): Promise<Exit> {
     if (signal.aborted) return undefined;
@@ -193,7 +272,7 @@ export class NodeContainers {
  * Runs `start` until the signal aborts, as the kubelet runs a pod's container: one that ends on its own
  * (`start` returns how; a start that throws counts too) is started again after a doubling backoff.
  */
-export async function restarting(
+async function restarting(
   start: () => Promise<Exit>,
   signal: AbortSignal,
   onRestart: (how: string, backoffMs: number) => void,
