@@ -31,7 +31,8 @@ interface Kept {
   /** Ends the current wait so a round runs now (the pool began to want the lock). */
   poke: () => void;
   read?: { lock: KuredLock } | { error: string };
-  want: boolean;
+  /** Undefined until a pass says: a new leader neither takes nor drops a hold before it has decided. */
+  want?: boolean;
 }
 
 export class KuredKeeper {
@@ -86,7 +87,6 @@ export class KuredKeeper {
       settings,
       stop: new AbortController(),
       poke: () => {},
-      want: false,
     };
     this.#kept.set(name, k);
     void (async () => {
@@ -112,7 +112,7 @@ export class KuredKeeper {
       const parsed = parseKuredLock(object.metadata?.annotations?.[annotation], concurrency);
       read = parsed.ok ? { lock: parsed.lock } : { error: `its value is not kured's: ${parsed.error}` };
       const next =
-        parsed.ok && k.settings.holdLock
+        parsed.ok && k.settings.holdLock && k.want !== undefined
           ? nextLockValue(parsed.lock, k.settings, name, k.want, Date.now())
           : undefined;
       if (next !== undefined && !k.stop.signal.aborted) {
@@ -133,8 +133,8 @@ export class KuredKeeper {
           policy: name,
           daemonSet: `${namespace}/${ds}`,
         });
-        const after = next === null ? [] : parseKuredLock(next, concurrency);
-        read = Array.isArray(after) ? { lock: after } : after.ok ? { lock: after.lock } : read;
+        const written = parseKuredLock(next ?? undefined, concurrency);
+        if (written.ok) read = { lock: written.lock };
       }
     } catch (err) {
       const code = (err as { code?: number }).code;

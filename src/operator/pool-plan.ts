@@ -43,7 +43,8 @@ export type HoldCode =
   | 'PolicyGone'
   | 'PoliciesNotRead'
   | 'Superseded'
-  | 'KuredLock';
+  | 'KuredLock'
+  | 'KuredLockUnknown';
 
 /** A blocker's verdict for a pool (Prometheus): blocked or clear, and why; none yet = not checked. */
 export interface BlockerVerdict {
@@ -151,7 +152,9 @@ export function policyHold(
 
 function kuredPoolHold(p: ResolvedPolicy, view: PolicyBlockers['kured']): PoolHold | undefined {
   const wait = p.kured && kuredHold(p.kured, view);
-  return wait && { ...wait, code: 'KuredLock' };
+  if (!wait) return undefined;
+  // Taking turns with kured is the migration going as planned; a lock nuo cannot read is not.
+  return { ...wait, code: view === undefined || 'error' in view ? 'KuredLockUnknown' : 'KuredLock' };
 }
 
 function prometheusHold(p: ResolvedPolicy, verdict: BlockerVerdict | undefined): PoolHold | undefined {
