@@ -3,7 +3,8 @@
  * binary, tools/kured/build.ts, one runc container per node: kured-agent.ts), the others nuo's agent, and
  * one UpdatePolicy over all of them with a budget of 2 and coexistence.kured. The independent checker
  * counts kured's holders as disrupted (a reboot under kured's lock is kured's own) and holds both to the
- * one budget.
+ * one budget. With holdLock, kured and nuo take turns; without it, kured's holder uses a slot of nuo's
+ * budget even once kured has uncordoned it (kured's --lock-release-delay keeps the lock after that).
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
@@ -12,6 +13,7 @@ import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
 import { KURED_LOCK_ANNOTATION } from '../../src/operator/kured-lock.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { KURED_ACCOUNT } from '../../src/sim/kured-agent.ts';
@@ -44,6 +46,11 @@ afterEach(async () => {
   const list = (await custom.listClusterCustomObject(ref)) as { items: UpdatePolicy[] };
   for (const p of list.items) await custom.deleteClusterCustomObject({ ...ref, name: p.metadata.name });
   await resetNodes(core, { uncordonAll: true });
+  // Each test runs kured with its own --concurrency: the lock's form must be its.
+  await apps.patchNamespacedDaemonSet(
+    { ...KURED_ACCOUNT, body: { metadata: { annotations: { [KURED_LOCK_ANNOTATION]: null } } } },
+    mergePatch,
+  );
 });
 
 async function createPolicy(name: string, spec: UpdatePolicySpec): Promise<void> {
@@ -144,5 +151,66 @@ describe('nuo beside kured 1.23.0', () => {
     const log = operatorLog(cluster, 'op-a');
     assert.ok(log.some((l) => l.msg === "kured's lock held"));
     assert.ok(log.some((l) => l.msg === "kured's lock released"));
+  });
+
+  test('without holdLock: a node kured holds its lock for uses a slot, even uncordoned', async () => {
+    const kuredNode = 'node-0';
+    const f = new Fleet(cluster, {
+      rebootMs: 500,
+      budget: BUDGET,
+      agentCheckIntervalMs: 2000,
+      kuredNodes: [kuredNode],
+      // kured uncordons its node after the boot, then keeps its lock this long: schedulable and Ready,
+      // disrupted only by the lock.
+      kured: { periodSeconds: 2, args: ['--lock-release-delay=60s'] },
+    });
+    fleet = f;
+    await f.start();
+    await createPolicy('all', {
+      maxUnavailable: BUDGET,
+      reboot: { soak: '1s', retryBackoff: '5s' },
+      coexistence: { kured: { daemonSet: { namespace: KURED_ACCOUNT.namespace, name: KURED_ACCOUNT.name } } },
+    });
+    f.startOperator('op-a', FAST_LEASE);
+    f.stageUpdates([kuredNode]);
+    await pollUntil(
+      `${kuredNode} rebooted by kured, uncordoned, its lock still held`,
+      async () => {
+        const n = await core.readNode({ name: kuredNode });
+        const lock = await kuredLock();
+        return f.checker.kuredRebootsOf(kuredNode) === 1 &&
+          !n.spec?.unschedulable &&
+          lock?.includes(kuredNode)
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 240_000, intervalMs: 500 },
+    );
+
+    /** The most of nuo's nodes in an attempt at once while kured's lock named its node. */
+    let most = 0;
+    f.stageUpdates(NUO_NODES);
+    await pollUntil(
+      "nuo's nodes rebooted once, Idle, and kured's lock released",
+      async () => {
+        const [nodes, lock] = await Promise.all([core.listNode(), kuredLock()]);
+        const busy = nodes.items.filter((n) => {
+          const phase = n.metadata?.annotations?.[Annotations.state];
+          return (
+            NUO_NODES.includes(n.metadata?.name ?? '') &&
+            phase !== undefined &&
+            phase !== Phase.idle &&
+            phase !== Phase.pending
+          );
+        });
+        if (lock?.includes(kuredNode)) most = Math.max(most, busy.length);
+        const done = NUO_NODES.every((n) => f.checker.rebootsOf(n) === 1) && busy.length === 0;
+        return done && !lock?.includes(kuredNode) ? true : undefined;
+      },
+      { timeoutMs: 240_000, intervalMs: 250 },
+    );
+    await f.checker.settle();
+    assert.deepEqual(f.checker.violations, []);
+    assert.equal(most, BUDGET - 1, "one slot to nuo's nodes while kured's lock held the other");
   });
 });
