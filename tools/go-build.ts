@@ -122,3 +122,32 @@ function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * A build tool's command line (`build.ts [--print]`): `--print` prints where the result goes, without
+ * building; no argument builds what is missing and prints what `build` returns, with the time it took.
+ * A failure prints its message and exits 1; an unknown argument exits 2.
+ */
+export async function buildCommand(o: {
+  print: () => string | Promise<string>;
+  build: () => Promise<string>;
+}): Promise<void> {
+  const args = process.argv.slice(2);
+  const unknown = args.filter((a) => a !== '--print');
+  if (unknown.length > 0) {
+    process.stderr.write(`build.ts: unknown argument ${unknown.join(' ')}; usage: build.ts [--print]\n`);
+    process.exit(2);
+  }
+  try {
+    if (args.includes('--print')) {
+      process.stdout.write(`${await o.print()}\n`);
+    } else {
+      const started = Date.now();
+      const what = await o.build();
+      process.stdout.write(`${what} (${formatDuration(Date.now() - started)})\n`);
+    }
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}

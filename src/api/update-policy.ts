@@ -313,6 +313,50 @@ export const Notification = Type.Object({
 });
 export type Notification = Type.Static<typeof Notification>;
 
+/** kured's DaemonSet as kured's flags name it; its lock is an annotation on that object. */
+export const KuredCoexistence = Type.Object(
+  {
+    daemonSet: Type.Object(
+      {
+        namespace: Type.String({ minLength: 1, maxLength: 63, default: 'kube-system' }),
+        name: Type.String({ minLength: 1, maxLength: 253, default: 'kured' }),
+      },
+      { description: "kured's --ds-namespace and --ds-name." },
+    ),
+    lockAnnotation: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 317,
+        default: 'weave.works/kured-node-lock',
+        description: "kured's --lock-annotation.",
+      }),
+    ),
+    concurrency: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1000,
+        default: 1,
+        description: "kured's --concurrency: 1 writes a single holder, more a list of holders.",
+      }),
+    ),
+    holdLock: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          "Hold kured's lock while nuo's attempts in this pool run (or are about to), so kured waits; nuo admits nothing while kured holds it.",
+      }),
+    ),
+    lockTTL: Type.Optional(
+      duration("The TTL nuo's own hold carries (renewed while held), so kured takes over if nuo dies.", '5m'),
+    ),
+  },
+  {
+    description:
+      "Run beside kured during a migration: nodes named in kured's lock count as disrupted in this pool's budget.",
+  },
+);
+export type KuredCoexistence = Type.Static<typeof KuredCoexistence>;
+
 export const UpdatePolicySpec = Type.Object(
   {
     nodeSelector: Type.Optional(LabelSelector),
@@ -344,6 +388,12 @@ export const UpdatePolicySpec = Type.Object(
       Type.Object({
         maxNotReady: countOrPercent('More nodes of the pool NotReady than this: admit nothing.'),
       }),
+    ),
+    coexistence: Type.Optional(
+      Type.Object(
+        { kured: Type.Optional(KuredCoexistence) },
+        { description: 'Other reboot coordinators running beside nuo on this pool.' },
+      ),
     ),
   },
   { description: 'Which nodes this policy holds (its pool), and how and when they are updated.' },

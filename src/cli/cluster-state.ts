@@ -3,17 +3,18 @@
  * slot ledger, the UpdatePolicies resolved (a cluster without the CRD has none), planned into pools, and
  * the Plans with their Jobs.
  */
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import type { UpdatePolicy } from '../api/update-policy.ts';
-import { statusCode } from '../kube/errors.ts';
+import { describeError, statusCode } from '../kube/errors.ts';
 import { type Decision, decide } from '../operator/decide.ts';
+import { parseKuredLock, viewLock } from '../operator/kured-lock.ts';
 import { inPool, type Ledger, LedgerStore } from '../operator/ledger.ts';
 import { type NodeView, viewNode } from '../operator/node-view.ts';
 import { type PassPlan, plansOfPass } from '../operator/plan-pass.ts';
 import { passPlan } from '../operator/plan-resolve.ts';
 import type { PolicyEntry, PolicyState } from '../operator/policies.ts';
-import { type PoolPlan, planPools } from '../operator/pool-plan.ts';
+import { type PolicyBlockers, type PoolPlan, planPools } from '../operator/pool-plan.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import { type PlansRead, readPlans } from './plans.ts';
 
@@ -58,6 +59,34 @@ async function readPolicies(kc: KubeConfig): Promise<{ state: PolicyState; raw: 
   }
 }
 
+/** kured's lock as each policy beside kured sees it now (coexistence.kured), read as the operator reads it. */
+async function readKuredLocks(
+  kc: KubeConfig,
+  state: PolicyState,
+  now: Date,
+): Promise<Map<string, PolicyBlockers>> {
+  const apps = kc.makeApiClient(AppsV1Api);
+  const out = new Map<string, PolicyBlockers>();
+  for (const entry of state.policies) {
+    const k = entry.current.ok ? entry.current.policy.kured : undefined;
+    if (!k) continue;
+    try {
+      const ds = await apps.readNamespacedDaemonSet({ namespace: k.namespace, name: k.name });
+      const parsed = parseKuredLock(ds.metadata?.annotations?.[k.annotation], k.concurrency);
+      out.set(entry.name, {
+        kured: parsed.ok
+          ? viewLock(parsed.lock, entry.name, now.getTime())
+          : { error: `its value is not kured's: ${parsed.error}` },
+      });
+    } catch (err) {
+      out.set(entry.name, {
+        kured: { error: `${k.namespace}/${k.name} cannot be read: ${describeError(err)}` },
+      });
+    }
+  }
+  return out;
+}
+
 export async function readClusterState(kc: KubeConfig, namespace: string, now: Date): Promise<ClusterState> {
   const core = kc.makeApiClient(CoreV1Api);
   const ledger = (await new LedgerStore(core, namespace).read().catch(() => undefined))?.ledger ?? {
@@ -71,7 +100,15 @@ export async function readClusterState(kc: KubeConfig, namespace: string, now: D
     .sort((a, b) => a.name.localeCompare(b.name));
   const { state, raw } = await readPolicies(kc);
   // As an operator decides it when not paused cluster-wide (its flags are not in the cluster).
-  const plan = planPools({ state, paused: false, nodes, ledger, now });
+  const kured = await readKuredLocks(kc, state, now);
+  const plan = planPools({
+    state,
+    paused: false,
+    nodes,
+    ledger,
+    now,
+    blockers: (policy) => kured.get(policy),
+  });
   for (const pool of plan.pools) pool.config = { ...pool.config, plans: ofPass.pass };
   const decisions = new Map(
     plan.pools.map((pool) => {

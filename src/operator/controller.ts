@@ -6,7 +6,7 @@
  * exactly where the last one stopped. This module only wires the parts and runs the loop under the
  * leader election.
  */
-import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { Drainer } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
@@ -25,6 +25,7 @@ import { DrainRunner } from './drain-runner.ts';
 import { EventRecorder } from './events.ts';
 import { GrantSigner } from './grant-key.ts';
 import { HealthReads } from './health-reads.ts';
+import { KuredKeeper, withKured } from './kured-keeper.ts';
 import { LedgerCache, LedgerStore } from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { NodeSteps, type Wake } from './node-steps.ts';
@@ -71,6 +72,7 @@ export class Operator {
   readonly #policies: PolicySource;
   readonly #plans: PlanWatch;
   readonly #blockers: BlockerWatch;
+  readonly #kured: KuredKeeper;
   readonly #optOuts: DoNotDisruptReads;
   readonly #statuses: PolicyStatusWriter;
   readonly #notifier: Notifier;
@@ -130,6 +132,11 @@ export class Operator {
       onChange: this.#wake.now,
       log,
     });
+    this.#kured = new KuredKeeper({
+      apps: kubeconfig.makeApiClient(AppsV1Api),
+      onChange: this.#wake.now,
+      log,
+    });
     this.#notifier = new Notifier({ core, namespace: c.namespace, log, ...(metrics ? { metrics } : {}) });
     const notifier = this.#notifier;
     this.#statuses = new PolicyStatusWriter({
@@ -141,7 +148,8 @@ export class Operator {
     });
     this.#decider = new Decider({
       policies: () => this.#policies.state(),
-      blockers: (policy) => this.#blockers.blockers(policy),
+      blockers: (policy) => withKured(this.#blockers.blockers(policy), this.#kured.view(policy)),
+      kuredWant: (policy, want) => this.#kured.want(policy, want),
       nodeHolds: (waiting, now) => this.#optOuts.holds(waiting, now),
       paused: c.paused,
       nodes: this.#informer,
@@ -251,6 +259,7 @@ export class Operator {
     this.#policies.onChange(() => {
       if (!this.#acting()) return;
       this.#blockers.sync(this.#policies.state().policies);
+      this.#kured.sync(this.#policies.state().policies);
       this.#wake.now();
     });
     this.#policies.start();
@@ -270,6 +279,7 @@ export class Operator {
         this.#leading = undefined;
         this.#drains.abortAll();
         this.#blockers.stop();
+        this.#kured.stop();
         clearTimeout(this.#resync);
       },
     });
@@ -279,6 +289,7 @@ export class Operator {
       this.#electionEnded = true;
       clearTimeout(this.#resync);
       this.#blockers.stop();
+      this.#kured.stop();
       this.#drains.abortAll();
       // Notifications still queued at shutdown are dropped: the next leader tells what happens next.
       this.#notifier.stop();
@@ -323,6 +334,7 @@ export class Operator {
     this.#plans.clear();
     this.#optOuts.clear();
     this.#blockers.sync(this.#policies.state().policies);
+    this.#kured.sync(this.#policies.state().policies);
     // Ready before the first grant: a replica that cannot read or create the key says so at once.
     this.#grants.prepare().catch((err: unknown) => this.#o.log('error', describeError(err)));
     this.#queue.add(KEY);

@@ -60,6 +60,8 @@ export interface DecideConfig {
   nodeHold?: (node: string) => Wait | undefined;
   /** The Plans as this pass sees them (every pool's the same); absent: no Plan is known. */
   plans?: PlanPass;
+  /** Nodes of the pool another coordinator disrupts (kured's lock names them): they use slots. */
+  disruptedElsewhere?: ReadonlySet<string>;
 }
 
 export interface Snapshot {
@@ -193,16 +195,11 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const promises = settlePromises(snapshot.ledger, byName, holders, inFlight, c, t);
   actions.push(...stale.actions, ...promises.actions);
   const slots = budgetSlots(c.maxUnavailable, eligible.length);
-  const excess =
-    holders.size +
-    unavailable(eligible, holders, inFlight).length +
-    promises.reserved +
-    inFlight.size -
-    slots;
+  const disrupted = unavailable(eligible, holders, inFlight, c.disruptedElsewhere);
+  const excess = holders.size + disrupted.length + promises.reserved + inFlight.size - slots;
   actions.push(
     ...withdrawUnstarted(snapshot.ledger, byName, holders, snapshot.admitting, excess, stale.delayed),
   );
-  const disrupted = unavailable(eligible, holders, inFlight);
 
   const step = {
     config: c,

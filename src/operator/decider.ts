@@ -11,6 +11,7 @@ import { type Action, type DecideConfig, type Decision, decide } from './decide.
 import type { DrainSettings } from './drain-runner.ts';
 import type { Wait } from './gates.ts';
 import type { Health } from './health-gate.ts';
+import { wantsLock } from './kured-lock.ts';
 import { inPool, type Ledger, type LedgerChange, type Slot } from './ledger.ts';
 import { needsWork, outsideAttempt } from './need.ts';
 import { type NodeView, viewNode } from './node-view.ts';
@@ -56,6 +57,8 @@ export interface DeciderOptions {
   jobs: () => ReadonlyMap<string, readonly JobView[]>;
   /** How a Plan's attempt drains its node (`pool`: its pool's settings), or undefined when the Plan is gone. */
   planDrain: (ref: string, pool: DrainSettings) => DrainSettings | undefined;
+  /** Told after each pass whether a pool beside kured wants to hold kured's lock (kured-keeper.ts). */
+  kuredWant?: (policy: string, want: boolean) => void;
 }
 
 /** One pool's decision in a pass. */
@@ -157,6 +160,7 @@ export class Decider {
       };
       return { pool, decision: decide(snapshot, pool.config, now) };
     });
+    for (const { pool, decision } of pools) this.#kuredWant(pool, decision, now);
     const unmanaged = new Set([...plan.unmatched, ...plan.conflicts.keys()]);
     const wakes = pools.flatMap((p) => (p.decision.wakeAt === undefined ? [] : [p.decision.wakeAt]));
     return {
@@ -166,6 +170,14 @@ export class Decider {
       holders: pools.flatMap((p) => p.decision.budget.holders),
       ...(wakes.length > 0 ? { wakeAt: Math.min(...wakes) } : {}),
     };
+  }
+
+  #kuredWant(pool: Pool, decision: Decision, now: Date): void {
+    const policy = pool.policy?.current.ok ? pool.policy.current.policy : pool.policy?.lastValid;
+    if (!policy?.kured?.holdLock || !this.#o.kuredWant) return;
+    const attempts = decision.budget.holders.length + decision.budget.admitting.length;
+    const waiting = pool.nodes.filter((n) => outsideAttempt(n) && needsWork(n, now.getTime()) !== undefined);
+    this.#o.kuredWant(pool.name, wantsLock(attempts, waiting.length, pool.hold));
   }
 
   /** The policy of the node's pool as last planned (its last valid generation), if it has one. */

@@ -11,8 +11,11 @@ export interface PolicyEvent {
   message: string;
 }
 
-/** Holds a person planned (a window, a pause): Normal. Anything else holding a pool is a Warning. */
-const PLANNED: ReadonlySet<string> = new Set(['OutsideWindow', 'Paused']);
+/**
+ * Holds a person planned (a window, a pause, taking turns with kured): Normal. Anything else holding a
+ * pool is a Warning.
+ */
+const PLANNED: ReadonlySet<string> = new Set(['OutsideWindow', 'Paused', 'KuredLock']);
 
 const blocked = (s: UpdatePolicyStatus | undefined) =>
   s?.conditions?.find((c) => c.type === 'Blocked' && c.status === 'True');

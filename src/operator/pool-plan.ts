@@ -16,6 +16,7 @@ import { windowState } from '../policy/windows.ts';
 import { budgetSlots } from './budget.ts';
 import type { DecideConfig } from './decide.ts';
 import type { Wait } from './gates.ts';
+import { type KuredView, kuredDisrupted, kuredHold } from './kured-lock.ts';
 import type { Ledger } from './ledger.ts';
 import { poolOf } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
@@ -41,7 +42,9 @@ export type HoldCode =
   | 'InvalidSpec'
   | 'PolicyGone'
   | 'PoliciesNotRead'
-  | 'Superseded';
+  | 'Superseded'
+  | 'KuredLock'
+  | 'KuredLockUnknown';
 
 /** A blocker's verdict for a pool (Prometheus): blocked or clear, and why; none yet = not checked. */
 export interface BlockerVerdict {
@@ -63,6 +66,8 @@ export interface BlockingPod {
 export interface PolicyBlockers {
   prometheus?: BlockerVerdict;
   pods?: BlockingPod[] | { error: string };
+  /** kured's lock as last read, for a policy with coexistence.kured (kured-keeper.ts). */
+  kured?: KuredView | { error: string };
 }
 
 export interface PoolHold extends Wait {
@@ -138,7 +143,18 @@ export function policyHold(
       ...(window.changesAt ? { until: window.changesAt.getTime() } : {}),
     };
   }
-  return prometheusHold(p, blockers?.prometheus) ?? podHold(p, nodes, blockers?.pods);
+  return (
+    prometheusHold(p, blockers?.prometheus) ??
+    podHold(p, nodes, blockers?.pods) ??
+    kuredPoolHold(p, blockers?.kured)
+  );
+}
+
+function kuredPoolHold(p: ResolvedPolicy, view: PolicyBlockers['kured']): PoolHold | undefined {
+  const wait = p.kured && kuredHold(p.kured, view);
+  if (!wait) return undefined;
+  // Taking turns with kured is the migration going as planned; a lock nuo cannot read is not.
+  return { ...wait, code: view === undefined || 'error' in view ? 'KuredLockUnknown' : 'KuredLock' };
 }
 
 function prometheusHold(p: ResolvedPolicy, verdict: BlockerVerdict | undefined): PoolHold | undefined {
@@ -216,7 +232,16 @@ function policyPool(
         code: 'InvalidSpec',
         reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
       };
-  return pool(entry.name, policyConfig(resolved, paused), nodes, hold, entry);
+  const config = policyConfig(resolved, paused);
+  // kured's holders use the pool's slots whether or not the policy is valid now: they are disrupted.
+  const kured = blockers?.kured;
+  if (resolved.kured && kured && !('error' in kured)) {
+    config.disruptedElsewhere = kuredDisrupted(
+      kured,
+      nodes.map((n) => n.name),
+    );
+  }
+  return pool(entry.name, config, nodes, hold, entry);
 }
 
 export function planPools(input: {

@@ -154,14 +154,21 @@ export function settlePromises(
   return out;
 }
 
-/** Nodes disrupted without a slot behind them: NotReady, cordoned, or in a phase of an attempt. */
+/**
+ * Nodes disrupted without a slot behind them: NotReady, cordoned, in a phase of an attempt, or held by
+ * another coordinator (`elsewhere`: kured's lock names them).
+ */
 export function unavailable(
   eligible: readonly NodeView[],
   holders: ReadonlySet<string>,
   inFlight: ReadonlySet<string>,
+  elsewhere: ReadonlySet<string> = new Set(),
 ): string[] {
   return eligible
-    .filter((n) => !holders.has(n.name) && !inFlight.has(n.name) && unavailableWithoutSlot(n))
+    .filter(
+      (n) =>
+        !holders.has(n.name) && !inFlight.has(n.name) && (unavailableWithoutSlot(n) || elsewhere.has(n.name)),
+    )
     .map((n) => n.name);
 }
 

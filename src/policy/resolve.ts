@@ -15,6 +15,7 @@ import {
   selectorText,
 } from '../kube/selector.ts';
 import { type MaxUnavailable, parseMaxUnavailable } from '../operator/budget.ts';
+import { KURED_LOCK_ANNOTATION, type KuredSettings } from '../operator/kured-lock.ts';
 import { parseDuration } from '../util/duration.ts';
 import type { FieldError } from './field-error.ts';
 import { type PrometheusBlockerSpec, parsePrometheusSpec } from './prometheus.ts';
@@ -61,6 +62,8 @@ export interface ResolvedPolicy {
     pendingTaint: boolean;
   };
   circuitBreaker?: MaxUnavailable;
+  /** kured beside nuo on this pool (coexistence.kured), its TTL parsed. */
+  kured?: KuredSettings;
   notifications: ResolvedNotification[];
 }
 
@@ -168,6 +171,14 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
     ...optional('circuitBreaker', spec.circuitBreaker?.maxNotReady, (v) =>
       p.take('circuitBreaker.maxNotReady', () => countOrPercent(v)),
     ),
+    ...optional('kured', spec.coexistence?.kured, (k) => ({
+      namespace: k.daemonSet.namespace,
+      name: k.daemonSet.name,
+      annotation: k.lockAnnotation ?? KURED_LOCK_ANNOTATION,
+      concurrency: k.concurrency ?? 1,
+      holdLock: k.holdLock ?? false,
+      ttlMs: d('coexistence.kured.lockTTL', k.lockTTL ?? '5m'),
+    })),
     notifications: (spec.notifications ?? []).map((n, i) => ({
       format: n.format ?? 'JSON',
       secretKey: n.secretKey,

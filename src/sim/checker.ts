@@ -17,11 +17,19 @@
  * coincidence the next admission accounts for.
  */
 import type { KeyObject } from 'node:crypto';
-import { CoreV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type V1DaemonSet,
+  type V1Node,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { GRANT_KEY_NAME, GrantCheck, PUBLIC_KEY_FIELD, publicKeyFromPem, verifyGrant } from '../api/grant.ts';
 import { Annotations, DEFAULT_NAMESPACE, JobLabels } from '../api/keys.ts';
 import { isPhase } from '../api/phases.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
+import { type KuredLockRef, kuredHolders } from './checker-kured.ts';
 import { CORDONED_PHASES, inAttemptPhase } from './checker-phases.ts';
 import {
   isPlanReboot,
@@ -80,6 +88,11 @@ export interface CheckerOptions {
   namespace?: string;
   /** Plans held to a concurrency of their own ('plan-concurrency'), besides their pools' budgets. */
   plans?: PlanBudget[];
+  /**
+   * kured runs beside nuo, its lock where this says: a node its lock names is in an attempt (kured's),
+   * counted in every budget, and its reboot is kured's own (no grant asked; drained still).
+   */
+  kured?: KuredLockRef;
 }
 
 /**
@@ -103,6 +116,10 @@ export class SafetyChecker {
   /** Pods of Plans' Jobs (labelled nuo.dev/plan), in every namespace. */
   readonly #planPods: ResilientInformer<V1Pod>;
   readonly #plans: PlanBudget[];
+  /** kured's DaemonSet, whose annotation is its lock, when kured runs beside nuo. */
+  readonly #kured: { ref: KuredLockRef; informer: ResilientInformer<V1DaemonSet> } | undefined;
+  /** Reboots that were kured's, per node. */
+  readonly #kuredReboots = new Map<string, number>();
   /** Reboots that were a Plan's own, per node. */
   readonly #planReboots = new Map<string, number>();
   /** Plan attempts ("node attempt") that asked nuo for their reboot and had it: one each. */
@@ -144,16 +161,49 @@ export class SafetyChecker {
       name: 'checker-plan-pods',
     });
     this.#planPods.onEvent((type, pod, old) => this.#observePlanPod(type, pod, old));
+    if (options.kured) {
+      const ref = options.kured;
+      const apps = kubeconfig.makeApiClient(AppsV1Api);
+      const informer = new ResilientInformer<V1DaemonSet>({
+        kubeconfig,
+        path: `/apis/apps/v1/namespaces/${ref.namespace}/daemonsets`,
+        list: (opts) => apps.listNamespacedDaemonSet({ ...opts, namespace: ref.namespace }),
+        name: 'checker-kured',
+      });
+      informer.onEvent(() => this.#observeKured());
+      this.#kured = { ref, informer };
+    }
   }
 
-  /** The nodes that run a pod of a Plan's Job now, as this watch saw them. */
+  /** The nodes kured's lock names now, as this watch saw it. */
+  #kuredHeld(): Set<string> {
+    if (!this.#kured) return new Set();
+    const { ref, informer } = this.#kured;
+    const ds = informer.list().find((d) => d.metadata?.name === ref.name);
+    return kuredHolders(ds?.metadata?.annotations?.[ref.annotation], Date.now());
+  }
+
+  /** The nodes in an attempt by something else than their keys: a Plan Job's pod, or kured's lock. */
   #planPodNodes(): Set<string> {
-    return podNodes(this.#planPods.list());
+    return new Set([...podNodes(this.#planPods.list()), ...this.#kuredHeld()]);
+  }
+
+  /** kured's lock changed: a node it holds now is in kured's attempt (its admission checked). */
+  #observeKured(): void {
+    const held = this.#planPodNodes();
+    for (const name of this.#kuredHeld()) {
+      const node = this.#informer.get(name);
+      if (!node) continue;
+      const wasDisrupted = this.#disruptedSince.has(name);
+      this.#track(node, held);
+      if (!wasDisrupted && !inAttempt(node, podNodes(this.#planPods.list()))) this.#checkAdmission(name);
+    }
+    this.#count();
   }
 
   async start(): Promise<void> {
     this.#grantKey = await this.#readGrantKey();
-    await Promise.all([this.#informer.start(), this.#planPods.start()]);
+    await Promise.all([this.#informer.start(), this.#planPods.start(), this.#kured?.informer.start()]);
     const planPodNodes = this.#planPodNodes();
     for (const n of this.#informer.list()) {
       // Disrupted before the checker looked: long enough for any admission to have seen it.
@@ -194,10 +244,24 @@ export class SafetyChecker {
   onReboot(node: string, bootId: string): void {
     const at = new Date();
     const cached = this.#informer.get(node);
-    if (isPlanReboot(node, cached, this.#planPods.list(), at)) this.#planReboot(node);
+    if (this.#kuredHeld().has(node)) this.#kuredReboot(node, cached);
+    else if (isPlanReboot(node, cached, this.#planPods.list(), at)) this.#planReboot(node);
     else if (!this.#granted(cached, bootId) || !this.#cordonedForReboot(cached)) {
       this.#pending.push(this.#confirmReboot(node, bootId, at));
     } else this.#countReboot(node, cached);
+  }
+
+  /** kured rebooted a node it holds its lock for: one of its staged updates, and drained by kured first. */
+  #kuredReboot(node: string, n: V1Node | undefined): void {
+    this.#kuredReboots.set(node, (this.#kuredReboots.get(node) ?? 0) + 1);
+    this.#countReboot(node, n);
+    if (n?.spec?.unschedulable !== true)
+      this.#violate('reboot-not-drained', `${node} rebooted by kured while schedulable`);
+  }
+
+  /** The node's reboots that were kured's. */
+  kuredRebootsOf(node: string): number {
+    return this.#kuredReboots.get(node) ?? 0;
   }
 
   #planReboot(node: string): void {
@@ -414,7 +478,7 @@ export class SafetyChecker {
   }
 
   #admissionBreaches(node: string, nodes: V1Node[], pods: readonly V1Pod[], now: number): Breach[] {
-    const planPodNodes = podNodes(pods);
+    const planPodNodes = new Set([...podNodes(pods), ...this.#kuredHeld()]);
     const started = nodes.find((n) => n.metadata?.name === node);
     const counted = nodes.filter(
       (n) =>
@@ -447,15 +511,16 @@ export class SafetyChecker {
 
   /** Every budget and every Plan's concurrency against the nodes in attempts now. */
   #countBreaches(nodes: V1Node[], pods: readonly V1Pod[]): Breach[] {
-    const planPodNodes = podNodes(pods);
+    const planPodNodes = new Set([...podNodes(pods), ...this.#kuredHeld()]);
     const attempts = nodes.filter((n) => inAttempt(n, planPodNodes));
+    const whose = this.#kured ? "nuo's or kured's" : "nuo's";
     const out: Breach[] = [];
     for (const b of this.#budgets) {
       const mine = attempts.filter((n) => b.selects(labelsOf(n)));
       if (mine.length > b.max) {
         out.push({
           rule: 'budget',
-          detail: `${mine.length} nodes in nuo's attempts at once${b.name ? ` in ${b.name}` : ''} (budget ${b.max}): ${mine.map((n) => n.metadata?.name).join(', ')}`,
+          detail: `${mine.length} nodes in ${whose} attempts at once${b.name ? ` in ${b.name}` : ''} (budget ${b.max}): ${mine.map((n) => n.metadata?.name).join(', ')}`,
         });
       }
       if (!b.zones) continue;
@@ -463,7 +528,7 @@ export class SafetyChecker {
         if (inZone.length > b.zones.max) {
           out.push({
             rule: 'budget',
-            detail: `${inZone.length} nodes in nuo's attempts at once in zone ${zone}${b.name ? ` of ${b.name}` : ''} (zone budget ${b.zones.max}): ${inZone.map((n) => n.metadata?.name).join(', ')}`,
+            detail: `${inZone.length} nodes in ${whose} attempts at once in zone ${zone}${b.name ? ` of ${b.name}` : ''} (zone budget ${b.zones.max}): ${inZone.map((n) => n.metadata?.name).join(', ')}`,
           });
         }
       }
@@ -518,7 +583,7 @@ export class SafetyChecker {
 
   async stop(): Promise<void> {
     await this.settle();
-    await Promise.all([this.#informer.stop(), this.#planPods.stop()]);
+    await Promise.all([this.#informer.stop(), this.#planPods.stop(), this.#kured?.informer.stop()]);
   }
 }
 

@@ -12,12 +12,14 @@ import type { UpdatePolicySpec } from '../api/update-policy.ts';
 import { kubeconfigCredentials } from '../kube/kubeconfig-credentials.ts';
 import { LeanClient } from '../kube/lean-client.ts';
 import { type Budget, type PlanBudget, SafetyChecker } from './checker.ts';
+import { KURED_DEFAULT_LOCK } from './checker-kured.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import { sampleProc } from './cluster/proc.ts';
 import { killWithHarness } from './cluster/process.ts';
 import { FluoAgents } from './fluo-agent.ts';
-import { type RebootBehaviour, SimHost } from './host.ts';
+import { type HostAgent, type RebootBehaviour, SimHost } from './host.ts';
 import { JobReboots } from './job-reboots.ts';
+import { KuredAgents, type KuredAgentsOptions } from './kured-agent.ts';
 import { applyPlan, installPlanCrd, type PlanObject } from './plans.ts';
 import { applyPolicy, installPolicyCrd } from './policies.ts';
 import { diagnose, diagnosisFlags } from './runaway.ts';
@@ -78,6 +80,12 @@ export interface FleetOptions {
    * protocol, and reboots through the host's logind when its node's reboot-ok annotation says so.
    */
   fluoNodes?: string[];
+  /**
+   * Nodes whose hosts run kured 1.23.0 instead of nuo's agent (kured-agent.ts): it reboots its node when
+   * the host needs it and it holds kured's lock. `kured`: its settings (period, further flags).
+   */
+  kuredNodes?: string[];
+  kured?: Omit<KuredAgentsOptions, 'log'>;
   /** Resident memory at which an operator is killed as a runaway (default RUNAWAY_RSS_MIB). */
   runawayRssMiB?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -87,6 +95,8 @@ export class Fleet {
   readonly hosts = new Map<string, SimHost>();
   /** FLUO's agents, when `fluoNodes` names any: `fluo.nodes.get(node)` has a node's update_engine and logind. */
   fluo: FluoAgents | undefined;
+  /** kured's daemons, when `kuredNodes` names any: `kured.nodes.get(node)` has a node's kured. */
+  kured: KuredAgents | undefined;
   readonly checker: SafetyChecker;
   readonly #cluster: LocalCluster;
   readonly #client: LeanClient;
@@ -104,7 +114,10 @@ export class Fleet {
     this.#client = new LeanClient(kubeconfigCredentials(cluster.kubeconfigPath), {
       idleSockets: Number.POSITIVE_INFINITY,
     });
-    this.checker = new SafetyChecker(cluster.kubeconfig, options.budget, { plans: options.plans });
+    this.checker = new SafetyChecker(cluster.kubeconfig, options.budget, {
+      plans: options.plans,
+      ...(options.kuredNodes?.length ? { kured: KURED_DEFAULT_LOCK } : {}),
+    });
     const agentLog = join(cluster.dir, 'logs', 'agents.log');
     // Agents log beside the control plane's components, so a failing test shows them too.
     this.options = {
@@ -121,11 +134,24 @@ export class Fleet {
     const core = this.#cluster.kubeconfig.makeApiClient(CoreV1Api);
     const nodes = (await core.listNode()).items.map((n) => n.metadata?.name ?? '');
     const fluoNodes = this.options.fluoNodes ?? [];
-    const unknown = fluoNodes.filter((n) => !nodes.includes(n));
-    if (unknown.length > 0) throw new Error(`fluoNodes names nodes the cluster lacks: ${unknown.join(', ')}`);
+    const kuredNodes = this.options.kuredNodes ?? [];
+    const unknown = [...fluoNodes, ...kuredNodes].filter((n) => !nodes.includes(n));
+    if (unknown.length > 0) {
+      throw new Error(`fluoNodes or kuredNodes name nodes the cluster lacks: ${unknown.join(', ')}`);
+    }
     const fluo =
       fluoNodes.length > 0 ? await FluoAgents.start(this.#cluster, { log: this.options.log }) : undefined;
     this.fluo = fluo;
+    const kured =
+      kuredNodes.length > 0
+        ? await KuredAgents.start(this.#cluster, { ...this.options.kured, log: this.options.log })
+        : undefined;
+    this.kured = kured;
+    const agentOf = async (node: string): Promise<HostAgent | undefined> => {
+      if (fluo && fluoNodes.includes(node)) return fluo.agentFor(node);
+      if (kured && kuredNodes.includes(node)) return kured.agentFor(node);
+      return undefined;
+    };
     await Promise.all(
       nodes.map(async (nodeName) => {
         const host = new SimHost({
@@ -138,7 +164,7 @@ export class Fleet {
           agentReportSpreadMs: this.options.agentReportSpreadMs,
           log: this.options.log,
           onReboot: (node, bootIdBefore) => this.checker.onReboot(node, bootIdBefore),
-          agent: fluo && fluoNodes.includes(nodeName) ? await fluo.agentFor(nodeName) : undefined,
+          agent: await agentOf(nodeName),
         });
         this.hosts.set(nodeName, host);
         await host.start();
@@ -261,6 +287,7 @@ export class Fleet {
     await Promise.all([...this.#operators.keys()].map((id) => this.killOperator(id, 'SIGTERM')));
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));
     await this.fluo?.stop();
+    await this.kured?.stop();
     await this.checker.stop();
     this.#client.close();
   }

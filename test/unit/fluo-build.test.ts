@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { checkDigest, FLUO, fluoLdflags, fluoSource, thirdPartyDir } from '../../tools/fluo/build.ts';
+import { FLUO, fluoLdflags } from '../../tools/fluo/build.ts';
+import { checkDigest, pinnedSource, thirdPartyDir } from '../../tools/third-party.ts';
+
+const fluoSource = (env: NodeJS.ProcessEnv, dir: string, exists: (p: string) => boolean) =>
+  pinnedSource(FLUO, env, dir, exists);
 
 test("FLUO's ldflags set its version from the VERSION file, trimmed, and its commit", () => {
   const flags = fluoLdflags('0.10.0-dev\n', FLUO.commit).split(' -X ');
@@ -54,6 +58,9 @@ test('no source at all fails, naming the missing archive, the commit and how to 
 });
 
 test('an archive whose digest is not the pinned one is refused', () => {
-  assert.doesNotThrow(() => checkDigest('a.tar.gz', FLUO.sha256));
-  assert.throws(() => checkDigest('a.tar.gz', '00'.repeat(32)), /a\.tar\.gz: sha256 0+, expected fb34527d/);
+  assert.doesNotThrow(() => checkDigest(FLUO, 'a.tar.gz', FLUO.sha256));
+  assert.throws(
+    () => checkDigest(FLUO, 'a.tar.gz', '00'.repeat(32)),
+    /a\.tar\.gz: sha256 0+, expected fb34527d/,
+  );
 });

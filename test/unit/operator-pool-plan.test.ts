@@ -190,3 +190,37 @@ test("a pool's pod blockers: a matching running pod on a pool node holds it; els
     'PodBlocker',
   );
 });
+
+test("a pool beside kured: kured's holders in it use its slots; its lock holds it, planned or unknown", () => {
+  const kured = { daemonSet: { namespace: 'kube-system', name: 'kured' } };
+  const plan = (spec: UpdatePolicySpec, blockers: Parameters<typeof planPools>[0]['blockers']) =>
+    planPools({
+      state: state([entry('workers', { nodeSelector: { matchLabels: { pool: 'workers' } }, ...spec })]),
+      paused: false,
+      nodes,
+      ledger: empty,
+      now: NOW,
+      ...(blockers ? { blockers } : {}),
+    }).pools[0];
+  const view =
+    (holders: string[], held = false) =>
+    () => ({ kured: { kured: holders, held, otherNuo: false } });
+
+  const counted = plan({ coexistence: { kured } }, view(['w2', 'i1']));
+  assert.deepEqual([...(counted?.config.disruptedElsewhere ?? [])], ['w2'], "only the pool's node");
+  assert.equal(counted?.hold, undefined, 'without holdLock kured only uses slots');
+  assert.equal(plan({ coexistence: { kured } }, undefined)?.hold?.code, 'KuredLockUnknown');
+  assert.equal(
+    plan({ coexistence: { kured } }, () => ({ kured: { error: '404' } }))?.hold?.code,
+    'KuredLockUnknown',
+  );
+
+  const holding = { coexistence: { kured: { ...kured, holdLock: true } } };
+  assert.deepEqual(plan(holding, view(['i1']))?.hold, {
+    code: 'KuredLock',
+    reason: "waiting: kured holds kured's lock (kube-system/kured weave.works/kured-node-lock) for i1",
+  });
+  assert.equal(plan(holding, view([]))?.hold?.code, 'KuredLock', 'taking the lock first');
+  assert.equal(plan(holding, view([], true))?.hold, undefined, 'held: admits');
+  assert.equal(plan({}, undefined)?.config.disruptedElsewhere, undefined, 'no coexistence: nothing read');
+});

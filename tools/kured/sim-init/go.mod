@@ -1,0 +1,3 @@
+module nuo.dev/tools/kured/sim-init
+
+go 1.26.0
