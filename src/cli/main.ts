@@ -34,6 +34,11 @@ const commands: Entry[] = [
     load: async () => (await import('./plan.ts')).planCommand,
   },
   {
+    name: 'whatif',
+    summary: 'snapshot a cluster (read-only) for predicting a rollout on a local twin of it',
+    load: async () => (await import('./whatif.ts')).whatifCommand,
+  },
+  {
     name: 'reboot',
     summary: 'reboot a node once through the normal budgeted rollout',
     load: async () => (await import('./nodes.ts')).rebootCommand,
