@@ -5,9 +5,10 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parseDocument } from 'yaml';
 import { isRaw } from './raw.ts';
 import { type Snapshot, SnapshotCollector, SnapshotError } from './snapshot.ts';
+import { cutItems, splitDocuments, type YamlChunk } from './yaml-items.ts';
 
 /** A file larger than this is refused before it is read: one string cannot hold much more. */
 export const MAX_FILE_BYTES = 400 * 1024 * 1024;
@@ -16,48 +17,71 @@ const MAX_ALIASES = 100;
 
 const SNAPSHOT_FILE = /\.(ya?ml|json)$/i;
 
-/** The objects of one document: a List's items, or the document itself. */
+/** The objects of one parsed document: a List's items, or the document itself. */
 function objectsOf(doc: unknown): { items: unknown[]; list: boolean } {
   if (doc === null || doc === undefined) return { items: [], list: false };
-  if (isRaw(doc) && typeof doc.kind === 'string' && doc.kind.endsWith('List') && 'items' in doc) {
-    if (!Array.isArray(doc.items)) return { items: [doc], list: false };
-    return { items: doc.items, list: true };
-  }
+  if (isList(doc)) return { items: doc.items as unknown[], list: true };
   return { items: [doc], list: false };
+}
+
+const isList = (doc: unknown): doc is { kind: string; items: unknown[] } =>
+  isRaw(doc) && typeof doc.kind === 'string' && doc.kind.endsWith('List') && Array.isArray(doc.items);
+
+/** A chunk parsed as one YAML document, or the message (naming its line in the file) of why not. */
+function parseChunk(chunk: YamlChunk, file: string): { value: unknown } | { error: string; where: string } {
+  const doc = parseDocument(chunk.text);
+  const error = doc.errors[0];
+  if (error) {
+    const line = error.linePos?.[0]?.line;
+    const where = `${file}:${chunk.line + (line ?? 1) - 1}`;
+    // The library's own position is within the chunk: `where` has the file's.
+    const message = (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+    return { error: `not valid YAML: ${message}`, where };
+  }
+  try {
+    return { value: doc.toJS({ maxAliasCount: MAX_ALIASES }) };
+  } catch (err) {
+    return { error: `not valid YAML: ${(err as Error).message}`, where: `${file}:${chunk.line}` };
+  }
 }
 
 /** Adds the objects of one file's text to `collector`; `file` names it in messages. */
 export function parseSnapshotText(text: string, file: string, collector: SnapshotCollector): void {
-  const docs: unknown[] = [];
   if (/\.json$/i.test(file)) {
+    let doc: unknown;
     try {
-      docs.push(JSON.parse(text));
+      doc = JSON.parse(text);
     } catch (err) {
       collector.fail(file, `not valid JSON: ${(err as Error).message}`);
       return;
     }
-  } else {
-    for (const doc of parseAllDocuments(text)) {
-      const error = doc.errors[0];
-      if (error) {
-        const line = error.linePos?.[0]?.line;
-        collector.fail(line ? `${file}:${line}` : file, `not valid YAML: ${error.message.split('\n')[0]}`);
-        return;
-      }
-      try {
-        docs.push(doc.toJS({ maxAliasCount: MAX_ALIASES }));
-      } catch (err) {
-        collector.fail(file, `not valid YAML: ${(err as Error).message}`);
-        return;
-      }
-    }
+    addObjects(doc, file, collector);
+    return;
   }
-  docs.forEach((doc, d) => {
-    const { items, list } = objectsOf(doc);
+  const docs = splitDocuments(text) ?? [{ text, line: 1 }];
+  docs.forEach((chunk, d) => {
     const place = docs.length > 1 ? `${file} document ${d + 1}` : file;
+    const { rest, items } = cutItems(chunk);
+    const parsed = parseChunk(items.length > 0 ? rest : chunk, file);
+    if ('error' in parsed) return collector.fail(parsed.where, parsed.error);
+    if (items.length === 0 || !isList(parsed.value)) {
+      // Not a List whose items could be cut apart: the document is parsed whole.
+      const whole = items.length === 0 ? parsed : parseChunk(chunk, file);
+      if ('error' in whole) return collector.fail(whole.where, whole.error);
+      return addObjects(whole.value, place, collector);
+    }
     items.forEach((item, i) => {
-      collector.add(item, list ? `${place} item ${i + 1}` : place);
+      const one = parseChunk(item, file);
+      if ('error' in one) collector.fail(`${one.where} (item ${i + 1})`, one.error);
+      else collector.add(one.value, `${place} item ${i + 1}`);
     });
+  });
+}
+
+function addObjects(doc: unknown, place: string, collector: SnapshotCollector): void {
+  const { items, list } = objectsOf(doc);
+  items.forEach((item, i) => {
+    collector.add(item, list ? `${place} item ${i + 1}` : place);
   });
 }
 

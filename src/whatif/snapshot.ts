@@ -224,10 +224,19 @@ export function snapshotCounts(s: Snapshot): string {
   ].join(', ');
 }
 
-/** The snapshot as one `kind: List` document, YAML (with a comment saying what it is) or JSON. */
+/**
+ * The snapshot as one `kind: List` document, YAML (with a comment saying what it is) or JSON. YAML is
+ * written item by item, entries at column 0 as kubectl writes them: the YAML library's memory grows with
+ * what it is given at once, and a List of 50,000 pods given whole would not fit.
+ */
 export function formatSnapshot(s: Snapshot, format: 'yaml' | 'json', header: readonly string[] = []): string {
-  const list = { apiVersion: 'v1', kind: 'List', metadata: {}, items: snapshotObjects(s) };
-  if (format === 'json') return `${JSON.stringify(list, null, 1)}\n`;
-  const comments = header.map((line) => `# ${line}\n`).join('');
-  return comments + stringify(list, { aliasDuplicateObjects: false, lineWidth: 0 });
+  const items = snapshotObjects(s);
+  if (format === 'json') return `${JSON.stringify({ apiVersion: 'v1', kind: 'List', metadata: {}, items }, null, 1)}\n`;
+  const parts = [...header.map((line) => `# ${line}\n`), 'apiVersion: v1\nkind: List\nmetadata: {}\n'];
+  parts.push(items.length === 0 ? 'items: []\n' : 'items:\n');
+  for (const item of items) {
+    const text = stringify(item, { aliasDuplicateObjects: false, lineWidth: 0 });
+    parts.push(`- ${text.trimEnd().replaceAll('\n', '\n  ')}\n`);
+  }
+  return parts.join('');
 }
