@@ -86,6 +86,7 @@ function keepConditions(o: Raw, path: string): Condition[] | undefined {
       type: requiredString(c, 'type', `${path}[${i}].type`),
       status: requiredString(c, 'status', `${path}[${i}].status`),
       reason: stringAt(c, 'reason', `${path}[${i}].reason`),
+      message: stringAt(c, 'message', `${path}[${i}].message`),
       lastTransitionTime: typeof c.lastTransitionTime === 'string' ? c.lastTransitionTime : undefined,
     }),
   );

@@ -35,6 +35,8 @@ export interface Condition {
   type: string;
   status: string;
   reason?: string;
+  /** Why, in words (the scheduler's reason a pod is not placed). */
+  message?: string;
   lastTransitionTime?: string;
 }
 

@@ -37,6 +37,12 @@ export const TWIN_JOB_RUN = '24h';
 /** Namespaces every cluster has: the twin creates the others. */
 const BUILT_IN_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
 
+/**
+ * Taints that controllers keep from a node's conditions and cordon (and nuo's own, from its state): the
+ * twin's controllers put them back as its nodes stand.
+ */
+const DERIVED_TAINTS = ['node.kubernetes.io/', 'node.cloudprovider.kubernetes.io/', 'nuo.dev/'];
+
 /** Node annotations a person writes and a twin keeps (nuo's own state starts afresh in a twin). */
 const KEPT_NODE_ANNOTATIONS = [Annotations.paused];
 
@@ -148,7 +154,7 @@ function twinNode(n: NodeObject): TwinNode {
     name: n.metadata.name,
     labels: n.metadata.labels ?? {},
     annotations,
-    taints: n.spec.taints ?? [],
+    taints: (n.spec.taints ?? []).filter((t) => !DERIVED_TAINTS.some((prefix) => t.key.startsWith(prefix))),
     unschedulable: n.spec.unschedulable ?? false,
     capacity: n.status.capacity,
     allocatable: n.status.allocatable,

@@ -23,7 +23,12 @@ function shop(): Snapshot {
     metadata: { name: 'system-node-critical' },
     value: 2000001000,
   });
-  add(rawNode('n1', 'zone-a'));
+  const n1 = rawNode('n1', 'zone-a');
+  n1.spec.taints.push(
+    { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule', value: '', timeAdded: '' },
+    { key: 'nuo.dev/reboot-pending', effect: 'PreferNoSchedule', value: '', timeAdded: '' },
+  );
+  add(n1);
   add(rawNode('n2', 'zone-b'));
   const down = rawNode('n3', 'zone-c');
   down.status.conditions = [
@@ -124,7 +129,7 @@ test('podStandings: per top owner, live pods placed, Ready and unready, with the
   assert.equal(st.get('shop/Pod/rollout-1')?.pods, 1, 'an owner the snapshot lacks: the pod stands alone');
 });
 
-test('buildTwin: nodes as they were, NotReady kept, only people-written nuo annotations', () => {
+test("buildTwin: nodes as they were, NotReady kept, only people-written nuo annotations, no controller's or nuo's taints", () => {
   const twin = buildTwin(shop());
   assert.deepEqual(
     twin.nodes.map((n) => [n.name, n.labels['topology.kubernetes.io/zone'], n.notReady]),
