@@ -1,7 +1,8 @@
 /**
  * Applies a twin (src/whatif/twin.ts) to a local cluster and waits until it stands as its snapshot did:
- * every workload with as many pods, placed as many, and as many of them unready; then checks that each
- * PDB allows as many disruptions. A pod that cannot be placed ends the wait with its scheduler's reason.
+ * every workload with as many pods, placed as many, and as many of them unready, the snapshot's NotReady
+ * nodes NotReady; then checks that each PDB allows as many disruptions. A pod that cannot be placed ends
+ * the wait with its scheduler's reason.
  */
 import { PLAN, UPDATE_POLICY } from '../api/crd.ts';
 import { inParallel } from '../util/parallel.ts';
@@ -13,7 +14,7 @@ import type { Twin, TwinNode } from '../whatif/twin.ts';
 import { unreadyPicks } from '../whatif/unready.ts';
 import { isPodReady, livePods, nodeZones, ZONE_LABEL } from '../whatif/workloads.ts';
 import { KWOK_CUSTOM_STATUS, type LocalCluster } from './cluster/cluster.ts';
-import { kwokNode, type NodeSpec } from './cluster/nodes.ts';
+import type { NodeSpec } from './cluster/nodes.ts';
 import { STAY_UNREADY_LABEL } from './cluster/pod-readiness.ts';
 import { RawApiError } from './cluster/raw-api.ts';
 import { installPlanCrd } from './crds.ts';
@@ -83,29 +84,30 @@ const nodeSpec = (n: TwinNode): NodeSpec => ({
 });
 
 /**
- * Nodes NotReady in the snapshot: KWOK is told to leave their status alone, and they report NotReady, so
- * the node-lifecycle controller taints them as it would a node whose kubelet is down.
+ * Makes nodes NotReady as in the snapshot, once their pods are placed (a scheduler places nothing on a
+ * NotReady node, and the snapshot's pods there were placed while it was Ready): KWOK is told to leave
+ * their status alone and they report NotReady, so the node-lifecycle controller taints them and marks
+ * their pods NotReady, as it does when a kubelet stops.
  */
-async function createNotReadyNodes(cluster: LocalCluster, nodes: readonly TwinNode[]): Promise<void> {
+async function makeNodesNotReady(cluster: LocalCluster, nodes: readonly TwinNode[]): Promise<void> {
   await inParallel(nodes, 20, async (n) => {
-    const spec = nodeSpec(n);
-    const node = kwokNode({ ...spec, annotations: { ...spec.annotations, [KWOK_CUSTOM_STATUS]: 'custom' } });
-    await cluster.raw.request('POST', '/api/v1/nodes', node);
-    const now = new Date().toISOString();
-    await cluster.raw.request('PATCH', `/api/v1/nodes/${n.name}/status`, {
-      status: {
-        conditions: [
-          {
-            type: 'Ready',
-            status: 'False',
-            reason: 'KubeletNotReady',
-            message: 'NotReady in the snapshot this twin was built from',
-            lastHeartbeatTime: now,
-            lastTransitionTime: now,
-          },
-        ],
-      },
+    const path = `/api/v1/nodes/${n.name}`;
+    await cluster.raw.request('PATCH', path, {
+      metadata: { annotations: { [KWOK_CUSTOM_STATUS]: 'custom' } },
     });
+    const node = await cluster.raw.request<{ status?: { conditions?: { type: string }[] } }>('GET', path);
+    const now = new Date().toISOString();
+    const ready = {
+      type: 'Ready',
+      status: 'False',
+      reason: 'KubeletNotReady',
+      message: 'NotReady in the snapshot this twin was built from',
+      lastHeartbeatTime: now,
+      lastTransitionTime: now,
+    };
+    // A merge patch replaces the whole list: the other conditions are sent as they are.
+    const conditions = (node.status?.conditions ?? []).filter((c) => c.type !== 'Ready').concat([ready]);
+    await cluster.raw.request('PATCH', `${path}/status`, { status: { conditions } });
   });
 }
 
@@ -186,12 +188,7 @@ export async function applyTwin(
   const log = options.log ?? (() => {});
   await createAll(cluster, twin.namespaces);
   await createAll(cluster, twin.priorityClasses);
-  const ready = twin.nodes.filter((n) => !n.notReady);
-  if (ready.length > 0) await cluster.addNodes(ready.map(nodeSpec), { timeoutMs });
-  await createNotReadyNodes(
-    cluster,
-    twin.nodes.filter((n) => n.notReady),
-  );
+  if (twin.nodes.length > 0) await cluster.addNodes(twin.nodes.map(nodeSpec), { timeoutMs });
   log(`${twin.nodes.length} nodes created`);
   if (twin.updatePolicies.length > 0) await installPolicyCrd(cluster);
   if (twin.plans.length > 0) await installPlanCrd(cluster);
@@ -241,7 +238,9 @@ export async function applyTwin(
       unready.push(`${namespace}/${name}`);
     }
   }
-  log(`${unready.length} pods made unready as in the snapshot`);
+  const notReady = twin.nodes.filter((n) => n.notReady);
+  await makeNodesNotReady(cluster, notReady);
+  log(`${unready.length} pods made unready and ${notReady.length} nodes NotReady as in the snapshot`);
   const differences = await pdbDifferences(cluster, snapshot, Math.max(10_000, deadline - Date.now()));
   return { differences, unready, ms: performance.now() - started };
 }

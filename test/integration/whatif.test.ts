@@ -2,7 +2,7 @@
  * nuo whatif on the real control plane: a source cluster (nodes in three zones, one cordoned; a
  * Deployment under a PDB with one unready replica; a DaemonSet; a StatefulSet under a PDB; an
  * UpdatePolicy; a Secret) snapshotted through the CLI as a ServiceAccount that may read everything, with
- * the API server's audit log proving it only read and never touched a Secret or ConfigMap; then a twin
+ * the API server's audit log proving it only listed and never touched a Secret or ConfigMap; then a twin
  * built from the snapshot file on a second cluster, compared with the source workload by workload.
  */
 import assert from 'node:assert/strict';
@@ -206,7 +206,7 @@ const nodeClasses = (s: Snapshot) =>
 let snapshotFile = '';
 let source: Snapshot;
 
-test('nuo whatif snapshot reads the cluster with get/list/watch only, never a Secret or ConfigMap, and keeps no secret', async () => {
+test('nuo whatif snapshot reads the cluster with list requests only, never a Secret or ConfigMap, and keeps no secret', async () => {
   const src = await cluster({ nodes: 6, zones: 3, audit: { users: [READER] } });
   await buildSource(src);
   const kubeconfig = await readerKubeconfig(src);
@@ -267,7 +267,7 @@ test('nuo whatif snapshot reads the cluster with get/list/watch only, never a Se
   clusters.splice(clusters.indexOf(src), 1);
 });
 
-test('the twin of the snapshot stands as the source did: nodes, placement classes, unready replicas, PDB status', async () => {
+test('the twin of the snapshot stands as the source did: nodes, placement classes, unready replicas, PDB status; NotReady nodes stay so', async () => {
   assert.ok(source, 'the snapshot test ran');
   const twinCluster = await cluster({});
   const twin = buildTwin(source);
@@ -341,4 +341,28 @@ test('the twin of the snapshot stands as the source did: nodes, placement classe
     applyTwin(twinCluster, buildTwin(unplaceable), unplaceable, { timeoutMs: 15_000 }),
     /the twin did not stand as its snapshot within 15 s.*\n {2}gpu\/Deployment\/trainer: 1 of 1 pods, 0 of 1 placed, 0 Ready; trainer-\S+ is not placed \(Unschedulable: 0\/6 nodes are available: .*node affinity\/selector/s,
   );
+
+  // A node NotReady in the snapshot is NotReady in the twin, and its controller taints it so.
+  const d = new SnapshotCollector();
+  d.add(
+    {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'down-0', labels: { [ZONE]: 'zone-d' } },
+      status: { conditions: [{ type: 'Ready', status: 'Unknown', reason: 'NodeStatusUnknown' }] },
+    },
+    'test',
+  );
+  const down = d.finish();
+  await applyTwin(twinCluster, buildTwin(down), down, { timeoutMs: 60_000 });
+  const core = twinCluster.kubeconfig.makeApiClient(CoreV1Api);
+  const node = await pollUntil(
+    'down-0 to be tainted not-ready',
+    async () => {
+      const n = await core.readNode({ name: 'down-0' });
+      return n.spec?.taints?.some((t) => t.key === 'node.kubernetes.io/not-ready') ? n : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 500 },
+  );
+  assert.equal(node.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'False');
 });
