@@ -102,14 +102,20 @@ export function snapshotFiles(path: string): string[] {
   return files;
 }
 
+const bytes = (n: number) =>
+  n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${Math.ceil(n / 1024)} KiB`;
+
 /** Reads a snapshot from a file or directory; SnapshotError names every file and object it could not use. */
-export function readSnapshotFiles(path: string): { snapshot: Snapshot; notes: string[] } {
+export function readSnapshotFiles(
+  path: string,
+  maxFileBytes = MAX_FILE_BYTES,
+): { snapshot: Snapshot; notes: string[] } {
   const collector = new SnapshotCollector();
   for (const file of snapshotFiles(path)) {
     const size = statSync(file).size;
-    if (size > MAX_FILE_BYTES)
+    if (size > maxFileBytes)
       throw new SnapshotError(
-        `${file} is ${Math.round(size / 2 ** 20)} MiB, more than the ${MAX_FILE_BYTES / 2 ** 20} MiB a file may hold: split it (one file per kind, in one directory)`,
+        `${file} is ${bytes(size)}, more than the ${bytes(maxFileBytes)} a file may hold: split it (one file per kind, in one directory)`,
       );
     parseSnapshotText(readFileSync(file, 'utf8'), file, collector);
   }

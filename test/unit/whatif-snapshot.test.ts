@@ -338,6 +338,14 @@ test('files: broken YAML and JSON, a hostile alias bomb, a missing path and an e
     );
   }
   assert.throws(() => readSnapshotFiles(join(d, 'absent')), /absent does not exist/);
+  const big = join(d, 'big.json');
+  writeFileSync(big, JSON.stringify({ kind: 'List', items: [rawNode('n1', 'a')] }));
+  assert.throws(
+    () => readSnapshotFiles(big, 1024),
+    /big\.json is 2 KiB, more than the 1 KiB a file may hold: split it/,
+    'refused before it is read',
+  );
+  assert.equal(readSnapshotFiles(big, 1024 * 1024).snapshot.nodes.length, 1);
   const empty = join(dir, 'empty');
   mkdirs(empty);
   assert.throws(() => readSnapshotFiles(empty), /holds no \.yaml, \.yml or \.json file/);
