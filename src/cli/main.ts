@@ -35,7 +35,7 @@ const commands: Entry[] = [
   },
   {
     name: 'whatif',
-    summary: 'snapshot a cluster (read-only) for predicting a rollout on a local twin of it',
+    summary: 'snapshot a cluster (read-only), or make a snapshot again on a local twin, to predict a rollout',
     load: async () => (await import('./whatif.ts')).whatifCommand,
   },
   {

@@ -13,7 +13,7 @@ import type { Snapshot } from '../whatif/snapshot.ts';
 import type { Twin, TwinNode } from '../whatif/twin.ts';
 import { unreadyPicks } from '../whatif/unready.ts';
 import { isPodReady, livePods, nodeZones, ZONE_LABEL } from '../whatif/workloads.ts';
-import { KWOK_CUSTOM_STATUS, type LocalCluster } from './cluster/cluster.ts';
+import { KWOK_CUSTOM_STATUS, type LocalCluster, startCluster } from './cluster/cluster.ts';
 import type { NodeSpec } from './cluster/nodes.ts';
 import { STAY_UNREADY_LABEL } from './cluster/pod-readiness.ts';
 import { RawApiError } from './cluster/raw-api.ts';
@@ -275,4 +275,22 @@ async function pdbDifferences(
     { timeoutMs, intervalMs: 500 },
   ).catch(() => {});
   return differences;
+}
+
+/**
+ * Starts a local cluster with the twin on it (`nuo whatif twin`), waited until it stands as its
+ * snapshot did; the cluster is stopped again when it does not.
+ */
+export async function startTwin(
+  snapshot: Snapshot,
+  twin: Twin,
+  options: ApplyOptions = {},
+): Promise<{ cluster: LocalCluster; result: ApplyResult }> {
+  const cluster = await startCluster({ ...(options.log ? { log: options.log } : {}) });
+  try {
+    return { cluster, result: await applyTwin(cluster, twin, snapshot, options) };
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
 }

@@ -231,7 +231,8 @@ export function snapshotCounts(s: Snapshot): string {
  */
 export function formatSnapshot(s: Snapshot, format: 'yaml' | 'json', header: readonly string[] = []): string {
   const items = snapshotObjects(s);
-  if (format === 'json') return `${JSON.stringify({ apiVersion: 'v1', kind: 'List', metadata: {}, items }, null, 1)}\n`;
+  if (format === 'json')
+    return `${JSON.stringify({ apiVersion: 'v1', kind: 'List', metadata: {}, items }, null, 1)}\n`;
   const parts = [...header.map((line) => `# ${line}\n`), 'apiVersion: v1\nkind: List\nmetadata: {}\n'];
   parts.push(items.length === 0 ? 'items: []\n' : 'items:\n');
   for (const item of items) {

@@ -6,8 +6,8 @@
  * built from the snapshot file on a second cluster, compared with the source workload by workload.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, test } from 'node:test';
@@ -22,6 +22,7 @@ import {
   type V1StatefulSet,
 } from '@kubernetes/client-node';
 import { mergePatch } from '../../src/kube/patch.ts';
+import { PooledKubeConfig } from '../../src/kube/pooled-kubeconfig.ts';
 import { readAuditLog } from '../../src/sim/cluster/audit.ts';
 import { type LocalCluster, startCluster } from '../../src/sim/cluster/cluster.ts';
 import { applyPolicy, installPolicyCrd } from '../../src/sim/policies.ts';
@@ -203,6 +204,8 @@ const nodeClasses = (s: Snapshot) =>
     taints: (n.spec.taints ?? []).filter((t) => !t.key.startsWith('node.kubernetes.io/')),
   }));
 
+const dir = mkdtempSync(join(tmpdir(), 'nuo-whatif-test-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 let snapshotFile = '';
 let source: Snapshot;
 
@@ -212,8 +215,6 @@ test('nuo whatif snapshot reads the cluster with list requests only, never a Sec
   const kubeconfig = await readerKubeconfig(src);
   const r = await nuo('whatif', 'snapshot', `--kubeconfig=${kubeconfig}`);
   assert.equal(r.code, 0, r.stderr);
-  const dir = mkdtempSync(join(tmpdir(), 'nuo-whatif-test-'));
-  after(() => rmSync(dir, { recursive: true, force: true }));
   snapshotFile = join(dir, 'cluster.yaml');
   writeFileSync(snapshotFile, r.stdout);
   assert.match(r.stderr, /snapshot of context .*: 6 nodes, 1[0-9] pods, \d+ owners, 2 PDBs/);
@@ -365,4 +366,57 @@ test('the twin of the snapshot stands as the source did: nodes, placement classe
     { timeoutMs: 60_000, intervalMs: 500 },
   );
   assert.equal(node.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'False');
+});
+
+test('nuo whatif twin stands the snapshot up on a local cluster, prints a KUBECONFIG and stops on Ctrl-C', async () => {
+  assert.ok(snapshotFile, 'the snapshot test ran');
+  const child = spawn(
+    process.execPath,
+    [nuoBin, 'whatif', 'twin', '--from', snapshotFile, '--timeout', '4m'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const gone = new AbortController();
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      gone.abort(new Error(`nuo whatif twin exited ${code}: ${stderr}`));
+      resolve(code);
+    }),
+  );
+  try {
+    const kubeconfig = await pollUntil(
+      'nuo whatif twin to print its KUBECONFIG',
+      () => /export KUBECONFIG=(\S+)/.exec(stdout)?.[1],
+      { timeoutMs: 300_000, intervalMs: 500, signal: gone.signal },
+    );
+    assert.match(
+      stdout,
+      /^Twin of .*cluster\.yaml up in [\d.]+ s: 6 nodes, 15 pods, .*; 1 pods made unready as in the snapshot\.$/m,
+    );
+    assert.doesNotMatch(stdout, /Differs from the snapshot/);
+    const kc = new PooledKubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const nodes = await kc.makeApiClient(CoreV1Api).listNode();
+    assert.equal(nodes.items.length, 6);
+    const pdb = await kc
+      .makeApiClient(PolicyV1Api)
+      .readNamespacedPodDisruptionBudget({ name: 'web', namespace: NS });
+    assert.equal(pdb.status?.disruptionsAllowed, 0);
+    await kc.close();
+    child.kill('SIGINT');
+    assert.equal(await exited, 0, stderr);
+    assert.match(stderr, /stopping the twin…/);
+    assert.equal(existsSync(kubeconfig), false, "the twin's directory is removed");
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
 });

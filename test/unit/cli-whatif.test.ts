@@ -17,8 +17,10 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 test('nuo whatif: bad input exits 2 with a message that names the problem', () => {
   const cases: { args: string[]; message: RegExp }[] = [
-    { args: [], message: /nuo whatif: missing subcommand: snapshot/ },
-    { args: ['predict'], message: /unknown subcommand "predict": use snapshot/ },
+    { args: [], message: /nuo whatif: missing subcommand: snapshot or twin/ },
+    { args: ['predict'], message: /unknown subcommand "predict": use snapshot or twin/ },
+    { args: ['twin'], message: /twin needs --from PATH: the snapshot to make again/ },
+    { args: ['twin', '--from', dir, '--timeout', 'soon'], message: /--timeout: / },
     { args: ['snapshot', 'extra'], message: /unexpected arguments: extra/ },
     { args: ['snapshot', '-o', 'xml', '--from', dir], message: /--output must be yaml or json, got "xml"/ },
     {
