@@ -45,7 +45,7 @@ import {
  * Annotations a snapshot keeps: nuo's own (nuo.dev/do-not-disrupt among them) and the mirror-pod mark a
  * drain reads; others can hold anything (kubectl's last-applied-configuration holds whole env lists).
  */
-export function keptAnnotation(key: string): boolean {
+function keptAnnotation(key: string): boolean {
   return key.startsWith('nuo.dev/') || key === Kubernetes.mirrorPod;
 }
 
@@ -179,7 +179,7 @@ function rawList<T>(o: Raw, key: string, path: string): T[] | undefined {
   return list && list.length > 0 ? (list as T[]) : undefined;
 }
 
-export function keepPodSpec(spec: Raw, path: string): KeptPodSpec {
+function keepPodSpec(spec: Raw, path: string): KeptPodSpec {
   const containers = rawListAt(spec, 'containers', `${path}.containers`);
   if (!containers || containers.length === 0) throw new ItemError(`${path}.containers is missing`);
   const init = rawListAt(spec, 'initContainers', `${path}.initContainers`);

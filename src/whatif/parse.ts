@@ -11,7 +11,7 @@ import { type Snapshot, SnapshotCollector, SnapshotError } from './snapshot.ts';
 import { cutItems, splitDocuments, type YamlChunk } from './yaml-items.ts';
 
 /** A file larger than this is refused before it is read: one string cannot hold much more. */
-export const MAX_FILE_BYTES = 400 * 1024 * 1024;
+const MAX_FILE_BYTES = 400 * 1024 * 1024;
 /** YAML aliases expanded per document, at most (a "billion laughs" file is refused). */
 const MAX_ALIASES = 100;
 
@@ -86,7 +86,7 @@ function addObjects(doc: unknown, place: string, collector: SnapshotCollector): 
 }
 
 /** The snapshot files `path` names: itself, or the .yaml, .yml and .json files directly in it. */
-export function snapshotFiles(path: string): string[] {
+function snapshotFiles(path: string): string[] {
   let stat: ReturnType<typeof statSync>;
   try {
     stat = statSync(path);

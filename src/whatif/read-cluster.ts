@@ -16,7 +16,7 @@ import { API_GROUP, API_VERSION, PLAN, UPDATE_POLICY } from '../api/crd.ts';
 import { statusCode } from '../kube/errors.ts';
 import { type Snapshot, SnapshotCollector, SnapshotError } from './snapshot.ts';
 
-export const PAGE_SIZE = 500;
+const PAGE_SIZE = 500;
 
 /** One page of a list: its items (as JSON) and the token for the next, if any. */
 export interface ListPage {

@@ -41,7 +41,7 @@ export interface Snapshot {
   plans: PlanObject[];
 }
 
-export const emptySnapshot = (): Snapshot => ({
+const emptySnapshot = (): Snapshot => ({
   nodes: [],
   namespaces: [],
   priorityClasses: [],
@@ -197,7 +197,7 @@ export class SnapshotCollector {
 }
 
 /** Every object of a snapshot, cluster-scoped kinds first, in the order a twin is built. */
-export function snapshotObjects(s: Snapshot): SnapshotObject[] {
+function snapshotObjects(s: Snapshot): SnapshotObject[] {
   return [
     ...s.namespaces,
     ...s.priorityClasses,

@@ -8,6 +8,8 @@ import type { Snapshot } from './snapshot.ts';
 /** "namespace/Kind/name" of a pod's top owner that a snapshot holds, or "namespace/Pod/name". */
 export type WorkloadKey = string;
 
+const MAX_DEPTH = 4;
+
 const controllerOf = (m: Meta): OwnerRef | undefined => m.ownerReferences?.find((o) => o.controller);
 
 /** Resolves pods to their top owner through the snapshot's ReplicaSets and Jobs (CronJobs are not kept). */
@@ -18,15 +20,15 @@ export class Owners {
     for (const w of workloads) this.#byKey.set(`${w.metadata.namespace}/${w.kind}/${w.metadata.name}`, w);
   }
 
-  get(key: WorkloadKey): WorkloadObject | undefined {
-    return this.#byKey.get(key);
-  }
-
-  /** The top owner the snapshot holds of an object in `namespace`; undefined when it has none. */
+  /**
+   * The highest controller of an object that the snapshot holds, in its namespace; undefined when it has
+   * none. At most MAX_DEPTH owners up: real chains are two long (pod, ReplicaSet, Deployment), and a
+   * hostile file's cycle must end.
+   */
   topOf(m: Meta): WorkloadObject | undefined {
     let ref = controllerOf(m);
     let top: WorkloadObject | undefined;
-    for (let depth = 0; ref && depth < 4; depth++) {
+    for (let depth = 0; ref && depth < MAX_DEPTH; depth++) {
       const owner = this.#byKey.get(`${m.namespace}/${ref.kind}/${ref.name}`);
       if (!owner) break;
       top = owner;

@@ -309,3 +309,17 @@ test('unreadyPicks: same node first, then same zone, then any; each pod once; ne
   for (const c of cases)
     assert.deepEqual(unreadyPicks({ unreadyNodes: c.unreadyNodes }, zoneOf, pods), c.want, c.name);
 });
+
+test('an owner cycle in a hostile snapshot ends: its pods belong to the last owner reached', () => {
+  const c = new SnapshotCollector();
+  const a = rawWorkload('ReplicaSet', 'a');
+  Object.assign(a.metadata, owned('ReplicaSet', 'b'));
+  const b = rawWorkload('ReplicaSet', 'b');
+  Object.assign(b.metadata, owned('ReplicaSet', 'a'));
+  c.add(a, 'test');
+  c.add(b, 'test');
+  c.add(rawPod('p', 'n1', { owner: { kind: 'ReplicaSet', name: 'a' } }), 'test');
+  const st = podStandings(c.finish());
+  assert.equal([...st.keys()].length, 1);
+  assert.match([...st.keys()][0] ?? '', /^shop\/ReplicaSet\/[ab]$/);
+});
