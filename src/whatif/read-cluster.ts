@@ -171,13 +171,19 @@ export function clusterSources(kc: KubeConfig): ListSource[] {
   ];
 }
 
-/** Reads a snapshot from the sources, one after another (a 2-core API server need not serve them at once). */
+/**
+ * Reads a snapshot from the sources, one after another (a 2-core API server need not serve them at
+ * once), `pageSize` objects a request.
+ */
 export async function readSnapshotFrom(
   sources: readonly ListSource[],
+  pageSize = PAGE_SIZE,
 ): Promise<{ snapshot: Snapshot; notes: string[] }> {
   const collector = new SnapshotCollector();
   const missing: string[] = [];
-  for (const source of sources) if (!(await listInto(source, collector))) missing.push(source.resource);
+  for (const source of sources) {
+    if (!(await listInto(source, collector, pageSize))) missing.push(source.resource);
+  }
   const notes = collector.notes();
   if (missing.length > 0) notes.push(`not served by this cluster (CRD not installed): ${missing.join(', ')}`);
   return { snapshot: collector.finish(), notes };

@@ -223,6 +223,12 @@ test('nuo whatif snapshot reads the cluster with list requests only, never a Sec
   assert.ok(!r.stdout.includes('DB_PASSWORD') && !r.stdout.includes('secretKeyRef'), 'no env');
 
   source = readSnapshotFiles(snapshotFile).snapshot;
+  // Pages of 2 (of 500 in the CLI): the API server's continue tokens carry the read to the end.
+  const reader = new PooledKubeConfig();
+  reader.loadFromFile(kubeconfig);
+  const paged = await readSnapshotFrom(clusterSources(reader), 2);
+  await reader.close();
+  assert.deepEqual(paged.snapshot, source, 'read in pages of 2, the same snapshot');
   assert.deepEqual(pdbStatus(source), { db: 1, web: 0 });
   assert.equal(source.updatePolicies[0]?.metadata.name, 'all');
   assert.deepEqual(
@@ -263,6 +269,17 @@ test('nuo whatif snapshot reads the cluster with list requests only, never a Sec
   assert.ok(
     events.filter((e) => e.verb === 'list').every((e) => e.responseStatus?.code !== 403),
     'every list was allowed',
+  );
+  const podPages = events.filter((e) => e.objectRef?.resource === 'pods').map((e) => e.requestURI);
+  assert.ok(
+    podPages.some((uri) => /limit=500/.test(uri)),
+    'the CLI asks for pages of 500',
+  );
+  // 15 pods in pages of 2: a first request, then 7 with the token the page before returned.
+  assert.equal(
+    podPages.filter((uri) => /limit=2&continue=|continue=[^&]+&limit=2/.test(uri)).length,
+    7,
+    podPages.join('\n'),
   );
   await src.stop();
   clusters.splice(clusters.indexOf(src), 1);
