@@ -3,7 +3,8 @@
  * controllers and nuo meet the same nodes, workloads and budgets (a pure builder; the harness applies it,
  * src/sim/whatif-twin.ts). What a twin keeps and drops, and why: docs/decisions/0047-what-a-twin-keeps.md.
  */
-import { Annotations } from '../api/keys.ts';
+import type { V1LabelSelector } from '@kubernetes/client-node';
+import { Annotations, JobLabels } from '../api/keys.ts';
 import type {
   KeptContainer,
   KeptPodSpec,
@@ -33,6 +34,8 @@ export const TWIN_IMAGE = 'registry.example/nuo-whatif-twin:1';
 
 /** A twin Job's pods run this long (KWOK's pod-complete delay): a Job's remaining time is not known. */
 export const TWIN_JOB_RUN = '24h';
+/** KWOK's pod annotation for how long a completing pod runs (src/sim/job-keys.ts names it too). */
+const KWOK_COMPLETE_DELAY = 'pod-complete.stage.kwok.x-k8s.io/delay';
 
 /** Namespaces every cluster has: the twin creates the others. */
 const BUILT_IN_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
@@ -44,7 +47,7 @@ const BUILT_IN_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'k
 const DERIVED_TAINTS = ['node.kubernetes.io/', 'node.cloudprovider.kubernetes.io/', 'nuo.dev/'];
 
 /** Node annotations a person writes and a twin keeps (nuo's own state starts afresh in a twin). */
-const KEPT_NODE_ANNOTATIONS = [Annotations.paused];
+const KEPT_NODE_ANNOTATIONS = new Set<string>([Annotations.paused]);
 
 /** Labels the API server or a controller writes on pods and templates: a twin's own get new values. */
 const GENERATED_LABELS = new Set([
@@ -101,6 +104,15 @@ function twinLabels(labels: StringMap | undefined): StringMap | undefined {
   return nonEmpty(Object.fromEntries(Object.entries(labels).filter(([k]) => !GENERATED_LABELS.has(k))));
 }
 
+/** A selector without the generated labels (a ReplicaSet's pod-template-hash): the twin's differ. */
+function twinSelector(selector: V1LabelSelector | undefined): V1LabelSelector | undefined {
+  if (!selector) return undefined;
+  return defined({
+    matchLabels: twinLabels(selector.matchLabels),
+    matchExpressions: selector.matchExpressions?.filter((e) => !GENERATED_LABELS.has(e.key)),
+  });
+}
+
 function twinContainer(c: KeptContainer): object {
   return defined({
     name: c.name,
@@ -147,7 +159,7 @@ function twinPodSpec(spec: KeptPodSpec, known: { priorityClasses: Set<string> },
 
 function twinNode(n: NodeObject): TwinNode {
   const annotations = Object.fromEntries(
-    Object.entries(n.metadata.annotations ?? {}).filter(([k]) => KEPT_NODE_ANNOTATIONS.includes(k as never)),
+    Object.entries(n.metadata.annotations ?? {}).filter(([k]) => KEPT_NODE_ANNOTATIONS.has(k)),
   );
   const ready = n.status.conditions?.find((c) => c.type === 'Ready');
   return defined({
@@ -170,14 +182,14 @@ function twinWorkload(
   known: { priorityClasses: Set<string> },
 ): { manifest?: object; note?: string; dropped: string[] } {
   const name = workloadKey(w);
-  const isPlanJob = w.kind === 'Job' && w.metadata.labels?.['nuo.dev/plan'] !== undefined;
+  const isPlanJob = w.kind === 'Job' && w.metadata.labels?.[JobLabels.plan] !== undefined;
   if (isPlanJob) return { note: `${name}: a Plan's Job (the twin's operator makes its own)`, dropped: [] };
   if (w.kind === 'Job' && !standing?.pods)
     return { note: `${name}: no pod running (a finished Job holds no node)`, dropped: [] };
   const { spec, dropped } = twinPodSpec(w.spec.template.spec, known, false);
   const annotations =
     w.kind === 'Job'
-      ? { ...w.spec.template.metadata.annotations, 'pod-complete.stage.kwok.x-k8s.io/delay': TWIN_JOB_RUN }
+      ? { ...w.spec.template.metadata.annotations, [KWOK_COMPLETE_DELAY]: TWIN_JOB_RUN }
       : w.spec.template.metadata.annotations;
   const template = {
     metadata: defined({
@@ -200,7 +212,7 @@ function twinWorkload(
           ...common,
           spec: defined({
             replicas: w.spec.replicas,
-            selector: w.spec.selector,
+            selector: twinSelector(w.spec.selector),
             template,
             minReadySeconds: w.spec.minReadySeconds,
             strategy: w.kind === 'Deployment' ? w.spec.strategy : undefined,
@@ -214,7 +226,7 @@ function twinWorkload(
           ...common,
           spec: defined({
             replicas: w.spec.replicas,
-            selector: w.spec.selector,
+            selector: twinSelector(w.spec.selector),
             template,
             serviceName: w.spec.serviceName,
             // Its pods are made at once: a twin need not wait for each before the next.
@@ -230,7 +242,7 @@ function twinWorkload(
         manifest: {
           ...common,
           spec: defined({
-            selector: w.spec.selector,
+            selector: twinSelector(w.spec.selector),
             template,
             updateStrategy: w.spec.updateStrategy,
             minReadySeconds: w.spec.minReadySeconds,

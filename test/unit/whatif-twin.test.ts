@@ -276,6 +276,24 @@ test('buildTwin: PDBs, policies and Plans by spec; expectations per workload', (
   );
 });
 
+test("buildTwin: a ReplicaSet of no Deployment in the snapshot is made with its selector and labels less the template's hash", () => {
+  const c = new SnapshotCollector();
+  const rs = rawWorkload('ReplicaSet', 'web-abc123', {
+    replicas: 2,
+    selector: { matchLabels: { app: 'web', 'pod-template-hash': 'abc123' } },
+  });
+  rs.spec.template.metadata.labels = {
+    app: 'web',
+    'pod-template-hash': 'abc123',
+  } as typeof rs.spec.template.metadata.labels;
+  Object.assign(rs.metadata, owned('Deployment', 'gone'));
+  c.add(rs, 'test');
+  const [made] = buildTwin(c.finish()).workloads as M[];
+  assert.equal(made?.kind, 'ReplicaSet');
+  assert.deepEqual(made?.spec.selector, { matchLabels: { app: 'web' } });
+  assert.deepEqual((made?.spec.template as { metadata: object }).metadata, { labels: { app: 'web' } });
+});
+
 test('buildTwin of an empty snapshot is empty', () => {
   const twin = buildTwin(new SnapshotCollector().finish());
   assert.deepEqual(twin, {
