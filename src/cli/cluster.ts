@@ -3,6 +3,14 @@ import { positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
 import { type ClusterHarness, loadHarness } from './harness.ts';
 
+/** Resolves on Ctrl-C (SIGINT) or SIGTERM. */
+export function interrupted(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+}
+
 /** Starts a local cluster, prints how to reach it, and keeps it up until Ctrl-C. */
 async function runLocalCluster(harness: ClusterHarness, nodes: number, zones: number): Promise<number> {
   const started = Date.now();
@@ -23,10 +31,7 @@ async function runLocalCluster(harness: ClusterHarness, nodes: number, zones: nu
         '',
       ].join('\n'),
     );
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    await interrupted();
   } finally {
     process.stderr.write('stopping the local cluster…\n');
     await cluster.stop();

@@ -1,5 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { Snapshot } from '../whatif/snapshot.ts';
+import type { Twin } from '../whatif/twin.ts';
 import { err } from './command.ts';
 
 /** What `nuo demo` needs of src/sim/demo.ts (test/unit/build.test.ts checks that the module fits). */
@@ -25,6 +27,23 @@ export interface ClusterHarness {
     kubeconfigPath: string;
     binaries: { versions: { kubernetes: string }; path: { kubectl: string } };
     stop(): Promise<void>;
+  }>;
+}
+
+/** What `nuo whatif twin` needs of src/sim/whatif-twin.ts (checked as DemoHarness is). */
+export interface WhatifHarness {
+  startTwin: (
+    snapshot: Snapshot,
+    twin: Twin,
+    options: { timeoutMs: number; log: (line: string) => void },
+  ) => Promise<{
+    cluster: {
+      dir: string;
+      kubeconfigPath: string;
+      binaries: { path: { kubectl: string } };
+      stop(): Promise<void>;
+    };
+    result: { differences: string[]; unready: string[]; ms: number };
   }>;
 }
 

@@ -34,6 +34,11 @@ const commands: Entry[] = [
     load: async () => (await import('./plan.ts')).planCommand,
   },
   {
+    name: 'whatif',
+    summary: 'snapshot a cluster (read-only), or make a snapshot again on a local twin, to predict a rollout',
+    load: async () => (await import('./whatif.ts')).whatifCommand,
+  },
+  {
     name: 'reboot',
     summary: 'reboot a node once through the normal budgeted rollout',
     load: async () => (await import('./nodes.ts')).rebootCommand,

@@ -5,7 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type ClusterHarness, type DemoHarness, loadHarness } from '../../src/cli/harness.ts';
+import {
+  type ClusterHarness,
+  type DemoHarness,
+  loadHarness,
+  type WhatifHarness,
+} from '../../src/cli/harness.ts';
 import { checkoutRevision } from '../../tools/build-info.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -79,8 +84,26 @@ test('the built nuo demo and nuo cluster up fail at once, saying they need a sou
   }
 });
 
+test('the built nuo whatif twin fails at once, saying it needs a source checkout', () => {
+  const r = nuo('whatif', 'twin', '--from', 'cluster.yaml');
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^nuo whatif twin runs from a source checkout of nuo, not from the build/);
+  assert.match(r.stderr, /npm install && npm run nuo -- whatif twin --from PATH\n$/);
+});
+
 test('every other built command loads (its --help), so the build lacks nothing it needs', () => {
-  for (const command of ['status', 'reboot', 'pause', 'resume', 'drain', 'uncordon', 'operator', 'agent']) {
+  for (const command of [
+    'status',
+    'reboot',
+    'pause',
+    'resume',
+    'drain',
+    'uncordon',
+    'operator',
+    'agent',
+    'whatif',
+  ]) {
     const r = nuo(command, '--help');
     assert.equal(r.status, 0, `${command}: ${r.stderr}`);
     assert.match(r.stdout, new RegExp(`^Usage: nuo ${command}\\b`), command);
@@ -92,6 +115,11 @@ test('from the sources the harness loads, and its modules fit what src/cli decla
   // that the declarations match: tsc --noEmit -p . type-checks test/.
   const demo: DemoHarness = await import('../../src/sim/demo.ts');
   const cluster: ClusterHarness = await import('../../src/sim/cluster/cluster.ts');
+  const whatif: WhatifHarness = await import('../../src/sim/whatif-twin.ts');
+  assert.equal(
+    (await loadHarness<WhatifHarness>('whatif-twin.ts', 'whatif twin', 'cluster'))?.startTwin,
+    whatif.startTwin,
+  );
   assert.equal((await loadHarness<DemoHarness>('demo.ts', 'demo', 'demo'))?.runDemo, demo.runDemo);
   assert.equal(
     (await loadHarness<ClusterHarness>('cluster/cluster.ts', 'cluster', 'cluster'))?.startCluster,

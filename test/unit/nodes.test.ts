@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { isReady, kwokNode } from '../../src/sim/cluster/nodes.ts';
-import { needsReadyAgain } from '../../src/sim/cluster/pod-readiness.ts';
+import { needsReadyAgain, STAY_UNREADY_LABEL } from '../../src/sim/cluster/pod-readiness.ts';
 
 test('kwokNode marks the node for KWOK and labels zone, hostname and OS', () => {
   const node = kwokNode({ name: 'n-1', zone: 'zone-b', labels: { extra: 'x' } });
@@ -11,6 +11,30 @@ test('kwokNode marks the node for KWOK and labels zone, hostname and OS', () => 
   assert.equal(node.metadata?.labels?.['kubernetes.io/hostname'], 'n-1');
   assert.equal(node.metadata?.labels?.extra, 'x');
   assert.equal(node.status?.allocatable?.pods, '110');
+  assert.equal(node.spec, undefined, 'no taint, not cordoned');
+});
+
+test("kwokNode copies a twin's node: taints, cordon, capacity, no zone; KWOK's type label wins", () => {
+  const node = kwokNode({
+    name: 'n-2',
+    zone: undefined,
+    labels: { type: 'gpu', pool: 'a' },
+    taints: [{ key: 'gpu', value: 'yes', effect: 'NoSchedule' }],
+    unschedulable: true,
+    capacity: { cpu: '8', memory: '32Gi', pods: '50' },
+    allocatable: { cpu: '7500m', memory: '30Gi', pods: '50' },
+  });
+  assert.equal(node.metadata?.labels?.['topology.kubernetes.io/zone'], undefined);
+  assert.equal(node.metadata?.labels?.pool, 'a');
+  assert.equal(node.metadata?.labels?.type, 'kwok', 'createNodes waits for nodes by it');
+  assert.deepEqual(node.spec, {
+    taints: [{ key: 'gpu', value: 'yes', effect: 'NoSchedule' }],
+    unschedulable: true,
+  });
+  assert.equal(node.status?.allocatable?.cpu, '7500m');
+  assert.equal(node.status?.capacity?.cpu, '8');
+  const sameAsCapacity = kwokNode({ name: 'n-3', zone: 'z', capacity: { cpu: '4', pods: '10' } });
+  assert.deepEqual(sameAsCapacity.status?.allocatable, { cpu: '4', pods: '10' });
 });
 
 test('isReady reads the Ready condition', () => {
@@ -42,6 +66,18 @@ test('needsReadyAgain: only a running pod marked NotReady on a Ready node, as a 
     { name: 'Pending: KWOK readies it', pod: pod('Pending', 'False'), node: readyNode, want: false },
     { name: 'Succeeded', pod: pod('Succeeded', 'False'), node: readyNode, want: false },
     { name: 'being deleted', pod: pod('Running', 'False', true), node: readyNode, want: false },
+    {
+      name: 'playing an unready replica',
+      pod: { ...pod('Running', 'False'), metadata: { name: 'p', labels: { [STAY_UNREADY_LABEL]: 'true' } } },
+      node: readyNode,
+      want: false,
+    },
+    {
+      name: 'the label set to something else',
+      pod: { ...pod('Running', 'False'), metadata: { name: 'p', labels: { [STAY_UNREADY_LABEL]: 'no' } } },
+      node: readyNode,
+      want: true,
+    },
   ];
   for (const c of cases) assert.equal(needsReadyAgain(c.pod, c.node), c.want, c.name);
 });

@@ -1,13 +1,19 @@
 /** KWOK nodes: Node objects that the kwok controller keeps Ready and whose pods it "runs". */
-import type { V1Node } from '@kubernetes/client-node';
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { inParallel } from '../../util/parallel.ts';
 import { type RawApi, Tally } from './raw-api.ts';
 
 export interface NodeSpec {
   name: string;
-  zone: string;
+  /** Labelled topology.kubernetes.io/zone; no zone label when undefined. */
+  zone: string | undefined;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  taints?: V1Taint[];
+  unschedulable?: boolean;
+  /** Default CAPACITY; allocatable defaults to the capacity. */
+  capacity?: Record<string, string>;
+  allocatable?: Record<string, string>;
 }
 
 /** Room for kubelet's default 110 pods, and enough CPU and memory that pods count, not resources. */
@@ -24,12 +30,24 @@ export function kwokNode(spec: NodeSpec): V1Node {
         'kubernetes.io/arch': 'amd64',
         'kubernetes.io/os': 'linux',
         'kubernetes.io/hostname': spec.name,
-        'topology.kubernetes.io/zone': spec.zone,
-        type: 'kwok',
+        ...(spec.zone === undefined ? {} : { 'topology.kubernetes.io/zone': spec.zone }),
         ...spec.labels,
+        // What createNodes waits for the nodes by.
+        type: 'kwok',
       },
     },
-    status: { capacity: CAPACITY, allocatable: CAPACITY },
+    ...(spec.taints?.length || spec.unschedulable
+      ? {
+          spec: {
+            ...(spec.taints?.length ? { taints: spec.taints } : {}),
+            ...(spec.unschedulable ? { unschedulable: true } : {}),
+          },
+        }
+      : {}),
+    status: {
+      capacity: spec.capacity ?? CAPACITY,
+      allocatable: spec.allocatable ?? spec.capacity ?? CAPACITY,
+    },
   };
 }
 

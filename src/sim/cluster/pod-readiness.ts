@@ -18,9 +18,19 @@ import { ResilientInformer } from '../../kube/informer.ts';
 import { strategicMergePatch } from '../../kube/patch.ts';
 import { isReady } from './nodes.ts';
 
-/** Whether a kubelet would report this pod Ready again: running, not deleted, marked NotReady, on a Ready node. */
+/**
+ * A pod labelled so ("true") stays NotReady: it plays a replica that fails its readiness probe (a
+ * `nuo whatif` twin's copy of a pod that was unready in its snapshot).
+ */
+export const STAY_UNREADY_LABEL = 'sim.nuo.dev/stay-unready';
+
+/**
+ * Whether a kubelet would report this pod Ready again: running, not deleted, marked NotReady, on a Ready
+ * node, and not playing an unready replica.
+ */
 export function needsReadyAgain(pod: V1Pod, node: V1Node | undefined): boolean {
   if (pod.metadata?.deletionTimestamp || pod.status?.phase !== 'Running' || !node) return false;
+  if (pod.metadata?.labels?.[STAY_UNREADY_LABEL] === 'true') return false;
   const ready = pod.status?.conditions?.find((c) => c.type === 'Ready');
   return ready?.status === 'False' && isReady(node);
 }
@@ -33,6 +43,9 @@ function slimPod(p: V1Pod): V1Pod {
       name: p.metadata?.name,
       namespace: p.metadata?.namespace,
       resourceVersion: p.metadata?.resourceVersion,
+      ...(p.metadata?.labels?.[STAY_UNREADY_LABEL]
+        ? { labels: { [STAY_UNREADY_LABEL]: p.metadata.labels[STAY_UNREADY_LABEL] } }
+        : {}),
       ...(p.metadata?.deletionTimestamp ? { deletionTimestamp: p.metadata.deletionTimestamp } : {}),
     },
     spec: { nodeName: p.spec?.nodeName, containers: [] },

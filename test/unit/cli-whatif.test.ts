@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+import { rawNode, rawPod } from './whatif-fixtures.ts';
+
+const bin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
+const nuo = (...args: string[]) =>
+  spawnSync(process.execPath, [bin, 'whatif', ...args], { encoding: 'utf8', timeout: 20_000 });
+
+const dir = mkdtempSync(join(tmpdir(), 'nuo-cli-whatif-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('nuo whatif: bad input exits 2 with a message that names the problem', () => {
+  const cases: { args: string[]; message: RegExp }[] = [
+    { args: [], message: /nuo whatif: missing subcommand: snapshot or twin/ },
+    { args: ['predict'], message: /unknown subcommand "predict": use snapshot or twin/ },
+    { args: ['twin'], message: /twin needs --from PATH: the snapshot to make again/ },
+    { args: ['twin', '--from', dir, '--timeout', 'soon'], message: /--timeout: / },
+    { args: ['snapshot', 'extra'], message: /unexpected arguments: extra/ },
+    { args: ['snapshot', '-o', 'xml', '--from', dir], message: /--output must be yaml or json, got "xml"/ },
+    {
+      args: ['snapshot', '--from', dir, '--context', 'prod'],
+      message: /--from reads files: --kubeconfig and --context name a cluster/,
+    },
+  ];
+  for (const c of cases) {
+    const r = nuo(...c.args);
+    assert.equal(r.status, 2, `${c.args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, c.message);
+    assert.equal(r.stdout, '');
+  }
+});
+
+test('nuo whatif snapshot --from a kubectl dump writes the cut-down snapshot, drops Secrets and says so', () => {
+  const dump = join(dir, 'dump');
+  mkdirSync(dump);
+  const secret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'db', namespace: 'shop' },
+    data: { pw: 'aHVudGVyMg==' },
+  };
+  writeFileSync(
+    join(dump, 'all.json'),
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [rawNode('n1', 'a'), rawPod('p1', 'n1'), secret],
+    }),
+  );
+  const r = nuo('snapshot', '--from', dump);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^# nuo whatif snapshot of .*dump, \d{4}-\d\d-\d\dT/);
+  const list = parse(r.stdout) as { kind: string; items: { kind: string }[] };
+  assert.equal(list.kind, 'List');
+  assert.deepEqual(
+    list.items.map((i) => i.kind),
+    ['Node', 'Pod'],
+  );
+  assert.ok(!r.stdout.includes('hunter2') && !r.stdout.includes('aHVudGVyMg'), 'no secret value');
+  assert.match(r.stderr, /note: 1 Secret dropped unread/);
+  assert.match(r.stderr, /1 nodes, 1 pods/);
+  const json = nuo('snapshot', '--from', dump, '-o', 'json');
+  assert.equal(json.status, 0, json.stderr);
+  assert.deepEqual((JSON.parse(json.stdout) as { items: unknown[] }).items, list.items);
+});
+
+test('nuo whatif snapshot --from a file with bad objects exits 1 and names each, writing nothing', () => {
+  const file = join(dir, 'bad.yaml');
+  writeFileSync(
+    file,
+    'apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n',
+  );
+  const r = nuo('snapshot', '--from', file);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, '');
+  assert.match(
+    r.stderr,
+    /^nuo whatif: 1 object could not be read:\n {2}.*bad\.yaml item 1 \(Pod p\): metadata\.namespace is missing\n$/,
+  );
+});
