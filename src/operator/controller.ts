@@ -6,7 +6,7 @@
  * exactly where the last one stopped. This module only wires the parts and runs the loop under the
  * leader election.
  */
-import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { Drainer } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
@@ -35,6 +35,7 @@ import { PolicySource } from './policies.ts';
 import { PolicyStatusWriter } from './policy-status-writer.ts';
 import { informerProgress, liveness, Progress, readiness } from './probes.ts';
 import { ProblemReports } from './problem-reports.ts';
+import { ProtocolOperatorWatch } from './protocol-operators.ts';
 import { Reconciler } from './reconciler.ts';
 
 export interface OperatorOptions {
@@ -71,6 +72,7 @@ export class Operator {
   readonly #policies: PolicySource;
   readonly #plans: PlanWatch;
   readonly #blockers: BlockerWatch;
+  readonly #protocolOperators: ProtocolOperatorWatch;
   readonly #optOuts: DoNotDisruptReads;
   readonly #statuses: PolicyStatusWriter;
   readonly #notifier: Notifier;
@@ -130,6 +132,13 @@ export class Operator {
       onChange: this.#wake.now,
       log,
     });
+    this.#protocolOperators = new ProtocolOperatorWatch({
+      coordination: kubeconfig.makeApiClient(CoordinationV1Api),
+      apps: kubeconfig.makeApiClient(AppsV1Api),
+      intervalMs: c.blockerIntervalMs,
+      onChange: this.#wake.now,
+      log,
+    });
     this.#notifier = new Notifier({ core, namespace: c.namespace, log, ...(metrics ? { metrics } : {}) });
     const notifier = this.#notifier;
     this.#statuses = new PolicyStatusWriter({
@@ -142,6 +151,7 @@ export class Operator {
     this.#decider = new Decider({
       policies: () => this.#policies.state(),
       blockers: (policy) => this.#blockers.blockers(policy),
+      sighting: this.#protocolOperators.sighting,
       nodeHolds: (waiting, now) => this.#optOuts.holds(waiting, now),
       paused: c.paused,
       nodes: this.#informer,
@@ -250,6 +260,7 @@ export class Operator {
     this.#policies.onChange(() => {
       if (!this.#acting()) return;
       this.#blockers.sync(this.#policies.state().policies);
+      this.#protocolOperators.sync(this.#policies.state().policies);
       this.#wake.now();
     });
     this.#policies.start();
@@ -269,6 +280,7 @@ export class Operator {
         this.#leading = undefined;
         this.#drains.abortAll();
         this.#blockers.stop();
+        this.#protocolOperators.stop();
         clearTimeout(this.#resync);
       },
     });
@@ -278,6 +290,7 @@ export class Operator {
       this.#electionEnded = true;
       clearTimeout(this.#resync);
       this.#blockers.stop();
+      this.#protocolOperators.stop();
       this.#drains.abortAll();
       // Notifications still queued at shutdown are dropped: the next leader tells what happens next.
       this.#notifier.stop();
@@ -322,6 +335,7 @@ export class Operator {
     this.#plans.clear();
     this.#optOuts.clear();
     this.#blockers.sync(this.#policies.state().policies);
+    this.#protocolOperators.sync(this.#policies.state().policies);
     // Ready before the first grant: a replica that cannot read or create the key says so at once.
     this.#grants.prepare().catch((err: unknown) => this.#o.log('error', describeError(err)));
     this.#queue.add(KEY);

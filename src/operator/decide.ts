@@ -10,6 +10,7 @@
  * node is a write to the ledger, so two deciders — a new leader and a stale one — can never both spend the
  * last slot. Node phases are the per-node protocol and the human-readable mirror.
  */
+import type { AgentProtocol } from '../api/keys.ts';
 import type { Phase } from '../api/phases.ts';
 import { admit, outsideSlots } from './admission.ts';
 import { budgetSlots, type MaxUnavailable } from './budget.ts';
@@ -49,6 +50,8 @@ export interface DecideConfig {
   paused: boolean;
   /** Taint nodes that wait for a reboot PreferNoSchedule, so evicted pods prefer nodes already done. */
   pendingTaint: boolean;
+  /** The protocol the pool's agents speak: which keys grant the reboot and ask for hooks. */
+  protocol: AgentProtocol;
   /**
    * Why the pool admits nothing now, and until when (a closed window, a blocker, an invalid policy):
    * evaluated once per pass by the caller, it is the first gate after the pauses.

@@ -5,8 +5,10 @@
  * process, and the check of nuo's own grants.
  */
 import type { V1Node } from '@kubernetes/client-node';
+import type { ForeignProtocol } from '../api/keys.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
 import { admissionOrder } from './admission.ts';
+import { speaking } from './agent-protocol.ts';
 import { type Action, type DecideConfig, type Decision, decide } from './decide.ts';
 import type { DrainSettings } from './drain-runner.ts';
 import type { Wait } from './gates.ts';
@@ -19,12 +21,14 @@ import type { JobView } from './plan-work.ts';
 import type { PolicyState } from './policies.ts';
 import {
   DEFAULT_POOL,
+  type OperatorSighting,
   POLICY_DEFAULTS,
   type PolicyBlockers,
   type Pool,
   type PoolPlan,
   planPools,
   policyConfig,
+  STAND_DOWN,
 } from './pool-plan.ts';
 import { SoakClock } from './soak-clock.ts';
 import { untaintUnmanaged } from './taints.ts';
@@ -43,6 +47,8 @@ export interface DeciderOptions {
   policies: () => PolicyState;
   /** What each policy's blockers answered last. */
   blockers: (policy: string) => PolicyBlockers | undefined;
+  /** What was last seen of CLUO's and FLUO's own update-operator; undefined: not looked yet. */
+  sighting: (protocol: ForeignProtocol) => OperatorSighting | undefined;
   /** The holds of waiting nodes' own pods (`nuo.dev/do-not-disrupt`), longest-waiting first. */
   nodeHolds: (waiting: readonly string[], now: number) => ReadonlyMap<string, Wait>;
   nodes: { list(): V1Node[] };
@@ -105,8 +111,14 @@ export class Decider {
     this.#o = options;
   }
 
-  /** The view of a cached node, computed once per resourceVersion (a pass reads every node). */
+  /** The view of a cached node through the protocol its pool speaks (as the last pass planned the pools). */
   view(node: V1Node): NodeView {
+    const view = this.#view(node);
+    return speaking(view, this.configOf(view.name).protocol);
+  }
+
+  /** The view of a cached node by nuo's keys, computed once per resourceVersion (a pass reads every node). */
+  #view(node: V1Node): NodeView {
     const name = node.metadata?.name ?? '';
     const rv = node.metadata?.resourceVersion ?? '';
     const cached = this.#views.get(name);
@@ -118,7 +130,7 @@ export class Decider {
 
   /** Every cached node as decide() sees it at `now`; views of deleted nodes are forgotten now and then. */
   nodes(now: Date): NodeView[] {
-    const nodes = this.#o.nodes.list().map((n) => this.#soak.view(this.view(n), now.getTime()));
+    const nodes = this.#o.nodes.list().map((n) => this.#soak.view(this.#view(n), now.getTime()));
     if (this.#views.size > nodes.length * 2) this.#prune(nodes);
     return nodes;
   }
@@ -138,6 +150,7 @@ export class Decider {
       ledger,
       now,
       blockers: this.#o.blockers,
+      sighting: this.#o.sighting,
     });
     this.#plan = plan;
     const holds = this.#o.nodeHolds(waitingNodes(plan, ledger, now), now.getTime());
@@ -154,7 +167,12 @@ export class Decider {
         ownGrant: this.#o.ownGrant,
         health,
       };
-      return { pool, decision: decide(snapshot, pool.config, now) };
+      const decision = decide(snapshot, pool.config, now);
+      // A pool nuo stands down from: its budget is still reported, but nothing is done to its nodes.
+      return {
+        pool,
+        decision: pool.hold && STAND_DOWN.has(pool.hold.code) ? { ...decision, actions: [] } : decision,
+      };
     });
     const unmanaged = new Set([...plan.unmatched, ...plan.conflicts.keys()]);
     const wakes = pools.flatMap((p) => (p.decision.wakeAt === undefined ? [] : [p.decision.wakeAt]));
@@ -208,7 +226,9 @@ export class Decider {
       ownGrant: this.#o.ownGrant,
       health,
     };
-    const config = this.#configs.get(slot.pool ?? DEFAULT_POOL) ?? this.#defaults();
+    const pool = this.#plan?.pools.find((p) => p.name === (slot.pool ?? DEFAULT_POOL));
+    if (pool?.hold && STAND_DOWN.has(pool.hold.code)) return undefined;
+    const config = pool?.config ?? this.#defaults();
     const { actions } = decide(snapshot, config, now);
     return actions.find(
       (a): a is NodeStep =>

@@ -10,9 +10,11 @@
  *   ledger entries (no pool named) can hold.
  */
 
+import { AgentProtocol, type ForeignProtocol } from '../api/keys.ts';
 import { assignPools } from '../policy/pools.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
+import { speaking } from './agent-protocol.ts';
 import { budgetSlots } from './budget.ts';
 import type { DecideConfig } from './decide.ts';
 import type { Wait } from './gates.ts';
@@ -41,7 +43,19 @@ export type HoldCode =
   | 'InvalidSpec'
   | 'PolicyGone'
   | 'PoliciesNotRead'
-  | 'Superseded';
+  | 'Superseded'
+  | 'ForeignOperator';
+
+/**
+ * What nuo saw of CLUO's or FLUO's own update-operator (protocol-operators.ts): `standDown` says why nuo
+ * leaves the protocol's pools alone (it runs, or nuo could not tell), absent when it does not run.
+ */
+export interface OperatorSighting {
+  standDown?: string;
+}
+
+/** Holds that stand the pool down entirely: not even its attempts in progress are stepped. */
+export const STAND_DOWN: ReadonlySet<HoldCode> = new Set(['ForeignOperator']);
 
 /** A blocker's verdict for a pool (Prometheus): blocked or clear, and why; none yet = not checked. */
 export interface BlockerVerdict {
@@ -104,6 +118,7 @@ export function policyConfig(p: ResolvedPolicy, paused: boolean): DecideConfig {
     maxIneffectiveReboots: p.reboot.maxIneffectiveReboots,
     paused,
     pendingTaint: p.reboot.pendingTaint,
+    protocol: p.agentProtocol,
     ...(p.maxUnavailablePerZone || p.zoneOrder === 'OneAtATime'
       ? {
           zones: {
@@ -183,6 +198,29 @@ function circuitHold(p: ResolvedPolicy, nodes: readonly NodeView[]): PoolHold | 
   };
 }
 
+/**
+ * A pool whose agents speak CLUO's or FLUO's protocol while that project's own update-operator runs (or
+ * before nuo has looked): two operators granting the same agents' reboots would each spend a budget the
+ * other does not see, so nuo stands down and says why.
+ */
+export function foreignOperatorHold(
+  p: ResolvedPolicy,
+  sighting: (protocol: ForeignProtocol) => OperatorSighting | undefined,
+): PoolHold | undefined {
+  if (p.agentProtocol === AgentProtocol.nuo) return undefined;
+  const seen = sighting(p.agentProtocol);
+  if (!seen)
+    return {
+      code: 'ForeignOperator',
+      reason: `waiting: not looked yet whether the ${p.agentProtocol} update-operator runs; no node of this pool is touched until then`,
+    };
+  if (seen.standDown === undefined) return undefined;
+  return {
+    code: 'ForeignOperator',
+    reason: `not managed: ${seen.standDown}; nuo touches no node of this pool until it is gone`,
+  };
+}
+
 /** A pool with its hold, if any, in its settings too (decide()'s first gate after the pauses). */
 function pool(
   name: string,
@@ -207,16 +245,21 @@ function policyPool(
   nodes: NodeView[],
   now: Date,
   blockers: PolicyBlockers | undefined,
+  sighting: (protocol: ForeignProtocol) => OperatorSighting | undefined,
 ): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
   if (!resolved) return undefined;
-  const hold: PoolHold | undefined = entry.current.ok
-    ? policyHold(resolved, nodes, now, blockers)
-    : {
-        code: 'InvalidSpec',
-        reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
-      };
-  return pool(entry.name, policyConfig(resolved, paused), nodes, hold, entry);
+  const standDown = foreignOperatorHold(resolved, sighting);
+  const hold: PoolHold | undefined = standDown
+    ? standDown
+    : entry.current.ok
+      ? policyHold(resolved, nodes, now, blockers)
+      : {
+          code: 'InvalidSpec',
+          reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
+        };
+  const spoken = nodes.map((n) => speaking(n, resolved.agentProtocol));
+  return pool(entry.name, policyConfig(resolved, paused), spoken, hold, entry);
 }
 
 export function planPools(input: {
@@ -228,6 +271,8 @@ export function planPools(input: {
   now: Date;
   /** What each policy's blockers answered last. */
   blockers?: (policy: string) => PolicyBlockers | undefined;
+  /** What nuo saw of CLUO's and FLUO's own update-operator; absent: not looked yet. */
+  sighting?: (protocol: ForeignProtocol) => OperatorSighting | undefined;
 }): PoolPlan {
   const { state, ledger, now, paused } = input;
   const holding = (name: string) => poolOf(ledger, name);
@@ -262,7 +307,14 @@ export function planPools(input: {
   for (const [node, pool] of assignment.pools) add(pool, byName.get(node) as NodeView);
   const pools: Pool[] = [];
   for (const entry of state.policies) {
-    const made = policyPool(entry, paused, byPool.get(entry.name) ?? [], now, input.blockers?.(entry.name));
+    const made = policyPool(
+      entry,
+      paused,
+      byPool.get(entry.name) ?? [],
+      now,
+      input.blockers?.(entry.name),
+      input.sighting ?? (() => undefined),
+    );
     if (made) pools.push(made);
     byPool.delete(entry.name);
   }
