@@ -15,7 +15,7 @@ import { type Budget, type PlanBudget, SafetyChecker } from './checker.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import { sampleProc } from './cluster/proc.ts';
 import { killWithHarness } from './cluster/process.ts';
-import { type RebootBehaviour, SimHost } from './host.ts';
+import { type HostAgent, type RebootBehaviour, SimHost } from './host.ts';
 import { JobReboots } from './job-reboots.ts';
 import { applyPlan, installPlanCrd, type PlanObject } from './plans.ts';
 import { applyPolicy, installPolicyCrd } from './policies.ts';
@@ -72,6 +72,8 @@ export interface FleetOptions {
    */
   agentReportSpreadMs?: number;
   behaviours?: Record<string, RebootBehaviour>;
+  /** Nodes whose agent is another project's (CLUO's or FLUO's), in the place of nuo's. */
+  agents?: Record<string, HostAgent>;
   /** Resident memory at which an operator is killed as a runaway (default RUNAWAY_RSS_MIB). */
   runawayRssMiB?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -124,6 +126,7 @@ export class Fleet {
           agentReportSpreadMs: this.options.agentReportSpreadMs,
           log: this.options.log,
           onReboot: (node, bootIdBefore) => this.checker.onReboot(node, bootIdBefore),
+          ...(this.options.agents?.[nodeName] ? { agent: this.options.agents[nodeName] } : {}),
         });
         this.hosts.set(nodeName, host);
         await host.start();

@@ -39,7 +39,12 @@ export interface SimHostOptions {
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
   /** Called for every reboot that really happens (for the independent checker). */
   onReboot?: (node: string, bootIdBefore: string) => void;
+  /** The node's agent when it is not nuo's (another project's, protocol-agent.ts): runs until aborted. */
+  agent?: HostAgent;
 }
+
+/** An agent of another project run on a host in the place of nuo's: from each boot until `signal` aborts. */
+export type HostAgent = (host: SimHost, signal: AbortSignal) => Promise<void>;
 
 export class SimHost implements Detector, Rebooter, BootId {
   readonly name = 'simulated';
@@ -206,6 +211,12 @@ export class SimHost implements Detector, Rebooter, BootId {
     this.#agentStop?.abort();
     const stop = new AbortController();
     this.#agentStop = stop;
+    if (this.#o.agent) {
+      this.#agentDone = this.#o
+        .agent(this, stop.signal)
+        .catch((err) => this.#o.log?.('error', `agent ${this.nodeName}: ${err}`));
+      return;
+    }
     const agent = new NodeAgent({
       nodeName: this.nodeName,
       client: this.#o.client,
