@@ -179,7 +179,7 @@ export class Operator {
     });
     this.#writes = new AttemptWrites({
       core,
-      writer: new NodeWriter(this.#informer, acting),
+      writer: new NodeWriter(this.#informer, acting, (node) => this.#decider.view(node)),
       nodes: this.#informer,
       decider: this.#decider,
       drains: this.#drains,

@@ -5,7 +5,7 @@
  * process, and the check of nuo's own grants.
  */
 import type { V1Node } from '@kubernetes/client-node';
-import type { ForeignProtocol } from '../api/keys.ts';
+import { AgentProtocol, type ForeignProtocol } from '../api/keys.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
 import { admissionOrder } from './admission.ts';
 import { speaking } from './agent-protocol.ts';
@@ -102,6 +102,8 @@ export class Decider {
   /** Each pool's settings as the last pass planned them, and each node's pool. */
   #configs = new Map<string, DecideConfig>();
   #poolOfNode = new Map<string, string>();
+  /** Each node whose agent is another project's, and its protocol, as the last pass planned the pools. */
+  #protocolOfNode = new Map<string, ForeignProtocol>();
   #plan: PoolPlan | undefined;
   #plans: PlansOfPass | undefined;
   /** Each slot holder's Plan (its slot's), as the last pass read the ledger. */
@@ -111,10 +113,14 @@ export class Decider {
     this.#o = options;
   }
 
-  /** The view of a cached node through the protocol its pool speaks (as the last pass planned the pools). */
+  /** The view of a cached node through the protocol its agent speaks (as the last pass planned the pools). */
   view(node: V1Node): NodeView {
-    const view = this.#view(node);
-    return speaking(view, this.configOf(view.name).protocol);
+    return this.spoken(this.#view(node));
+  }
+
+  /** A view by nuo's keys read through the protocol its agent speaks (as the last pass planned the pools). */
+  spoken(view: NodeView): NodeView {
+    return speaking(view, this.#protocolOfNode.get(view.name) ?? AgentProtocol.nuo);
   }
 
   /** The view of a cached node by nuo's keys, computed once per resourceVersion (a pass reads every node). */
@@ -158,6 +164,9 @@ export class Decider {
     for (const pool of plan.pools) pool.config = { ...pool.config, nodeHold, plans: plans.pass };
     this.#configs = new Map(plan.pools.map((p) => [p.name, p.config]));
     this.#poolOfNode = new Map(plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));
+    this.#protocolOfNode = new Map(
+      plan.pools.flatMap((p) => p.nodes.flatMap((n) => (n.protocol ? [[n.name, n.protocol] as const] : []))),
+    );
     const pools = plan.pools.map((pool) => {
       const snapshot = {
         nodes: pool.nodes,

@@ -5,7 +5,7 @@
  * annotations cleared with the label that asks for them, as CLUO did, so a stale "true" never lets a
  * later attempt skip its hooks).
  */
-import { Annotations, Labels, planLabel } from '../api/keys.ts';
+import { AgentProtocol, Annotations, Labels, planLabel } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { type OperatorKeys, operatorKeys } from './agent-protocol.ts';
 import type { Action, DecideConfig } from './decide.ts';
@@ -29,7 +29,10 @@ export type WriteAction =
     >
   | { type: 'grant'; node: string; message: string; grant: string };
 
-type HookConfig = Pick<DecideConfig, 'beforeRebootAnnotations' | 'afterRebootAnnotations' | 'protocol'>;
+type HookConfig = Pick<DecideConfig, 'beforeRebootAnnotations' | 'afterRebootAnnotations'>;
+
+/** The keys nuo writes for the protocol the node's agent speaks (its view says which). */
+const keysOf = (n: NodeView): OperatorKeys => operatorKeys(n.protocol ?? AgentProtocol.nuo);
 
 const phase = (to: Phase, reason: string, now: Date) => ({
   [Annotations.state]: to,
@@ -82,10 +85,9 @@ function planStart(p: PlanSlot, now: Date): NodeWrite {
 }
 
 /** The write that starts an attempt: BeforeReboot with its hooks asked for, or straight to Draining. */
-function attemptStart(c: HookConfig, now: Date, plan?: PlanSlot): NodeWrite {
+function attemptStart(k: OperatorKeys, c: HookConfig, now: Date, plan?: PlanSlot): NodeWrite {
   if (plan) return planStart(plan, now);
   const hooks = c.beforeRebootAnnotations;
-  const k = operatorKeys(c.protocol);
   if (hooks.length === 0)
     return {
       annotations: phase(Phase.draining, 'admitted, no before-reboot hooks; draining', now),
@@ -107,8 +109,8 @@ function transition(
   c: HookConfig,
   now: Date,
 ): NodeWrite {
-  if (a.to === Phase.beforeReboot) return attemptStart(c, now, a.plan);
-  const k = operatorKeys(c.protocol);
+  const k = keysOf(n);
+  if (a.to === Phase.beforeReboot) return attemptStart(k, c, now, a.plan);
   const annotations: Record<string, string | null> = phase(a.to, a.reason, now);
   const labels: Record<string, string | null> = {};
   if (a.clearGrant) Object.assign(annotations, noGrant(k));
@@ -147,7 +149,7 @@ function rebootAnswered(a: Extract<WriteAction, { type: 'complete' }>, n: NodeVi
 }
 
 export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date): NodeWrite {
-  const k = operatorKeys(c.protocol);
+  const k = keysOf(n);
   const taint = (t: boolean | undefined) => (t === undefined ? {} : { taint: t });
   switch (a.type) {
     case 'pending':
@@ -166,7 +168,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
     case 'revoke':
       return { annotations: noGrant(k) };
     case 'admit':
-      return attemptStart(c, now, a.plan);
+      return attemptStart(k, c, now, a.plan);
     case 'transition':
       return transition(a, n, c, now);
     case 'grant':

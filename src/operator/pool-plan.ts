@@ -118,7 +118,6 @@ export function policyConfig(p: ResolvedPolicy, paused: boolean): DecideConfig {
     maxIneffectiveReboots: p.reboot.maxIneffectiveReboots,
     paused,
     pendingTaint: p.reboot.pendingTaint,
-    protocol: p.agentProtocol,
     ...(p.maxUnavailablePerZone || p.zoneOrder === 'OneAtATime'
       ? {
           zones: {
@@ -199,6 +198,19 @@ function circuitHold(p: ResolvedPolicy, nodes: readonly NodeView[]): PoolHold | 
 }
 
 /**
+ * The protocol a node's agent is read through: the one its slot recorded at its admission while it holds
+ * one (an attempt ends in the protocol it began in, whatever its policy says meanwhile), else its pool's.
+ */
+export function protocolOf(ledger: Ledger, node: string, pool: AgentProtocol): AgentProtocol {
+  const slot = ledger.slots[node];
+  return slot ? (slot.protocol ?? AgentProtocol.nuo) : pool;
+}
+
+/** Nodes of a pool without a policy: only its attempts in progress, each in its slot's protocol. */
+const spokenByTheirSlots = (nodes: NodeView[], ledger: Ledger) =>
+  nodes.map((n) => speaking(n, protocolOf(ledger, n.name, AgentProtocol.nuo)));
+
+/**
  * A pool whose agents speak CLUO's or FLUO's protocol while that project's own update-operator runs (or
  * before nuo has looked): two operators granting the same agents' reboots would each spend a budget the
  * other does not see, so nuo stands down and says why.
@@ -246,6 +258,7 @@ function policyPool(
   now: Date,
   blockers: PolicyBlockers | undefined,
   sighting: (protocol: ForeignProtocol) => OperatorSighting | undefined,
+  ledger: Ledger,
 ): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
   if (!resolved) return undefined;
@@ -258,7 +271,7 @@ function policyPool(
           code: 'InvalidSpec',
           reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
         };
-  const spoken = nodes.map((n) => speaking(n, resolved.agentProtocol));
+  const spoken = nodes.map((n) => speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)));
   return pool(entry.name, policyConfig(resolved, paused), spoken, hold, entry);
 }
 
@@ -279,7 +292,7 @@ export function planPools(input: {
   const byPool = new Map<string, NodeView[]>();
   const add = (pool: string, n: NodeView) => byPool.set(pool, [...(byPool.get(pool) ?? []), n]);
   const orphan = (name: string, code: HoldCode, why: string): Pool =>
-    pool(name, policyConfig(POLICY_DEFAULTS, paused), byPool.get(name) ?? [], {
+    pool(name, policyConfig(POLICY_DEFAULTS, paused), spokenByTheirSlots(byPool.get(name) ?? [], ledger), {
       code,
       reason: `waiting: ${why}`,
     });
@@ -314,6 +327,7 @@ export function planPools(input: {
       now,
       input.blockers?.(entry.name),
       input.sighting ?? (() => undefined),
+      ledger,
     );
     if (made) pools.push(made);
     byPool.delete(entry.name);

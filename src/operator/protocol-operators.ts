@@ -106,18 +106,26 @@ export class ProtocolOperatorWatch {
     })();
   }
 
-  async #look(protocol: ForeignProtocol): Promise<OperatorSighting> {
-    const names = PROTOCOL_OPERATOR[protocol];
-    try {
-      const [leases, deployments] = await Promise.all([
-        this.#o.coordination.listLeaseForAllNamespaces({ fieldSelector: `metadata.name=${names.lease}` }),
-        this.#o.apps.listDeploymentForAllNamespaces({ fieldSelector: `metadata.name=${names.deployment}` }),
-      ]);
-      return sightingOf(protocol, leases.items, deployments.items, Date.now());
-    } catch (err) {
-      return {
-        standDown: `cannot tell whether the ${protocol} update-operator runs (its Lease ${names.lease} and Deployment ${names.deployment} could not be listed: ${describeError(err)})`,
-      };
-    }
+  #look(protocol: ForeignProtocol): Promise<OperatorSighting> {
+    return lookForOperator(this.#o, protocol);
+  }
+}
+
+/** One look for the protocol's own update-operator: its Lease and Deployment by name, in every namespace. */
+export async function lookForOperator(
+  api: { coordination: CoordinationV1Api; apps: AppsV1Api },
+  protocol: ForeignProtocol,
+): Promise<OperatorSighting> {
+  const names = PROTOCOL_OPERATOR[protocol];
+  try {
+    const [leases, deployments] = await Promise.all([
+      api.coordination.listLeaseForAllNamespaces({ fieldSelector: `metadata.name=${names.lease}` }),
+      api.apps.listDeploymentForAllNamespaces({ fieldSelector: `metadata.name=${names.deployment}` }),
+    ]);
+    return sightingOf(protocol, leases.items, deployments.items, Date.now());
+  } catch (err) {
+    return {
+      standDown: `cannot tell whether the ${protocol} update-operator runs (its Lease ${names.lease} and Deployment ${names.deployment} could not be listed: ${describeError(err)})`,
+    };
   }
 }

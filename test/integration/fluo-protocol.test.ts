@@ -35,7 +35,7 @@ import type { HostAgent } from '../../src/sim/host.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
 import { ProtocolAgent } from '../../src/sim/protocol-agent.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { FAST_LEASE, useCluster } from './support.ts';
+import { FAST_LEASE, runNuo, useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 6 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
@@ -303,6 +303,12 @@ describe("FLUO's protocol", () => {
       return c?.reason === 'ForeignOperator' && /runs/.test(c.message) ? c : undefined;
     });
     assert.match(standDown.message, new RegExp(`Lease ${FLUO_NS}/${lock} is held by fluo-operator-0`));
+    const explained = await runNuo(cluster, 'policy', 'explain', 'node-1');
+    assert.equal(explained.code, 0, explained.stderr);
+    assert.match(
+      explained.stdout,
+      /update-operator runs: its Lease reboot-coordinator\/flatcar-linux-update-operator-lock/,
+    );
     await rebootedOnce(f, NUO_NODES);
     for (const name of FLUO_NODES) {
       const a = await annotationsOf(name);

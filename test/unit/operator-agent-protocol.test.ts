@@ -19,11 +19,12 @@ import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { operatorKeys, speaking } from '../../src/operator/agent-protocol.ts';
 import { type Action, type DecideConfig, decide } from '../../src/operator/decide.ts';
 import { revokeForeignGrants } from '../../src/operator/foreign-grants.ts';
+import { parseLedger, withChanges } from '../../src/operator/ledger.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 import { patchFor, type WriteAction } from '../../src/operator/node-writes.ts';
 import { stepHolder } from '../../src/operator/phase-steps.ts';
 import type { PolicyEntry } from '../../src/operator/policies.ts';
-import { foreignOperatorHold, planPools } from '../../src/operator/pool-plan.ts';
+import { foreignOperatorHold, planPools, protocolOf } from '../../src/operator/pool-plan.ts';
 import { sightingOf } from '../../src/operator/protocol-operators.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { ago, decideConfig, NOW, node, ofType } from './operator-fixtures.ts';
@@ -31,7 +32,7 @@ import { ago, decideConfig, NOW, node, ofType } from './operator-fixtures.ts';
 const FLUO = AgentProtocol.flatcar;
 const F = protocolKeys(FLUO);
 const C = protocolKeys(AgentProtocol.containerLinux);
-const fluoConfig: DecideConfig = { ...decideConfig, protocol: FLUO };
+const fluoConfig: DecideConfig = decideConfig;
 const fluo = (o: Parameters<typeof node>[1] = {}) => speaking(viewNode(node('n', o)), FLUO);
 
 test("the two protocols are one set of keys under FLUO's and CLUO's prefixes", () => {
@@ -329,7 +330,7 @@ test("a pool of the protocol stands down while that project's own operator runs,
     pool?.hold?.reason,
     'not managed: the x update-operator runs; nuo touches no node of this pool until it is gone',
   );
-  assert.equal(pool?.config.protocol, FLUO);
+  assert.equal(pool?.nodes[0]?.protocol, FLUO);
   assert.equal(pool?.nodes[0]?.rebootNeeded, true, 'its nodes read through the protocol');
 });
 
@@ -385,4 +386,68 @@ test("decide() on a pool of the protocol: the agent's need admits, within the bu
   const { actions } = decide(snapshot, fluoConfig, NOW);
   assert.deepEqual(ofType(actions, 'admit'), ['a']);
   assert.deepEqual(ofType(actions, 'pending'), ['b']);
+});
+
+test('an attempt ends in the protocol it began in: its slot records it, whatever the policy says meanwhile', () => {
+  const admitted = withChanges(
+    { slots: {} },
+    [
+      { type: 'admit', node: 'f', reason: 'r', protocol: FLUO },
+      { type: 'admit', node: 'n', reason: 'r' },
+    ],
+    'T',
+    'pool',
+  );
+  assert.deepEqual(admitted.slots, {
+    f: { since: 'T', pool: 'pool', protocol: FLUO },
+    n: { since: 'T', pool: 'pool' },
+  });
+  const claimed = withChanges({ slots: {} }, [{ type: 'claim', node: 'f', since: 'S', protocol: FLUO }], 'T');
+  assert.deepEqual(claimed.slots.f, { since: 'S', protocol: FLUO });
+  assert.equal(protocolOf(admitted, 'f', AgentProtocol.nuo), FLUO, "the slot's, not the pool's now");
+  assert.equal(protocolOf(admitted, 'n', FLUO), AgentProtocol.nuo, "a slot without one: nuo's");
+  assert.equal(protocolOf(admitted, 'idle', FLUO), FLUO, "outside an attempt: the pool's");
+  const doc = (protocol: unknown) => ({
+    data: { 'ledger.json': JSON.stringify({ slots: { f: { since: 'T', protocol } } }) },
+  });
+  assert.equal(parseLedger(doc(FLUO)).slots.f?.protocol, FLUO);
+  assert.throws(() => parseLedger(doc('nuo')), /a "protocol" that is not one of/);
+  assert.throws(() => parseLedger(doc(7)), /a "protocol" that is not one of/);
+
+  const policyNow = policy({ agentProtocol: AgentProtocol.nuo }, 'fluo');
+  const plan = planPools({
+    state: { known: true, crdMissing: false, policies: [policyNow] },
+    paused: false,
+    nodes: [viewNode(node('f', { labels: {} })), viewNode(node('g'))],
+    ledger: { slots: { f: { since: 'T', pool: 'fluo', protocol: FLUO } } },
+    now: NOW,
+  });
+  const byName = new Map(plan.pools[0]?.nodes.map((n) => [n.name, n.protocol]));
+  assert.equal(byName.get('f'), FLUO, 'the holder keeps its protocol after the policy changed');
+  assert.equal(byName.get('g'), undefined, "the rest follow the policy: nuo's");
+  const orphaned = planPools({
+    state: { known: true, crdMissing: false, policies: [] },
+    paused: false,
+    nodes: [viewNode(node('f'))],
+    ledger: { slots: { f: { since: 'T', pool: 'gone', protocol: FLUO } } },
+    now: NOW,
+  });
+  assert.equal(
+    orphaned.pools[0]?.nodes[0]?.protocol,
+    FLUO,
+    'its policy deleted, it still ends in its protocol',
+  );
+});
+
+test('an admission of a node of the protocol names it, for its slot', () => {
+  const n = speaking(viewNode(node('a', { annotations: { [F.rebootNeeded]: 'true' } })), FLUO);
+  const { actions } = decide(
+    { nodes: [n], ledger: { slots: {} }, draining: new Set(), admitting: new Set(), health: new Map() },
+    decideConfig,
+    NOW,
+  );
+  assert.deepEqual(
+    actions.filter((a) => a.type === 'admit'),
+    [{ type: 'admit', node: 'a', reason: 'reboot needed', protocol: FLUO }],
+  );
 });

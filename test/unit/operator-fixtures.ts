@@ -24,7 +24,6 @@ export const decideConfig: DecideConfig = {
   maxIneffectiveReboots: 3,
   paused: false,
   pendingTaint: false,
-  protocol: 'nuo',
 };
 
 export const NOW = new Date('2026-11-21T12:00:00Z');

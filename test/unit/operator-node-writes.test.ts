@@ -8,12 +8,8 @@ import { type NodeWrite, patchFor, type WriteAction } from '../../src/operator/n
 
 const NOW = new Date('2026-11-24T12:00:00Z');
 const T = NOW.toISOString();
-const hooks = {
-  beforeRebootAnnotations: ['hook/before'],
-  afterRebootAnnotations: ['hook/after'],
-  protocol: 'nuo' as const,
-};
-const none = { beforeRebootAnnotations: [], afterRebootAnnotations: [], protocol: 'nuo' as const };
+const hooks = { beforeRebootAnnotations: ['hook/before'], afterRebootAnnotations: ['hook/after'] };
+const none = { beforeRebootAnnotations: [], afterRebootAnnotations: [] };
 const node = (annotations: Record<string, string> = {}, tainted = false): V1Node => ({
   metadata: { name: 'n', annotations },
   spec: tainted ? { taints: [{ key: Taints.rebootPending, effect: 'PreferNoSchedule' }] } : {},
