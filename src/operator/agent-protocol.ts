@@ -37,6 +37,21 @@ export function operatorKeys(protocol: AgentProtocol): OperatorKeys {
   };
 }
 
+/**
+ * Whether CLUO's or FLUO's agent, back from the reboot nuo granted, runs another version than the one its
+ * update engine staged: the update did not take, a reboot loop in the making (docs/decisions/0009). That
+ * agent writes `reboot-needed` "false" at every start, so its need cannot say so; its `version` label
+ * (os-release, written at its start) and the `new-version` it reported with the need can. Either one
+ * missing: taken.
+ */
+export function updateNotTaken(n: NodeView): boolean {
+  if (!n.protocol) return false;
+  const k = protocolKeys(n.protocol);
+  const running = n.labels[k.version];
+  const staged = n.annotations[k.newVersion];
+  return running !== undefined && staged !== undefined && running !== staged;
+}
+
 /** nuo's agent keys, whose problems mean nothing on a node whose agent is another project's. */
 const NUO_AGENT_KEYS = [Annotations.rebootNeeded, Annotations.rebootInProgress, Annotations.rebootRequested];
 

@@ -4,6 +4,7 @@
  * closed) are built once.
  */
 import { Phase } from '../api/phases.ts';
+import { updateNotTaken } from './agent-protocol.ts';
 import type { Action } from './decide.ts';
 import { healthDue, missingHooks } from './health-gate.ts';
 import { ms, needsWork } from './need.ts';
@@ -167,7 +168,7 @@ function completion(n: NodeView, ctx: StepContext): Action[] {
   const slot = ctx.slotOf(n.name);
   const p = slot?.plan;
   if (!p) {
-    const survived = n.rebootNeeded ? { needSurvived: true } : {};
+    const survived = n.rebootNeeded || updateNotTaken(n) ? { needSurvived: true } : {};
     return [{ type: 'complete', node: n.name, reason: 'rebooted and healthy', ...survived }];
   }
   const done = ctx.config.plans?.completion(p.ref);

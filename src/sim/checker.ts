@@ -7,7 +7,8 @@
  *
  * A node whose pool's agents speak CLUO's or FLUO's protocol (its Budget says so) has no signed grant: its
  * reboot is nuo's when the protocol's `reboot-ok` is "true" in a grant phase for the boot it rebooted from
- * (checker-protocols.ts).
+ * (checker-protocols.ts), and of a node cordoned before its agent acted: a cordon the agent made itself
+ * (it cordons a node it finds schedulable) means nuo never drained it.
  *
  * Plans' attempts count as nuo's: a node in Upgrading, or running a pod of a Plan's Job (labelled
  * nuo.dev/plan; it watches those pods too), is in an attempt. A reboot of such a node is the Plan's own:
@@ -23,7 +24,7 @@
 import type { KeyObject } from 'node:crypto';
 import { CoreV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { GRANT_KEY_NAME, GrantCheck, PUBLIC_KEY_FIELD, publicKeyFromPem, verifyGrant } from '../api/grant.ts';
-import { AgentProtocol, Annotations, DEFAULT_NAMESPACE, JobLabels } from '../api/keys.ts';
+import { AgentProtocol, Annotations, DEFAULT_NAMESPACE, JobLabels, protocolKeys } from '../api/keys.ts';
 import { isPhase } from '../api/phases.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
 import { CORDONED_PHASES, inAttemptPhase } from './checker-phases.ts';
@@ -263,8 +264,15 @@ export class SafetyChecker {
         this.#violate('reboot-without-grant', `${node} rebooted without a grant nuo gave: ${why}`);
       }
     }
-    if (!this.#cordonedForReboot(n))
-      this.#violate('reboot-not-drained', `${node} rebooted while schedulable`);
+    if (!this.#cordonedForReboot(n)) {
+      const own = n && this.#ownCordon(n);
+      this.#violate(
+        'reboot-not-drained',
+        own
+          ? `${node} rebooted under its agent's own cordon (${own}), not drained by nuo`
+          : `${node} rebooted while schedulable`,
+      );
+    }
   }
 
   /** The protocol of the node's pool: the first budget that selects it says (nuo's by default). */
@@ -288,7 +296,19 @@ export class SafetyChecker {
    * the agent's conditional mark and the reboot itself is a person's act on a node going down.
    */
   #cordonedForReboot(n: V1Node | undefined): boolean {
+    if (n && this.#ownCordon(n)) return false;
     return n?.spec?.unschedulable === true || this.#markedCordoned.has(n?.metadata?.name ?? '');
+  }
+
+  /**
+   * The key that says CLUO's or FLUO's agent cordoned the node itself (it drains on its own then): nuo
+   * had not cordoned it, so had not drained it. Undefined for a node of nuo's agent.
+   */
+  #ownCordon(n: V1Node): string | undefined {
+    const protocol = this.#protocolOf(n);
+    if (protocol === AgentProtocol.nuo) return undefined;
+    const key = protocolKeys(protocol).agentMadeUnschedulable;
+    return n.metadata?.annotations?.[key] === 'true' ? `${key}="true"` : undefined;
   }
 
   /** Nodes whose agent marked reboot-in-progress while the node was unschedulable (until the mark goes). */

@@ -41,8 +41,8 @@ export interface ProtocolAgentOptions {
   /** The same identity's API for its drain (pods listed and evicted). */
   core: CoreV1Api;
   host: ProtocolHost;
-  /** os-release's ID and VERSION, update.conf's GROUP. */
-  os: { id: string; version: string; group: string };
+  /** os-release's ID and VERSION, update.conf's GROUP, as the host has them at this start. */
+  os: () => { id: string; version: string; group: string };
   /** The version a staged update brings (the update engine's NEW_VERSION). */
   newVersion: string;
   log: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -65,8 +65,12 @@ export class ProtocolAgent {
   /** Runs until `signal` aborts (the host reboots or stops), restarting after any error. */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
+      // One process's life: what it started (its mirror of the update engine) ends with it.
+      const life = new AbortController();
+      const end = () => life.abort();
+      signal.addEventListener('abort', end, { once: true });
       try {
-        await this.#process(signal);
+        await this.#process(life.signal);
         return;
       } catch (err) {
         if (signal.aborted) return;
@@ -75,12 +79,16 @@ export class ProtocolAgent {
           `${this.#o.nodeName}: update-agent exited (${(err as Error).message}); restarting`,
         );
         await sleep(RESTART_MS, signal);
+      } finally {
+        life.abort();
+        signal.removeEventListener('abort', end);
       }
     }
   }
 
   async #process(signal: AbortSignal): Promise<void> {
-    const { client, nodeName: name, os } = this.#o;
+    const { client, nodeName: name } = this.#o;
+    const os = this.#o.os();
     const k = this.#k;
     await this.#patch({
       metadata: { labels: { [k.id]: os.id, [k.group]: os.group, [k.version]: os.version } },
@@ -102,18 +110,14 @@ export class ProtocolAgent {
       await this.#patch({ spec: { unschedulable: false } });
       await this.#patch({ metadata: { annotations: { [k.agentMadeUnschedulable]: 'false' } } });
     }
-    const stopStatus = this.#mirrorStatus(signal);
-    try {
-      await this.#waitFor(
-        (n) =>
-          n.metadata.annotations?.[k.rebootOk] === 'true' &&
-          n.metadata.annotations?.[k.rebootNeeded] === 'true',
-        signal,
-        { checkRead: false, rewatch: true },
-      );
-    } finally {
-      stopStatus();
-    }
+    this.#mirrorStatus(signal);
+    await this.#waitFor(
+      (n) =>
+        n.metadata.annotations?.[k.rebootOk] === 'true' &&
+        n.metadata.annotations?.[k.rebootNeeded] === 'true',
+      signal,
+      { checkRead: false, rewatch: true },
+    );
     if (signal.aborted) return;
     const node = await client.getNode(name);
     const already = node.spec?.unschedulable === true;
@@ -171,8 +175,8 @@ export class ProtocolAgent {
     }
   }
 
-  /** Mirrors the update engine on the Node at each change of its status, until the returned stop. */
-  #mirrorStatus(signal: AbortSignal): () => void {
+  /** Mirrors the update engine on the Node at each change of its status, until `signal` aborts. */
+  #mirrorStatus(signal: AbortSignal): void {
     const k = this.#k;
     let last = '';
     let writing = Promise.resolve();
@@ -205,8 +209,8 @@ export class ProtocolAgent {
       });
     };
     const unwatch = this.#o.host.watch(report);
+    signal.addEventListener('abort', unwatch, { once: true });
     report();
-    return unwatch;
   }
 
   /**

@@ -6,7 +6,8 @@
  * labels. While FLUO's own update-operator holds its Lease, nuo touches no node of the FLUO pool and says
  * why; once it is gone, both pools finish under their budgets, and the independent checker sees no
  * reboot without nuo's grant or cordon and never more nodes disrupted than both budgets together. A
- * reboot granted by another client instead (FLUO's own operator) is recorded as a violation.
+ * reboot granted by another client instead (FLUO's own operator), which the agent then cordons and drains
+ * itself, is recorded as two violations.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -50,6 +51,7 @@ const FLUO_NS = 'reboot-coordinator';
 const AGENT_SA = 'flatcar-linux-update-agent';
 const BEFORE = 'example.com/before-reboot-check';
 const AFTER = 'example.com/after-reboot-check';
+const NEW_VERSION = '4081.2.1';
 const ref = { group: API_GROUP, version: API_VERSION, plural: UPDATE_POLICY.plural };
 const policyFile = fileURLToPath(new URL('../../deploy/base/protocol-agent-policy.yaml', import.meta.url));
 
@@ -146,8 +148,9 @@ const fluoAgent =
       client: clients.lean,
       core: clients.core,
       host,
-      os: { id: 'flatcar', version: '4081.2.0', group: 'stable' },
-      newVersion: '4081.2.1',
+      // Each reboot boots the staged version.
+      os: () => ({ id: 'flatcar', version: host.reboots > 0 ? NEW_VERSION : '4081.2.0', group: 'stable' }),
+      newVersion: NEW_VERSION,
       log: (level, message) => fleet?.options.log?.(level, message),
     }).run(signal);
   };
@@ -330,6 +333,8 @@ describe("FLUO's protocol", () => {
       assert.equal(a[K.rebootInProgress], 'false', name);
       assert.equal(a[K.rebootOk], undefined, `${name}: the grant cleared at the end`);
       assert.equal(a[Annotations.grantedBootId], undefined, name);
+      assert.equal(n.metadata?.labels?.[K.version], NEW_VERSION, `${name}: runs the staged version`);
+      assert.equal(a[Annotations.ineffectiveReboots], undefined, `${name}: the update took`);
       assert.equal(
         a[K.agentMadeUnschedulable],
         undefined,
@@ -351,7 +356,7 @@ describe("FLUO's protocol", () => {
     );
   });
 
-  test('a FLUO reboot nuo did not grant is a violation the checker records', async () => {
+  test("a FLUO reboot nuo neither granted nor drained is recorded: no grant, the agent's own cordon", async () => {
     const f = fleet ?? assert.fail('the rollout test runs first');
     // FLUO's own operator back in nuo's place: nuo stopped, the grant written by another client.
     await f.killOperator('op-a');
@@ -369,6 +374,12 @@ describe("FLUO's protocol", () => {
     await f.checker.settle();
     const found = f.checker.violations.filter((v) => v.rule === 'reboot-without-grant');
     assert.equal(found.length, 1, JSON.stringify(f.checker.violations));
+    const undrained = f.checker.violations.filter((v) => v.rule === 'reboot-not-drained');
+    assert.equal(undrained.length, 1, JSON.stringify(f.checker.violations));
+    assert.match(
+      undrained[0]?.detail ?? '',
+      /node-0 rebooted under its agent's own cordon .*, not drained by nuo/,
+    );
     assert.match(
       found[0]?.detail ?? '',
       new RegExp(

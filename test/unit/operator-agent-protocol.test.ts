@@ -273,6 +273,44 @@ test('a slot holder of the protocol steps by what its agent does: phase × keys 
   }
 });
 
+test('a reboot after which the agent runs another version than it staged counts towards a loop', () => {
+  const back = (version: string | undefined) =>
+    stepHolder(
+      fluo({
+        annotations: {
+          [A.state]: Phase.afterReboot,
+          [A.stateSince]: ago(5),
+          [F.rebootOk]: 'true',
+          [A.grantedBootId]: 'boot-1',
+          [F.rebootNeeded]: 'false',
+          [F.rebootInProgress]: 'false',
+          [F.newVersion]: '4081.2.1',
+        },
+        labels: version ? { [F.version]: version } : {},
+        unschedulable: true,
+        bootId: 'boot-2',
+        readySince: ago(3600),
+      }),
+      {
+        config: fluoConfig,
+        now: NOW,
+        draining: new Set(),
+        health: new Map([['n', { daemonSetPodsReady: true, detail: 'ready' }]]),
+        wake: () => {},
+        slotOf: () => undefined,
+      },
+    );
+  assert.deepEqual(back('4081.2.1'), [{ type: 'complete', node: 'n', reason: 'rebooted and healthy' }]);
+  assert.deepEqual(back('4081.2.0'), [
+    { type: 'complete', node: 'n', reason: 'rebooted and healthy', needSurvived: true },
+  ]);
+  assert.deepEqual(
+    back(undefined),
+    [{ type: 'complete', node: 'n', reason: 'rebooted and healthy' }],
+    'unknown: taken',
+  );
+});
+
 test("the protocol's grants: kept through the health gate, taken as nuo's in RebootGranted, removed elsewhere", () => {
   const at = (phase: string | undefined) =>
     fluo({ annotations: { ...(phase ? { [A.state]: phase } : {}), [F.rebootOk]: 'true' } });
