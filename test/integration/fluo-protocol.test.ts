@@ -3,8 +3,8 @@
  * nodes whose agent is FLUO's update-agent as played by src/sim/protocol-agent.ts (its writes, in its
  * order, through its own ServiceAccount's pod-bound token, under the admission policy that confines it),
  * beside a pool of nuo's own simulated agents, with before- and after-reboot hooks answered through FLUO's
- * labels. While FLUO's own update-operator holds its Lease, nuo touches no node of the FLUO pool and says
- * why; once it is gone, both pools finish under their budgets, and the independent checker sees no
+ * labels (CLUO's agent's token is held to its own admission policy too). While FLUO's own update-operator
+ * holds its Lease, nuo touches no node of the FLUO pool and says why; once it is gone, both pools finish under their budgets, and the independent checker sees no
  * reboot without nuo's grant or cordon and never more nodes disrupted than both budgets together. A
  * reboot granted by another client instead (FLUO's own operator), which the agent then cordons and drains
  * itself, is recorded as two violations.
@@ -49,6 +49,8 @@ const NUO_NODES = ['node-3', 'node-4', 'node-5'];
 /** Where FLUO's own manifests install it, and the agent's ServiceAccount the admission policy names. */
 const FLUO_NS = 'reboot-coordinator';
 const AGENT_SA = 'flatcar-linux-update-agent';
+const CLUO_AGENT_SA = 'container-linux-update-agent';
+const C = protocolKeys(AgentProtocol.containerLinux);
 const BEFORE = 'example.com/before-reboot-check';
 const AFTER = 'example.com/after-reboot-check';
 const NEW_VERSION = '4081.2.1';
@@ -63,19 +65,18 @@ const kubectl = (args: string[], input?: string) => {
   assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
 };
 
-/** FLUO's agent's identity: what its DaemonSet's pods run as (RBAC as its own manifests grant it). */
-const AGENT_MANIFESTS = `
-apiVersion: v1
-kind: Namespace
-metadata: { name: ${FLUO_NS} }
----
+/**
+ * An update-agent's identity: what its DaemonSet's pods on the pool's nodes run as, with the RBAC their
+ * own manifests grant it.
+ */
+const agentManifests = (sa: string, pool: string) => `
 apiVersion: v1
 kind: ServiceAccount
-metadata: { name: ${AGENT_SA}, namespace: ${FLUO_NS} }
+metadata: { name: ${sa}, namespace: ${FLUO_NS} }
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
-metadata: { name: ${AGENT_SA} }
+metadata: { name: ${sa} }
 rules:
   - { apiGroups: [""], resources: [nodes], verbs: [get, list, watch, update, patch] }
   - { apiGroups: [""], resources: [pods], verbs: [list, get, delete] }
@@ -84,20 +85,20 @@ rules:
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
-metadata: { name: ${AGENT_SA} }
-roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ${AGENT_SA} }
-subjects: [{ kind: ServiceAccount, name: ${AGENT_SA}, namespace: ${FLUO_NS} }]
+metadata: { name: ${sa} }
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ${sa} }
+subjects: [{ kind: ServiceAccount, name: ${sa}, namespace: ${FLUO_NS} }]
 ---
 apiVersion: apps/v1
 kind: DaemonSet
-metadata: { name: ${AGENT_SA}, namespace: ${FLUO_NS} }
+metadata: { name: ${sa}, namespace: ${FLUO_NS} }
 spec:
-  selector: { matchLabels: { app: ${AGENT_SA} } }
+  selector: { matchLabels: { app: ${sa} } }
   template:
-    metadata: { labels: { app: ${AGENT_SA} } }
+    metadata: { labels: { app: ${sa} } }
     spec:
-      serviceAccountName: ${AGENT_SA}
-      nodeSelector: { pool: fluo }
+      serviceAccountName: ${sa}
+      nodeSelector: { pool: ${pool} }
       tolerations: [{ operator: Exists }]
       containers: [{ name: update-agent, image: update-agent }]
 `;
@@ -105,20 +106,21 @@ spec:
 /** Per FLUO node: its agent's clients, with a token bound to its DaemonSet pod there (so to its node). */
 const agentClients = new Map<string, { lean: LeanClient; core: CoreV1Api }>();
 
-async function agentPodOn(node: string): Promise<V1Pod> {
+async function agentPodOn(node: string, sa: string): Promise<V1Pod> {
   return pollUntil(`the update-agent's pod on ${node}`, async () => {
     const pods = await core.listNamespacedPod({
       namespace: FLUO_NS,
       fieldSelector: `spec.nodeName=${node}`,
+      labelSelector: `app=${sa}`,
     });
     return pods.items[0];
   });
 }
 
-async function agentClientsFor(node: string) {
-  const pod = await agentPodOn(node);
+async function agentClientsFor(node: string, sa = AGENT_SA) {
+  const pod = await agentPodOn(node, sa);
   const review = await core.createNamespacedServiceAccountToken({
-    name: AGENT_SA,
+    name: sa,
     namespace: FLUO_NS,
     body: {
       spec: {
@@ -130,7 +132,7 @@ async function agentClientsFor(node: string) {
   });
   const token = review.status?.token ?? '';
   const kc = new KubeConfig();
-  kc.loadFromString(tokenKubeconfig(cluster.server, cluster.caCert, AGENT_SA, token));
+  kc.loadFromString(tokenKubeconfig(cluster.server, cluster.caCert, sa, token));
   return {
     lean: new LeanClient({ server: cluster.server, ca: cluster.caCert, token: () => token }),
     core: kc.makeApiClient(CoreV1Api),
@@ -168,7 +170,10 @@ before(async () => {
   ] as const)
     for (const name of names)
       await core.patchNode({ name, body: { metadata: { labels: { pool } } } }, mergePatch);
-  kubectl(['apply', '-f', '-'], AGENT_MANIFESTS);
+  kubectl(['create', 'namespace', FLUO_NS]);
+  kubectl(['apply', '-f', '-'], agentManifests(AGENT_SA, 'fluo'));
+  // CLUO's agent on a node of the nuo pool, only to hold its token to its admission policy.
+  kubectl(['apply', '-f', '-'], agentManifests(CLUO_AGENT_SA, 'nuo'));
   kubectl(['apply', '-f', policyFile]);
   for (const node of FLUO_NODES) agentClients.set(node, await agentClientsFor(node));
 });
@@ -201,47 +206,58 @@ const budgets: Budget[] = [
 ];
 
 describe("FLUO's protocol", () => {
-  test("the agent's token is confined to its own node's FLUO keys: no grant, no other node", async () => {
-    const { lean } = agentClients.get('node-0') ?? assert.fail('no clients');
-    const refused = async (name: string, patch: object) =>
-      lean.patchNode(name, patch).then(
-        () => assert.fail(`${name}: ${JSON.stringify(patch)} was taken`),
-        (err: unknown) => {
-          assert.ok(err instanceof LeanApiError, String(err));
-          return err.message;
-        },
+  test("each agent's token is confined to its own node's keys of its protocol: no grant, no other node", async () => {
+    const cases = [
+      { keys: K, own: 'node-0', other: 'node-1', foreign: C, clients: agentClients.get('node-0') },
+      {
+        keys: C,
+        own: 'node-3',
+        other: 'node-4',
+        foreign: K,
+        clients: await agentClientsFor('node-3', CLUO_AGENT_SA),
+      },
+    ];
+    for (const { keys, own, other, foreign, clients } of cases) {
+      const lean = clients?.lean ?? assert.fail(`no clients on ${own}`);
+      const refused = async (name: string, patch: object) =>
+        lean.patchNode(name, patch).then(
+          () => assert.fail(`${name}: ${JSON.stringify(patch)} was taken`),
+          (err: unknown) => {
+            assert.ok(err instanceof LeanApiError, String(err));
+            return err.message;
+          },
+        );
+      // A new admission policy takes effect within seconds: wait until it refuses.
+      await pollUntil(`the admission policy to refuse a grant on ${own}`, async () =>
+        lean.patchNode(own, { metadata: { annotations: { [keys.rebootOk]: 'true' } } }).then(
+          async () => {
+            await lean
+              .patchNode(own, { metadata: { annotations: { [keys.rebootOk]: null } } })
+              .catch(() => {});
+            return undefined;
+          },
+          (err: unknown) => (err instanceof LeanApiError && err.status === 422 ? err : undefined),
+        ),
       );
-    // A new admission policy takes effect within seconds: wait until it refuses.
-    await pollUntil('the admission policy to refuse a grant', async () =>
-      lean.patchNode('node-0', { metadata: { annotations: { [K.rebootOk]: 'true' } } }).then(
-        async () => {
-          await lean
-            .patchNode('node-0', { metadata: { annotations: { [K.rebootOk]: null } } })
-            .catch(() => {});
-          return undefined;
-        },
-        (err: unknown) => (err instanceof LeanApiError && err.status === 422 ? err : undefined),
-      ),
-    );
-    assert.match(
-      await refused('node-1', { metadata: { annotations: { [K.rebootNeeded]: 'true' } } }),
-      /only the Node it runs on/,
-    );
-    assert.match(
-      await refused('node-0', { metadata: { labels: { [K.beforeReboot]: 'true' } } }),
-      /only its own keys/,
-    );
-    assert.match(
-      await refused('node-0', { metadata: { annotations: { [Annotations.state]: Phase.idle } } }),
-      /only its own keys/,
-    );
-    const own = await lean.patchNode('node-0', {
-      metadata: { annotations: { [K.status]: 'UPDATE_STATUS_IDLE' }, labels: { [K.id]: 'flatcar' } },
-    });
-    assert.equal(own.metadata.annotations?.[K.status], 'UPDATE_STATUS_IDLE');
-    const cordoned = await lean.patchNode('node-0', { spec: { unschedulable: true } });
-    assert.equal(cordoned.spec?.unschedulable, true, 'its own cordon is its to make');
-    await lean.patchNode('node-0', { spec: { unschedulable: false } });
+      const needed = { metadata: { annotations: { [keys.rebootNeeded]: 'true' } } };
+      assert.match(await refused(other, needed), /only the Node it runs on/, own);
+      for (const patch of [
+        { metadata: { labels: { [keys.beforeReboot]: 'true' } } },
+        { metadata: { annotations: { [Annotations.state]: Phase.idle } } },
+        { metadata: { annotations: { [foreign.rebootNeeded]: 'true' } } },
+      ])
+        assert.match(await refused(own, patch), /only its own keys/, `${own}: ${JSON.stringify(patch)}`);
+      const taint = { spec: { taints: [{ key: 'example.com/x', effect: 'NoSchedule' }] } };
+      assert.match(await refused(own, taint), /no Node spec but its cordon/, own);
+      const taken = await lean.patchNode(own, {
+        metadata: { annotations: { [keys.status]: 'UPDATE_STATUS_IDLE' }, labels: { [keys.id]: 'flatcar' } },
+      });
+      assert.equal(taken.metadata.annotations?.[keys.status], 'UPDATE_STATUS_IDLE', own);
+      const cordoned = await lean.patchNode(own, { spec: { unschedulable: true } });
+      assert.equal(cordoned.spec?.unschedulable, true, `${own}: its own cordon is its to make`);
+      await lean.patchNode(own, { spec: { unschedulable: false } });
+    }
+    cases[1]?.clients?.lean.close();
   });
 
   test("a FLUO pool waits while FLUO's update-operator runs, then rolls beside a nuo pool under both budgets", async () => {
