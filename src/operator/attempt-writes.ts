@@ -136,6 +136,11 @@ export class AttemptWrites {
         this.#o.log('info', 'drained, but paused: no grant until resumed', { node: name });
         return;
       }
+      // Its pool stood down meanwhile (CLUO's or FLUO's own operator runs): no grant from nuo now.
+      if (this.#o.decider.standsDown(name)) {
+        this.#o.log('warn', 'drained, but nuo stands down from its pool: no grant', { node: name });
+        return;
+      }
       try {
         await this.#drained(fresh, result, refused);
         return;

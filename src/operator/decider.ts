@@ -194,6 +194,13 @@ export class Decider {
     };
   }
 
+  /** Whether the node's pool, as last planned, is one nuo stands down from (nothing is done to its nodes). */
+  standsDown(node: string): boolean {
+    const pool = this.#poolOfNode.get(node);
+    const hold = this.#plan?.pools.find((p) => p.name === pool)?.hold;
+    return hold !== undefined && STAND_DOWN.has(hold.code);
+  }
+
   /** The policy of the node's pool as last planned (its last valid generation), if it has one. */
   policyOf(node: string): ResolvedPolicy | undefined {
     const pool = this.#poolOfNode.get(node);

@@ -1,7 +1,7 @@
 /**
  * CLUO's and FLUO's update-agent, played on a simulated host: the same writes on its Node, in the same
- * order and with the same waits, as their agent (pkg/agent/agent.go at the pinned FLUO commit) makes, so
- * a test can run nuo's operator against that protocol before the real agent binary runs per node.
+ * order and with the same waits, as their agent's source makes them, so a test can run nuo's operator
+ * against that protocol before the real agent binary runs per node.
  * - At its start: labels id, group and version; then reboot-in-progress and reboot-needed (annotation
  *   and label) "false" in one write; waits until reboot-ok is not "true"; uncordons only a cordon it
  *   recorded in agent-made-unschedulable.

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { V1Deployment, V1Lease } from '@kubernetes/client-node';
+import type { V1Deployment, V1Lease, V1Node } from '@kubernetes/client-node';
 import {
   Annotations as A,
   AgentProtocol,
@@ -18,6 +18,7 @@ import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { operatorKeys, speaking } from '../../src/operator/agent-protocol.ts';
 import { type Action, type DecideConfig, decide } from '../../src/operator/decide.ts';
+import { Decider } from '../../src/operator/decider.ts';
 import { revokeForeignGrants } from '../../src/operator/foreign-grants.ts';
 import { parseLedger, withChanges } from '../../src/operator/ledger.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
@@ -488,4 +489,38 @@ test('an admission of a node of the protocol names it, for its slot', () => {
     actions.filter((a) => a.type === 'admit'),
     [{ type: 'admit', node: 'a', reason: 'reboot needed', protocol: FLUO }],
   );
+});
+
+test("the decider reads a pool's nodes through its protocol, and does nothing to a pool it stands down from", () => {
+  let sighting: ReturnType<typeof sightingOf> = { standDown: 'the x update-operator runs' };
+  const nodes = [node('f1', { labels: { pool: 'fluo' }, annotations: { [F.rebootNeeded]: 'true' } })];
+  const decider = new Decider({
+    paused: false,
+    policies: () => ({
+      known: true,
+      crdMissing: false,
+      policies: [policy({ agentProtocol: FLUO, nodeSelector: { matchLabels: { pool: 'fluo' } } })],
+    }),
+    blockers: () => undefined,
+    sighting: () => sighting,
+    nodeHolds: () => new Map(),
+    nodes: { list: () => nodes },
+    draining: () => new Set(),
+    ownGrant: () => true,
+    plans: () => [],
+    jobs: () => new Map(),
+    planDrain: () => undefined,
+  });
+  const pass = () => decider.decide(decider.nodes(NOW), { slots: {} }, new Map(), NOW);
+  assert.deepEqual(pass().actions, [], 'stood down: not even Pending is written');
+  assert.equal(decider.standsDown('f1'), true);
+  sighting = {};
+  assert.deepEqual(
+    pass().actions.map((a) => `${a.type} ${a.node}`),
+    ['admit f1'],
+  );
+  assert.equal(decider.standsDown('f1'), false);
+  const seen = decider.view(nodes[0] as V1Node);
+  assert.equal(seen.protocol, FLUO, 'read through its pool’s protocol for the writes that follow');
+  assert.equal(seen.rebootNeeded, true);
 });
