@@ -49,6 +49,7 @@ export function updatePolicyCrd() {
             { name: 'Nodes', type: 'integer', jsonPath: '.status.nodes' },
             { name: 'Disrupted', type: 'integer', jsonPath: '.status.disrupted' },
             { name: 'Budget', type: 'integer', jsonPath: '.status.budget' },
+            { name: 'Agents', type: 'string', jsonPath: '.spec.agentProtocol', priority: 1 },
             conditionColumn('Ready', 'Ready', 'status'),
             conditionColumn('Blocked', 'Blocked', 'reason'),
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },

@@ -65,6 +65,11 @@ export const Annotations = {
    * admission, removed in the write that ends the attempt.
    */
   plan: 'nuo.dev/plan',
+  /**
+   * operator, on nodes of a pool whose agent speaks CLUO's or FLUO's protocol: the boot ID the grant was
+   * given on (that grant cannot name it): a different boot ID later confirms the reboot.
+   */
+  grantedBootId: 'nuo.dev/granted-boot-id',
 } as const;
 
 /**
@@ -189,3 +194,91 @@ export const Kubernetes = {
   /** Set by the kubelet on mirror pods of static pods; such pods cannot be evicted. */
   mirrorPod: 'kubernetes.io/config.mirror',
 } as const;
+
+/**
+ * The agent protocol a pool's nodes speak (UpdatePolicy `agentProtocol`): nuo's own, or the CoreOS
+ * update operator's, unmodified, under Flatcar's prefix (FLUO) or Container Linux's (CLUO).
+ */
+export const AgentProtocol = {
+  nuo: 'nuo',
+  flatcar: 'flatcar-update-operator',
+  containerLinux: 'container-linux-update-operator',
+} as const;
+export type AgentProtocol = (typeof AgentProtocol)[keyof typeof AgentProtocol];
+export const AGENT_PROTOCOLS: readonly AgentProtocol[] = Object.values(AgentProtocol);
+/** A protocol of another project's agent: CLUO's or FLUO's. */
+export type ForeignProtocol = Exclude<AgentProtocol, typeof AgentProtocol.nuo>;
+
+const PROTOCOL_PREFIX: Record<ForeignProtocol, string> = {
+  [AgentProtocol.flatcar]: 'flatcar-linux-update.v1.flatcar-linux.net/',
+  [AgentProtocol.containerLinux]: 'container-linux-update.v1.coreos.com/',
+};
+
+/**
+ * The keys of CLUO's and FLUO's protocol (one set, two prefixes), each with its only writer while nuo
+ * coordinates the pool: the agent (their update-agent, unmodified), nuo's operator in the place of their
+ * update-operator, or a person. Keys nuo never reads (`agent-version`) are left out.
+ */
+export function protocolKeys(protocol: ForeignProtocol) {
+  const p = PROTOCOL_PREFIX[protocol];
+  return {
+    /** agent: annotation and label "true" when the update engine staged an update; "false" at its start. */
+    rebootNeeded: `${p}reboot-needed`,
+    /** agent: "true" from the grant seen until the agent restarts after the reboot ("false" then). */
+    rebootInProgress: `${p}reboot-in-progress`,
+    /** agent: the update engine's status (e.g. UPDATE_STATUS_UPDATED_NEED_REBOOT). */
+    status: `${p}status`,
+    /** agent: the version the update engine staged. */
+    newVersion: `${p}new-version`,
+    /** agent: when the update engine last checked (UNIX seconds). */
+    lastCheckedTime: `${p}last-checked-time`,
+    /** agent: "true" when the agent cordoned the node itself (never when nuo had cordoned it first). */
+    agentMadeUnschedulable: `${p}agent-made-unschedulable`,
+    /** agent (labels): ID and VERSION of os-release, GROUP of update.conf. */
+    id: `${p}id`,
+    group: `${p}group`,
+    version: `${p}version`,
+    /** operator: "true" grants the reboot (unsigned: the protocol has no other value). */
+    rebootOk: `${p}reboot-ok`,
+    /** operator (labels): "true" while before-/after-reboot hooks should run. */
+    beforeReboot: `${p}before-reboot`,
+    afterReboot: `${p}after-reboot`,
+    /** person: "true" leaves the node alone. */
+    rebootPaused: `${p}reboot-paused`,
+  } as const;
+}
+
+/** The keys CLUO's or FLUO's agent writes on its own Node, and no others (deploy/base/protocol-agent-policy.yaml). */
+export function protocolAgentKeys(protocol: ForeignProtocol): {
+  annotations: readonly string[];
+  labels: readonly string[];
+} {
+  const k = protocolKeys(protocol);
+  return {
+    annotations: [
+      k.rebootNeeded,
+      k.rebootInProgress,
+      k.status,
+      k.newVersion,
+      k.lastCheckedTime,
+      k.agentMadeUnschedulable,
+    ],
+    labels: [k.rebootNeeded, k.id, k.group, k.version],
+  };
+}
+
+/**
+ * CLUO's and FLUO's own update-operator, as nuo tells it is running: its leader-election Lease (client-go
+ * writes one beside its ConfigMap lock), in whatever namespace it runs, and the Deployment their
+ * manifests install.
+ */
+export const PROTOCOL_OPERATOR: Record<ForeignProtocol, { lease: string; deployment: string }> = {
+  [AgentProtocol.flatcar]: {
+    lease: 'flatcar-linux-update-operator-lock',
+    deployment: 'flatcar-linux-update-operator',
+  },
+  [AgentProtocol.containerLinux]: {
+    lease: 'container-linux-update-operator-lock',
+    deployment: 'container-linux-update-operator',
+  },
+};

@@ -6,6 +6,7 @@
  * expressions, regular expressions) the operator reports in the policy's status.
  */
 import Type from 'typebox';
+import { AGENT_PROTOCOLS } from './keys.ts';
 
 /** Go-style durations, as the operator's flags take them: "90s", "1h30m", "0". */
 export const DURATION_PATTERN = '^(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|ms|s|m|h))+)$';
@@ -379,6 +380,13 @@ export const UpdatePolicySpec = Type.Object(
       }),
     ),
     paused: Type.Optional(Type.Boolean({ default: false, description: 'Admit nothing new in this pool.' })),
+    agentProtocol: Type.Optional(
+      enumOf(AGENT_PROTOCOLS, {
+        default: 'nuo',
+        description:
+          "The protocol the pool's node agents speak: nuo (nuo's agent), flatcar-update-operator (FLUO's update-agent) or container-linux-update-operator (CLUO's). nuo drains, grants and checks health either way; the other two grants cannot be signed.",
+      }),
+    ),
     windows: Type.Optional(Windows),
     blockers: Type.Optional(Blockers),
     drain: Type.Optional(Drain),

@@ -3,8 +3,15 @@
  * slot ledger, the UpdatePolicies resolved (a cluster without the CRD has none), planned into pools, and
  * the Plans with their Jobs.
  */
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
+import { AgentProtocol, type ForeignProtocol } from '../api/keys.ts';
 import type { UpdatePolicy } from '../api/update-policy.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { type Decision, decide } from '../operator/decide.ts';
@@ -14,7 +21,13 @@ import { type NodeView, viewNode } from '../operator/node-view.ts';
 import { type PassPlan, plansOfPass } from '../operator/plan-pass.ts';
 import { passPlan } from '../operator/plan-resolve.ts';
 import type { PolicyEntry, PolicyState } from '../operator/policies.ts';
-import { type PolicyBlockers, type PoolPlan, planPools } from '../operator/pool-plan.ts';
+import {
+  type OperatorSighting,
+  type PolicyBlockers,
+  type PoolPlan,
+  planPools,
+} from '../operator/pool-plan.ts';
+import { lookForOperator } from '../operator/protocol-operators.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import { type PlansRead, readPlans } from './plans.ts';
 
@@ -87,6 +100,22 @@ async function readKuredLocks(
   return out;
 }
 
+/** Looks for CLUO's and FLUO's own update-operator, as the operator does, for the protocols policies use. */
+async function lookForOperators(
+  kc: KubeConfig,
+  state: PolicyState,
+): Promise<ReadonlyMap<ForeignProtocol, OperatorSighting>> {
+  const protocols = new Set<ForeignProtocol>();
+  for (const e of state.policies) {
+    const p = e.current.ok ? e.current.policy : e.lastValid;
+    if (p && p.agentProtocol !== AgentProtocol.nuo) protocols.add(p.agentProtocol);
+  }
+  const api = { coordination: kc.makeApiClient(CoordinationV1Api), apps: kc.makeApiClient(AppsV1Api) };
+  return new Map(
+    await Promise.all([...protocols].map(async (p) => [p, await lookForOperator(api, p)] as const)),
+  );
+}
+
 export async function readClusterState(kc: KubeConfig, namespace: string, now: Date): Promise<ClusterState> {
   const core = kc.makeApiClient(CoreV1Api);
   const ledger = (await new LedgerStore(core, namespace).read().catch(() => undefined))?.ledger ?? {
@@ -99,6 +128,7 @@ export async function readClusterState(kc: KubeConfig, namespace: string, now: D
     .map((n) => ofPass.view(viewNode(n)))
     .sort((a, b) => a.name.localeCompare(b.name));
   const { state, raw } = await readPolicies(kc);
+  const sightings = await lookForOperators(kc, state);
   // As an operator decides it when not paused cluster-wide (its flags are not in the cluster).
   const kured = await readKuredLocks(kc, state, now);
   const plan = planPools({
@@ -108,6 +138,7 @@ export async function readClusterState(kc: KubeConfig, namespace: string, now: D
     ledger,
     now,
     blockers: (policy) => kured.get(policy),
+    sighting: (p) => sightings.get(p),
   });
   for (const pool of plan.pools) pool.config = { ...pool.config, plans: ofPass.pass };
   const decisions = new Map(
@@ -122,5 +153,16 @@ export async function readClusterState(kc: KubeConfig, namespace: string, now: D
       return [pool.name, decide(snapshot, pool.config, now)] as const;
     }),
   );
-  return { nodes, ledger, policies: state, raw, plan, decisions, plans, passPlans };
+  // Each node as its pool reads it (a pool of CLUO's or FLUO's agents reads their keys).
+  const ofPool = new Map(plan.pools.flatMap((p) => p.nodes).map((n) => [n.name, n]));
+  return {
+    nodes: nodes.map((n) => ofPool.get(n.name) ?? n),
+    ledger,
+    policies: state,
+    raw,
+    plan,
+    decisions,
+    plans,
+    passPlans,
+  };
 }

@@ -117,6 +117,7 @@ export function admit(input: AdmissionInput): Admission {
       node: n.name,
       reason: needsWork(n, t) ?? 'admitted',
       ...(plan ? { plan: planSlot(plan) } : {}),
+      ...(n.protocol ? { protocol: n.protocol } : {}),
     });
     if (plan) c.plans?.take(plan);
     // A node cordoned by someone else already counts as unavailable; admitting it uses no new slot.

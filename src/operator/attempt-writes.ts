@@ -10,6 +10,7 @@ import type { NotifyOn } from '../api/update-policy.ts';
 import { DrainOutcome, type DrainResult } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import type { Notifier } from '../notify/notifier.ts';
+import { PROTOCOL_GRANT } from './agent-protocol.ts';
 import type { Decider, NodeStep } from './decider.ts';
 import type { DoNotDisruptReads } from './do-not-disrupt.ts';
 import type { DrainRunner } from './drain-runner.ts';
@@ -138,6 +139,11 @@ export class AttemptWrites {
         this.#o.log('info', 'drained, but paused: no grant until resumed', { node: name });
         return;
       }
+      // Its pool stood down meanwhile (CLUO's or FLUO's own operator runs): no grant from nuo now.
+      if (this.#o.decider.standsDown(name)) {
+        this.#o.log('warn', 'drained, but nuo stands down from its pool: no grant', { node: name });
+        return;
+      }
       try {
         await this.#drained(fresh, result, refused);
         return;
@@ -194,13 +200,18 @@ export class AttemptWrites {
     this.#o.log('info', 'drain held by a pod; attempt ended; slot released', { node: fresh.name, reason });
   }
 
-  /** Signs the node's grant for the attempt holding its slot and writes it: RebootGranted. */
+  /**
+   * Signs the node's grant for the attempt holding its slot and writes it: RebootGranted. A node whose
+   * agent is CLUO's or FLUO's gets their protocol's grant, which cannot be signed.
+   */
   async #grant(fresh: NodeView, message: string, log: Record<string, unknown> = {}): Promise<void> {
     const grant = {
       type: 'grant',
       node: fresh.name,
       message,
-      grant: await this.#o.grants.grant(fresh, (await this.#o.ledger.read()).ledger),
+      grant: fresh.protocol
+        ? PROTOCOL_GRANT
+        : await this.#o.grants.grant(fresh, (await this.#o.ledger.read()).ledger),
     } as const;
     await this.#o.writer.patch(fresh, this.#write(grant, fresh, new Date()), this.#o.core);
     this.#o.events.normal(fresh.name, 'RebootGranted', message);

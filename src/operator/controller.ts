@@ -6,7 +6,7 @@
  * exactly where the last one stopped. This module only wires the parts and runs the loop under the
  * leader election.
  */
-import { AppsV1Api, CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { Drainer } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
@@ -36,6 +36,7 @@ import { PolicySource } from './policies.ts';
 import { PolicyStatusWriter } from './policy-status-writer.ts';
 import { informerProgress, liveness, Progress, readiness } from './probes.ts';
 import { ProblemReports } from './problem-reports.ts';
+import { ProtocolOperatorWatch } from './protocol-operators.ts';
 import { Reconciler } from './reconciler.ts';
 
 export interface OperatorOptions {
@@ -73,6 +74,7 @@ export class Operator {
   readonly #plans: PlanWatch;
   readonly #blockers: BlockerWatch;
   readonly #kured: KuredKeeper;
+  readonly #protocolOperators: ProtocolOperatorWatch;
   readonly #optOuts: DoNotDisruptReads;
   readonly #statuses: PolicyStatusWriter;
   readonly #notifier: Notifier;
@@ -137,6 +139,13 @@ export class Operator {
       onChange: this.#wake.now,
       log,
     });
+    this.#protocolOperators = new ProtocolOperatorWatch({
+      coordination: kubeconfig.makeApiClient(CoordinationV1Api),
+      apps: kubeconfig.makeApiClient(AppsV1Api),
+      intervalMs: c.blockerIntervalMs,
+      onChange: this.#wake.now,
+      log,
+    });
     this.#notifier = new Notifier({ core, namespace: c.namespace, log, ...(metrics ? { metrics } : {}) });
     const notifier = this.#notifier;
     this.#statuses = new PolicyStatusWriter({
@@ -150,6 +159,7 @@ export class Operator {
       policies: () => this.#policies.state(),
       blockers: (policy) => withKured(this.#blockers.blockers(policy), this.#kured.view(policy)),
       kuredWant: (policy, want) => this.#kured.want(policy, want),
+      sighting: this.#protocolOperators.sighting,
       nodeHolds: (waiting, now) => this.#optOuts.holds(waiting, now),
       paused: c.paused,
       nodes: this.#informer,
@@ -177,7 +187,7 @@ export class Operator {
     });
     this.#writes = new AttemptWrites({
       core,
-      writer: new NodeWriter(this.#informer, acting),
+      writer: new NodeWriter(this.#informer, acting, (node) => this.#decider.view(node)),
       nodes: this.#informer,
       decider: this.#decider,
       drains: this.#drains,
@@ -260,6 +270,7 @@ export class Operator {
       if (!this.#acting()) return;
       this.#blockers.sync(this.#policies.state().policies);
       this.#kured.sync(this.#policies.state().policies);
+      this.#protocolOperators.sync(this.#policies.state().policies);
       this.#wake.now();
     });
     this.#policies.start();
@@ -280,6 +291,7 @@ export class Operator {
         this.#drains.abortAll();
         this.#blockers.stop();
         this.#kured.stop();
+        this.#protocolOperators.stop();
         clearTimeout(this.#resync);
       },
     });
@@ -290,6 +302,7 @@ export class Operator {
       clearTimeout(this.#resync);
       this.#blockers.stop();
       this.#kured.stop();
+      this.#protocolOperators.stop();
       this.#drains.abortAll();
       // Notifications still queued at shutdown are dropped: the next leader tells what happens next.
       this.#notifier.stop();
@@ -335,6 +348,7 @@ export class Operator {
     this.#optOuts.clear();
     this.#blockers.sync(this.#policies.state().policies);
     this.#kured.sync(this.#policies.state().policies);
+    this.#protocolOperators.sync(this.#policies.state().policies);
     // Ready before the first grant: a replica that cannot read or create the key says so at once.
     this.#grants.prepare().catch((err: unknown) => this.#o.log('error', describeError(err)));
     this.#queue.add(KEY);

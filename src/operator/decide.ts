@@ -10,6 +10,7 @@
  * node is a write to the ledger, so two deciders — a new leader and a stale one — can never both spend the
  * last slot. Node phases are the per-node protocol and the human-readable mirror.
  */
+import type { ForeignProtocol } from '../api/keys.ts';
 import type { Phase } from '../api/phases.ts';
 import { admit, outsideSlots } from './admission.ts';
 import { budgetSlots, type MaxUnavailable } from './budget.ts';
@@ -89,7 +90,7 @@ export type Action =
    * Reserve a slot in the ledger, then start the attempt on the node: a reboot's (BeforeReboot or
    * Draining), or a Plan's (Draining, or Upgrading when the Plan does not drain).
    */
-  | { type: 'admit'; node: string; reason: string; plan?: PlanSlot }
+  | { type: 'admit'; node: string; reason: string; plan?: PlanSlot; protocol?: ForeignProtocol }
   /** Change the node's phase (and reason), with the protocol keys that go with it. */
   | {
       type: 'transition';
@@ -154,7 +155,7 @@ export type Action =
   /** Ledger only: withdraw the node's promise. */
   | { type: 'unpromise'; node: string; reason: string }
   /** Ledger only: a promised node already in an attempt (handed over at once) holds its slot since `since`. */
-  | { type: 'claim'; node: string; since: string };
+  | { type: 'claim'; node: string; since: string; protocol?: ForeignProtocol };
 
 export interface Decision {
   actions: Action[];

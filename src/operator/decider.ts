@@ -5,8 +5,10 @@
  * process, and the check of nuo's own grants.
  */
 import type { V1Node } from '@kubernetes/client-node';
+import { AgentProtocol, type ForeignProtocol } from '../api/keys.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
 import { admissionOrder } from './admission.ts';
+import { speaking } from './agent-protocol.ts';
 import { type Action, type DecideConfig, type Decision, decide } from './decide.ts';
 import type { DrainSettings } from './drain-runner.ts';
 import type { Wait } from './gates.ts';
@@ -20,12 +22,14 @@ import type { JobView } from './plan-work.ts';
 import type { PolicyState } from './policies.ts';
 import {
   DEFAULT_POOL,
+  type OperatorSighting,
   POLICY_DEFAULTS,
   type PolicyBlockers,
   type Pool,
   type PoolPlan,
   planPools,
   policyConfig,
+  STAND_DOWN,
 } from './pool-plan.ts';
 import { SoakClock } from './soak-clock.ts';
 import { untaintUnmanaged } from './taints.ts';
@@ -44,6 +48,8 @@ export interface DeciderOptions {
   policies: () => PolicyState;
   /** What each policy's blockers answered last. */
   blockers: (policy: string) => PolicyBlockers | undefined;
+  /** What was last seen of CLUO's and FLUO's own update-operator; undefined: not looked yet. */
+  sighting: (protocol: ForeignProtocol) => OperatorSighting | undefined;
   /** The holds of waiting nodes' own pods (`nuo.dev/do-not-disrupt`), longest-waiting first. */
   nodeHolds: (waiting: readonly string[], now: number) => ReadonlyMap<string, Wait>;
   nodes: { list(): V1Node[] };
@@ -100,6 +106,8 @@ export class Decider {
   /** Each pool's settings as the last pass planned them, and each node's pool. */
   #configs = new Map<string, DecideConfig>();
   #poolOfNode = new Map<string, string>();
+  /** Each node whose agent is another project's, and its protocol, as the last pass planned the pools. */
+  #protocolOfNode = new Map<string, ForeignProtocol>();
   #plan: PoolPlan | undefined;
   #plans: PlansOfPass | undefined;
   /** Each slot holder's Plan (its slot's), as the last pass read the ledger. */
@@ -109,8 +117,18 @@ export class Decider {
     this.#o = options;
   }
 
-  /** The view of a cached node, computed once per resourceVersion (a pass reads every node). */
+  /** The view of a cached node through the protocol its agent speaks (as the last pass planned the pools). */
   view(node: V1Node): NodeView {
+    return this.spoken(this.#view(node));
+  }
+
+  /** A view by nuo's keys read through the protocol its agent speaks (as the last pass planned the pools). */
+  spoken(view: NodeView): NodeView {
+    return speaking(view, this.#protocolOfNode.get(view.name) ?? AgentProtocol.nuo);
+  }
+
+  /** The view of a cached node by nuo's keys, computed once per resourceVersion (a pass reads every node). */
+  #view(node: V1Node): NodeView {
     const name = node.metadata?.name ?? '';
     const rv = node.metadata?.resourceVersion ?? '';
     const cached = this.#views.get(name);
@@ -122,7 +140,7 @@ export class Decider {
 
   /** Every cached node as decide() sees it at `now`; views of deleted nodes are forgotten now and then. */
   nodes(now: Date): NodeView[] {
-    const nodes = this.#o.nodes.list().map((n) => this.#soak.view(this.view(n), now.getTime()));
+    const nodes = this.#o.nodes.list().map((n) => this.#soak.view(this.#view(n), now.getTime()));
     if (this.#views.size > nodes.length * 2) this.#prune(nodes);
     return nodes;
   }
@@ -142,6 +160,7 @@ export class Decider {
       ledger,
       now,
       blockers: this.#o.blockers,
+      sighting: this.#o.sighting,
     });
     this.#plan = plan;
     const holds = this.#o.nodeHolds(waitingNodes(plan, now), now.getTime());
@@ -149,6 +168,9 @@ export class Decider {
     for (const pool of plan.pools) pool.config = { ...pool.config, nodeHold, plans: plans.pass };
     this.#configs = new Map(plan.pools.map((p) => [p.name, p.config]));
     this.#poolOfNode = new Map(plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));
+    this.#protocolOfNode = new Map(
+      plan.pools.flatMap((p) => p.nodes.flatMap((n) => (n.protocol ? [[n.name, n.protocol] as const] : []))),
+    );
     const pools = plan.pools.map((pool) => {
       const snapshot = {
         nodes: pool.nodes,
@@ -158,7 +180,12 @@ export class Decider {
         ownGrant: this.#o.ownGrant,
         health,
       };
-      return { pool, decision: decide(snapshot, pool.config, now) };
+      const decision = decide(snapshot, pool.config, now);
+      // A pool nuo stands down from: its budget is still reported, but nothing is done to its nodes.
+      return {
+        pool,
+        decision: pool.hold && STAND_DOWN.has(pool.hold.code) ? { ...decision, actions: [] } : decision,
+      };
     });
     for (const { pool, decision } of pools) this.#kuredWant(pool, decision, now);
     const unmanaged = new Set([...plan.unmatched, ...plan.conflicts.keys()]);
@@ -178,6 +205,13 @@ export class Decider {
     const attempts = decision.budget.holders.length + decision.budget.admitting.length;
     const waiting = pool.nodes.filter((n) => outsideAttempt(n) && needsWork(n, now.getTime()) !== undefined);
     this.#o.kuredWant(pool.name, wantsLock(attempts, waiting.length, pool.hold));
+  }
+
+  /** Whether the node's pool, as last planned, is one nuo stands down from (nothing is done to its nodes). */
+  standsDown(node: string): boolean {
+    const pool = this.#poolOfNode.get(node);
+    const hold = this.#plan?.pools.find((p) => p.name === pool)?.hold;
+    return hold !== undefined && STAND_DOWN.has(hold.code);
   }
 
   /** The policy of the node's pool as last planned (its last valid generation), if it has one. */
@@ -221,7 +255,9 @@ export class Decider {
       ownGrant: this.#o.ownGrant,
       health,
     };
-    const config = this.#configs.get(slot.pool ?? DEFAULT_POOL) ?? this.#defaults();
+    const pool = this.#plan?.pools.find((p) => p.name === (slot.pool ?? DEFAULT_POOL));
+    if (pool?.hold && STAND_DOWN.has(pool.hold.code)) return undefined;
+    const config = pool?.config ?? this.#defaults();
     const { actions } = decide(snapshot, config, now);
     return actions.find(
       (a): a is NodeStep =>

@@ -2,8 +2,9 @@
  * A grant only the operator writes, and only in the phases that carry one: any other `reboot-ok` is
  * removed before the node's next step, so no client's value outlives a pass (agents ignore it anyway).
  */
-import { Annotations } from '../api/keys.ts';
+import { AgentProtocol } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
+import { operatorKeys } from './agent-protocol.ts';
 import type { Action } from './decide.ts';
 import { type NodeView, quote } from './node-view.ts';
 
@@ -14,6 +15,9 @@ const GRANT_PHASES: ReadonlySet<Phase | undefined> = new Set([
   Phase.failed,
 ]);
 
+/** CLUO's and FLUO's grant stays through the health gate too: their agent waits for it to go (agent-protocol.ts). */
+const PROTOCOL_GRANT_PHASES: ReadonlySet<Phase | undefined> = new Set([...GRANT_PHASES, Phase.afterReboot]);
+
 /**
  * Grants to remove: any outside the grant phases, and in RebootGranted one that `ownGrant` says nuo did
  * not sign (another client's value over nuo's grant: the agent will not reboot on it, and a fresh grant
@@ -23,14 +27,19 @@ export function revokeForeignGrants(
   nodes: readonly NodeView[],
   ownGrant: (n: NodeView) => boolean = () => true,
 ): Action[] {
+  // An unsigned grant (CLUO's, FLUO's) in a grant phase is taken as nuo's: nothing tells it apart.
+  const foreign = (n: NodeView) =>
+    n.protocol
+      ? !PROTOCOL_GRANT_PHASES.has(n.state)
+      : !GRANT_PHASES.has(n.state) || (n.state === Phase.rebootGranted && !ownGrant(n));
   return nodes
-    .filter(
-      (n) =>
-        n.grantShown && (!GRANT_PHASES.has(n.state) || (n.state === Phase.rebootGranted && !ownGrant(n))),
-    )
-    .map((n) => ({
-      type: 'revoke',
-      node: n.name,
-      reason: `removed ${quote(Annotations.rebootOk, n.annotations[Annotations.rebootOk] ?? '')}: nuo gave no grant (phase ${n.state ?? 'none'})`,
-    }));
+    .filter((n) => n.grantShown && foreign(n))
+    .map((n) => {
+      const key = operatorKeys(n.protocol ?? AgentProtocol.nuo).rebootOk;
+      return {
+        type: 'revoke',
+        node: n.name,
+        reason: `removed ${quote(key, n.annotations[key] ?? '')}: nuo gave no grant (phase ${n.state ?? 'none'})`,
+      };
+    });
 }

@@ -4,7 +4,7 @@
  * stale or second operator that decided on an old view gets 409 and must re-read and re-decide.
  */
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
-import { LEDGER } from '../api/keys.ts';
+import { AGENT_PROTOCOLS, type AgentProtocol, type ForeignProtocol, LEDGER } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
 import type { Action } from './decide.ts';
 import type { PlanSlot } from './plan-work.ts';
@@ -17,6 +17,11 @@ export interface Slot extends InPool {
   since: string;
   /** The attempt applies this Plan (absent: a reboot). */
   plan?: PlanSlot;
+  /**
+   * The node's agent speaks this protocol of another project (CLUO's, FLUO's), as its pool said at the
+   * admission: the attempt ends in it, whatever the policy says meanwhile. Absent: nuo's.
+   */
+  protocol?: ForeignProtocol;
 }
 
 /** A node promised the slot of a holder whose attempt is about to end (see Ledger.next). */
@@ -115,6 +120,11 @@ export function parseLedger(cm: V1ConfigMap): Ledger {
     if (plans.some((p) => p !== undefined && !isPlanSlot(p))) {
       throw new Error('a "plan" that is not { ref, hash, version, prepare, reboot }');
     }
+    const protocols = Object.values(doc.slots).map((s) => (s as { protocol?: unknown }).protocol);
+    const known = new Set<unknown>(AGENT_PROTOCOLS.filter((p: AgentProtocol) => p !== 'nuo'));
+    if (protocols.some((p) => p !== undefined && !known.has(p))) {
+      throw new Error(`a "protocol" that is not one of ${[...known].join(', ')}`);
+    }
     const grants: unknown = doc.poolGrants;
     if (
       grants !== undefined &&
@@ -204,7 +214,8 @@ export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at
     else {
       // An admission takes its slot now; a claim records a handover made when its promise was.
       const plan = a.type === 'admit' && a.plan ? { plan: a.plan } : {};
-      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at, ...tag, ...plan };
+      const protocol = a.protocol ? { protocol: a.protocol } : {};
+      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at, ...tag, ...plan, ...protocol };
       delete l.next?.[a.node];
     }
   }

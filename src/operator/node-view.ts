@@ -3,7 +3,7 @@
  * the node and in status) and the safe reading (paused when unsure; not needed; no request).
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
-import { Annotations, Labels, Taints } from '../api/keys.ts';
+import { Annotations, type ForeignProtocol, Labels, Taints } from '../api/keys.ts';
 import { isPhase, type Phase } from '../api/phases.ts';
 import type { PlanWork } from './plan-work.ts';
 
@@ -53,6 +53,11 @@ export interface NodeView {
   work?: PlanWork;
   /** A Plan's Job on the node has not finished: the node counts as disrupted, with a slot or without. */
   planJob?: boolean;
+  /**
+   * The protocol of another project's agent the node's pool speaks (agent-protocol.ts read the node
+   * through it); absent: nuo's own.
+   */
+  protocol?: ForeignProtocol;
   problems: string[];
 }
 

@@ -8,7 +8,7 @@ import { Annotations } from '../api/keys.ts';
 import { uncordonWith } from '../drain/cordon.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
-import { type NodeView, viewNode, withPendingTaint } from './node-view.ts';
+import { type NodeView, withPendingTaint } from './node-view.ts';
 import type { NodeWrite } from './node-writes.ts';
 
 /** The node changed since the decision (409), or is gone (404): re-read and re-decide. */
@@ -26,10 +26,13 @@ const END_ATTEMPTS = 5;
 export class NodeWriter {
   readonly #cache: NodeCache;
   readonly #acting: () => boolean;
+  /** A node as the decisions read it (through the protocol its agent speaks). */
+  readonly #view: (node: V1Node) => NodeView;
 
-  constructor(cache: NodeCache, acting: () => boolean) {
+  constructor(cache: NodeCache, acting: () => boolean, view: (node: V1Node) => NodeView) {
     this.#cache = cache;
     this.#acting = acting;
+    this.#view = view;
   }
 
   /**
@@ -84,7 +87,7 @@ export class NodeWriter {
     for (let attempt = 1; ; attempt++) {
       try {
         const check = (n: V1Node) => {
-          const fresh = viewNode(n);
+          const fresh = this.#view(n);
           if (fresh.state !== decidedOn.state)
             throw new Conflict(`node ${name} is ${fresh.state} now, not ${decidedOn.state}`);
           const { annotations, labels, taint } = write(fresh);

@@ -5,8 +5,9 @@
  * annotations cleared with the label that asks for them, as CLUO did, so a stale "true" never lets a
  * later attempt skip its hooks).
  */
-import { Annotations, Labels, planLabel } from '../api/keys.ts';
+import { AgentProtocol, Annotations, Labels, planLabel } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
+import { type OperatorKeys, operatorKeys } from './agent-protocol.ts';
 import type { Action, DecideConfig } from './decide.ts';
 import type { NodeView } from './node-view.ts';
 import type { PlanSlot } from './plan-work.ts';
@@ -29,6 +30,9 @@ export type WriteAction =
   | { type: 'grant'; node: string; message: string; grant: string };
 
 type HookConfig = Pick<DecideConfig, 'beforeRebootAnnotations' | 'afterRebootAnnotations'>;
+
+/** The keys nuo writes for the protocol the node's agent speaks (its view says which). */
+const keysOf = (n: NodeView): OperatorKeys => operatorKeys(n.protocol ?? AgentProtocol.nuo);
 
 const phase = (to: Phase, reason: string, now: Date) => ({
   [Annotations.state]: to,
@@ -55,7 +59,13 @@ const noPlan = (n: NodeView): Record<string, null> =>
   n.plan === undefined ? {} : { [Annotations.plan]: null };
 
 const allHooks = (c: HookConfig) => cleared([...c.beforeRebootAnnotations, ...c.afterRebootAnnotations]);
-const noHookLabels = { [Labels.beforeReboot]: null, [Labels.afterReboot]: null };
+const noHookLabels = (k: OperatorKeys) => ({ [k.beforeReboot]: null, [k.afterReboot]: null });
+
+/** The grant withdrawn: the protocol's `reboot-ok`, with the boot nuo recorded for a grant that cannot name it. */
+const noGrant = (k: OperatorKeys) => ({
+  [k.rebootOk]: null,
+  ...(k.grantedBootId ? { [k.grantedBootId]: null } : {}),
+});
 
 /**
  * The write that starts a Plan's attempt, naming the Plan: Draining, cordoned (a Plan that drains or
@@ -75,7 +85,7 @@ function planStart(p: PlanSlot, now: Date): NodeWrite {
 }
 
 /** The write that starts an attempt: BeforeReboot with its hooks asked for, or straight to Draining. */
-function attemptStart(c: HookConfig, now: Date, plan?: PlanSlot): NodeWrite {
+function attemptStart(k: OperatorKeys, c: HookConfig, now: Date, plan?: PlanSlot): NodeWrite {
   if (plan) return planStart(plan, now);
   const hooks = c.beforeRebootAnnotations;
   if (hooks.length === 0)
@@ -89,7 +99,7 @@ function attemptStart(c: HookConfig, now: Date, plan?: PlanSlot): NodeWrite {
       ...phase(Phase.beforeReboot, `waiting for before-reboot hooks: ${hooks.join(', ')}`, now),
       ...cleared(hooks),
     },
-    labels: { [Labels.beforeReboot]: 'true' },
+    labels: { [k.beforeReboot]: 'true' },
   };
 }
 
@@ -99,17 +109,18 @@ function transition(
   c: HookConfig,
   now: Date,
 ): NodeWrite {
-  if (a.to === Phase.beforeReboot) return attemptStart(c, now, a.plan);
+  const k = keysOf(n);
+  if (a.to === Phase.beforeReboot) return attemptStart(k, c, now, a.plan);
   const annotations: Record<string, string | null> = phase(a.to, a.reason, now);
   const labels: Record<string, string | null> = {};
-  if (a.clearGrant) annotations[Annotations.rebootOk] = null;
+  if (a.clearGrant) Object.assign(annotations, noGrant(k));
   if (a.failed) annotations[Annotations.failures] = String(n.failures + 1);
   if (a.to === Phase.draining) {
-    labels[Labels.beforeReboot] = null;
+    labels[k.beforeReboot] = null;
     Object.assign(annotations, cleared(c.beforeRebootAnnotations));
   }
   if (a.to === Phase.afterReboot && c.afterRebootAnnotations.length > 0) {
-    labels[Labels.afterReboot] = 'true';
+    labels[k.afterReboot] = 'true';
     Object.assign(annotations, cleared(c.afterRebootAnnotations));
   }
   if (a.to === Phase.idle || a.to === Phase.pending) Object.assign(annotations, noPlan(n));
@@ -117,7 +128,7 @@ function transition(
     Object.assign(annotations, malformedCounts(n));
     annotations[Annotations.failures] = null;
     Object.assign(annotations, allHooks(c));
-    Object.assign(labels, noHookLabels);
+    Object.assign(labels, noHookLabels(k));
   }
   return {
     annotations,
@@ -138,6 +149,7 @@ function rebootAnswered(a: Extract<WriteAction, { type: 'complete' }>, n: NodeVi
 }
 
 export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date): NodeWrite {
+  const k = keysOf(n);
   const taint = (t: boolean | undefined) => (t === undefined ? {} : { taint: t });
   switch (a.type) {
     case 'pending':
@@ -154,16 +166,17 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
     case 'taint':
       return { annotations: {}, taint: a.present };
     case 'revoke':
-      return { annotations: { [Annotations.rebootOk]: null } };
+      return { annotations: noGrant(k) };
     case 'admit':
-      return attemptStart(c, now, a.plan);
+      return attemptStart(k, c, now, a.plan);
     case 'transition':
       return transition(a, n, c, now);
     case 'grant':
       return {
         annotations: {
           ...phase(Phase.rebootGranted, `${a.message}; reboot granted`, now),
-          [Annotations.rebootOk]: a.grant,
+          [k.rebootOk]: a.grant,
+          ...(k.grantedBootId ? { [k.grantedBootId]: n.bootId } : {}),
         },
       };
     case 'abort':
@@ -177,11 +190,11 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
             now,
           ),
           [Annotations.failures]: String(n.failures + 1),
-          [Annotations.rebootOk]: null,
+          ...noGrant(k),
           ...noPlan(n),
           ...allHooks(c),
         },
-        labels: { ...noHookLabels, ...(a.skip ? { [Labels.skipped]: 'true' } : {}) },
+        labels: { ...noHookLabels(k), ...(a.skip ? { [Labels.skipped]: 'true' } : {}) },
       };
     case 'end':
       return transition(
@@ -194,7 +207,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
       return {
         annotations: {
           ...phase(Phase.idle, a.reason, now),
-          [Annotations.rebootOk]: null,
+          ...noGrant(k),
           [Annotations.failures]: null,
           ...(a.plan && !a.plan.rebooted ? {} : rebootAnswered(a, n, now)),
           ...noPlan(n),
@@ -202,8 +215,8 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
         },
         // A Plan's own labels first: its hash label, which says it is applied, is nuo's alone.
         labels: a.plan
-          ? { ...a.plan.labels, [planLabel(a.plan.name)]: a.plan.hash, ...noHookLabels }
-          : noHookLabels,
+          ? { ...a.plan.labels, [planLabel(a.plan.name)]: a.plan.hash, ...noHookLabels(k) }
+          : noHookLabels(k),
         // Done: pods are welcome here again, and preferred over nodes still waiting.
         ...(n.pendingTaint ? { taint: false } : {}),
       };

@@ -4,6 +4,7 @@
  * closed) are built once.
  */
 import { Phase } from '../api/phases.ts';
+import { updateNotTaken } from './agent-protocol.ts';
 import type { Action } from './decide.ts';
 import { healthDue, missingHooks } from './health-gate.ts';
 import { ms, needsWork } from './need.ts';
@@ -25,14 +26,26 @@ export const PAUSED_HOLDER = 'paused: holds its slot, no further action';
 
 type PhaseStep = (n: NodeView, ctx: StepContext, age: number) => Action[];
 
-/** Back with a new boot ID: on to the health gate, the grant withdrawn. */
+/**
+ * Back with a new boot ID: on to the health gate, nuo's grant withdrawn. CLUO's and FLUO's grant stays
+ * until the attempt ends: their agent waits for it to go before it reports a need again.
+ */
 const rebooted = (n: NodeView, reason: string): Action => ({
   type: 'transition',
   node: n.name,
   to: Phase.afterReboot,
   reason,
-  clearGrant: true,
+  ...(n.protocol ? {} : { clearGrant: true }),
 });
+
+/**
+ * CLUO's or FLUO's agent that restarts before its reboot writes "false" into both its need and its mark,
+ * then waits for the grant to go before it asks again: a grant it will not act on, so the attempt ends.
+ */
+const NEED_WITHDRAWN =
+  'the agent withdrew its need before rebooting (it restarted, or its update engine no longer needs a reboot): grant withdrawn, attempt ended';
+const needWithdrawn = (n: NodeView) =>
+  n.protocol !== undefined && !n.rebootNeeded && !n.rebootInProgress && !bootChanged(n);
 
 /** A timeout that fails closed: Failed, the slot kept. */
 const failed = (n: NodeView, reason: string): Action => ({
@@ -77,8 +90,12 @@ const draining: PhaseStep = (n, ctx) => {
   return ctx.draining.has(n.name) ? [] : [{ type: 'drain', node: n.name }];
 };
 
-const rebootGranted: PhaseStep = (n, { config, wake }, age) => {
-  if (n.rebootInProgress && bootChanged(n)) return [rebooted(n, 'rebooted: boot ID changed')];
+const rebootGranted: PhaseStep = (n, ctx, age) => {
+  const { config, wake } = ctx;
+  // nuo's agent marks its reboot and keeps the mark after it (0005); CLUO's and FLUO's clear theirs at
+  // their start after the boot, which nuo may not have seen first.
+  if ((n.rebootInProgress || n.protocol) && bootChanged(n)) return [rebooted(n, 'rebooted: boot ID changed')];
+  if (needWithdrawn(n)) return [endAttempt(n, ctx, NEED_WITHDRAWN)];
   if (n.rebootInProgress)
     return [{ type: 'transition', node: n.name, to: Phase.rebooting, reason: 'agent is rebooting the node' }];
   // The grant is gone (removed by someone else, or revoked as not nuo's): drain again (nothing left to
@@ -103,8 +120,10 @@ const rebootGranted: PhaseStep = (n, { config, wake }, age) => {
   return [];
 };
 
-const rebooting: PhaseStep = (n, { config, wake }, age) => {
+const rebooting: PhaseStep = (n, ctx, age) => {
+  const { config, wake } = ctx;
   if (bootChanged(n)) return [rebooted(n, 'rebooted: boot ID changed')];
+  if (needWithdrawn(n)) return [endAttempt(n, ctx, NEED_WITHDRAWN)];
   if (age > config.rebootTimeoutMs)
     return [
       failed(n, `no reboot: boot ID unchanged ${config.rebootTimeoutMs / 1000}s after the agent started it`),
@@ -149,7 +168,7 @@ function completion(n: NodeView, ctx: StepContext): Action[] {
   const slot = ctx.slotOf(n.name);
   const p = slot?.plan;
   if (!p) {
-    const survived = n.rebootNeeded ? { needSurvived: true } : {};
+    const survived = n.rebootNeeded || updateNotTaken(n) ? { needSurvived: true } : {};
     return [{ type: 'complete', node: n.name, reason: 'rebooted and healthy', ...survived }];
   }
   const done = ctx.config.plans?.completion(p.ref);

@@ -10,9 +10,11 @@
  *   ledger entries (no pool named) can hold.
  */
 
+import { AgentProtocol, type ForeignProtocol } from '../api/keys.ts';
 import { assignPools } from '../policy/pools.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
+import { speaking } from './agent-protocol.ts';
 import { budgetSlots } from './budget.ts';
 import type { DecideConfig } from './decide.ts';
 import type { Wait } from './gates.ts';
@@ -44,7 +46,19 @@ export type HoldCode =
   | 'PoliciesNotRead'
   | 'Superseded'
   | 'KuredLock'
-  | 'KuredLockUnknown';
+  | 'KuredLockUnknown'
+  | 'ForeignOperator';
+
+/**
+ * What nuo saw of CLUO's or FLUO's own update-operator (protocol-operators.ts): `standDown` says why nuo
+ * leaves the protocol's pools alone (it runs, or nuo could not tell), absent when it does not run.
+ */
+export interface OperatorSighting {
+  standDown?: string;
+}
+
+/** Holds that stand the pool down entirely: not even its attempts in progress are stepped. */
+export const STAND_DOWN: ReadonlySet<HoldCode> = new Set(['ForeignOperator']);
 
 /** A blocker's verdict for a pool (Prometheus): blocked or clear, and why; none yet = not checked. */
 export interface BlockerVerdict {
@@ -199,6 +213,42 @@ function circuitHold(p: ResolvedPolicy, nodes: readonly NodeView[]): PoolHold | 
   };
 }
 
+/**
+ * The protocol a node's agent is read through: the one its slot recorded at its admission while it holds
+ * one (an attempt ends in the protocol it began in, whatever its policy says meanwhile), else its pool's.
+ */
+export function protocolOf(ledger: Ledger, node: string, pool: AgentProtocol): AgentProtocol {
+  const slot = ledger.slots[node];
+  return slot ? (slot.protocol ?? AgentProtocol.nuo) : pool;
+}
+
+/** Nodes of a pool without a policy: only its attempts in progress, each in its slot's protocol. */
+const spokenByTheirSlots = (nodes: NodeView[], ledger: Ledger) =>
+  nodes.map((n) => speaking(n, protocolOf(ledger, n.name, AgentProtocol.nuo)));
+
+/**
+ * A pool whose agents speak CLUO's or FLUO's protocol while that project's own update-operator runs (or
+ * before nuo has looked): two operators granting the same agents' reboots would each spend a budget the
+ * other does not see, so nuo stands down and says why.
+ */
+export function foreignOperatorHold(
+  p: ResolvedPolicy,
+  sighting: (protocol: ForeignProtocol) => OperatorSighting | undefined,
+): PoolHold | undefined {
+  if (p.agentProtocol === AgentProtocol.nuo) return undefined;
+  const seen = sighting(p.agentProtocol);
+  if (!seen)
+    return {
+      code: 'ForeignOperator',
+      reason: `waiting: not looked yet whether the ${p.agentProtocol} update-operator runs; no node of this pool is touched until then`,
+    };
+  if (seen.standDown === undefined) return undefined;
+  return {
+    code: 'ForeignOperator',
+    reason: `not managed: ${seen.standDown}; nuo touches no node of this pool until it is gone`,
+  };
+}
+
 /** A pool with its hold, if any, in its settings too (decide()'s first gate after the pauses). */
 function pool(
   name: string,
@@ -223,15 +273,20 @@ function policyPool(
   nodes: NodeView[],
   now: Date,
   blockers: PolicyBlockers | undefined,
+  sighting: (protocol: ForeignProtocol) => OperatorSighting | undefined,
+  ledger: Ledger,
 ): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
   if (!resolved) return undefined;
-  const hold: PoolHold | undefined = entry.current.ok
-    ? policyHold(resolved, nodes, now, blockers)
-    : {
-        code: 'InvalidSpec',
-        reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
-      };
+  const standDown = foreignOperatorHold(resolved, sighting);
+  const hold: PoolHold | undefined = standDown
+    ? standDown
+    : entry.current.ok
+      ? policyHold(resolved, nodes, now, blockers)
+      : {
+          code: 'InvalidSpec',
+          reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
+        };
   const config = policyConfig(resolved, paused);
   // kured's holders use the pool's slots whether or not the policy is valid now: they are disrupted.
   const kured = blockers?.kured;
@@ -241,7 +296,8 @@ function policyPool(
       nodes.map((n) => n.name),
     );
   }
-  return pool(entry.name, config, nodes, hold, entry);
+  const spoken = nodes.map((n) => speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)));
+  return pool(entry.name, config, spoken, hold, entry);
 }
 
 export function planPools(input: {
@@ -253,13 +309,15 @@ export function planPools(input: {
   now: Date;
   /** What each policy's blockers answered last. */
   blockers?: (policy: string) => PolicyBlockers | undefined;
+  /** What nuo saw of CLUO's and FLUO's own update-operator; absent: not looked yet. */
+  sighting?: (protocol: ForeignProtocol) => OperatorSighting | undefined;
 }): PoolPlan {
   const { state, ledger, now, paused } = input;
   const holding = (name: string) => poolOf(ledger, name);
   const byPool = new Map<string, NodeView[]>();
   const add = (pool: string, n: NodeView) => byPool.set(pool, [...(byPool.get(pool) ?? []), n]);
   const orphan = (name: string, code: HoldCode, why: string): Pool =>
-    pool(name, policyConfig(POLICY_DEFAULTS, paused), byPool.get(name) ?? [], {
+    pool(name, policyConfig(POLICY_DEFAULTS, paused), spokenByTheirSlots(byPool.get(name) ?? [], ledger), {
       code,
       reason: `waiting: ${why}`,
     });
@@ -287,7 +345,15 @@ export function planPools(input: {
   for (const [node, pool] of assignment.pools) add(pool, byName.get(node) as NodeView);
   const pools: Pool[] = [];
   for (const entry of state.policies) {
-    const made = policyPool(entry, paused, byPool.get(entry.name) ?? [], now, input.blockers?.(entry.name));
+    const made = policyPool(
+      entry,
+      paused,
+      byPool.get(entry.name) ?? [],
+      now,
+      input.blockers?.(entry.name),
+      input.sighting ?? (() => undefined),
+      ledger,
+    );
     if (made) pools.push(made);
     byPool.delete(entry.name);
   }

@@ -111,7 +111,9 @@ export class Reconciler {
       });
     }
     if (!this.#o.acting()) return { requeueAfterMs: RESYNC_IDLE_MS };
-    this.#o.steps.dispatch(decision, new Map(nodes.map((n) => [n.name, n])), now);
+    // Each step writes in the keys of the protocol its node's agent speaks, as the pass read the node.
+    const spoken = nodes.map((n) => this.#o.decider.spoken(n));
+    this.#o.steps.dispatch(decision, new Map(spoken.map((n) => [n.name, n])), now);
     this.#o.statuses.update(decision, this.#o.policies().policies, now);
     this.#o.planStatuses(decision, nodes, current.ledger, now);
     return { requeueAfterMs: this.#resyncAfter(current, nodes, decision) };

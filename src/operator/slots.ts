@@ -135,7 +135,12 @@ export function settlePromises(
     }
     if (inFlight.has(name)) continue;
     if (n && !outsideAttempt(n)) {
-      out.actions.push({ type: 'claim', node: name, since: s.since });
+      out.actions.push({
+        type: 'claim',
+        node: name,
+        since: s.since,
+        ...(n.protocol ? { protocol: n.protocol } : {}),
+      });
       holders.add(name);
       continue;
     }

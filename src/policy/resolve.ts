@@ -5,6 +5,7 @@
  * found here; a policy with any problem is not used at all, never half of it.
  */
 import { Default, Errors } from 'typebox/value';
+import type { AgentProtocol } from '../api/keys.ts';
 import type { NotifyOn, UpdatePolicy } from '../api/update-policy.ts';
 import { NOTIFY_ON, UpdatePolicySpec } from '../api/update-policy.ts';
 import {
@@ -30,6 +31,8 @@ export interface ResolvedPolicy {
   zoneLabel: string;
   zoneOrder: 'Parallel' | 'OneAtATime';
   paused: boolean;
+  /** The protocol the pool's node agents speak. */
+  agentProtocol: AgentProtocol;
   windows: ParsedWindows;
   prometheus?: PrometheusBlockerSpec;
   /** Pods whose running blocks new attempts in the pool: pod labels, and their namespace's. */
@@ -136,6 +139,7 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
     zoneLabel: spec.zoneLabel,
     zoneOrder: spec.zoneOrder,
     paused: spec.paused,
+    agentProtocol: spec.agentProtocol,
     windows: windowsOf(spec, p),
     ...optional('prometheus', spec.blockers?.prometheus, (v) => prometheusOf(v, p)),
     podBlockers: (spec.blockers?.pods ?? []).map((b, i) => ({

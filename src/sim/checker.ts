@@ -5,6 +5,11 @@
  * one need, an admin's cordon removed, nuo's cordon on a node outside an attempt or left behind after
  * the rollout, more nodes in a Plan's attempts at once than its concurrency.
  *
+ * A node whose pool's agents speak CLUO's or FLUO's protocol (its Budget says so) has no signed grant: its
+ * reboot is nuo's when the protocol's `reboot-ok` is "true" in a grant phase for the boot it rebooted from
+ * (checker-protocols.ts), and of a node cordoned before its agent acted: a cordon the agent made itself
+ * (it cordons a node it finds schedulable) means nuo never drained it.
+ *
  * Plans' attempts count as nuo's: a node in Upgrading, or running a pod of a Plan's Job (labelled
  * nuo.dev/plan; it watches those pods too), is in an attempt. A reboot of such a node is the Plan's own:
  * the Plan decides whether its node is drained, and its Job may reboot the node itself, so neither a grant
@@ -26,7 +31,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { GRANT_KEY_NAME, GrantCheck, PUBLIC_KEY_FIELD, publicKeyFromPem, verifyGrant } from '../api/grant.ts';
-import { Annotations, DEFAULT_NAMESPACE, JobLabels } from '../api/keys.ts';
+import { AgentProtocol, Annotations, DEFAULT_NAMESPACE, JobLabels, protocolKeys } from '../api/keys.ts';
 import { isPhase } from '../api/phases.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
 import { type KuredLockRef, kuredHolders } from './checker-kured.ts';
@@ -39,6 +44,7 @@ import {
   planConcurrencyBreaches,
   planNodes,
 } from './checker-plans.ts';
+import { protocolGrantMissing, rebootMarkOf } from './checker-protocols.ts';
 import { isReady } from './cluster/nodes.ts';
 
 export type { PlanBudget } from './checker-plans.ts';
@@ -74,13 +80,15 @@ const disruptedNow = (n: V1Node, planPodNodes: ReadonlySet<string>) =>
 
 /**
  * A budget the checker holds nuo to: a pool's nodes (by their labels), how many may be disrupted at
- * once, and at most how many in any one zone.
+ * once, and at most how many in any one zone; and the protocol its agents speak (nuo's by default), which
+ * says what a grant of a reboot is.
  */
 export interface Budget {
   name: string;
   selects: (labels: Record<string, string>) => boolean;
   max: number;
   zones?: { label: string; max: number };
+  protocol?: AgentProtocol;
 }
 
 export interface CheckerOptions {
@@ -310,18 +318,36 @@ export class SafetyChecker {
       this.#grantKey = await this.#readGrantKey();
       if (!this.#granted(n, bootId)) {
         const value = n?.metadata?.annotations?.[Annotations.rebootOk];
+        const protocol = this.#protocolOf(n);
         const why =
-          value === undefined
-            ? 'no nuo.dev/reboot-ok'
-            : (verifyGrant(this.#grantKey, value, { node, bootId }).why ?? 'not valid');
+          protocol !== AgentProtocol.nuo
+            ? protocolGrantMissing(n, protocol, bootId)
+            : value === undefined
+              ? 'no nuo.dev/reboot-ok'
+              : (verifyGrant(this.#grantKey, value, { node, bootId }).why ?? 'not valid');
         this.#violate('reboot-without-grant', `${node} rebooted without a grant nuo gave: ${why}`);
       }
     }
-    if (!this.#cordonedForReboot(n))
-      this.#violate('reboot-not-drained', `${node} rebooted while schedulable`);
+    if (!this.#cordonedForReboot(n)) {
+      const own = n && this.#ownCordon(n);
+      this.#violate(
+        'reboot-not-drained',
+        own
+          ? `${node} rebooted under its agent's own cordon (${own}), not drained by nuo`
+          : `${node} rebooted while schedulable`,
+      );
+    }
+  }
+
+  /** The protocol of the node's pool: the first budget that selects it says (nuo's by default). */
+  #protocolOf(n: V1Node | undefined): AgentProtocol {
+    if (!n) return AgentProtocol.nuo;
+    return this.#budgets.find((b) => b.selects(labelsOf(n)))?.protocol ?? AgentProtocol.nuo;
   }
 
   #granted(n: V1Node | undefined, bootId: string): boolean {
+    const protocol = this.#protocolOf(n);
+    if (protocol !== AgentProtocol.nuo) return protocolGrantMissing(n, protocol, bootId) === undefined;
     const value = n?.metadata?.annotations?.[Annotations.rebootOk];
     if (value === undefined || !n) return false;
     return (
@@ -334,7 +360,19 @@ export class SafetyChecker {
    * the agent's conditional mark and the reboot itself is a person's act on a node going down.
    */
   #cordonedForReboot(n: V1Node | undefined): boolean {
+    if (n && this.#ownCordon(n)) return false;
     return n?.spec?.unschedulable === true || this.#markedCordoned.has(n?.metadata?.name ?? '');
+  }
+
+  /**
+   * The key that says CLUO's or FLUO's agent cordoned the node itself (it drains on its own then): nuo
+   * had not cordoned it, so had not drained it. Undefined for a node of nuo's agent.
+   */
+  #ownCordon(n: V1Node): string | undefined {
+    const protocol = this.#protocolOf(n);
+    if (protocol === AgentProtocol.nuo) return undefined;
+    const key = protocolKeys(protocol).agentMadeUnschedulable;
+    return n.metadata?.annotations?.[key] === 'true' ? `${key}="true"` : undefined;
   }
 
   /** Nodes whose agent marked reboot-in-progress while the node was unschedulable (until the mark goes). */
@@ -421,12 +459,10 @@ export class SafetyChecker {
     ) {
       this.#violate('cordon-outside-attempt', `${name} is cordoned by nuo in phase ${state ?? '(none)'}`);
     }
-    const marked = annotations[Annotations.rebootInProgress] === 'true';
+    const mark = rebootMarkOf(this.#protocolOf(node));
+    const marked = annotations[mark] === 'true';
     if (!marked) this.#markedCordoned.delete(name);
-    else if (
-      old?.metadata?.annotations?.[Annotations.rebootInProgress] !== 'true' &&
-      node.spec?.unschedulable
-    )
+    else if (old?.metadata?.annotations?.[mark] !== 'true' && node.spec?.unschedulable)
       this.#markedCordoned.add(name);
     const planPodNodes = this.#planPodNodes();
     this.#track(node, planPodNodes);

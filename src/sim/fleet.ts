@@ -86,6 +86,8 @@ export interface FleetOptions {
    */
   kuredNodes?: string[];
   kured?: Omit<KuredAgentsOptions, 'log'>;
+  /** Nodes whose agent is another given one (e.g. protocol-agent.ts playing CLUO's), in the place of nuo's. */
+  agents?: Record<string, HostAgent>;
   /** Resident memory at which an operator is killed as a runaway (default RUNAWAY_RSS_MIB). */
   runawayRssMiB?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -148,6 +150,7 @@ export class Fleet {
         : undefined;
     this.kured = kured;
     const agentOf = async (node: string): Promise<HostAgent | undefined> => {
+      if (this.options.agents?.[node]) return this.options.agents[node];
       if (fluo && fluoNodes.includes(node)) return fluo.agentFor(node);
       if (kured && kuredNodes.includes(node)) return kured.agentFor(node);
       return undefined;

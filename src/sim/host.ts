@@ -48,7 +48,7 @@ export interface SimHostOptions {
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
   /** Called for every reboot that really happens (for the independent checker). */
   onReboot?: (node: string, bootIdBefore: string) => void;
-  /** The agent the host runs instead of nuo's (whose settings above it then ignores). */
+  /** The agent the host runs instead of nuo's (whose settings above it then ignores), until aborted. */
   agent?: HostAgent;
 }
 

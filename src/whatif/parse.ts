@@ -59,22 +59,30 @@ export function parseSnapshotText(text: string, file: string, collector: Snapsho
     return;
   }
   const docs = splitDocuments(text) ?? [{ text, line: 1 }];
-  docs.forEach((chunk, d) => {
-    const place = docs.length > 1 ? `${file} document ${d + 1}` : file;
-    const { rest, items } = cutItems(chunk);
-    const parsed = parseChunk(items.length > 0 ? rest : chunk, file);
-    if ('error' in parsed) return collector.fail(parsed.where, parsed.error);
-    if (items.length === 0 || !isList(parsed.value)) {
-      // Not a List whose items could be cut apart: the document is parsed whole.
-      const whole = items.length === 0 ? parsed : parseChunk(chunk, file);
-      if ('error' in whole) return collector.fail(whole.where, whole.error);
-      return addObjects(whole.value, place, collector);
-    }
-    items.forEach((item, i) => {
-      const one = parseChunk(item, file);
-      if ('error' in one) collector.fail(`${one.where} (item ${i + 1})`, one.error);
-      else collector.add(one.value, `${place} item ${i + 1}`);
-    });
+  for (const [d, chunk] of docs.entries()) {
+    addDocument(chunk, docs.length > 1 ? `${file} document ${d + 1}` : file, file, collector);
+  }
+}
+
+/** One YAML document: a List's items parsed one at a time, anything else whole. */
+function addDocument(chunk: YamlChunk, place: string, file: string, collector: SnapshotCollector): void {
+  const { rest, items } = cutItems(chunk);
+  const parsed = parseChunk(items.length > 0 ? rest : chunk, file);
+  if ('error' in parsed) {
+    collector.fail(parsed.where, parsed.error);
+    return;
+  }
+  if (items.length === 0 || !isList(parsed.value)) {
+    // Not a List whose items could be cut apart: the document is parsed whole.
+    const whole = items.length === 0 ? parsed : parseChunk(chunk, file);
+    if ('error' in whole) collector.fail(whole.where, whole.error);
+    else addObjects(whole.value, place, collector);
+    return;
+  }
+  items.forEach((item, i) => {
+    const one = parseChunk(item, file);
+    if ('error' in one) collector.fail(`${one.where} (item ${i + 1})`, one.error);
+    else collector.add(one.value, `${place} item ${i + 1}`);
   });
 }
 

@@ -261,6 +261,15 @@ describe('deploy/', () => {
     assert.equal(can('secret/someone-elses'), 'no');
   });
 
+  test("the operator may list Leases and Deployments everywhere, to tell CLUO's or FLUO's operator runs, and change neither", () => {
+    const can = (...args: string[]) =>
+      kubectl('auth', 'can-i', ...args, '--as=system:serviceaccount:nuo-system:nuo-operator').stdout.trim();
+    assert.equal(can('list', 'leases.coordination.k8s.io', '--all-namespaces'), 'yes');
+    assert.equal(can('list', 'deployments.apps', '--all-namespaces'), 'yes');
+    assert.equal(can('update', 'leases.coordination.k8s.io', '-n', 'reboot-coordinator'), 'no');
+    assert.equal(can('delete', 'deployments.apps', '-n', 'reboot-coordinator'), 'no');
+  });
+
   test("an agent's token reads the operator's public grant key and ledger, not the private key", async () => {
     const client = new LeanClient({ server: cluster.server, ca: cluster.caCert, token: () => agentToken });
     try {

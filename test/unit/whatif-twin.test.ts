@@ -291,7 +291,9 @@ test("buildTwin: a ReplicaSet of no Deployment in the snapshot is made with its 
   const [made] = buildTwin(c.finish()).workloads as M[];
   assert.equal(made?.kind, 'ReplicaSet');
   assert.deepEqual(made?.spec.selector, { matchLabels: { app: 'web' } });
-  assert.deepEqual((made?.spec.template as { metadata: object }).metadata, { labels: { app: 'web' } });
+  assert.deepEqual((made?.spec.template as { metadata: object } | undefined)?.metadata, {
+    labels: { app: 'web' },
+  });
 });
 
 test('buildTwin of an empty snapshot is empty', () => {

@@ -1,0 +1,30 @@
+/**
+ * How the independent checker judges a reboot of a node whose agent is CLUO's or FLUO's (checker.ts):
+ * that grant cannot be signed, so a reboot is nuo's only if the protocol's `reboot-ok` reads "true" while
+ * nuo's own keys show it granted the reboot (a grant phase) for the boot the node rebooted from.
+ */
+import type { V1Node } from '@kubernetes/client-node';
+import { AgentProtocol, Annotations, protocolKeys } from '../api/keys.ts';
+import { Phase } from '../api/phases.ts';
+
+const GRANTED_PHASES: ReadonlySet<string> = new Set([Phase.rebootGranted, Phase.rebooting]);
+
+/** Why a reboot from `bootId` was not nuo's grant in the node's protocol, or undefined when it was. */
+export function protocolGrantMissing(
+  n: V1Node | undefined,
+  protocol: Exclude<AgentProtocol, typeof AgentProtocol.nuo>,
+  bootId: string,
+): string | undefined {
+  const a = n?.metadata?.annotations ?? {};
+  const ok = protocolKeys(protocol).rebootOk;
+  if (a[ok] !== 'true') return `no ${ok}="true"`;
+  const state = a[Annotations.state];
+  if (!GRANTED_PHASES.has(state ?? '')) return `${ok}="true" outside nuo's grant (phase ${state ?? 'none'})`;
+  const granted = a[Annotations.grantedBootId];
+  if (granted !== bootId) return `nuo granted boot ${granted ?? '(none)'}, the node rebooted from ${bootId}`;
+  return undefined;
+}
+
+/** The key of the agent's reboot mark in the node's protocol. */
+export const rebootMarkOf = (protocol: AgentProtocol): string =>
+  protocol === AgentProtocol.nuo ? Annotations.rebootInProgress : protocolKeys(protocol).rebootInProgress;

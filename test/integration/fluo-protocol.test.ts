@@ -1,0 +1,423 @@
+/**
+ * nuo coordinating nodes whose agent speaks FLUO's protocol, on the real control plane: a pool of three
+ * nodes whose agent is FLUO's update-agent as played by src/sim/protocol-agent.ts (its writes, in its
+ * order, through its own ServiceAccount's pod-bound token, under the admission policy that confines it),
+ * beside a pool of nuo's own simulated agents, with before- and after-reboot hooks answered through FLUO's
+ * labels (CLUO's agent's token is held to its own admission policy too). While FLUO's own update-operator
+ * holds its Lease, nuo touches no node of the FLUO pool and says why; once it is gone, both pools finish under their budgets, and the independent checker sees no
+ * reboot without nuo's grant or cordon and never more nodes disrupted than both budgets together. A
+ * reboot granted by another client instead (FLUO's own operator), which the agent then cordons and drains
+ * itself, is recorded as two violations.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  V1MicroTime,
+  type V1Node,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
+import { AgentProtocol, Annotations, PROTOCOL_OPERATOR, protocolKeys } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
+import { ResilientInformer } from '../../src/kube/informer.ts';
+import { LeanApiError, LeanClient } from '../../src/kube/lean-client.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
+import type { Budget } from '../../src/sim/checker.ts';
+import { tokenKubeconfig } from '../../src/sim/cluster/kubeconfig.ts';
+import { Fleet } from '../../src/sim/fleet.ts';
+import type { HostAgent } from '../../src/sim/host.ts';
+import { installPolicyCrd } from '../../src/sim/policies.ts';
+import { ProtocolAgent } from '../../src/sim/protocol-agent.ts';
+import { pollUntil } from '../../src/util/poll.ts';
+import { FAST_LEASE, runNuo, useCluster } from './support.ts';
+
+const cluster = await useCluster({ nodes: 6 });
+const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
+const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
+const FLUO = AgentProtocol.flatcar;
+const K = protocolKeys(FLUO);
+const FLUO_NODES = ['node-0', 'node-1', 'node-2'];
+const NUO_NODES = ['node-3', 'node-4', 'node-5'];
+/** Where FLUO's own manifests install it, and the agent's ServiceAccount the admission policy names. */
+const FLUO_NS = 'reboot-coordinator';
+const AGENT_SA = 'flatcar-linux-update-agent';
+const CLUO_AGENT_SA = 'container-linux-update-agent';
+const C = protocolKeys(AgentProtocol.containerLinux);
+const BEFORE = 'example.com/before-reboot-check';
+const AFTER = 'example.com/after-reboot-check';
+const NEW_VERSION = '4081.2.1';
+const ref = { group: API_GROUP, version: API_VERSION, plural: UPDATE_POLICY.plural };
+const policyFile = fileURLToPath(new URL('../../deploy/base/protocol-agent-policy.yaml', import.meta.url));
+
+const kubectl = (args: string[], input?: string) => {
+  const r = spawnSync(cluster.binaries.path.kubectl, [`--kubeconfig=${cluster.kubeconfigPath}`, ...args], {
+    encoding: 'utf8',
+    ...(input === undefined ? {} : { input }),
+  });
+  assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+};
+
+/**
+ * An update-agent's identity: what its DaemonSet's pods on the pool's nodes run as, with the RBAC their
+ * own manifests grant it.
+ */
+const agentManifests = (sa: string, pool: string) => `
+apiVersion: v1
+kind: ServiceAccount
+metadata: { name: ${sa}, namespace: ${FLUO_NS} }
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: { name: ${sa} }
+rules:
+  - { apiGroups: [""], resources: [nodes], verbs: [get, list, watch, update, patch] }
+  - { apiGroups: [""], resources: [pods], verbs: [list, get, delete] }
+  - { apiGroups: [""], resources: [pods/eviction], verbs: [create] }
+  - { apiGroups: [apps], resources: [daemonsets], verbs: [get] }
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: { name: ${sa} }
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ${sa} }
+subjects: [{ kind: ServiceAccount, name: ${sa}, namespace: ${FLUO_NS} }]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: { name: ${sa}, namespace: ${FLUO_NS} }
+spec:
+  selector: { matchLabels: { app: ${sa} } }
+  template:
+    metadata: { labels: { app: ${sa} } }
+    spec:
+      serviceAccountName: ${sa}
+      nodeSelector: { pool: ${pool} }
+      tolerations: [{ operator: Exists }]
+      containers: [{ name: update-agent, image: update-agent }]
+`;
+
+/** Per FLUO node: its agent's clients, with a token bound to its DaemonSet pod there (so to its node). */
+const agentClients = new Map<string, { lean: LeanClient; core: CoreV1Api }>();
+
+async function agentPodOn(node: string, sa: string): Promise<V1Pod> {
+  return pollUntil(`the update-agent's pod on ${node}`, async () => {
+    const pods = await core.listNamespacedPod({
+      namespace: FLUO_NS,
+      fieldSelector: `spec.nodeName=${node}`,
+      labelSelector: `app=${sa}`,
+    });
+    return pods.items[0];
+  });
+}
+
+async function agentClientsFor(node: string, sa = AGENT_SA) {
+  const pod = await agentPodOn(node, sa);
+  const review = await core.createNamespacedServiceAccountToken({
+    name: sa,
+    namespace: FLUO_NS,
+    body: {
+      spec: {
+        audiences: [],
+        expirationSeconds: 3600,
+        boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata?.name, uid: pod.metadata?.uid },
+      },
+    },
+  });
+  const token = review.status?.token ?? '';
+  const kc = new KubeConfig();
+  kc.loadFromString(tokenKubeconfig(cluster.server, cluster.caCert, sa, token));
+  return {
+    lean: new LeanClient({ server: cluster.server, ca: cluster.caCert, token: () => token }),
+    core: kc.makeApiClient(CoreV1Api),
+  };
+}
+
+const fluoAgent = (node: string): HostAgent => ({
+  run: (host, signal) => {
+    const clients = agentClients.get(node);
+    if (!clients) throw new Error(`no agent clients for ${node}`);
+    return new ProtocolAgent({
+      protocol: FLUO,
+      nodeName: node,
+      client: clients.lean,
+      core: clients.core,
+      host,
+      // Each reboot boots the staged version.
+      os: () => ({ id: 'flatcar', version: host.reboots > 0 ? NEW_VERSION : '4081.2.0', group: 'stable' }),
+      newVersion: NEW_VERSION,
+      log: (level, message) => fleet?.options.log?.(level, message),
+    }).run(signal);
+  },
+});
+
+let fleet: Fleet | undefined;
+/** Answers the hooks as a hook DaemonSet would: a label asks, the annotation says "true". */
+let hooks: ResilientInformer<V1Node> | undefined;
+
+before(async () => {
+  await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
+  await installPolicyCrd(cluster);
+  for (const [names, pool] of [
+    [FLUO_NODES, 'fluo'],
+    [NUO_NODES, 'nuo'],
+  ] as const)
+    for (const name of names)
+      await core.patchNode({ name, body: { metadata: { labels: { pool } } } }, mergePatch);
+  kubectl(['create', 'namespace', FLUO_NS]);
+  kubectl(['apply', '-f', '-'], agentManifests(AGENT_SA, 'fluo'));
+  // CLUO's agent on a node of the nuo pool, only to hold its token to its admission policy.
+  kubectl(['apply', '-f', '-'], agentManifests(CLUO_AGENT_SA, 'nuo'));
+  kubectl(['apply', '-f', policyFile]);
+  for (const node of FLUO_NODES) agentClients.set(node, await agentClientsFor(node));
+});
+
+after(async () => {
+  await hooks?.stop();
+  await fleet?.stop();
+  for (const c of agentClients.values()) c.lean.close();
+});
+
+async function createPolicy(name: string, spec: UpdatePolicySpec): Promise<void> {
+  await custom.createClusterCustomObject({
+    ...ref,
+    body: { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: UPDATE_POLICY.kind, metadata: { name }, spec },
+  });
+}
+
+async function blocked(name: string): Promise<Condition | undefined> {
+  const p = (await custom.getClusterCustomObject({ ...ref, name })) as UpdatePolicy;
+  return p.status?.conditions?.find((c) => c.type === 'Blocked');
+}
+
+const annotationsOf = async (name: string) => (await core.readNode({ name })).metadata?.annotations ?? {};
+
+/** The policies' budgets, one each, and the two together: never more disrupted than both allow. */
+const budgets: Budget[] = [
+  { name: 'pool fluo', selects: (l) => l.pool === 'fluo', max: 1, protocol: FLUO },
+  { name: 'pool nuo', selects: (l) => l.pool === 'nuo', max: 1 },
+  { name: 'both pools', selects: (l) => l.pool === 'fluo' || l.pool === 'nuo', max: 2 },
+];
+
+describe("FLUO's protocol", () => {
+  test("each agent's token is confined to its own node's keys of its protocol: no grant, no other node", async () => {
+    const cases = [
+      { keys: K, own: 'node-0', other: 'node-1', foreign: C, clients: agentClients.get('node-0') },
+      {
+        keys: C,
+        own: 'node-3',
+        other: 'node-4',
+        foreign: K,
+        clients: await agentClientsFor('node-3', CLUO_AGENT_SA),
+      },
+    ];
+    for (const { keys, own, other, foreign, clients } of cases) {
+      const lean = clients?.lean ?? assert.fail(`no clients on ${own}`);
+      const refused = async (name: string, patch: object) =>
+        lean.patchNode(name, patch).then(
+          () => assert.fail(`${name}: ${JSON.stringify(patch)} was taken`),
+          (err: unknown) => {
+            assert.ok(err instanceof LeanApiError, String(err));
+            return err.message;
+          },
+        );
+      // A new admission policy takes effect within seconds: wait until it refuses.
+      await pollUntil(`the admission policy to refuse a grant on ${own}`, async () =>
+        lean.patchNode(own, { metadata: { annotations: { [keys.rebootOk]: 'true' } } }).then(
+          async () => {
+            await lean
+              .patchNode(own, { metadata: { annotations: { [keys.rebootOk]: null } } })
+              .catch(() => {});
+            return undefined;
+          },
+          (err: unknown) => (err instanceof LeanApiError && err.status === 422 ? err : undefined),
+        ),
+      );
+      const needed = { metadata: { annotations: { [keys.rebootNeeded]: 'true' } } };
+      assert.match(await refused(other, needed), /only the Node it runs on/, own);
+      for (const patch of [
+        { metadata: { labels: { [keys.beforeReboot]: 'true' } } },
+        { metadata: { annotations: { [Annotations.state]: Phase.idle } } },
+        { metadata: { annotations: { [foreign.rebootNeeded]: 'true' } } },
+      ])
+        assert.match(await refused(own, patch), /only its own keys/, `${own}: ${JSON.stringify(patch)}`);
+      const taint = { spec: { taints: [{ key: 'example.com/x', effect: 'NoSchedule' }] } };
+      assert.match(await refused(own, taint), /no Node spec but its cordon/, own);
+      const taken = await lean.patchNode(own, {
+        metadata: { annotations: { [keys.status]: 'UPDATE_STATUS_IDLE' }, labels: { [keys.id]: 'flatcar' } },
+      });
+      assert.equal(taken.metadata.annotations?.[keys.status], 'UPDATE_STATUS_IDLE', own);
+      const cordoned = await lean.patchNode(own, { spec: { unschedulable: true } });
+      assert.equal(cordoned.spec?.unschedulable, true, `${own}: its own cordon is its to make`);
+      await lean.patchNode(own, { spec: { unschedulable: false } });
+    }
+    cases[1]?.clients?.lean.close();
+  });
+
+  test("a FLUO pool waits while FLUO's update-operator runs, then rolls beside a nuo pool under both budgets", async () => {
+    const lock = PROTOCOL_OPERATOR[FLUO].lease;
+    await coordination.createNamespacedLease({
+      namespace: FLUO_NS,
+      body: {
+        metadata: { name: lock, namespace: FLUO_NS },
+        spec: {
+          holderIdentity: 'fluo-operator-0',
+          leaseDurationSeconds: 3600,
+          renewTime: new V1MicroTime(Date.now()),
+          acquireTime: new V1MicroTime(Date.now()),
+        },
+      },
+    });
+    const quick = { soak: '1s', retryBackoff: '5s' };
+    await createPolicy('fluo', {
+      nodeSelector: { matchLabels: { pool: 'fluo' } },
+      agentProtocol: FLUO,
+      maxUnavailable: 1,
+      reboot: { ...quick, beforeRebootAnnotations: [BEFORE], afterRebootAnnotations: [AFTER] },
+    });
+    await createPolicy('nuo', {
+      nodeSelector: { matchLabels: { pool: 'nuo' } },
+      maxUnavailable: 1,
+      reboot: quick,
+    });
+
+    hooks = new ResilientInformer<V1Node>({
+      kubeconfig: cluster.kubeconfig,
+      path: '/api/v1/nodes',
+      list: (opts) => core.listNode(opts),
+      name: 'hooks',
+    });
+    const hooksRun: string[] = [];
+    hooks.onEvent((type, n) => {
+      if (type === 'delete') return;
+      const name = n.metadata?.name ?? '';
+      const labels = n.metadata?.labels ?? {};
+      const a = n.metadata?.annotations ?? {};
+      for (const [label, key] of [
+        [K.beforeReboot, BEFORE],
+        [K.afterReboot, AFTER],
+      ] as const) {
+        if (labels[label] !== 'true' || a[key] === 'true') continue;
+        hooksRun.push(`${name} ${label}`);
+        void core.patchNode({ name, body: { metadata: { annotations: { [key]: 'true' } } } }, mergePatch);
+      }
+    });
+    await hooks.start();
+
+    const agents = Object.fromEntries(FLUO_NODES.map((n) => [n, fluoAgent(n)]));
+    fleet = new Fleet(cluster, { rebootMs: 300, budget: budgets, agentCheckIntervalMs: 2000, agents });
+    await fleet.start();
+    fleet.stageUpdates();
+    fleet.startOperator('op-a', [...FAST_LEASE, '--blocker-interval=1s']);
+    const f = fleet;
+
+    const standDown = await pollUntil('the fluo policy to say why nuo stands down', async () => {
+      const c = await blocked('fluo');
+      return c?.reason === 'ForeignOperator' && /runs/.test(c.message) ? c : undefined;
+    });
+    assert.match(standDown.message, new RegExp(`Lease ${FLUO_NS}/${lock} is held by fluo-operator-0`));
+    const explained = await runNuo(cluster, 'policy', 'explain', 'node-1');
+    assert.equal(explained.code, 0, explained.stderr);
+    assert.match(
+      explained.stdout,
+      /update-operator runs: its Lease reboot-coordinator\/flatcar-linux-update-operator-lock/,
+    );
+    await rebootedOnce(f, NUO_NODES);
+    for (const name of FLUO_NODES) {
+      const a = await annotationsOf(name);
+      assert.equal(a[K.rebootNeeded], 'true', `${name}: its agent asks for a reboot`);
+      assert.equal(a[Annotations.state], undefined, `${name}: nuo touched nothing`);
+      assert.equal(a[K.rebootOk], undefined, `${name}: no grant`);
+      assert.equal(f.checker.rebootsOf(name), 0);
+    }
+
+    await coordination.deleteNamespacedLease({ name: lock, namespace: FLUO_NS });
+    await rebootedOnce(f, FLUO_NODES);
+    await pollUntil('the fluo policy no longer blocked', async () =>
+      (await blocked('fluo'))?.status === 'False' ? true : undefined,
+    );
+    for (const name of FLUO_NODES) {
+      const n = await core.readNode({ name });
+      const a = n.metadata?.annotations ?? {};
+      assert.equal(a[K.rebootNeeded], 'false', `${name}: the agent's report after its boot`);
+      assert.equal(a[K.rebootInProgress], 'false', name);
+      assert.equal(a[K.rebootOk], undefined, `${name}: the grant cleared at the end`);
+      assert.equal(a[Annotations.grantedBootId], undefined, name);
+      assert.equal(n.metadata?.labels?.[K.version], NEW_VERSION, `${name}: runs the staged version`);
+      assert.equal(a[Annotations.ineffectiveReboots], undefined, `${name}: the update took`);
+      assert.equal(
+        a[K.agentMadeUnschedulable],
+        undefined,
+        `${name}: nuo had cordoned it, so the agent did not`,
+      );
+      assert.equal(n.spec?.unschedulable, undefined, `${name}: uncordoned`);
+      assert.equal(n.metadata?.labels?.[K.afterReboot], undefined, name);
+      assert.ok(
+        hooksRun.includes(`${name} ${K.beforeReboot}`) && hooksRun.includes(`${name} ${K.afterReboot}`),
+        `${name}: both hooks asked for through FLUO's labels`,
+      );
+    }
+    await f.checker.finalCheck();
+    await f.checker.settle();
+    assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
+    assert.ok(
+      f.checker.maxDisrupted <= 2,
+      `at most both budgets disrupted at once (saw ${f.checker.maxDisrupted})`,
+    );
+  });
+
+  test("a FLUO reboot nuo neither granted nor drained is recorded: no grant, the agent's own cordon", async () => {
+    const f = fleet ?? assert.fail('the rollout test runs first');
+    // FLUO's own operator back in nuo's place: nuo stopped, the grant written by another client.
+    await f.killOperator('op-a');
+    f.stageUpdates(['node-0']);
+    await pollUntil("node-0's agent to ask again", async () =>
+      (await annotationsOf('node-0'))[K.rebootNeeded] === 'true' ? true : undefined,
+    );
+    await core.patchNode(
+      { name: 'node-0', body: { metadata: { annotations: { [K.rebootOk]: 'true' } } } },
+      mergePatch,
+    );
+    await pollUntil("node-0's agent to reboot on it", async () =>
+      f.checker.rebootsOf('node-0') === 2 ? true : undefined,
+    );
+    await f.checker.settle();
+    const found = f.checker.violations.filter((v) => v.rule === 'reboot-without-grant');
+    assert.equal(found.length, 1, JSON.stringify(f.checker.violations));
+    const undrained = f.checker.violations.filter((v) => v.rule === 'reboot-not-drained');
+    assert.equal(undrained.length, 1, JSON.stringify(f.checker.violations));
+    assert.match(
+      undrained[0]?.detail ?? '',
+      /node-0 rebooted under its agent's own cordon .*, not drained by nuo/,
+    );
+    assert.match(
+      found[0]?.detail ?? '',
+      new RegExp(
+        `node-0 rebooted without a grant nuo gave: ${K.rebootOk}="true" outside nuo's grant \\(phase Idle\\)`,
+      ),
+    );
+  });
+});
+
+/** Every node in `names` rebooted once (as the checker saw it) and back to Idle. */
+async function rebootedOnce(f: Fleet, names: readonly string[]): Promise<void> {
+  await pollUntil(
+    `${names.join(', ')} rebooted once and Idle`,
+    async () => {
+      const nodes = (await core.listNode()).items.filter((n) => names.includes(n.metadata?.name ?? ''));
+      const done = nodes.every(
+        (n) =>
+          n.metadata?.annotations?.[Annotations.state] === Phase.idle &&
+          f.checker.rebootsOf(n.metadata?.name ?? '') === 1,
+      );
+      return done ? true : undefined;
+    },
+    { timeoutMs: 180_000, intervalMs: 250 },
+  );
+}

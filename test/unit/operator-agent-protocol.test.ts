@@ -1,0 +1,526 @@
+/**
+ * A pool whose agents speak CLUO's or FLUO's protocol: its nodes read through that protocol, the writes
+ * that grant and ask for hooks in its keys, each phase's step where it differs from nuo's agent, the
+ * grants nuo keeps or removes, and the pool nuo stands down from while that project's operator runs.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { V1Deployment, V1Lease, V1Node } from '@kubernetes/client-node';
+import {
+  Annotations as A,
+  AgentProtocol,
+  Labels as L,
+  PROTOCOL_OPERATOR,
+  protocolAgentKeys,
+  protocolKeys,
+} from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
+import { operatorKeys, speaking } from '../../src/operator/agent-protocol.ts';
+import { type Action, type DecideConfig, decide } from '../../src/operator/decide.ts';
+import { Decider } from '../../src/operator/decider.ts';
+import { revokeForeignGrants } from '../../src/operator/foreign-grants.ts';
+import { parseLedger, withChanges } from '../../src/operator/ledger.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+import { patchFor, type WriteAction } from '../../src/operator/node-writes.ts';
+import { stepHolder } from '../../src/operator/phase-steps.ts';
+import type { PolicyEntry } from '../../src/operator/policies.ts';
+import { foreignOperatorHold, planPools, protocolOf } from '../../src/operator/pool-plan.ts';
+import { sightingOf } from '../../src/operator/protocol-operators.ts';
+import { resolvePolicy } from '../../src/policy/resolve.ts';
+import { ago, decideConfig, NOW, node, ofType } from './operator-fixtures.ts';
+
+const FLUO = AgentProtocol.flatcar;
+const F = protocolKeys(FLUO);
+const C = protocolKeys(AgentProtocol.containerLinux);
+const fluoConfig: DecideConfig = decideConfig;
+const fluo = (o: Parameters<typeof node>[1] = {}) => speaking(viewNode(node('n', o)), FLUO);
+
+test("the two protocols are one set of keys under FLUO's and CLUO's prefixes", () => {
+  assert.equal(F.rebootOk, 'flatcar-linux-update.v1.flatcar-linux.net/reboot-ok');
+  assert.equal(C.rebootOk, 'container-linux-update.v1.coreos.com/reboot-ok');
+  assert.deepEqual(
+    Object.values(F).map((k) => k.replace('flatcar-linux-update.v1.flatcar-linux.net/', '')),
+    Object.values(C).map((k) => k.replace('container-linux-update.v1.coreos.com/', '')),
+  );
+  assert.deepEqual(protocolAgentKeys(FLUO).labels, [F.rebootNeeded, F.id, F.group, F.version]);
+  assert.deepEqual(operatorKeys(AgentProtocol.nuo), {
+    rebootOk: A.rebootOk,
+    beforeReboot: L.beforeReboot,
+    afterReboot: L.afterReboot,
+  });
+  assert.equal(PROTOCOL_OPERATOR[FLUO].lease, 'flatcar-linux-update-operator-lock');
+});
+
+test('a node read through the protocol: annotations in → what decide() reads', () => {
+  const table: Array<[string, Record<string, string>, Partial<ReturnType<typeof fluo>>]> = [
+    [
+      'the agent at its start: nothing needed',
+      { [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      {
+        rebootNeeded: false,
+        rebootInProgress: false,
+        grantShown: false,
+      },
+    ],
+    [
+      'its update engine staged an update: needed, why from status and version',
+      {
+        [F.rebootNeeded]: 'true',
+        [F.status]: 'UPDATE_STATUS_UPDATED_NEED_REBOOT',
+        [F.newVersion]: '4081.2.0',
+      },
+      { rebootNeeded: true, rebootNeededReason: 'UPDATE_STATUS_UPDATED_NEED_REBOOT, new version 4081.2.0' },
+    ],
+    ["nuo's own need key means nothing here", { [A.rebootNeeded]: 'true' }, { rebootNeeded: false }],
+    [
+      'a reboot requested through nuo is not read: this agent reboots for its own need only',
+      { [A.rebootRequested]: ago(10) },
+      { rebootRequested: undefined },
+    ],
+    [
+      "the protocol's grant and mark",
+      { [F.rebootOk]: 'true', [F.rebootInProgress]: 'true' },
+      {
+        grantShown: true,
+        rebootInProgress: true,
+      },
+    ],
+    ['"false" is no grant', { [F.rebootOk]: 'false' }, { grantShown: false }],
+    [
+      "nuo's signed grant key is not this protocol's grant",
+      { [A.rebootOk]: 'v1.x.y' },
+      { grantShown: false },
+    ],
+    ["the boot of the grant is nuo's record", { [A.grantedBootId]: 'boot-0' }, { bootIdBefore: 'boot-0' }],
+    ["the agent's own boot-id key is not read", { [A.bootIdBefore]: 'boot-0' }, { bootIdBefore: undefined }],
+    ["the protocol's pause pauses", { [F.rebootPaused]: 'true' }, { paused: true }],
+    ["nuo's pause still pauses", { [A.paused]: 'true' }, { paused: true }],
+    ['malformed nuo agent keys are no problem here', { [A.rebootInProgress]: 'maybe' }, { problems: [] }],
+  ];
+  for (const [what, annotations, want] of table) {
+    const v = fluo({ annotations });
+    assert.equal(v.protocol, FLUO, what);
+    for (const [k, value] of Object.entries(want))
+      assert.deepEqual(v[k as keyof typeof v], value, `${what}: ${k}`);
+  }
+  const plain = viewNode(node('n', { annotations: { [F.rebootNeeded]: 'true' } }));
+  assert.equal(speaking(plain, AgentProtocol.nuo), plain, "nuo's protocol reads nuo's keys, unchanged");
+});
+
+test("each write in the protocol's keys: action → patch", () => {
+  const hooks = { ...fluoConfig, beforeRebootAnnotations: ['hook/b'], afterRebootAnnotations: ['hook/a'] };
+  const T = NOW.toISOString();
+  const phase = (to: string, reason: string) => ({
+    [A.state]: to,
+    [A.stateReason]: reason,
+    [A.stateSince]: T,
+  });
+  const noHookLabels = { [F.beforeReboot]: null, [F.afterReboot]: null };
+  const table: Array<[string, WriteAction, typeof hooks | DecideConfig, ReturnType<typeof patchFor>]> = [
+    [
+      "admitted with hooks: the protocol's before-reboot label",
+      { type: 'admit', node: 'n', reason: 'r' },
+      hooks,
+      {
+        annotations: {
+          ...phase(Phase.beforeReboot, 'waiting for before-reboot hooks: hook/b'),
+          'hook/b': null,
+        },
+        labels: { [F.beforeReboot]: 'true' },
+      },
+    ],
+    [
+      'the grant: reboot-ok "true" and the boot it was given on',
+      { type: 'grant', node: 'n', message: 'drained', grant: 'true' },
+      fluoConfig,
+      {
+        annotations: {
+          ...phase(Phase.rebootGranted, 'drained; reboot granted'),
+          [F.rebootOk]: 'true',
+          [A.grantedBootId]: 'boot-1',
+        },
+      },
+    ],
+    [
+      "back after the boot, with hooks: the protocol's after-reboot label, the grant kept",
+      { type: 'transition', node: 'n', to: Phase.afterReboot, reason: 'rebooted' },
+      hooks,
+      {
+        annotations: { ...phase(Phase.afterReboot, 'rebooted'), 'hook/a': null },
+        labels: { [F.afterReboot]: 'true' },
+      },
+    ],
+    [
+      'completed: the grant and its boot cleared, hook labels removed',
+      { type: 'complete', node: 'n', reason: 'healthy' },
+      hooks,
+      {
+        annotations: {
+          ...phase(Phase.idle, 'healthy'),
+          [F.rebootOk]: null,
+          [A.grantedBootId]: null,
+          [A.failures]: null,
+          [A.rebootRequested]: null,
+          [A.ineffectiveReboots]: null,
+          'hook/b': null,
+          'hook/a': null,
+        },
+        labels: noHookLabels,
+      },
+    ],
+    [
+      'a grant nuo did not give, removed',
+      { type: 'revoke', node: 'n', reason: 'r' },
+      fluoConfig,
+      { annotations: { [F.rebootOk]: null, [A.grantedBootId]: null } },
+    ],
+    [
+      'an attempt ended: the grant withdrawn in the same write',
+      { type: 'end', node: 'n', reason: 'r', to: Phase.pending },
+      fluoConfig,
+      { annotations: { ...phase(Phase.pending, 'r'), [F.rebootOk]: null, [A.grantedBootId]: null } },
+    ],
+  ];
+  for (const [what, action, config, want] of table)
+    assert.deepEqual(patchFor(action, fluo(), config, NOW), want, what);
+});
+
+test('a slot holder of the protocol steps by what its agent does: phase × keys → next action', () => {
+  const granted = { [F.rebootOk]: 'true', [A.grantedBootId]: 'boot-1', [F.rebootNeeded]: 'true' };
+  const cases: Array<{
+    what: string;
+    phase: string;
+    annotations: Record<string, string>;
+    bootId?: string;
+    want: string;
+  }> = [
+    {
+      what: 'granted, the agent not started yet',
+      phase: Phase.rebootGranted,
+      annotations: granted,
+      want: '',
+    },
+    {
+      what: 'granted, the agent marked its reboot',
+      phase: Phase.rebootGranted,
+      annotations: { ...granted, [F.rebootInProgress]: 'true' },
+      want: 'transition Rebooting',
+    },
+    {
+      what: 'granted, back in a new boot before nuo saw the mark: on to the gate, the grant kept',
+      phase: Phase.rebootGranted,
+      annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      bootId: 'boot-2',
+      want: 'transition AfterReboot (grant kept)',
+    },
+    {
+      what: 'granted, the agent restarted and withdrew its need: the attempt ends',
+      phase: Phase.rebootGranted,
+      annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      want: 'end',
+    },
+    {
+      what: 'rebooting, the agent restarted before the reboot: the attempt ends',
+      phase: Phase.rebooting,
+      annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      want: 'end',
+    },
+    {
+      what: 'rebooting, new boot',
+      phase: Phase.rebooting,
+      annotations: { ...granted, [F.rebootInProgress]: 'true' },
+      bootId: 'boot-2',
+      want: 'transition AfterReboot (grant kept)',
+    },
+    {
+      what: 'after the boot, the agent not started yet: the gate waits for its report',
+      phase: Phase.afterReboot,
+      annotations: { ...granted, [F.rebootInProgress]: 'true' },
+      bootId: 'boot-2',
+      want: 'explain',
+    },
+    {
+      what: 'after the boot, the agent reported: complete',
+      phase: Phase.afterReboot,
+      annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      bootId: 'boot-2',
+      want: 'complete',
+    },
+  ];
+  for (const c of cases) {
+    const n = fluo({
+      annotations: { [A.state]: c.phase, [A.stateSince]: ago(5), ...c.annotations },
+      unschedulable: true,
+      bootId: c.bootId ?? 'boot-1',
+      readySince: ago(3600),
+    });
+    const actions = stepHolder(n, {
+      config: fluoConfig,
+      now: NOW,
+      draining: new Set(),
+      health: new Map([['n', { daemonSetPodsReady: true, detail: 'ready' }]]),
+      wake: () => {},
+      slotOf: () => undefined,
+    });
+    const got = actions
+      .map((a: Action) =>
+        a.type === 'transition'
+          ? `transition ${a.to}${a.clearGrant ? '' : a.to === Phase.afterReboot ? ' (grant kept)' : ''}`
+          : a.type,
+      )
+      .join(',');
+    assert.equal(got, c.want, c.what);
+  }
+});
+
+test('a reboot after which the agent runs another version than it staged counts towards a loop', () => {
+  const back = (version: string | undefined) =>
+    stepHolder(
+      fluo({
+        annotations: {
+          [A.state]: Phase.afterReboot,
+          [A.stateSince]: ago(5),
+          [F.rebootOk]: 'true',
+          [A.grantedBootId]: 'boot-1',
+          [F.rebootNeeded]: 'false',
+          [F.rebootInProgress]: 'false',
+          [F.newVersion]: '4081.2.1',
+        },
+        labels: version ? { [F.version]: version } : {},
+        unschedulable: true,
+        bootId: 'boot-2',
+        readySince: ago(3600),
+      }),
+      {
+        config: fluoConfig,
+        now: NOW,
+        draining: new Set(),
+        health: new Map([['n', { daemonSetPodsReady: true, detail: 'ready' }]]),
+        wake: () => {},
+        slotOf: () => undefined,
+      },
+    );
+  assert.deepEqual(back('4081.2.1'), [{ type: 'complete', node: 'n', reason: 'rebooted and healthy' }]);
+  assert.deepEqual(back('4081.2.0'), [
+    { type: 'complete', node: 'n', reason: 'rebooted and healthy', needSurvived: true },
+  ]);
+  assert.deepEqual(
+    back(undefined),
+    [{ type: 'complete', node: 'n', reason: 'rebooted and healthy' }],
+    'unknown: taken',
+  );
+});
+
+test("the protocol's grants: kept through the health gate, taken as nuo's in RebootGranted, removed elsewhere", () => {
+  const at = (phase: string | undefined) =>
+    fluo({ annotations: { ...(phase ? { [A.state]: phase } : {}), [F.rebootOk]: 'true' } });
+  const revoked = (phase: string | undefined) =>
+    revokeForeignGrants([at(phase)], () => false).map((a) => a.type === 'revoke' && a.reason);
+  assert.deepEqual(revoked(Phase.rebootGranted), [], 'no signature to check: taken as nuo’s');
+  assert.deepEqual(revoked(Phase.afterReboot), [], 'the agent waits for it to go at the end of the attempt');
+  assert.deepEqual(revoked(Phase.failed), []);
+  assert.deepEqual(revoked(Phase.idle), [`removed ${F.rebootOk}="true": nuo gave no grant (phase Idle)`]);
+  assert.deepEqual(revoked(undefined), [`removed ${F.rebootOk}="true": nuo gave no grant (phase none)`]);
+  const nuoNode = viewNode(
+    node('n', { annotations: { [A.state]: Phase.afterReboot, [A.rebootOk]: 'v1.x.y' } }),
+  );
+  assert.equal(revokeForeignGrants([nuoNode]).length, 1, "nuo's own grant still goes at the gate");
+});
+
+const policy = (spec: UpdatePolicySpec, name = 'flatcar'): PolicyEntry => {
+  const current = resolvePolicy({ metadata: { name, generation: 1 }, spec });
+  return { name, uid: name, generation: 1, current, ...(current.ok ? { lastValid: current.policy } : {}) };
+};
+
+test("a pool of the protocol stands down while that project's own operator runs, or before nuo looked", () => {
+  const p = policy({ agentProtocol: FLUO });
+  assert.ok(p.current.ok);
+  if (!p.current.ok) return;
+  assert.equal(p.current.policy.agentProtocol, FLUO);
+  const resolvedNuo = policy({});
+  assert.ok(
+    resolvedNuo.current.ok && resolvedNuo.current.policy.agentProtocol === AgentProtocol.nuo,
+    'nuo by default',
+  );
+  const table: Array<[string, ReturnType<typeof sightingOf> | undefined, string | undefined]> = [
+    ['not looked yet', undefined, 'ForeignOperator'],
+    ['not running', {}, undefined],
+    ['running', { standDown: 'the x update-operator runs' }, 'ForeignOperator'],
+  ];
+  for (const [what, sighting, code] of table)
+    assert.equal(foreignOperatorHold(p.current.policy, () => sighting)?.code, code, what);
+  if (resolvedNuo.current.ok)
+    assert.equal(
+      foreignOperatorHold(resolvedNuo.current.policy, () => undefined),
+      undefined,
+      "nuo's agents: never",
+    );
+  const plan = planPools({
+    state: { known: true, crdMissing: false, policies: [p] },
+    paused: false,
+    nodes: [viewNode(node('f1', { annotations: { [F.rebootNeeded]: 'true' } }))],
+    ledger: { slots: {} },
+    now: NOW,
+    sighting: () => ({ standDown: 'the x update-operator runs' }),
+  });
+  const pool = plan.pools[0];
+  assert.equal(
+    pool?.hold?.reason,
+    'not managed: the x update-operator runs; nuo touches no node of this pool until it is gone',
+  );
+  assert.equal(pool?.nodes[0]?.protocol, FLUO);
+  assert.equal(pool?.nodes[0]?.rebootNeeded, true, 'its nodes read through the protocol');
+});
+
+test("what tells the protocol's own operator runs: its Lease held and renewed, or its Deployment wanting pods", () => {
+  const t = NOW.getTime();
+  const lease = (name: string, holder: string | undefined, renewedAgo: number, duration = 90): V1Lease => ({
+    metadata: { name, namespace: 'reboot-coordinator' },
+    spec: {
+      ...(holder ? { holderIdentity: holder } : {}),
+      leaseDurationSeconds: duration,
+      renewTime: new Date(t - renewedAgo * 1000) as never,
+    },
+  });
+  const deployment = (name: string, replicas?: number): V1Deployment => ({
+    metadata: { name, namespace: 'reboot-coordinator' },
+    spec: { ...(replicas === undefined ? {} : { replicas }), selector: {}, template: {} },
+  });
+  const lock = PROTOCOL_OPERATOR[FLUO].lease;
+  const table: Array<[string, V1Lease[], V1Deployment[], string | undefined]> = [
+    ['nothing', [], [], undefined],
+    [
+      'its Lease held and fresh',
+      [lease(lock, 'host-a', 10)],
+      [],
+      `the ${FLUO} update-operator runs: its Lease reboot-coordinator/${lock} is held by host-a`,
+    ],
+    ['its Lease expired: left behind', [lease(lock, 'host-a', 91)], [], undefined],
+    ['its Lease released (no holder)', [lease(lock, undefined, 1)], [], undefined],
+    ["another project's Lease", [lease('other-lock', 'host-a', 1)], [], undefined],
+    [
+      'its Deployment, one replica by default',
+      [],
+      [deployment('flatcar-linux-update-operator')],
+      `the ${FLUO} update-operator is deployed: Deployment reboot-coordinator/flatcar-linux-update-operator wants 1 replica(s)`,
+    ],
+    ['its Deployment scaled to 0', [], [deployment('flatcar-linux-update-operator', 0)], undefined],
+  ];
+  for (const [what, leases, deployments, want] of table)
+    assert.equal(sightingOf(FLUO, leases, deployments, t).standDown, want, what);
+});
+
+test("decide() on a pool of the protocol: the agent's need admits, within the budget", () => {
+  const nodes = ['a', 'b'].map((name) =>
+    speaking(viewNode(node(name, { annotations: { [F.rebootNeeded]: 'true' } })), FLUO),
+  );
+  const snapshot = {
+    nodes,
+    ledger: { slots: {} },
+    draining: new Set<string>(),
+    admitting: new Set<string>(),
+    health: new Map(),
+  };
+  const { actions } = decide(snapshot, fluoConfig, NOW);
+  assert.deepEqual(ofType(actions, 'admit'), ['a']);
+  assert.deepEqual(ofType(actions, 'pending'), ['b']);
+});
+
+test('an attempt ends in the protocol it began in: its slot records it, whatever the policy says meanwhile', () => {
+  const admitted = withChanges(
+    { slots: {} },
+    [
+      { type: 'admit', node: 'f', reason: 'r', protocol: FLUO },
+      { type: 'admit', node: 'n', reason: 'r' },
+    ],
+    'T',
+    'pool',
+  );
+  assert.deepEqual(admitted.slots, {
+    f: { since: 'T', pool: 'pool', protocol: FLUO },
+    n: { since: 'T', pool: 'pool' },
+  });
+  const claimed = withChanges({ slots: {} }, [{ type: 'claim', node: 'f', since: 'S', protocol: FLUO }], 'T');
+  assert.deepEqual(claimed.slots.f, { since: 'S', protocol: FLUO });
+  assert.equal(protocolOf(admitted, 'f', AgentProtocol.nuo), FLUO, "the slot's, not the pool's now");
+  assert.equal(protocolOf(admitted, 'n', FLUO), AgentProtocol.nuo, "a slot without one: nuo's");
+  assert.equal(protocolOf(admitted, 'idle', FLUO), FLUO, "outside an attempt: the pool's");
+  const doc = (protocol: unknown) => ({
+    data: { 'ledger.json': JSON.stringify({ slots: { f: { since: 'T', protocol } } }) },
+  });
+  assert.equal(parseLedger(doc(FLUO)).slots.f?.protocol, FLUO);
+  assert.throws(() => parseLedger(doc('nuo')), /a "protocol" that is not one of/);
+  assert.throws(() => parseLedger(doc(7)), /a "protocol" that is not one of/);
+
+  const policyNow = policy({ agentProtocol: AgentProtocol.nuo }, 'fluo');
+  const plan = planPools({
+    state: { known: true, crdMissing: false, policies: [policyNow] },
+    paused: false,
+    nodes: [viewNode(node('f', { labels: {} })), viewNode(node('g'))],
+    ledger: { slots: { f: { since: 'T', pool: 'fluo', protocol: FLUO } } },
+    now: NOW,
+  });
+  const byName = new Map(plan.pools[0]?.nodes.map((n) => [n.name, n.protocol]));
+  assert.equal(byName.get('f'), FLUO, 'the holder keeps its protocol after the policy changed');
+  assert.equal(byName.get('g'), undefined, "the rest follow the policy: nuo's");
+  const orphaned = planPools({
+    state: { known: true, crdMissing: false, policies: [] },
+    paused: false,
+    nodes: [viewNode(node('f'))],
+    ledger: { slots: { f: { since: 'T', pool: 'gone', protocol: FLUO } } },
+    now: NOW,
+  });
+  assert.equal(
+    orphaned.pools[0]?.nodes[0]?.protocol,
+    FLUO,
+    'its policy deleted, it still ends in its protocol',
+  );
+});
+
+test('an admission of a node of the protocol names it, for its slot', () => {
+  const n = speaking(viewNode(node('a', { annotations: { [F.rebootNeeded]: 'true' } })), FLUO);
+  const { actions } = decide(
+    { nodes: [n], ledger: { slots: {} }, draining: new Set(), admitting: new Set(), health: new Map() },
+    decideConfig,
+    NOW,
+  );
+  assert.deepEqual(
+    actions.filter((a) => a.type === 'admit'),
+    [{ type: 'admit', node: 'a', reason: 'reboot needed', protocol: FLUO }],
+  );
+});
+
+test("the decider reads a pool's nodes through its protocol, and does nothing to a pool it stands down from", () => {
+  let sighting: ReturnType<typeof sightingOf> = { standDown: 'the x update-operator runs' };
+  const nodes = [node('f1', { labels: { pool: 'fluo' }, annotations: { [F.rebootNeeded]: 'true' } })];
+  const decider = new Decider({
+    paused: false,
+    policies: () => ({
+      known: true,
+      crdMissing: false,
+      policies: [policy({ agentProtocol: FLUO, nodeSelector: { matchLabels: { pool: 'fluo' } } })],
+    }),
+    blockers: () => undefined,
+    sighting: () => sighting,
+    nodeHolds: () => new Map(),
+    nodes: { list: () => nodes },
+    draining: () => new Set(),
+    ownGrant: () => true,
+    plans: () => [],
+    jobs: () => new Map(),
+    planDrain: () => undefined,
+  });
+  const pass = () => decider.decide(decider.nodes(NOW), { slots: {} }, new Map(), NOW);
+  assert.deepEqual(pass().actions, [], 'stood down: not even Pending is written');
+  assert.equal(decider.standsDown('f1'), true);
+  sighting = {};
+  assert.deepEqual(
+    pass().actions.map((a) => `${a.type} ${a.node}`),
+    ['admit f1'],
+  );
+  assert.equal(decider.standsDown('f1'), false);
+  const seen = decider.view(nodes[0] as V1Node);
+  assert.equal(seen.protocol, FLUO, 'read through its pool’s protocol for the writes that follow');
+  assert.equal(seen.rebootNeeded, true);
+});
