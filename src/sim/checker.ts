@@ -617,9 +617,13 @@ export class SafetyChecker {
     this.violations.push({ rule, at: new Date(), detail });
   }
 
+  /** Stops watching even when a confirmation failed (its API server gone): a live informer keeps the process up. */
   async stop(): Promise<void> {
-    await this.settle();
-    await Promise.all([this.#informer.stop(), this.#planPods.stop(), this.#kured?.informer.stop()]);
+    try {
+      await this.settle();
+    } finally {
+      await Promise.all([this.#informer.stop(), this.#planPods.stop(), this.#kured?.informer.stop()]);
+    }
   }
 }
 

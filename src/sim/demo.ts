@@ -110,25 +110,50 @@ export function demoPolicy(o: DemoOptions, now: Date): UpdatePolicySpec {
 const conditionLines = (conditions: readonly Condition[] = []) =>
   conditions.map((c) => `  ${c.type.padEnd(16)} ${c.status.padEnd(6)} ${c.reason}: ${c.message}`);
 
-/** The policy's conditions (and the Plan's, if one is applied) as their status says them, a line each. */
+const conditionIs = (conditions: readonly Condition[] | undefined, type: string, reason: string) =>
+  conditions?.some((c) => c.type === type && c.reason === reason) ?? false;
+
+/**
+ * The policy's conditions (and the Plan's, if one is applied) as their status says them, a line each:
+ * once the status says the rollout is done (the operator writes it after the pass that saw the last node
+ * finish), or as it stands after STATUS_WAIT_MS.
+ */
 async function statusReport(cluster: LocalCluster, plan: boolean): Promise<string[]> {
   const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
-  const p = (await custom.getClusterCustomObject({
-    group: API_GROUP,
-    version: API_VERSION,
-    plural: UPDATE_POLICY.plural,
-    name: 'demo',
-  })) as UpdatePolicy;
-  const lines = ['', 'UpdatePolicy demo, as its status says:', ...conditionLines(p.status?.conditions)];
-  if (!plan) return lines;
-  const up = await readPlan(cluster, DEMO_PLAN.namespace, DEMO_PLAN.name);
+  const read = async () => {
+    const p = (await custom.getClusterCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      plural: UPDATE_POLICY.plural,
+      name: 'demo',
+    })) as UpdatePolicy;
+    const up = plan ? await readPlan(cluster, DEMO_PLAN.namespace, DEMO_PLAN.name) : undefined;
+    const done =
+      conditionIs(p.status?.conditions, 'Progressing', 'UpToDate') &&
+      (!up || conditionIs(up.status?.conditions, 'Complete', 'Complete'));
+    return { p, up, done };
+  };
+  let last = await read();
+  await pollUntil(
+    'the statuses to say the rollout is done',
+    async () => {
+      last = await read();
+      return last.done ? true : undefined;
+    },
+    { timeoutMs: STATUS_WAIT_MS, intervalMs: 250 },
+  ).catch(() => {});
+  const lines = ['', 'UpdatePolicy demo, as its status says:', ...conditionLines(last.p.status?.conditions)];
+  if (!last.up) return lines;
   return [
     ...lines,
     '',
     `Plan ${DEMO_PLAN_REF}, as its status says:`,
-    ...conditionLines(up.status?.conditions),
+    ...conditionLines(last.up.status?.conditions),
   ];
 }
+
+/** How long the report waits for the statuses to catch up with the last node's end. */
+const STATUS_WAIT_MS = 15_000;
 
 const JOB_MS = 3000;
 
