@@ -88,7 +88,8 @@ export const planKey = (plan: string) => safeConcatName(plan);
 
 /**
  * SUC's `plan.upgrade.cattle.io/<plan>`. On a node it is not nuo's: a person sets it to "disabled" to
- * keep the node out of the Plan by that name (SUC's documented opt-out), and nuo only reads it. operator:
+ * keep the node out of the Plan by that name (SUC's documented opt-out), SUC sets it to its hash of the
+ * Plan once applied (at the Plan's SUC hash the node counts as applied), and nuo only reads it. operator:
  * on a Plan's Jobs and their pods, the Plan's hash, as SUC's Jobs carry it.
  */
 export const sucPlanLabel = (plan: string) => `plan.upgrade.cattle.io/${planKey(plan)}`;

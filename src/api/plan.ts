@@ -366,9 +366,14 @@ export const PlanStatus = Type.Object({
   ),
   latestVersion: Type.Optional(Type.String({ maxLength: 128 })),
   latestHash: Type.Optional(Type.String({ maxLength: 64 })),
+  /**
+   * The hash system-upgrade-controller gives this Plan at latestVersion (plan/suc-hash.ts): a node whose
+   * plan.upgrade.cattle.io/<plan> label holds it was applied by SUC and counts as applied.
+   */
+  sucLatestHash: Type.Optional(Type.String({ maxLength: 64 })),
   /** Nodes the Plan is being applied to now. */
   applying: Type.Optional(Type.Array(Type.String({ maxLength: 253 }), { maxItems: 5000 })),
-  /** Selected nodes that carry the latest hash. */
+  /** Selected nodes that carry the latest hash (nuo's, or SUC's sucLatestHash). */
   complete: Type.Optional(Type.Integer({ minimum: 0 })),
   failed: Type.Optional(Type.Array(PlanFailure, { maxItems: 5000 })),
 });

@@ -3,9 +3,9 @@
  * waits (as a pass decides now) — and the Plans section of `nuo status`.
  */
 import { parseArgs } from 'node:util';
-import { planLabel } from '../api/keys.ts';
+import { planLabel, sucPlanLabel } from '../api/keys.ts';
 import { PlanConditions } from '../api/plan.ts';
-import { optedOut } from '../operator/plan-pass.ts';
+import { appliedBy, optedOut } from '../operator/plan-pass.ts';
 import type { PlanEntry } from '../operator/plan-resolve.ts';
 import { type ClusterState, readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
@@ -54,22 +54,25 @@ export function planNodeRows(state: ClusterState, ref: string): string[][] {
     if (!p.ready || !p.selects(n.labels)) continue;
     const label = n.labels[planLabel(p.name)];
     const out = optedOut(n.labels, p.name);
-    const applied = out ? 'disabled' : label === p.hash ? 'yes' : label ? 'older hash' : 'no';
+    const by = appliedBy(n.labels, p);
+    const applied = out ? 'disabled' : by ? 'yes' : label ? 'older hash' : 'no';
     const slot = state.ledger.slots[n.name];
     const why =
-      applied === 'yes'
-        ? '-'
-        : out
-          ? `opted out (label ${out}): not touched`
-          : !managed.has(n.name)
-            ? "in no UpdatePolicy's pool: nuo leaves it alone"
-            : slot?.plan?.ref === ref
-              ? (n.stateReason ?? 'applying')
-              : slot
-                ? `in an attempt of ${slot.plan ? `Plan ${slot.plan.ref}` : 'a reboot'}`
-                : n.work && n.work.ref !== ref
-                  ? `Plan ${n.work.ref} comes first`
-                  : (pending.get(n.name) ?? n.stateReason ?? 'waiting for the next pass');
+      by === 'suc'
+        ? `applied by system-upgrade-controller (label ${sucPlanLabel(p.name)} = SUC's hash of this Plan)`
+        : by === 'nuo'
+          ? '-'
+          : out
+            ? `opted out (label ${out}): not touched`
+            : !managed.has(n.name)
+              ? "in no UpdatePolicy's pool: nuo leaves it alone"
+              : slot?.plan?.ref === ref
+                ? (n.stateReason ?? 'applying')
+                : slot
+                  ? `in an attempt of ${slot.plan ? `Plan ${slot.plan.ref}` : 'a reboot'}`
+                  : n.work && n.work.ref !== ref
+                    ? `Plan ${n.work.ref} comes first`
+                    : (pending.get(n.name) ?? n.stateReason ?? 'waiting for the next pass');
     rows.push([n.name, applied, n.state ?? 'Idle', why]);
   }
   return rows;
@@ -118,7 +121,8 @@ export const planCommand: Command = {
         );
         return 1;
       }
-      out(`${e.ref}: version ${e.version ?? '(not resolved)'}, hash ${e.hash ?? '(none)'}`);
+      const suc = e.sucHash ? `, SUC's hash ${e.sucHash}` : '';
+      out(`${e.ref}: version ${e.version ?? '(not resolved)'}, hash ${e.hash ?? '(none)'}${suc}`);
       for (const c of e.plan.status?.conditions ?? [])
         out(`  ${c.type}=${c.status} (${c.reason}): ${c.message}`);
       for (const f of e.plan.status?.failed ?? []) out(`  failed on ${f.node} at ${f.at}: ${f.error}`);

@@ -53,6 +53,7 @@ export function entriesOf(plans: readonly Plan[]): PlanEntry[] {
     return {
       ...(p.status?.latestVersion ? { version: p.status.latestVersion } : {}),
       ...(p.status?.latestHash ? { hash: p.status.latestHash } : {}),
+      ...(p.status?.sucLatestHash ? { sucHash: p.status.sucLatestHash } : {}),
       ...(resolved?.status === 'False' ? { resolveError: resolved.message } : {}),
     };
   });

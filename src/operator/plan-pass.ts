@@ -21,6 +21,8 @@ export interface PassPlan {
   ready: boolean;
   selects: (labels: Record<string, string>) => boolean;
   hash: string;
+  /** The hash SUC gives the Plan (plan/suc-hash.ts): its label on a node SUC applied it to. */
+  sucHash?: string;
   version: string;
   prepare: PlanPrepare;
   reboot: boolean;
@@ -43,11 +45,25 @@ export function optedOut(labels: Readonly<Record<string, string>>, plan: string)
   return key === undefined ? undefined : `${key}=${DISABLED}`;
 }
 
+/**
+ * Who applied the Plan's latest hash to the node: nuo (its plan.nuo.dev/<plan> label holds the hash), or
+ * system-upgrade-controller before the Plan moved to nuo (SUC's plan.upgrade.cattle.io/<plan> holds SUC's
+ * hash of the same Plan), so a node SUC upgraded is not upgraded again. Undefined: the node needs it.
+ */
+export function appliedBy(
+  labels: Readonly<Record<string, string>>,
+  p: Pick<PassPlan, 'name' | 'hash' | 'sucHash'>,
+): 'nuo' | 'suc' | undefined {
+  if (labels[planLabel(p.name)] === p.hash) return 'nuo';
+  if (p.sucHash !== undefined && labels[sucPlanLabel(p.name)] === p.sucHash) return 'suc';
+  return undefined;
+}
+
 /** The first Plan (in ref order) that selects the node, which is not opted out nor applied at its hash. */
 export function workOf(n: NodeView, plans: readonly PassPlan[]): PlanWork | undefined {
   for (const p of plans) {
     if (!p.ready || !p.selects(n.labels)) continue;
-    if (n.labels[planLabel(p.name)] === p.hash || optedOut(n.labels, p.name)) continue;
+    if (appliedBy(n.labels, p) || optedOut(n.labels, p.name)) continue;
     return {
       ref: p.ref,
       hash: p.hash,

@@ -30,6 +30,8 @@ export interface PlanEntry {
   resolveError?: string;
   /** The hash of what runs on the node at `version` (with the Plan's secrets). */
   hash?: string;
+  /** The hash SUC gives the Plan at `version` (plan/suc-hash.ts). */
+  sucHash?: string;
 }
 
 /** How a Plan prepares its nodes: a drain (asked for, or implied by a reboot), a cordon, or neither. */
@@ -66,6 +68,7 @@ export function passPlan(e: PlanEntry, now: number): PassPlan {
     ready,
     selects: (labels) => selects(labels),
     hash,
+    ...(e.sucHash === undefined ? {} : { sucHash: e.sucHash }),
     version,
     prepare: planPrepare(spec),
     reboot: spec.reboot === true,
@@ -142,6 +145,7 @@ export function nameTaken(entries: readonly Pick<PlanEntry, 'ref' | 'name'>[]): 
 export interface PlanResolution {
   version?: string;
   hash?: string;
+  sucHash?: string;
   resolveError?: string;
 }
 
@@ -174,6 +178,7 @@ export function planEntries(plans: readonly Plan[], resolutionOf: (p: Plan) => P
         errors,
         ...(r.version === undefined ? {} : { version: r.version }),
         ...(r.hash === undefined ? {} : { hash: r.hash }),
+        ...(r.sucHash === undefined ? {} : { sucHash: r.sucHash }),
         ...(r.resolveError === undefined ? {} : { resolveError: r.resolveError }),
       };
     })

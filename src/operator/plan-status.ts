@@ -9,7 +9,7 @@ import { PlanConditions, type PlanFailure, type PlanStatus } from '../api/plan.t
 import type { Condition } from '../api/update-policy.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
-import { DISABLED, optedOut, type PassPlan } from './plan-pass.ts';
+import { appliedBy, DISABLED, optedOut, type PassPlan } from './plan-pass.ts';
 import type { PlanEntry } from './plan-resolve.ts';
 import type { JobView } from './plan-work.ts';
 
@@ -60,7 +60,14 @@ function validated(e: PlanEntry): Draft {
 
 function complete(
   p: PassPlan,
-  counts: { selected: number; done: number; applying: number; unmanaged: number; optedOut: number },
+  counts: {
+    selected: number;
+    done: number;
+    bySuc: number;
+    applying: number;
+    unmanaged: number;
+    optedOut: number;
+  },
   failed: PlanFailure[],
 ): Draft {
   const type = PlanConditions.complete;
@@ -68,6 +75,9 @@ function complete(
     return { type, status: 'False', reason: 'NotReady', message: 'not validated or not resolved' };
   const out = counts.optedOut
     ? `; ${counts.optedOut} node(s) opted out (label ${sucPlanLabel(p.name)} or ${planLabel(p.name)} = ${DISABLED}): not touched`
+    : '';
+  const suc = counts.bySuc
+    ? ` (${counts.bySuc} applied by system-upgrade-controller: label ${sucPlanLabel(p.name)} = SUC's hash ${p.sucHash})`
     : '';
   const alone = counts.unmanaged
     ? `; ${counts.unmanaged} selected node(s) are in no UpdatePolicy's pool: nuo leaves them alone`
@@ -77,10 +87,10 @@ function complete(
       type,
       status: 'True',
       reason: 'Complete',
-      message: `applied on all ${counts.selected} selected node(s) at version ${p.version}${out}`,
+      message: clip(`applied on all ${counts.selected} selected node(s)${suc} at version ${p.version}${out}`),
     };
   const none = p.concurrency === 0 ? '; concurrency 0: the Plan starts on no node' : '';
-  const progress = `${counts.done} of ${counts.selected} selected node(s) applied, ${counts.applying} applying${none}`;
+  const progress = `${counts.done} of ${counts.selected} selected node(s) applied${suc}, ${counts.applying} applying${none}`;
   const last = failed[failed.length - 1];
   if (last)
     return {
@@ -101,7 +111,7 @@ function complete(
  */
 function failures(input: PlanStatusInput, selected: readonly NodeView[], before: readonly PlanFailure[]) {
   const { entry, plan: p, now } = input;
-  const pending = new Set(selected.filter((n) => n.labels[planLabel(p.name)] !== p.hash).map((n) => n.name));
+  const pending = new Set(selected.filter((n) => !appliedBy(n.labels, p)).map((n) => n.name));
   const last = new Map(before.filter((f) => pending.has(f.node)).map((f) => [f.node, f]));
   for (const [node, jobs] of input.jobs) {
     if (!pending.has(node)) continue;
@@ -123,7 +133,9 @@ export function planStatus(input: PlanStatusInput): PlanStatus {
   const chosen = input.nodes.filter((n) => p.ready && p.selects(n.labels));
   const selected = chosen.filter((n) => !optedOut(n.labels, p.name));
   const optedOutCount = chosen.length - selected.length;
-  const done = selected.filter((n) => n.labels[planLabel(p.name)] === p.hash).length;
+  const by = selected.map((n) => appliedBy(n.labels, p));
+  const done = by.filter((a) => a !== undefined).length;
+  const bySuc = by.filter((a) => a === 'suc').length;
   const unmanaged = selected.filter((n) => !input.managed(n.name)).length;
   const applying = Object.entries(input.ledger.slots)
     .filter(([, s]) => s.plan?.ref === entry.ref)
@@ -135,7 +147,14 @@ export function planStatus(input: PlanStatusInput): PlanStatus {
     validated(entry),
     complete(
       p,
-      { selected: selected.length, done, applying: applying.length, unmanaged, optedOut: optedOutCount },
+      {
+        selected: selected.length,
+        done,
+        bySuc,
+        applying: applying.length,
+        unmanaged,
+        optedOut: optedOutCount,
+      },
       failed,
     ),
   ];
@@ -148,6 +167,7 @@ export function planStatus(input: PlanStatusInput): PlanStatus {
     }),
     ...(entry.version === undefined ? {} : { latestVersion: entry.version }),
     ...(entry.hash === undefined ? {} : { latestHash: entry.hash }),
+    ...(entry.sucHash === undefined ? {} : { sucLatestHash: entry.sucHash }),
     applying: applying.slice(0, MAX_NODES),
     complete: done,
     failed,

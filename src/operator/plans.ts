@@ -16,6 +16,7 @@ import { ResilientInformer } from '../kube/informer.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { resolveChannel } from '../plan/channel.ts';
 import { planHash } from '../plan/hash.ts';
+import { type HashedSecret, sucPlanHash } from '../plan/suc-hash.ts';
 import { resolveVersion } from '../plan/version.ts';
 import { listCustomPage } from './custom-list.ts';
 import { type PlanEntry, planEntries, planRef } from './plan-resolve.ts';
@@ -28,6 +29,7 @@ interface Resolution {
   key: string;
   version?: string;
   hash?: string;
+  sucHash?: string;
   resolveError?: string;
 }
 
@@ -98,6 +100,7 @@ export class PlanSource {
       return {
         ...(current?.version === undefined ? {} : { version: current.version }),
         ...(current?.hash === undefined ? {} : { hash: current.hash }),
+        ...(current?.sucHash === undefined ? {} : { sucHash: current.sucHash }),
         ...(r?.resolveError === undefined ? {} : { resolveError: r.resolveError }),
       };
     });
@@ -129,13 +132,17 @@ export class PlanSource {
       next.version = await resolveVersion(p.spec, (url) =>
         resolveChannel(url, { signal, timeoutMs: CHANNEL_TIMEOUT_MS }),
       );
-      next.hash = planHash({ spec: p.spec, version: next.version, secrets: await this.#secrets(p) });
+      const secrets = await this.#secrets(p);
+      const data = Object.fromEntries(Object.entries(secrets).map(([name, s]) => [name, s.data ?? {}]));
+      next.hash = planHash({ spec: p.spec, version: next.version, secrets: data });
+      next.sucHash = sucPlanHash({ plan: p, version: next.version, secrets });
     } catch (err) {
       next.resolveError = describeError(err);
       // The last version and hash stand (same generation): a channel that is down changes nothing.
       if (before?.key === next.key) {
         if (before.version !== undefined) next.version = before.version;
         if (before.hash !== undefined) next.hash = before.hash;
+        if (before.sucHash !== undefined) next.sucHash = before.sucHash;
       }
       if (before?.resolveError !== next.resolveError)
         this.#log('warn', 'Plan not resolved', { plan: ref, error: next.resolveError });
@@ -145,13 +152,14 @@ export class PlanSource {
       before?.key !== next.key ||
       before.version !== next.version ||
       before.hash !== next.hash ||
+      before.sucHash !== next.sucHash ||
       before.resolveError !== next.resolveError;
     if (changed) this.#notify();
   }
 
-  /** The data of the Plan's secrets that are hashed (not ignoreUpdates), by secret name. */
-  async #secrets(p: Plan): Promise<Record<string, Record<string, string>>> {
-    const out: Record<string, Record<string, string>> = {};
+  /** The Plan's secrets that are hashed (not ignoreUpdates), by secret name. */
+  async #secrets(p: Plan): Promise<Record<string, HashedSecret>> {
+    const out: Record<string, HashedSecret> = {};
     for (const s of p.spec.secrets ?? []) {
       if (s.ignoreUpdates) continue;
       try {
@@ -159,7 +167,12 @@ export class PlanSource {
           name: s.name,
           namespace: p.metadata.namespace,
         });
-        out[s.name] = secret.data ?? {};
+        out[s.name] = {
+          name: s.name,
+          ...(secret.type === undefined ? {} : { type: secret.type }),
+          ...(secret.data === undefined ? {} : { data: secret.data }),
+          ...(secret.immutable === undefined ? {} : { immutable: secret.immutable }),
+        };
       } catch (err) {
         const code = statusCode(err);
         const why =

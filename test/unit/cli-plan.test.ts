@@ -44,6 +44,7 @@ function state(
     node('e', { labels: worker }),
     node('f', { labels: { ...worker, [planLabel('os')]: 'h1' } }),
     node('g', { labels: { role: 'db' } }),
+    node('i', { labels: { ...worker, 'plan.upgrade.cattle.io/os': 's2' } }),
   ];
   const entries = entriesOf(plans);
   const passPlans = entries.map((e) => passPlan(e, NOW.getTime()));
@@ -93,8 +94,26 @@ test('nuo plan: every node the Plan selects, applied or why not', () => {
     ['h', 'disabled', 'Idle', 'opted out (label plan.upgrade.cattle.io/os=disabled): not touched'],
     ['e', 'no', 'Idle', "in no UpdatePolicy's pool: nuo leaves it alone"],
     ['f', 'older hash', 'Idle', 'waiting for the next pass'],
+    ['i', 'no', 'Idle', 'waiting for the next pass'],
   ]);
   assert.deepEqual(planNodeRows(s, 'ops/none'), [], 'an unknown Plan: no rows');
+});
+
+test("nuo plan: a node SUC applied (its label at the Plan's sucLatestHash) is applied, by system-upgrade-controller", () => {
+  const rows = planNodeRows(state([plan('os', 'ops', { sucLatestHash: 's2' })]), 'ops/os');
+  assert.deepEqual(
+    rows.find((r) => r[0] === 'i'),
+    [
+      'i',
+      'yes',
+      'Idle',
+      "applied by system-upgrade-controller (label plan.upgrade.cattle.io/os = SUC's hash of this Plan)",
+    ],
+  );
+  assert.deepEqual(
+    rows.find((r) => r[0] === 'a'),
+    ['a', 'yes', 'Idle', '-'],
+  );
 });
 
 test('nuo plan: a node another Plan comes first for says so', () => {

@@ -102,6 +102,28 @@ test('workOf: the first Plan by ref that selects the node and is not applied at 
       plans: [plan()],
       want: 'ops/os',
     },
+    {
+      what: "SUC's label at SUC's hash of the Plan: applied by SUC",
+      labels: { ...worker, 'plan.upgrade.cattle.io/os': 's2' },
+      plans: [plan({ sucHash: 's2' })],
+    },
+    {
+      what: "SUC's label at SUC's hash, nuo's at an older hash: applied by SUC",
+      labels: { ...worker, 'plan.upgrade.cattle.io/os': 's2', [planLabel('os')]: 'h1' },
+      plans: [plan({ sucHash: 's2' })],
+    },
+    {
+      what: "SUC's label at an older SUC hash",
+      labels: { ...worker, 'plan.upgrade.cattle.io/os': 's1' },
+      plans: [plan({ sucHash: 's2' })],
+      want: 'ops/os',
+    },
+    {
+      what: "nuo's label holding SUC's hash is not SUC's label",
+      labels: { ...worker, [planLabel('os')]: 's2' },
+      plans: [plan({ sucHash: 's2' })],
+      want: 'ops/os',
+    },
     { what: 'not ready (no version yet)', labels: worker, plans: [plan({ ready: false })] },
     {
       what: 'two Plans: the first by ref',

@@ -151,6 +151,35 @@ test("nodes opted out with SUC's label or nuo's are not selected, and the status
   );
 });
 
+test("a node SUC applied (its label at SUC's hash of the Plan) counts as applied, and the status says by whom", () => {
+  const bySuc = { 'plan.upgrade.cattle.io/os': 's2' };
+  const input = (labels: Record<string, Record<string, string>>): PlanStatusInput => ({
+    entry: entry(undefined, { sucHash: 's2' }),
+    plan: { ...p, sucHash: 's2' },
+    nodes: ['a', 'b', 'c'].map((n) => viewNode(node(n, { labels: labels[n] ?? {} }))),
+    managed: () => true,
+    ledger: { slots: {} },
+    jobs: new Map([['c', [failedJob('old failure')]]]),
+    now: NOW,
+  });
+  const s = planStatus(input({ a: applied, b: bySuc, c: bySuc }));
+  assert.equal(s.complete, 3);
+  assert.equal(s.sucLatestHash, 's2');
+  assert.deepEqual(s.failed, [], 'a node SUC applied is not pending: its old failure is not shown');
+  assert.equal(
+    cond(s, 'Complete')?.message,
+    "applied on all 3 selected node(s) (2 applied by system-upgrade-controller: label plan.upgrade.cattle.io/os = SUC's hash s2) at version v2",
+  );
+  const older = planStatus(input({ a: applied, b: bySuc, c: { 'plan.upgrade.cattle.io/os': 's1' } }));
+  assert.equal(older.complete, 2);
+  assert.match(
+    cond(older, 'Complete')?.message ?? '',
+    /^2 of 3 selected node\(s\) applied \(1 applied by system-upgrade-controller: .*\), 0 applying/,
+  );
+  const noSucHash = status({ labels: { a: applied, b: bySuc, c: bySuc } });
+  assert.equal(noSucHash.complete, 1, "without SUC's hash resolved, SUC's label counts for nothing");
+});
+
 test('a failed Job shows in failed and in Complete’s reason, and stays after the Job is gone until the node applies', () => {
   const first = status({ jobs: { b: [failedJob('BackoffLimitExceeded: disk full')] } });
   assert.deepEqual(first.failed, [

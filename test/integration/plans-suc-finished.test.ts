@@ -1,0 +1,202 @@
+/**
+ * SUC's finished nodes on the real control plane: SUC's own example Plans (test/fixtures/suc-examples,
+ * only apiVersion changed) meet nodes SUC already upgraded — labelled plan.upgrade.cattle.io/<plan> with
+ * SUC's hash of the same Plan — and nodes SUC upgraded at an older hash. A real `nuo operator` with its
+ * fleet and the independent checker: the first are never touched, the second are upgraded.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, test } from 'node:test';
+import { BatchV1Api, CoreV1Api, type V1Node, type V1Secret } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { Annotations, JobLabels, planLabel, sucPlanLabel } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import type { Plan } from '../../src/api/plan.ts';
+import { ResilientInformer } from '../../src/kube/informer.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
+import { sucPlanHash } from '../../src/plan/suc-hash.ts';
+import { Fleet } from '../../src/sim/fleet.ts';
+import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
+import { ensureNamespace, readPlan } from '../../src/sim/plans.ts';
+import { pollUntil } from '../../src/util/poll.ts';
+import { operatorUnder, runNuo, useCluster } from './support.ts';
+
+const cluster = await useCluster({ nodes: 4 });
+const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+const SUC = 'system-upgrade';
+
+let fleet: Fleet | undefined;
+after(() => fleet?.stop());
+
+/** The example's Secrets (created as written) and Plans, in file order. */
+function example(file: string): { secrets: V1Secret[]; plans: Plan[] } {
+  const docs = parseAllDocuments(
+    readFileSync(new URL(`../fixtures/suc-examples/${file}`, import.meta.url), 'utf8'),
+  ).map((d) => d.toJS() as { kind: string });
+  return {
+    secrets: docs.filter((d) => d.kind === 'Secret') as V1Secret[],
+    plans: docs.filter((d) => d.kind === 'Plan') as Plan[],
+  };
+}
+
+const labelsOf = (all: V1Node[], name: string) =>
+  all.find((n) => n.metadata?.name === name)?.metadata?.labels ?? {};
+
+test("SUC's example Plans: nodes at SUC's hash of the Plan are never upgraded again, nodes at an older SUC hash are, and nuo says which SUC applied", async () => {
+  const bionic = example('ubuntu-bionic.yaml');
+  const kernel = example('ubuntu-bionic-linux-kernel-aws.yaml');
+  await ensureNamespace(cluster, 'nuo-system');
+  await ensureNamespace(cluster, SUC);
+  await core.createNamespacedServiceAccount({ namespace: SUC, body: { metadata: { name: SUC } } });
+  const stored: Record<string, V1Secret> = {};
+  for (const s of [...bionic.secrets, ...kernel.secrets]) {
+    const created = await core.createNamespacedSecret({ namespace: SUC, body: s });
+    stored[created.metadata?.name ?? ''] = created;
+  }
+  // SUC's hash of each Plan as SUC computed it from the Secrets as stored (type, base64 data).
+  const sucHash = (p: Plan, version: string) =>
+    sucPlanHash({
+      plan: p,
+      version,
+      secrets: Object.fromEntries(
+        Object.entries(stored).map(([name, s]) => [
+          name,
+          { name, ...(s.type ? { type: s.type } : {}), ...(s.data ? { data: s.data } : {}) },
+        ]),
+      ),
+    });
+  const [bionicPlan] = bionic.plans;
+  const [kernelPlan] = kernel.plans;
+  assert.ok(bionicPlan && kernelPlan, 'each example has its Plan');
+  const current = { bionic: sucHash(bionicPlan, 'bionic'), kernel: sucHash(kernelPlan, 'bionic') };
+  // What SUC wrote when the Plans named an older version.
+  const older = { bionic: sucHash(bionicPlan, 'artful'), kernel: sucHash(kernelPlan, 'artful') };
+  const suc = (plan: 'bionic' | 'kernel', hash: string) => ({ [sucPlanLabel(plan)]: hash });
+  const finished: Record<string, Record<string, string>> = {
+    'node-0': { ...suc('bionic', current.bionic), ...suc('kernel', current.kernel) },
+    'node-1': suc('bionic', current.bionic),
+  };
+  const behind: Record<string, Record<string, string>> = {
+    'node-2': suc('bionic', older.bionic),
+    'node-3': suc('kernel', older.kernel),
+  };
+  for (const [name, labels] of Object.entries({ ...finished, ...behind }))
+    await core.patchNode({ name, body: { metadata: { labels } } }, mergePatch);
+
+  // Whatever nuo does to a node shows on it: a phase, a cordon, its slot.
+  const touched: string[] = [];
+  const watch = new ResilientInformer<V1Node>({
+    kubeconfig: cluster.kubeconfig,
+    path: '/api/v1/nodes',
+    list: (o) => core.listNode(o),
+    name: 'suc-finished',
+  });
+  watch.onEvent((_type, n) => {
+    const name = n.metadata?.name ?? '';
+    if (!(name in finished)) return;
+    const a = n.metadata?.annotations ?? {};
+    if (n.spec?.unschedulable || a[Annotations.state] || a[Annotations.plan])
+      touched.push(`${name}: ${a[Annotations.state]} ${a[Annotations.plan]} ${n.spec?.unschedulable}`);
+  });
+  await watch.start();
+  try {
+    fleet = new Fleet(cluster, {
+      rebootMs: 1000,
+      budget: 2,
+      plans: [
+        { name: `${SUC}/bionic`, max: 2 },
+        { name: `${SUC}/kernel`, max: 1 },
+      ],
+      agentCheckIntervalMs: 1000,
+    });
+    await fleet.start();
+    await operatorUnder(fleet, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+    for (const p of [bionicPlan, kernelPlan])
+      await fleet.applyPlan({
+        namespace: p.metadata.namespace,
+        name: p.metadata.name,
+        spec: p.spec,
+        annotations: { [SimJobAnnotations.completeDelay]: '1s' },
+      });
+
+    const statusOf = async (plan: string) => (await readPlan(cluster, SUC, plan)).status;
+    for (const plan of ['bionic', 'kernel'] as const) {
+      const s = await pollUntil(`${plan}: SUC's hash resolved`, async () => {
+        const st = await statusOf(plan);
+        return st?.sucLatestHash ? st : undefined;
+      });
+      assert.equal(s.sucLatestHash, current[plan], `${plan}: the operator's SUC hash is the test's`);
+    }
+    const expectApplied: [plan: string, node: string][] = [
+      ['bionic', 'node-2'],
+      ['kernel', 'node-3'],
+    ];
+    const statuses = await pollUntil(
+      'both Plans Complete',
+      async () => {
+        const all = (await core.listNode()).items;
+        const done = await Promise.all(
+          expectApplied.map(async ([plan, node]) => {
+            const st = await statusOf(plan);
+            const n = labelsOf(all, node);
+            const idle =
+              (all.find((x) => x.metadata?.name === node)?.metadata?.annotations?.[Annotations.state] ??
+                Phase.idle) === Phase.idle;
+            const complete = st?.conditions?.find((c) => c.type === 'Complete')?.status === 'True';
+            return n[planLabel(plan)] === st?.latestHash && idle && complete ? st : undefined;
+          }),
+        );
+        return done.every((d) => d !== undefined) ? done : undefined;
+      },
+      { timeoutMs: 240_000, intervalMs: 250 },
+    );
+    assert.match(
+      statuses[0]?.conditions?.find((c) => c.type === 'Complete')?.message ?? '',
+      /^applied on all 3 selected node\(s\) \(2 applied by system-upgrade-controller: label plan.upgrade.cattle.io\/bionic = SUC's hash [0-9a-f]{56}\)/,
+    );
+    assert.match(
+      statuses[1]?.conditions?.find((c) => c.type === 'Complete')?.message ?? '',
+      /^applied on all 2 selected node\(s\) \(1 applied by system-upgrade-controller/,
+    );
+    assert.equal(statuses[0]?.complete, 3);
+    assert.equal(statuses[1]?.complete, 2);
+
+    await fleet.checker.finalCheck();
+    assert.deepEqual(fleet.checker.violations, [], 'the checker saw no violation');
+    assert.deepEqual(touched, [], 'nuo never touched a node SUC had finished');
+    const jobs = (await batch.listNamespacedJob({ namespace: SUC })).items;
+    assert.deepEqual(
+      jobs
+        .map((j) => `${j.metadata?.labels?.[JobLabels.plan]} on ${j.metadata?.labels?.[JobLabels.node]}`)
+        .sort(),
+      ['bionic on node-2', 'kernel on node-3'],
+      'a Job only where SUC was behind',
+    );
+    const all = (await core.listNode()).items;
+    for (const [name, labels] of Object.entries(finished))
+      for (const [key, value] of Object.entries(labels)) {
+        assert.equal(labelsOf(all, name)[key], value, `${name}: SUC's label stands`);
+        const plan = key.slice(key.indexOf('/') + 1);
+        assert.equal(
+          labelsOf(all, name)[planLabel(plan)],
+          undefined,
+          `${name}: no label of nuo's for ${plan}`,
+        );
+      }
+
+    const rows = await runNuo(cluster, 'plan', 'bionic');
+    assert.equal(rows.code, 0, rows.stderr);
+    for (const name of ['node-0', 'node-1'])
+      assert.match(
+        rows.stdout,
+        new RegExp(
+          `${name}\\s+yes\\s+Idle\\s+applied by system-upgrade-controller \\(label plan.upgrade.cattle.io/bionic = SUC's hash of this Plan\\)`,
+        ),
+      );
+    assert.match(rows.stdout, /node-2\s+yes\s+Idle\s+-/);
+    assert.match(rows.stdout, new RegExp(`SUC's hash ${current.bionic}`));
+  } finally {
+    await watch.stop();
+  }
+});

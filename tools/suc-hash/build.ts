@@ -1,0 +1,65 @@
+/**
+ * Builds secret-hash (tools/suc-hash/main.go: kubectl's real SecretHash, from k8s.io/kubectl at the
+ * version pinned in the go.mod beside this file) into a cache outside the repository, keyed by the
+ * module's files, so a second run returns at once. The contract test of nuo's SUC hash runs it.
+ *
+ *   node tools/suc-hash/build.ts          build it if it is missing, with progress
+ *   node tools/suc-hash/build.ts --print  print the binary's path and exit (no build)
+ */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cacheRoot, formatDuration, type GoTarget, goBuild, requiredVersion, withLock } from '../go-build.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+async function plan(): Promise<{ path: string; target: GoTarget; dir: string }> {
+  const kubectl = await requiredVersion(here, 'k8s.io/kubectl');
+  const target: GoTarget = { name: 'secret-hash', moduleDir: here, pkg: '.', ldflags: '-s -w' };
+  const hash = createHash('sha256');
+  for (const file of ['go.mod', 'go.sum', 'main.go']) hash.update(await readFile(join(here, file)));
+  const dir = join(cacheRoot(), 'suc-hash', `kubectl-${kubectl}_${hash.digest('hex').slice(0, 12)}`);
+  return { path: join(dir, 'bin', 'secret-hash'), target, dir };
+}
+
+/** Returns secret-hash's path, building it if it is missing. Throws (never skips) if the build fails. */
+export async function ensureSecretHash(
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<string> {
+  const { path, target, dir } = await plan();
+  if (existsSync(path)) return path;
+  await mkdir(dirname(path), { recursive: true });
+  await withLock(
+    dir,
+    async () => {
+      if (existsSync(path)) return;
+      log(`building secret-hash into ${dir}`);
+      await goBuild(target, path, log);
+    },
+    log,
+  );
+  return path;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const args = process.argv.slice(2);
+  const unknown = args.filter((a) => a !== '--print');
+  if (unknown.length > 0) {
+    process.stderr.write(`build.ts: unknown argument ${unknown.join(' ')}; usage: build.ts [--print]\n`);
+    process.exit(2);
+  }
+  try {
+    if (args.includes('--print')) {
+      process.stdout.write(`${(await plan()).path}\n`);
+    } else {
+      const started = Date.now();
+      const path = await ensureSecretHash();
+      process.stdout.write(`secret-hash in ${path} (${formatDuration(Date.now() - started)})\n`);
+    }
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
