@@ -20,7 +20,7 @@ import { KWOK_CUSTOM_STATUS } from '../../src/sim/cluster/cluster.ts';
 import { isReady } from '../../src/sim/cluster/nodes.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { statusOf, useCluster } from './support.ts';
+import { setNodeReady, statusOf, useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 3, zones: 3 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
@@ -137,25 +137,7 @@ describe('kubelet status sync (the harness plays it; KWOK does not)', () => {
       strategicMergePatch,
     );
   const nodeReady = (name: string, ready: boolean) =>
-    core.patchNodeStatus(
-      {
-        name,
-        body: {
-          status: {
-            conditions: [
-              {
-                type: 'Ready',
-                status: ready ? 'True' : 'False',
-                reason: ready ? 'KubeletReady' : 'Rebooting',
-                lastHeartbeatTime: new Date(),
-                lastTransitionTime: new Date(),
-              },
-            ],
-          },
-        },
-      },
-      strategicMergePatch,
-    );
+    setNodeReady(core, name, ready, ready ? undefined : 'Rebooting');
 
   test('a running pod marked NotReady is Ready again once its node is Ready', async (t) => {
     const ns = await namespace('kubelet-sync');

@@ -36,7 +36,7 @@ import type { HostAgent } from '../../src/sim/host.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
 import { ProtocolAgent } from '../../src/sim/protocol-agent.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { FAST_LEASE, runNuo, useCluster } from './support.ts';
+import { FAST_LEASE, rebootedOnce, runNuo, useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 6 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
@@ -328,7 +328,7 @@ describe("FLUO's protocol", () => {
       explained.stdout,
       /update-operator runs: its Lease reboot-coordinator\/flatcar-linux-update-operator-lock/,
     );
-    await rebootedOnce(f, NUO_NODES);
+    await rebooted(f, NUO_NODES);
     for (const name of FLUO_NODES) {
       const a = await annotationsOf(name);
       assert.equal(a[K.rebootNeeded], 'true', `${name}: its agent asks for a reboot`);
@@ -338,7 +338,7 @@ describe("FLUO's protocol", () => {
     }
 
     await coordination.deleteNamespacedLease({ name: lock, namespace: FLUO_NS });
-    await rebootedOnce(f, FLUO_NODES);
+    await rebooted(f, FLUO_NODES);
     await pollUntil('the fluo policy no longer blocked', async () =>
       (await blocked('fluo'))?.status === 'False' ? true : undefined,
     );
@@ -406,18 +406,4 @@ describe("FLUO's protocol", () => {
 });
 
 /** Every node in `names` rebooted once (as the checker saw it) and back to Idle. */
-async function rebootedOnce(f: Fleet, names: readonly string[]): Promise<void> {
-  await pollUntil(
-    `${names.join(', ')} rebooted once and Idle`,
-    async () => {
-      const nodes = (await core.listNode()).items.filter((n) => names.includes(n.metadata?.name ?? ''));
-      const done = nodes.every(
-        (n) =>
-          n.metadata?.annotations?.[Annotations.state] === Phase.idle &&
-          f.checker.rebootsOf(n.metadata?.name ?? '') === 1,
-      );
-      return done ? true : undefined;
-    },
-    { timeoutMs: 180_000, intervalMs: 250 },
-  );
-}
+const rebooted = (f: Fleet, names: readonly string[]) => rebootedOnce(core, f, names);

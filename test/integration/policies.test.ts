@@ -11,7 +11,7 @@ import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
-import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
@@ -23,8 +23,10 @@ import {
   eventsMark,
   FAST_LEASE,
   operatorLog,
+  rebootedOnce,
   resetNodes,
   runNuo,
+  setNodeReady,
   useCluster,
 } from './support.ts';
 
@@ -103,23 +105,8 @@ async function startFleet(budget: Budget[], args: string[] = []): Promise<Fleet>
   return fleet;
 }
 
-/** Every node in `names` rebooted once and Idle again. */
-async function rebooted(f: Fleet, names: readonly string[]): Promise<void> {
-  await pollUntil(
-    `${names.join(', ')} rebooted once and Idle`,
-    async () => {
-      const nodes = (await core.listNode()).items.filter((n) => names.includes(n.metadata?.name ?? ''));
-      const done = nodes.every(
-        (n) =>
-          n.metadata?.annotations?.[Annotations.state] === Phase.idle &&
-          n.metadata?.annotations?.[Annotations.rebootNeeded] === undefined &&
-          f.checker.rebootsOf(n.metadata?.name ?? '') === 1,
-      );
-      return done ? true : undefined;
-    },
-    { timeoutMs: 180_000, intervalMs: 250 },
-  );
-}
+/** Every node in `names` rebooted once and Idle again, its need cleared. */
+const rebooted = (f: Fleet, names: readonly string[]) => rebootedOnce(core, f, names, { needCleared: true });
 
 async function assertSafe(f: Fleet): Promise<void> {
   await f.checker.finalCheck();
@@ -408,27 +395,7 @@ describe('UpdatePolicies', () => {
   });
 
   test('more of the pool NotReady than circuitBreaker.maxNotReady opens the circuit: nothing is admitted until enough nodes are Ready again', async () => {
-    const setReady = (name: string, ready: boolean) =>
-      core.patchNodeStatus(
-        {
-          name,
-          body: {
-            status: {
-              conditions: [
-                {
-                  type: 'Ready',
-                  status: ready ? 'True' : 'False',
-                  reason: ready ? 'KubeletReady' : 'KubeletNotReady',
-                  message: ready ? 'back' : 'the test stopped this kubelet',
-                  lastHeartbeatTime: new Date(),
-                  lastTransitionTime: new Date(),
-                },
-              ],
-            },
-          },
-        },
-        strategicMergePatch,
-      );
+    const setReady = (name: string, ready: boolean) => setNodeReady(core, name, ready);
     await createPolicy('breaker', {
       nodeSelector: { matchLabels: { pool: 'a' } },
       maxUnavailable: 2,

@@ -9,8 +9,9 @@ import { after, afterEach } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ApiException, type CoreV1Api, type CoreV1Event } from '@kubernetes/client-node';
 import { Annotations, Labels } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
-import { mergePatch } from '../../src/kube/patch.ts';
+import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
 import { type ClusterOptions, type LocalCluster, startCluster } from '../../src/sim/cluster/cluster.ts';
 import type { Fleet } from '../../src/sim/fleet.ts';
 import { pollUntil } from '../../src/util/poll.ts';
@@ -44,6 +45,59 @@ export function operatorLog(cluster: LocalCluster, identity: string): LogLine[] 
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as LogLine);
+}
+
+/**
+ * Posts the node's Ready condition as its kubelet would (a strategic merge keeps the other conditions):
+ * a test's way to stop or start a node's kubelet without the host's reboot.
+ */
+export function setNodeReady(core: CoreV1Api, name: string, ready: boolean, reason?: string) {
+  const now = new Date();
+  return core.patchNodeStatus(
+    {
+      name,
+      body: {
+        status: {
+          conditions: [
+            {
+              type: 'Ready',
+              status: ready ? 'True' : 'False',
+              reason: reason ?? (ready ? 'KubeletReady' : 'KubeletNotReady'),
+              lastHeartbeatTime: now,
+              lastTransitionTime: now,
+            },
+          ],
+        },
+      },
+    },
+    strategicMergePatch,
+  );
+}
+
+/**
+ * Every node in `names` rebooted once (as the fleet's checker saw it) and Idle again; with `needCleared`,
+ * its agent's nuo.dev/reboot-needed gone too (nuo's agents only: another project's agent has its own key).
+ */
+export async function rebootedOnce(
+  core: CoreV1Api,
+  f: Fleet,
+  names: readonly string[],
+  { needCleared = false } = {},
+): Promise<void> {
+  await pollUntil(
+    `${names.join(', ')} rebooted once and Idle`,
+    async () => {
+      const nodes = (await core.listNode()).items.filter((n) => names.includes(n.metadata?.name ?? ''));
+      const done = nodes.every(
+        (n) =>
+          n.metadata?.annotations?.[Annotations.state] === Phase.idle &&
+          (!needCleared || n.metadata?.annotations?.[Annotations.rebootNeeded] === undefined) &&
+          f.checker.rebootsOf(n.metadata?.name ?? '') === 1,
+      );
+      return done ? true : undefined;
+    },
+    { timeoutMs: 180_000, intervalMs: 250 },
+  );
 }
 
 /** Leader election fast enough for seconds-long tests (production keeps client-go's 15 s / 10 s / 2 s). */
