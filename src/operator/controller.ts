@@ -26,6 +26,8 @@ import { EventRecorder } from './events.ts';
 import { GrantSigner } from './grant-key.ts';
 import { HealthReads } from './health-reads.ts';
 import { LedgerCache, LedgerStore } from './ledger.ts';
+import { sameLifecycle } from './lifecycle-conditions.ts';
+import { LifecycleWriter } from './lifecycle-writer.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { NodeSteps, type Wake } from './node-steps.ts';
 import { sameView, slimNode } from './node-view.ts';
@@ -73,6 +75,7 @@ export class Operator {
   readonly #blockers: BlockerWatch;
   readonly #optOuts: DoNotDisruptReads;
   readonly #statuses: PolicyStatusWriter;
+  readonly #lifecycle: LifecycleWriter;
   readonly #notifier: Notifier;
   readonly #writes: AttemptWrites;
   readonly #steps: NodeSteps;
@@ -167,6 +170,14 @@ export class Operator {
       ended: this.#wake.now,
       settings: (node) => this.#decider.drainOf(node),
     });
+    this.#lifecycle = new LifecycleWriter({
+      core,
+      nodes: this.#informer,
+      busy: (node) => this.#steps.has(node),
+      wake: this.#wake.now,
+      log,
+      metrics,
+    });
     this.#writes = new AttemptWrites({
       core,
       writer: new NodeWriter(this.#informer, acting),
@@ -177,6 +188,7 @@ export class Operator {
       ledger: this.#ledger,
       events,
       notifier,
+      lifecycle: this.#lifecycle,
       jobs: this.#plans.jobs,
       steps: () => this.#steps,
       health: () => this.#reconciler.last?.health ?? new Map(),
@@ -191,6 +203,7 @@ export class Operator {
       decider: this.#decider,
       apply: this.#writes.apply,
       draining: (node) => this.#drains.has(node),
+      held: (node) => this.#lifecycle.holds(node),
       lastPass: () => this.#reconciler.last,
       acting,
       wake: this.#wake,
@@ -203,6 +216,7 @@ export class Operator {
       health: this.#health,
       problems: this.#problems,
       steps: this.#steps,
+      lifecycle: this.#lifecycle,
       statuses: this.#statuses,
       planStatuses: (decision, nodes, ledger, now) => this.#plans.writeStatuses(decision, nodes, ledger, now),
       policies: () => this.#policies.state(),
@@ -243,7 +257,13 @@ export class Operator {
     const { log } = this.#o;
     this.#informer.onEvent((type, node, old) => {
       if (!this.#acting()) return;
-      if (type === 'update' && old && sameView(this.#decider.view(old), this.#decider.view(node))) return;
+      if (
+        type === 'update' &&
+        old &&
+        sameView(this.#decider.view(old), this.#decider.view(node)) &&
+        sameLifecycle(old, node)
+      )
+        return;
       this.#queue.add(KEY);
     });
     if (!(await this.#sync(signal))) return;
@@ -319,6 +339,7 @@ export class Operator {
     this.#problems.clear();
     this.#decider.clear();
     this.#statuses.clear();
+    this.#lifecycle.clear();
     this.#plans.clear();
     this.#optOuts.clear();
     this.#blockers.sync(this.#policies.state().policies);

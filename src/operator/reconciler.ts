@@ -16,6 +16,7 @@ import {
   LedgerConflict,
   type LedgerVersion,
 } from './ledger.ts';
+import type { LifecycleWriter } from './lifecycle-writer.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { NodeSteps } from './node-steps.ts';
 import type { NodeView } from './node-view.ts';
@@ -42,6 +43,8 @@ export interface ReconcilerOptions {
   health: HealthReads;
   problems: ProblemReports;
   steps: NodeSteps;
+  /** The nodes' lifecycle conditions, written after each pass where they changed. */
+  lifecycle: LifecycleWriter;
   /** The policies' statuses, written after each pass where they changed. */
   statuses: PolicyStatusWriter;
   /** The Plans' statuses, written after each pass where they changed. */
@@ -112,6 +115,7 @@ export class Reconciler {
     }
     if (!this.#o.acting()) return { requeueAfterMs: RESYNC_IDLE_MS };
     this.#o.steps.dispatch(decision, new Map(nodes.map((n) => [n.name, n])), now);
+    this.#o.lifecycle.update(decision, current.ledger, now);
     this.#o.statuses.update(decision, this.#o.policies().policies, now);
     this.#o.planStatuses(decision, nodes, current.ledger, now);
     return { requeueAfterMs: this.#resyncAfter(current, nodes, decision) };
