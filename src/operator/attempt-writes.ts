@@ -63,8 +63,7 @@ export class AttemptWrites {
     switch (action.type) {
       case 'drain': {
         // A drain this process did not start (a new leader's, a drain again): the node says so first.
-        const slot = (await this.#o.ledger.read()).ledger.slots[view.name];
-        await this.#o.lifecycle.announce(view, Phase.draining, slot, core);
+        await this.#o.lifecycle.announce(view, Phase.draining, this.#o.ledger.last?.slots[view.name], core);
         this.#o.drains.start(view.name);
         return false;
       }
@@ -236,8 +235,8 @@ export class AttemptWrites {
   /** Starts the drain of a node just written Draining, once the node says so (DrainInProgress). */
   async #drain(written: V1Node, core: CoreV1Api): Promise<void> {
     const view = this.#o.decider.view(written);
-    const slot = (await this.#o.ledger.read()).ledger.slots[view.name];
-    await this.#o.lifecycle.announce(view, Phase.draining, slot, core);
+    // The ledger as last read (no request): the slot names a Plan's attempt, if it is one.
+    await this.#o.lifecycle.announce(view, Phase.draining, this.#o.ledger.last?.slots[view.name], core);
     this.#o.drains.start(view.name, { cordoned: true });
   }
 

@@ -174,7 +174,7 @@ export class Operator {
       core,
       nodes: this.#informer,
       busy: (node) => this.#steps.has(node),
-      wake: this.#wake.now,
+      wake: this.#wake,
       log,
       metrics,
     });

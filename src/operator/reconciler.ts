@@ -115,10 +115,10 @@ export class Reconciler {
     }
     if (!this.#o.acting()) return { requeueAfterMs: RESYNC_IDLE_MS };
     this.#o.steps.dispatch(decision, new Map(nodes.map((n) => [n.name, n])), now);
-    this.#o.lifecycle.update(decision, current.ledger, now);
+    const conditionsPending = this.#o.lifecycle.update(decision, current.ledger, now);
     this.#o.statuses.update(decision, this.#o.policies().policies, now);
     this.#o.planStatuses(decision, nodes, current.ledger, now);
-    return { requeueAfterMs: this.#resyncAfter(current, nodes, decision) };
+    return { requeueAfterMs: this.#resyncAfter(current, nodes, decision, conditionsPending) };
   }
 
   /**
@@ -156,11 +156,19 @@ export class Reconciler {
 
   /**
    * Look again exactly when a soak, timeout or backoff ends; meanwhile poll what has no node event
-   * (DaemonSet pods at the health gate) while slots are held, and rarely when idle.
+   * (DaemonSet pods at the health gate) while slots are held or lifecycle conditions are still to be
+   * written, and rarely when idle.
    */
-  #resyncAfter(current: LedgerVersion, nodes: NodeView[], decision: PassDecision): number {
+  #resyncAfter(
+    current: LedgerVersion,
+    nodes: NodeView[],
+    decision: PassDecision,
+    conditionsPending: boolean,
+  ): number {
     const active =
-      Object.keys(current.ledger.slots).length > 0 || nodes.some((n) => n.state === Phase.pending);
+      conditionsPending ||
+      Object.keys(current.ledger.slots).length > 0 ||
+      nodes.some((n) => n.state === Phase.pending);
     return Math.min(
       active ? RESYNC_ACTIVE_MS : RESYNC_IDLE_MS,
       Math.max(MIN_RESYNC_MS, (decision.wakeAt ?? Number.POSITIVE_INFINITY) - Date.now()),
