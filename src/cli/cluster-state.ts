@@ -3,7 +3,7 @@
  * slot ledger, the UpdatePolicies resolved (a cluster without the CRD has none), planned into pools, and
  * the Plans with their Jobs.
  */
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1NodeCondition } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import type { UpdatePolicy } from '../api/update-policy.ts';
 import { statusCode } from '../kube/errors.ts';
@@ -19,6 +19,8 @@ import { type PlansRead, readPlans } from './plans.ts';
 
 export interface ClusterState {
   nodes: NodeView[];
+  /** Each node's status conditions as read (its lifecycle conditions among them). */
+  conditions: ReadonlyMap<string, readonly V1NodeCondition[]>;
   ledger: Ledger;
   policies: PolicyState;
   /** The raw policies, with the status the operator wrote. */
@@ -66,9 +68,9 @@ export async function readClusterState(kc: KubeConfig, namespace: string, now: D
   const plans = await readPlans(kc);
   const passPlans = plans.entries.map((e) => passPlan(e, now.getTime()));
   const ofPass = plansOfPass(passPlans, ledger, plans.jobs);
-  const nodes = (await core.listNode()).items
-    .map((n) => ofPass.view(viewNode(n)))
-    .sort((a, b) => a.name.localeCompare(b.name));
+  const items = (await core.listNode()).items;
+  const nodes = items.map((n) => ofPass.view(viewNode(n))).sort((a, b) => a.name.localeCompare(b.name));
+  const conditions = new Map(items.map((n) => [n.metadata?.name ?? '', n.status?.conditions ?? []] as const));
   const { state, raw } = await readPolicies(kc);
   // As an operator decides it when not paused cluster-wide (its flags are not in the cluster).
   const plan = planPools({ state, paused: false, nodes, ledger, now });
@@ -85,5 +87,5 @@ export async function readClusterState(kc: KubeConfig, namespace: string, now: D
       return [pool.name, decide(snapshot, pool.config, now)] as const;
     }),
   );
-  return { nodes, ledger, policies: state, raw, plan, decisions, plans, passPlans };
+  return { nodes, conditions, ledger, policies: state, raw, plan, decisions, plans, passPlans };
 }

@@ -20,7 +20,7 @@ import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { operatorUnder, useCluster } from './support.ts';
+import { operatorUnder, runNuo, useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 3, zones: 3 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
@@ -93,6 +93,14 @@ describe('node lifecycle conditions', () => {
         [ADMIN],
         "the admin's MaintenancePlanned stands, and nuo published none beside it",
       );
+
+      // `nuo status` shows them, and whose the admin's is.
+      const status = await runNuo(cluster, 'status');
+      assert.equal(status.code, 0, status.stderr);
+      const row = (node: string) => status.stdout.split('\n').find((l) => l.startsWith(`${node} `)) ?? '';
+      assert.match(row('node-0'), / MaintenancePlanned +[^(]/);
+      assert.match(row('node-1'), / MaintenancePlanned \(AdminRequested\) /);
+      assert.doesNotMatch(row('node-2'), /Maintenance/);
 
       // KWOK writes node-0's status as the kubelet would once it reports again: its own conditions, by
       // a strategic merge patch (its node-initialize stage, run again on a node that is not Ready).
@@ -219,6 +227,36 @@ describe('node lifecycle conditions', () => {
       }
     } finally {
       watch.abort();
+    }
+  });
+
+  test('an aborted attempt leaves only MaintenancePlanned: its drain is no longer in progress', async () => {
+    await fleet?.stop();
+    // A pod no controller manages: a drain without force refuses it, and the attempt is aborted.
+    const bare = {
+      metadata: { name: 'bare' },
+      spec: { nodeName: 'node-0', containers: [{ name: 'c', image: 'registry.example/x:1' }] },
+    };
+    await core.createNamespacedPod({ namespace: 'app', body: bare });
+    try {
+      fleet = new Fleet(cluster, { rebootMs: 300, budget: 1, agentCheckIntervalMs: 2000 });
+      await fleet.start();
+      await operatorUnder(fleet, 'op-abort', { maxUnavailable: 1, reboot: { retryBackoff: '1h' } });
+      fleet.stageUpdates(['node-0']);
+      await pollUntil('node-0 aborted back to Pending', async () => {
+        const a = (await core.readNode({ name: 'node-0' })).metadata?.annotations ?? {};
+        return a[Annotations.state] === Phase.pending && a[Annotations.failures] === '1' ? true : undefined;
+      });
+      const left = await pollUntil('only MaintenancePlanned left on node-0', async () => {
+        const conditions = lifecycle(await core.readNode({ name: 'node-0' }));
+        return conditions.length === 1 && conditions[0]?.type === C.maintenancePlanned
+          ? conditions
+          : undefined;
+      });
+      assert.equal(left[0]?.reason, 'NuoRebootNeeded');
+      assert.equal(fleet.checker.rebootsOf('node-0'), 0, 'not rebooted');
+    } finally {
+      await core.deleteNamespacedPod({ name: 'bare', namespace: 'app', gracePeriodSeconds: 0 });
     }
   });
 });

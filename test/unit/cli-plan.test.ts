@@ -64,6 +64,7 @@ function state(
   }));
   return {
     nodes,
+    conditions: new Map(),
     ledger,
     policies: { known: true, crdMissing: false, policies: [] },
     raw: [],
