@@ -49,7 +49,6 @@ const ADMIN = {
 };
 
 let fleet: Fleet | undefined;
-after(() => fleet?.stop());
 
 const lifecycle = (n: V1Node | undefined) =>
   (n?.status?.conditions ?? []).filter((c) => (LIFECYCLE_CONDITIONS as readonly string[]).includes(c.type));
@@ -66,6 +65,9 @@ async function setNeed(name: string, value: 'true' | null) {
 }
 
 describe('node lifecycle conditions', () => {
+  // Before the cluster's own after() (file-level hooks run in order): agents must not outlive it.
+  after(() => fleet?.stop());
+
   test("a waiting node is MaintenancePlanned; KWOK's status writes keep it; an admin's is left alone", async () => {
     // The admin's own, written before nuo runs.
     await core.patchNodeStatus(
