@@ -190,6 +190,28 @@ export const Taints = {
   rebootPending: 'nuo.dev/reboot-pending',
 } as const;
 
+/**
+ * operator: the Node conditions of KEP-5683 (node lifecycle conditions, `k8s.io/api` core/v1
+ * NodeConditionType) that nuo publishes in a Node's status while it maintains the node
+ * (src/operator/lifecycle-conditions.ts says which and when), through the status subresource. nuo owns
+ * such a condition only while its reason starts with NUO_REASON_PREFIX: one with any other reason is
+ * another writer's (an admin's, another controller's), and nuo never changes or removes it.
+ */
+export const LifecycleConditions = {
+  /** The node is being drained. */
+  drainInProgress: 'DrainInProgress',
+  /** The node met the drain criteria of whoever maintains it; nuo: drained, still cordoned. */
+  drained: 'Drained',
+  /** The node is expected to undergo maintenance. */
+  maintenancePlanned: 'MaintenancePlanned',
+  /** The node is undergoing maintenance. */
+  maintenanceInProgress: 'MaintenanceInProgress',
+} as const;
+export type LifecycleCondition = (typeof LifecycleConditions)[keyof typeof LifecycleConditions];
+export const LIFECYCLE_CONDITIONS: readonly LifecycleCondition[] = Object.values(LifecycleConditions);
+/** The reasons of nuo's lifecycle conditions start with this, and no other writer's may. */
+export const NUO_REASON_PREFIX = 'Nuo';
+
 /** Kubernetes' own keys nuo reads. */
 export const Kubernetes = {
   /** Set by the kubelet on mirror pods of static pods; such pods cannot be evicted. */

@@ -9,6 +9,7 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
+  type V1NodeCondition,
 } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import { AgentProtocol, type ForeignProtocol } from '../api/keys.ts';
@@ -33,6 +34,8 @@ import { type PlansRead, readPlans } from './plans.ts';
 
 export interface ClusterState {
   nodes: NodeView[];
+  /** Each node's status conditions as read (its lifecycle conditions among them). */
+  conditions: ReadonlyMap<string, readonly V1NodeCondition[]>;
   ledger: Ledger;
   policies: PolicyState;
   /** The raw policies, with the status the operator wrote. */
@@ -124,9 +127,9 @@ export async function readClusterState(kc: KubeConfig, namespace: string, now: D
   const plans = await readPlans(kc);
   const passPlans = plans.entries.map((e) => passPlan(e, now.getTime()));
   const ofPass = plansOfPass(passPlans, ledger, plans.jobs);
-  const nodes = (await core.listNode()).items
-    .map((n) => ofPass.view(viewNode(n)))
-    .sort((a, b) => a.name.localeCompare(b.name));
+  const items = (await core.listNode()).items;
+  const nodes = items.map((n) => ofPass.view(viewNode(n))).sort((a, b) => a.name.localeCompare(b.name));
+  const conditions = new Map(items.map((n) => [n.metadata?.name ?? '', n.status?.conditions ?? []] as const));
   const { state, raw } = await readPolicies(kc);
   const sightings = await lookForOperators(kc, state);
   // As an operator decides it when not paused cluster-wide (its flags are not in the cluster).
@@ -157,6 +160,7 @@ export async function readClusterState(kc: KubeConfig, namespace: string, now: D
   const ofPool = new Map(plan.pools.flatMap((p) => p.nodes).map((n) => [n.name, n]));
   return {
     nodes: nodes.map((n) => ofPool.get(n.name) ?? n),
+    conditions,
     ledger,
     policies: state,
     raw,

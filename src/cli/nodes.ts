@@ -1,10 +1,11 @@
 /** Commands people type about nodes: status, reboot, pause, resume. */
 import { parseArgs } from 'node:util';
-import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
-import { Annotations } from '../api/keys.ts';
+import { CoordinationV1Api, CoreV1Api, type V1NodeCondition } from '@kubernetes/client-node';
+import { Annotations, LIFECYCLE_CONDITIONS } from '../api/keys.ts';
 import { Phase, SLOT_PHASES } from '../api/phases.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
+import { ownedByNuo } from '../operator/lifecycle-conditions.ts';
 import { needsReboot } from '../operator/need.ts';
 import { type NodeView, QUOTE_MAX } from '../operator/node-view.ts';
 import { type ClusterState, readClusterState } from './cluster-state.ts';
@@ -31,6 +32,18 @@ function age(since: Date | undefined, now: Date): string {
  * itself), else the need it sees; then only what that reason does not say yet — a pause, malformed
  * values, a problem the agent reported.
  */
+/**
+ * The node's lifecycle conditions (KEP-5683) that hold (status True), for `nuo status`: nuo's by type,
+ * another writer's with its reason, so a person sees who says it.
+ */
+export function lifecycleColumn(conditions: readonly V1NodeCondition[] | undefined): string {
+  const held = (conditions ?? []).filter(
+    (c) => (LIFECYCLE_CONDITIONS as readonly string[]).includes(c.type) && c.status === 'True',
+  );
+  if (held.length === 0) return '-';
+  return held.map((c) => (ownedByNuo(c) ? c.type : `${c.type} (${c.reason ?? 'no reason'})`)).join(',');
+}
+
 export function statusReason(n: NodeView, now: Date): string {
   const own = n.stateReason ?? needsReboot(n, now.getTime()) ?? '';
   const parts = [n.paused && !/\bpaused\b/.test(own) ? 'paused' : '', own];
@@ -123,7 +136,7 @@ export const statusCommand: Command = {
       const poolOf = new Map(
         state.plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name || '(default)'] as const)),
       );
-      const rows = [['NODE', 'PHASE', 'SLOT', 'FOR', 'READY', 'SCHEDULABLE', 'POOL', 'REASON']];
+      const rows = [['NODE', 'PHASE', 'SLOT', 'FOR', 'READY', 'SCHEDULABLE', 'POOL', 'CONDITIONS', 'REASON']];
       for (const n of nodes) {
         const phase =
           n.state ?? (needsReboot(n, now.getTime()) ? 'needs reboot' : n.work ? 'needs a Plan' : Phase.idle);
@@ -141,6 +154,7 @@ export const statusCommand: Command = {
           n.ready ? 'Ready' : 'NotReady',
           n.unschedulable ? (n.cordonedByNuo ? 'cordoned by nuo' : 'cordoned') : 'yes',
           poolOf.get(n.name) ?? (state.plan.conflicts.has(n.name) ? 'conflict' : 'none'),
+          lifecycleColumn(state.conditions.get(n.name)),
           statusReason(n, now),
         ]);
       }

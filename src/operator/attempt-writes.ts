@@ -3,7 +3,7 @@
  * and the drain, Event, metric and log that go with it; the grant or abort that records a drain's
  * outcome; and the handover of an ended attempt's slot to the node promised it.
  */
-import type { CoreV1Api } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import type { NotifyOn } from '../api/update-policy.ts';
@@ -18,6 +18,7 @@ import type { EventRecorder } from './events.ts';
 import type { GrantSigner } from './grant-key.ts';
 import type { Health } from './health-gate.ts';
 import type { LedgerCache } from './ledger.ts';
+import type { LifecycleWriter } from './lifecycle-writer.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { CONFLICT_RETRIES, type NodeSteps } from './node-steps.ts';
 import type { NodeView } from './node-view.ts';
@@ -36,6 +37,8 @@ export interface AttemptWritesOptions {
   ledger: LedgerCache;
   events: EventRecorder;
   notifier: Notifier;
+  /** Publishes the node's lifecycle conditions ahead of a step that starts its maintenance. */
+  lifecycle: LifecycleWriter;
   /** Creates and deletes the Plans' Jobs. */
   jobs: PlanJobWriter;
   /** The do-not-disrupt reads: a node whose drain a pod held is read afresh before its next admission. */
@@ -62,9 +65,12 @@ export class AttemptWrites {
   apply = async (action: NodeStep, view: NodeView, now: Date, core: CoreV1Api): Promise<boolean> => {
     const { writer, log } = this.#o;
     switch (action.type) {
-      case 'drain':
+      case 'drain': {
+        // A drain this process did not start (a new leader's, a drain again): the node says so first.
+        await this.#o.lifecycle.announce(view, Phase.draining, this.#o.ledger.last?.slots[view.name], core);
         this.#o.drains.start(view.name);
         return false;
+      }
       case 'admit':
         await this.#enterAttempt(view, action, now, core);
         return false;
@@ -88,9 +94,13 @@ export class AttemptWrites {
         });
         this.#handOver(view.name);
         return true;
-      case 'job':
-        await this.#o.jobs.create(view, (await this.#o.ledger.read()).ledger.slots[view.name]);
+      case 'job': {
+        const slot = (await this.#o.ledger.read()).ledger.slots[view.name];
+        // The node says it is in maintenance before its Job can start.
+        if (view.state) await this.#o.lifecycle.announce(view, view.state, slot, core);
+        await this.#o.jobs.create(view, slot);
         return false;
+      }
       case 'deleteJob':
         await this.#o.jobs.delete(action.job, action.reason);
         log('info', 'Job deleted', { node: view.name, job: action.job.name, reason: action.reason });
@@ -130,8 +140,12 @@ export class AttemptWrites {
    */
   recordDrain = async (name: string, result: DrainResult, refused: number): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
-      const cached = attempt === 1 ? this.#o.nodes.get(name) : undefined;
-      const fresh = this.#o.decider.view(cached ?? (await this.#o.core.readNode({ name })));
+      let node = attempt === 1 ? this.#o.nodes.get(name) : undefined;
+      if (!node) {
+        node = await this.#o.core.readNode({ name });
+        this.#o.nodes.upsertFromWrite(node);
+      }
+      const fresh = this.#o.decider.view(node);
       if (fresh.state !== Phase.draining) return;
       // Paused while draining: "leave this node alone" — keep it cordoned in its slot, grant nothing.
       // After resume, reconcile drains again (nothing left to evict) and grants then.
@@ -204,18 +218,24 @@ export class AttemptWrites {
    * Signs the node's grant for the attempt holding its slot and writes it: RebootGranted. A node whose
    * agent is CLUO's or FLUO's gets their protocol's grant, which cannot be signed.
    */
-  async #grant(fresh: NodeView, message: string, log: Record<string, unknown> = {}): Promise<void> {
-    const grant = {
-      type: 'grant',
-      node: fresh.name,
-      message,
-      grant: fresh.protocol
-        ? PROTOCOL_GRANT
-        : await this.#o.grants.grant(fresh, (await this.#o.ledger.read()).ledger),
-    } as const;
-    await this.#o.writer.patch(fresh, this.#write(grant, fresh, new Date()), this.#o.core);
-    this.#o.events.normal(fresh.name, 'RebootGranted', message);
-    this.#o.log('info', 'reboot granted', { node: fresh.name, reason: message, ...log });
+  async #grant(drained: NodeView, message: string, log: Record<string, unknown> = {}): Promise<void> {
+    const { ledger } = await this.#o.ledger.read();
+    const { core, lifecycle } = this.#o;
+    await lifecycle.ahead(drained.name, async () => {
+      // The node says it is in maintenance before the agent can take it down.
+      const slot = ledger.slots[drained.name];
+      const announced = await lifecycle.announce(drained, Phase.rebootGranted, slot, core);
+      const fresh = announced ? this.#o.decider.view(announced) : drained;
+      const grant = {
+        type: 'grant',
+        node: fresh.name,
+        message,
+        grant: fresh.protocol ? PROTOCOL_GRANT : await this.#o.grants.grant(fresh, ledger),
+      } as const;
+      await this.#o.writer.patch(fresh, this.#write(grant, fresh, new Date()), core);
+    });
+    this.#o.events.normal(drained.name, 'RebootGranted', message);
+    this.#o.log('info', 'reboot granted', { node: drained.name, reason: message, ...log });
   }
 
   async #transition(
@@ -228,8 +248,8 @@ export class AttemptWrites {
       await this.#enterAttempt(view, action, now, core);
       return;
     }
-    await this.#o.writer.patch(view, this.#write(action, view, now), core);
-    if (action.to === Phase.draining) this.#o.drains.start(view.name, { cordoned: true });
+    const written = await this.#o.writer.patch(view, this.#write(action, view, now), core);
+    if (action.to === Phase.draining) await this.#drain(written, core);
     if (action.failed) {
       this.#o.metrics?.failures.inc();
       this.#o.events.warning(view.name, 'RebootFailed', action.reason);
@@ -238,6 +258,14 @@ export class AttemptWrites {
     } else {
       this.#o.log('info', 'phase', { node: view.name, to: action.to, reason: action.reason });
     }
+  }
+
+  /** Starts the drain of a node just written Draining, once the node says so (DrainInProgress). */
+  async #drain(written: V1Node, core: CoreV1Api): Promise<void> {
+    const view = this.#o.decider.view(written);
+    // The ledger as last read (no request): the slot names a Plan's attempt, if it is one.
+    await this.#o.lifecycle.announce(view, Phase.draining, this.#o.ledger.last?.slots[view.name], core);
+    this.#o.drains.start(view.name, { cordoned: true });
   }
 
   /** Tells the receivers of the node's pool (its policy's `notifications`), in the background. */
@@ -269,10 +297,10 @@ export class AttemptWrites {
    */
   async #enterAttempt(view: NodeView, action: WriteAction & { reason: string }, now: Date, core: CoreV1Api) {
     const write = this.#write(action, view, now);
-    await this.#o.writer.patch(view, write, core);
+    const written = await this.#o.writer.patch(view, write, core);
     // Without before-reboot hooks the attempt starts in Draining, cordoned in the same write: drain now.
     if (write.annotations[Annotations.state] === Phase.draining && this.#o.acting())
-      this.#o.drains.start(view.name, { cordoned: true });
+      await this.#drain(written, core);
     this.#o.metrics?.admissions.inc();
     const plan = (action.type === 'admit' || action.type === 'transition') && action.plan;
     const what = plan ? `Plan ${plan.ref}` : 'reboot';

@@ -27,6 +27,8 @@ import { GrantSigner } from './grant-key.ts';
 import { HealthReads } from './health-reads.ts';
 import { KuredKeeper, withKured } from './kured-keeper.ts';
 import { LedgerCache, LedgerStore } from './ledger.ts';
+import { sameLifecycle } from './lifecycle-conditions.ts';
+import { LifecycleWriter } from './lifecycle-writer.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { NodeSteps, type Wake } from './node-steps.ts';
 import { sameView, slimNode } from './node-view.ts';
@@ -77,6 +79,7 @@ export class Operator {
   readonly #protocolOperators: ProtocolOperatorWatch;
   readonly #optOuts: DoNotDisruptReads;
   readonly #statuses: PolicyStatusWriter;
+  readonly #lifecycle: LifecycleWriter;
   readonly #notifier: Notifier;
   readonly #writes: AttemptWrites;
   readonly #steps: NodeSteps;
@@ -185,6 +188,14 @@ export class Operator {
       ended: this.#wake.now,
       settings: (node) => this.#decider.drainOf(node),
     });
+    this.#lifecycle = new LifecycleWriter({
+      core,
+      nodes: this.#informer,
+      busy: (node) => this.#steps.has(node),
+      wake: this.#wake,
+      log,
+      metrics,
+    });
     this.#writes = new AttemptWrites({
       core,
       writer: new NodeWriter(this.#informer, acting, (node) => this.#decider.view(node)),
@@ -195,6 +206,7 @@ export class Operator {
       ledger: this.#ledger,
       events,
       notifier,
+      lifecycle: this.#lifecycle,
       jobs: this.#plans.jobs,
       optOuts: this.#optOuts,
       steps: () => this.#steps,
@@ -210,6 +222,7 @@ export class Operator {
       decider: this.#decider,
       apply: this.#writes.apply,
       draining: (node) => this.#drains.has(node),
+      held: (node) => this.#lifecycle.holds(node),
       lastPass: () => this.#reconciler.last,
       acting,
       wake: this.#wake,
@@ -222,6 +235,7 @@ export class Operator {
       health: this.#health,
       problems: this.#problems,
       steps: this.#steps,
+      lifecycle: this.#lifecycle,
       statuses: this.#statuses,
       planStatuses: (decision, nodes, ledger, now) => this.#plans.writeStatuses(decision, nodes, ledger, now),
       policies: () => this.#policies.state(),
@@ -262,7 +276,13 @@ export class Operator {
     const { log } = this.#o;
     this.#informer.onEvent((type, node, old) => {
       if (!this.#acting()) return;
-      if (type === 'update' && old && sameView(this.#decider.view(old), this.#decider.view(node))) return;
+      if (
+        type === 'update' &&
+        old &&
+        sameView(this.#decider.view(old), this.#decider.view(node)) &&
+        sameLifecycle(old, node)
+      )
+        return;
       this.#queue.add(KEY);
     });
     if (!(await this.#sync(signal))) return;
@@ -344,6 +364,7 @@ export class Operator {
     this.#problems.clear();
     this.#decider.clear();
     this.#statuses.clear();
+    this.#lifecycle.clear();
     this.#plans.clear();
     this.#optOuts.clear();
     this.#blockers.sync(this.#policies.state().policies);

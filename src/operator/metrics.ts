@@ -77,6 +77,11 @@ export class OperatorMetrics {
     help: 'UpdatePolicy status writes (only when a status changed)',
     registers: [this.registry],
   });
+  readonly nodeConditionWrites = new Counter({
+    name: 'nuo_node_condition_writes_total',
+    help: "writes of nodes' lifecycle conditions (KEP-5683; only when they changed)",
+    registers: [this.registry],
+  });
   readonly evictionsRefused = new Counter({
     name: 'nuo_evictions_refused_total',
     help: 'evictions a PodDisruptionBudget refused (429), each retried',

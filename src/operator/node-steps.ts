@@ -62,6 +62,8 @@ export interface NodeStepsOptions {
   apply: (action: NodeStep, view: NodeView, now: Date, core: CoreV1Api) => Promise<boolean>;
   /** Whether a drain for the node runs in this process. */
   draining: (node: string) => boolean;
+  /** Whether another write of the node is in flight (its lifecycle conditions): its step waits. */
+  held: (node: string) => boolean;
   /** The ledger and health the last pass decided on: a node is re-decided on them after a conflict. */
   lastPass: () => { ledger: Ledger; health: ReadonlyMap<string, Health> } | undefined;
   acting: () => boolean;
@@ -130,7 +132,7 @@ export class NodeSteps {
     for (const action of decision.actions) {
       if (isLedgerChange(action) || this.#stepping.has(action.node)) continue;
       if (action.type === 'drain' && this.#o.draining(action.node)) continue;
-      if (this.#isHeldBack(action.node)) continue;
+      if (this.#isHeldBack(action.node) || this.#o.held(action.node)) continue;
       const view = byName.get(action.node);
       const cached = this.#o.nodes.get(action.node)?.metadata?.resourceVersion;
       if (!view || cached !== view.resourceVersion) continue;

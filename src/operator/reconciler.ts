@@ -16,6 +16,7 @@ import {
   LedgerConflict,
   type LedgerVersion,
 } from './ledger.ts';
+import type { LifecycleWriter } from './lifecycle-writer.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { NodeSteps } from './node-steps.ts';
 import type { NodeView } from './node-view.ts';
@@ -42,6 +43,8 @@ export interface ReconcilerOptions {
   health: HealthReads;
   problems: ProblemReports;
   steps: NodeSteps;
+  /** The nodes' lifecycle conditions, written after each pass where they changed. */
+  lifecycle: LifecycleWriter;
   /** The policies' statuses, written after each pass where they changed. */
   statuses: PolicyStatusWriter;
   /** The Plans' statuses, written after each pass where they changed. */
@@ -114,9 +117,10 @@ export class Reconciler {
     // Each step writes in the keys of the protocol its node's agent speaks, as the pass read the node.
     const spoken = nodes.map((n) => this.#o.decider.spoken(n));
     this.#o.steps.dispatch(decision, new Map(spoken.map((n) => [n.name, n])), now);
+    const conditionsPending = this.#o.lifecycle.update(decision, current.ledger, now);
     this.#o.statuses.update(decision, this.#o.policies().policies, now);
     this.#o.planStatuses(decision, nodes, current.ledger, now);
-    return { requeueAfterMs: this.#resyncAfter(current, nodes, decision) };
+    return { requeueAfterMs: this.#resyncAfter(current, nodes, decision, conditionsPending) };
   }
 
   /**
@@ -154,11 +158,19 @@ export class Reconciler {
 
   /**
    * Look again exactly when a soak, timeout or backoff ends; meanwhile poll what has no node event
-   * (DaemonSet pods at the health gate) while slots are held, and rarely when idle.
+   * (DaemonSet pods at the health gate) while slots are held or lifecycle conditions are still to be
+   * written, and rarely when idle.
    */
-  #resyncAfter(current: LedgerVersion, nodes: NodeView[], decision: PassDecision): number {
+  #resyncAfter(
+    current: LedgerVersion,
+    nodes: NodeView[],
+    decision: PassDecision,
+    conditionsPending: boolean,
+  ): number {
     const active =
-      Object.keys(current.ledger.slots).length > 0 || nodes.some((n) => n.state === Phase.pending);
+      conditionsPending ||
+      Object.keys(current.ledger.slots).length > 0 ||
+      nodes.some((n) => n.state === Phase.pending);
     return Math.min(
       active ? RESYNC_ACTIVE_MS : RESYNC_IDLE_MS,
       Math.max(MIN_RESYNC_MS, (decision.wakeAt ?? Number.POSITIVE_INFINITY) - Date.now()),

@@ -1,6 +1,6 @@
 /** The phases the independent checker reads from `nuo.dev/state`, as it judges them (checker.ts). */
 import type { V1Node } from '@kubernetes/client-node';
-import { Annotations } from '../api/keys.ts';
+import { Annotations, LIFECYCLE_CONDITIONS, LifecycleConditions, NUO_REASON_PREFIX } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 
 /**
@@ -24,3 +24,22 @@ export const ATTEMPT_PHASES: ReadonlySet<string> = new Set([Phase.beforeReboot, 
 /** Whether the node's recorded phase is one of an attempt. */
 export const inAttemptPhase = (n: V1Node | undefined): boolean =>
   ATTEMPT_PHASES.has(n?.metadata?.annotations?.[Annotations.state] ?? '');
+
+/**
+ * nuo's lifecycle conditions (reason prefixed `Nuo`) that the node's phase does not allow: in an attempt
+ * any; outside one only MaintenancePlanned, and only while the node waits (Pending) or needs a reboot.
+ * Anything else was left behind when an attempt ended.
+ */
+export function lifecycleLeft(n: V1Node): string[] {
+  if (inAttemptPhase(n)) return [];
+  const a = n.metadata?.annotations ?? {};
+  const waits =
+    a[Annotations.state] === Phase.pending ||
+    a[Annotations.rebootNeeded] === 'true' ||
+    a[Annotations.rebootRequested] !== undefined;
+  return (n.status?.conditions ?? [])
+    .filter((c) => (LIFECYCLE_CONDITIONS as readonly string[]).includes(c.type))
+    .filter((c) => c.reason?.startsWith(NUO_REASON_PREFIX))
+    .filter((c) => !(waits && c.type === LifecycleConditions.maintenancePlanned))
+    .map((c) => `${c.type}=${c.status} (${c.reason})`);
+}

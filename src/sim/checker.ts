@@ -3,7 +3,8 @@
  * records each violation of the safety rules it can see — more nodes disrupted than the budget, a reboot
  * without a grant nuo gave or of a node left schedulable (so never drained), a node rebooted twice for
  * one need, an admin's cordon removed, nuo's cordon on a node outside an attempt or left behind after
- * the rollout, more nodes in a Plan's attempts at once than its concurrency.
+ * the rollout, more nodes in a Plan's attempts at once than its concurrency, and nuo's node lifecycle
+ * conditions left behind after an attempt ended.
  *
  * A node whose pool's agents speak CLUO's or FLUO's protocol (its Budget says so) has no signed grant: its
  * reboot is nuo's when the protocol's `reboot-ok` is "true" in a grant phase for the boot it rebooted from
@@ -34,8 +35,9 @@ import { GRANT_KEY_NAME, GrantCheck, PUBLIC_KEY_FIELD, publicKeyFromPem, verifyG
 import { AgentProtocol, Annotations, DEFAULT_NAMESPACE, JobLabels, protocolKeys } from '../api/keys.ts';
 import { isPhase } from '../api/phases.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
+import { pollUntil } from '../util/poll.ts';
 import { type KuredLockRef, kuredHolders } from './checker-kured.ts';
-import { CORDONED_PHASES, inAttemptPhase } from './checker-phases.ts';
+import { CORDONED_PHASES, inAttemptPhase, lifecycleLeft } from './checker-phases.ts';
 import {
   isPlanReboot,
   nodeOfPlanPod,
@@ -59,10 +61,14 @@ export interface Violation {
     | 'cordon-left'
     | 'cordon-outside-attempt'
     | 'plan-concurrency'
+    | 'conditions-left'
     | 'not-finished';
   at: Date;
   detail: string;
 }
+
+/** How long nuo may take to remove the lifecycle conditions of an attempt that ended. */
+export const LIFECYCLE_GRACE_MS = 15_000;
 
 /** How long before an attempt starts a disruption must have begun to count against it. */
 export const RACE_MS = 2000;
@@ -423,6 +429,28 @@ export class SafetyChecker {
       ) {
         this.#violate('cordon-left', `${name} is still cordoned by nuo after the rollout`);
       }
+    }
+    await this.#lifecycleCheck(exempt);
+  }
+
+  /**
+   * Every lifecycle condition nuo published is gone once its attempt ended. nuo writes them one pass after
+   * the phase, so a leftover counts only if it outlives LIFECYCLE_GRACE_MS.
+   */
+  async #lifecycleCheck(exempt: ReadonlySet<string>): Promise<void> {
+    const leftovers = async () =>
+      (await this.#core.listNode()).items
+        .filter((n) => !exempt.has(n.metadata?.name ?? ''))
+        .map((n) => [n.metadata?.name ?? '', lifecycleLeft(n)] as const)
+        .filter(([, left]) => left.length > 0);
+    const settled = await pollUntil(
+      'nuo to remove the lifecycle conditions of ended attempts',
+      async () => ((await leftovers()).length === 0 ? true : undefined),
+      { timeoutMs: LIFECYCLE_GRACE_MS, intervalMs: 250 },
+    ).catch(() => false);
+    if (settled) return;
+    for (const [name, left] of await leftovers()) {
+      this.#violate('conditions-left', `${name} still carries nuo's ${left.join(', ')} outside an attempt`);
     }
   }
 

@@ -18,7 +18,13 @@ import {
   publicKeyFromPem,
   verifyGrant,
 } from '../../src/api/grant.ts';
-import { AGENT_ANNOTATIONS, AGENT_LABELS, Annotations, Labels } from '../../src/api/keys.ts';
+import {
+  AGENT_ANNOTATIONS,
+  AGENT_LABELS,
+  Annotations,
+  Labels,
+  LifecycleConditions,
+} from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicy } from '../../src/api/update-policy.ts';
 import { LeanApiError, LeanClient } from '../../src/kube/lean-client.ts';
@@ -237,6 +243,12 @@ describe('deploy/', () => {
         { node: 'node-2', bootId: 'boot-of-node-2' },
       );
       assert.deepEqual(verdict, { check: GrantCheck.valid });
+      // And the node says so, in the lifecycle conditions nuo may write through nodes/status.
+      const told = await pollUntil('MaintenanceInProgress on node-2', async () => {
+        const n = await core.readNode({ name: 'node-2' });
+        return n.status?.conditions?.find((c) => c.type === LifecycleConditions.maintenanceInProgress);
+      });
+      assert.equal(told.reason, 'NuoRebootNeeded');
       assert.equal(operator.exitCode, null, 'still running');
     } finally {
       operator.kill('SIGTERM');
@@ -268,6 +280,20 @@ describe('deploy/', () => {
     assert.equal(can('list', 'deployments.apps', '--all-namespaces'), 'yes');
     assert.equal(can('update', 'leases.coordination.k8s.io', '-n', 'reboot-coordinator'), 'no');
     assert.equal(can('delete', 'deployments.apps', '-n', 'reboot-coordinator'), 'no');
+  });
+
+  test("only the operator may write a Node's status (nuo's lifecycle conditions), not the agent", () => {
+    const can = (who: string) =>
+      kubectl(
+        'auth',
+        'can-i',
+        'patch',
+        'nodes',
+        '--subresource=status',
+        `--as=system:serviceaccount:nuo-system:${who}`,
+      ).stdout.trim();
+    assert.equal(can('nuo-operator'), 'yes');
+    assert.equal(can('nuo-agent'), 'no');
   });
 
   test("an agent's token reads the operator's public grant key and ledger, not the private key", async () => {

@@ -218,6 +218,10 @@ describe('Plans', () => {
         upgrade: { ...upgrade, args: ['--now'] },
       } as PlanSpec;
       await f.applyPlan(edited);
+      // Until the operator resolves the edit, the status names the last hash, which every node has.
+      await pollUntil('the edit resolved to a new hash', async () =>
+        (await hashOf('edit')) !== second ? true : undefined,
+      );
       const third = await applied('edit', four.concat(names.slice(4)), 240_000);
       assert.notEqual(third, second);
       await checked(f);

@@ -42,7 +42,6 @@ await waitAvailable(apps, 'app', 'web');
 await waitAvailable(apps, 'app', 'api');
 
 let fleet: Fleet | undefined;
-after(() => fleet?.stop());
 
 async function nodeStates() {
   return (await core.listNode()).items.map((n) => ({
@@ -83,6 +82,9 @@ async function assertSafe(f: Fleet) {
 }
 
 describe('rollout', () => {
+  // Before the cluster's own after() (file-level hooks run in order): agents must not outlive it.
+  after(() => fleet?.stop());
+
   test('maxUnavailable=1: every node reboots exactly once, never two at a time', async () => {
     const f = await newFleet(1);
     await operatorUnder(f, 'op-a', { maxUnavailable: 1 });

@@ -66,6 +66,7 @@ function state(
   }));
   return {
     nodes,
+    conditions: new Map(),
     ledger,
     policies: { known: true, crdMissing: false, policies: [] },
     raw: [],

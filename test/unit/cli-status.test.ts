@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
-import { Annotations } from '../../src/api/keys.ts';
-import { policyLines, statusReason } from '../../src/cli/nodes.ts';
+import { Annotations, LifecycleConditions } from '../../src/api/keys.ts';
+import { lifecycleColumn, policyLines, statusReason } from '../../src/cli/nodes.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 
 const NOW = new Date('2026-11-24T12:00:00Z');
@@ -52,6 +52,7 @@ test('a hostile value is quoted by a bounded prefix', () => {
 test('nuo status without a policy, or without the CRD, says nuo touches no node and what to apply', () => {
   const bare = {
     nodes: [],
+    conditions: new Map(),
     ledger: { slots: {} },
     raw: [],
     plan: { pools: [], conflicts: new Map(), unmatched: ['node-0'] },
@@ -65,4 +66,22 @@ test('nuo status without a policy, or without the CRD, says nuo touches no node 
   ]);
   const noCrd = policyLines({ ...bare, policies: { known: true, crdMissing: true, policies: [] } });
   assert.match(noCrd[0] ?? '', /CRD is not installed, so nuo touches no node \(kubectl apply -k deploy\)/);
+});
+
+test("nuo status shows the lifecycle conditions that hold, another writer's with its reason", () => {
+  const c = (type: string, reason: string, status = 'True') => ({ type, status, reason });
+  assert.equal(lifecycleColumn(undefined), '-');
+  assert.equal(
+    lifecycleColumn([c('Ready', 'KubeletReady'), c(LifecycleConditions.drained, 'NuoPlan', 'False')]),
+    '-',
+  );
+  assert.equal(
+    lifecycleColumn([
+      c('Ready', 'KubeletReady'),
+      c(LifecycleConditions.drained, 'NuoPlan'),
+      c(LifecycleConditions.maintenanceInProgress, 'NuoPlan'),
+      c(LifecycleConditions.maintenancePlanned, 'AdminRequested'),
+    ]),
+    'Drained,MaintenanceInProgress,MaintenancePlanned (AdminRequested)',
+  );
 });
