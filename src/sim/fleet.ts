@@ -8,6 +8,7 @@ import { appendFileSync, existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
+import type { FluoPrefix } from '../../tools/fluo/build.ts';
 import type { UpdatePolicySpec } from '../api/update-policy.ts';
 import { kubeconfigCredentials } from '../kube/kubeconfig-credentials.ts';
 import { LeanClient } from '../kube/lean-client.ts';
@@ -80,6 +81,8 @@ export interface FleetOptions {
    * protocol, and reboots through the host's logind when its node's reboot-ok annotation says so.
    */
   fluoNodes?: string[];
+  /** The keys those agents speak: FLUO's own (the default), or CLUO's (FLUO's agent built with its prefix). */
+  fluoPrefix?: FluoPrefix;
   /**
    * Nodes whose hosts run kured 1.23.0 instead of nuo's agent (kured-agent.ts): it reboots its node when
    * the host needs it and it holds kured's lock. `kured`: its settings (period, further flags).
@@ -142,7 +145,12 @@ export class Fleet {
       throw new Error(`fluoNodes or kuredNodes name nodes the cluster lacks: ${unknown.join(', ')}`);
     }
     const fluo =
-      fluoNodes.length > 0 ? await FluoAgents.start(this.#cluster, { log: this.options.log }) : undefined;
+      fluoNodes.length > 0
+        ? await FluoAgents.start(this.#cluster, {
+            log: this.options.log,
+            prefix: this.options.fluoPrefix ?? 'flatcar',
+          })
+        : undefined;
     this.fluo = fluo;
     const kured =
       kuredNodes.length > 0

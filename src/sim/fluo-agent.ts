@@ -9,7 +9,7 @@
  */
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ensureFluoAgent } from '../../tools/fluo/build.ts';
+import { ensureFluoAgent, type FluoPrefix } from '../../tools/fluo/build.ts';
 import type { Unpacked } from '../../tools/image/runc.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import {
@@ -32,6 +32,12 @@ export const FLUO_AGENT_ACCOUNT = {
   name: 'flatcar-linux-update-agent',
 } as const;
 
+/** The account of each variant: CLUO's manifests name theirs container-linux-update-agent. */
+const AGENT_ACCOUNTS: Record<FluoPrefix, { namespace: string; name: string }> = {
+  flatcar: FLUO_AGENT_ACCOUNT,
+  coreos: { namespace: 'reboot-coordinator', name: 'container-linux-update-agent' },
+};
+
 /** Where the node's system bus is bound; DBUS_SYSTEM_BUS_ADDRESS names its socket there. */
 const DBUS_DIR = '/var/run/dbus';
 
@@ -39,6 +45,8 @@ type Log = (level: 'info' | 'warn' | 'error', message: string) => void;
 
 export interface FluoAgentsOptions {
   log?: Log;
+  /** The keys the agent speaks: FLUO's own, or CLUO's (FLUO's agent built with CLUO's prefix). */
+  prefix?: FluoPrefix;
 }
 
 /** The update group the hosts' /etc/flatcar/update.conf names, as Flatcar's default one does. */
@@ -77,10 +85,11 @@ export class FluoAgents {
 
   /** Builds the agent if need be (tools/fluo/build.ts), prepares its root filesystem and grants its RBAC. */
   static async start(cluster: LocalCluster, options: FluoAgentsOptions = {}): Promise<FluoAgents> {
-    const binary = await ensureFluoAgent((line) => options.log?.('info', `fluo build: ${line}`));
+    const prefix = options.prefix ?? 'flatcar';
+    const binary = await ensureFluoAgent((line) => options.log?.('info', `fluo build: ${line}`), prefix);
     const dir = await mkdtemp(join(cluster.dir, 'fluo-'));
     const unpacked = await agentRootfs(dir, binary.path);
-    await pod.grantRbac(cluster, FLUO_AGENT_ACCOUNT, AGENT_RULES);
+    await pod.grantRbac(cluster, AGENT_ACCOUNTS[prefix], AGENT_RULES);
     return new FluoAgents(new pod.PodKind(cluster, dir, unpacked, 'fluo-agent-'), options);
   }
 
@@ -107,6 +116,7 @@ export class FluoAgents {
       updateEngine,
       logind,
       os: { version: FIRST_FLATCAR_VERSION },
+      account: AGENT_ACCOUNTS[this.#options.prefix ?? 'flatcar'],
       log: this.#options.log,
     });
     this.nodes.set(nodeName, agent);
@@ -129,6 +139,8 @@ interface NodeParts {
   updateEngine: FakeUpdateEngine;
   logind: FakeLogind;
   os: FlatcarOs;
+  /** The ServiceAccount whose node-bound token the agent runs with. */
+  account: { namespace: string; name: string };
   log: Log | undefined;
 }
 
@@ -209,7 +221,7 @@ export class FluoNodeAgent implements HostAgent {
   /** One container until it exits or the signal aborts. */
   async #container(signal: AbortSignal): Promise<pod.Exit> {
     const { cluster, bus } = this.#p;
-    await pod.writeServiceAccount(cluster, FLUO_AGENT_ACCOUNT, this.nodeName, this.serviceAccountDir);
+    await pod.writeServiceAccount(cluster, this.#p.account, this.nodeName, this.serviceAccountDir);
     await this.#writeHostFiles();
     const server = new URL(cluster.server);
     return this.#containers.run(
@@ -225,7 +237,7 @@ export class FluoNodeAgent implements HostAgent {
         ],
         env: [
           `UPDATE_AGENT_NODE=${this.nodeName}`,
-          `POD_NAMESPACE=${FLUO_AGENT_ACCOUNT.namespace}`,
+          `POD_NAMESPACE=${this.#p.account.namespace}`,
           `KUBERNETES_SERVICE_HOST=${server.hostname}`,
           `KUBERNETES_SERVICE_PORT=${server.port}`,
           `DBUS_SYSTEM_BUS_ADDRESS=unix:path=${DBUS_DIR}/${bus.socketPath.split('/').at(-1)}`,

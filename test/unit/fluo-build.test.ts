@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { FLUO, fluoLdflags } from '../../tools/fluo/build.ts';
+import { FLUO, FLUO_PREFIXES, fluoLdflags, withPrefix } from '../../tools/fluo/build.ts';
 import { checkDigest, pinnedSource, thirdPartyDir } from '../../tools/third-party.ts';
 
 const fluoSource = (env: NodeJS.ProcessEnv, dir: string, exists: (p: string) => boolean) =>
@@ -63,4 +63,23 @@ test('an archive whose digest is not the pinned one is refused', () => {
     () => checkDigest(FLUO, 'a.tar.gz', '00'.repeat(32)),
     /a\.tar\.gz: sha256 0+, expected fb34527d/,
   );
+});
+
+test("CLUO's variant changes FLUO's key prefix constant and nothing else", () => {
+  const constants = [
+    'const (',
+    '\t// Prefix used by all label and annotation keys.',
+    `\tPrefix = "${FLUO_PREFIXES.flatcar}"`,
+    '\tAnnotationRebootNeeded = Prefix + "reboot-needed"',
+    ')',
+  ].join('\n');
+  const coreos = withPrefix(constants, 'coreos');
+  assert.equal(coreos, constants.replace(FLUO_PREFIXES.flatcar, 'container-linux-update.v1.coreos.com/'));
+  assert.equal(withPrefix(constants, 'flatcar'), constants);
+});
+
+test('a FLUO source whose prefix constant is not there exactly once is refused, not half-edited', () => {
+  assert.throws(() => withPrefix('package constants', 'coreos'), /0 times, not once: its source changed/);
+  const twice = `Prefix = "${FLUO_PREFIXES.flatcar}"\nPrefix = "${FLUO_PREFIXES.flatcar}"`;
+  assert.throws(() => withPrefix(twice, 'coreos'), /2 times/);
 });
