@@ -29,7 +29,7 @@ export function appSpecificId(machineId: string, appId: string = ZINCATI_APP_ID)
     .update(Buffer.from(app, 'hex'))
     .digest()
     .subarray(0, 16);
-  mac[6] = (mac[6] & 0x0f) | 0x40;
-  mac[8] = (mac[8] & 0x3f) | 0x80;
+  mac.writeUInt8((mac.readUInt8(6) & 0x0f) | 0x40, 6);
+  mac.writeUInt8((mac.readUInt8(8) & 0x3f) | 0x80, 8);
   return mac.toString('hex');
 }
