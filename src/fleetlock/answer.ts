@@ -79,7 +79,7 @@ function steadyState(n: FleetLockNode): FleetLockAnswer {
     status: 409,
     kind: 'lock_held',
     node: n.name,
-    record: FleetLockWrite.steadyState,
+    ...(n.needRecorded ? { record: FleetLockWrite.steadyState } : {}),
     value: `node ${n.name} holds a slot until its attempt ends (${n.phase}${n.phase === P.afterReboot ? ': health gate' : ''}); ask again`,
   };
 }

@@ -207,6 +207,11 @@ export class Decider {
     this.#o.kuredWant(pool.name, wantsLock(attempts, waiting.length, pool.hold));
   }
 
+  /** The node's pool as the last pass planned the pools; undefined before the first pass or outside any. */
+  poolOf(node: string): string | undefined {
+    return this.#poolOfNode.get(node);
+  }
+
   /** Whether the node's pool, as last planned, is one nuo stands down from (nothing is done to its nodes). */
   standsDown(node: string): boolean {
     const pool = this.#poolOfNode.get(node);

@@ -157,13 +157,14 @@ describe('answer', () => {
       'lock_held',
       FleetLockWrite.steadyState,
     ],
+    ['a steady-state of a failed node', steady, [node({ phase: Phase.failed })], 409, 'lock_held', undefined],
     [
-      'a steady-state of a failed node',
+      'a steady-state again in the health gate',
       steady,
-      [node({ phase: Phase.failed })],
+      [node({ phase: Phase.afterReboot })],
       409,
       'lock_held',
-      FleetLockWrite.steadyState,
+      undefined,
     ],
     [
       'a steady-state in another group',
