@@ -219,20 +219,39 @@ export const Kubernetes = {
 } as const;
 
 /**
- * The agent protocol a pool's nodes speak (UpdatePolicy `agentProtocol`): nuo's own, or the CoreOS
- * update operator's, unmodified, under Flatcar's prefix (FLUO) or Container Linux's (CLUO).
+ * The agent protocol a pool's nodes speak (UpdatePolicy `agentProtocol`): nuo's own, the CoreOS update
+ * operator's, unmodified, under Flatcar's prefix (FLUO) or Container Linux's (CLUO), or FleetLock (Zincati
+ * and other clients asking nuo's FleetLock server for a reboot lock, docs/decisions/0051-fleetlock.md).
  */
 export const AgentProtocol = {
   nuo: 'nuo',
   flatcar: 'flatcar-update-operator',
   containerLinux: 'container-linux-update-operator',
+  fleetlock: 'fleetlock',
 } as const;
 export type AgentProtocol = (typeof AgentProtocol)[keyof typeof AgentProtocol];
 export const AGENT_PROTOCOLS: readonly AgentProtocol[] = Object.values(AgentProtocol);
-/** A protocol of another project's agent: CLUO's or FLUO's. */
+/** A protocol of another project's agent: CLUO's, FLUO's or a FleetLock client's. */
 export type ForeignProtocol = Exclude<AgentProtocol, typeof AgentProtocol.nuo>;
+/** CLUO's or FLUO's protocol: node keys their agent and operator write. */
+export type CoreosProtocol = Exclude<ForeignProtocol, typeof AgentProtocol.fleetlock>;
+export const isCoreosProtocol = (p: AgentProtocol | undefined): p is CoreosProtocol =>
+  p === AgentProtocol.flatcar || p === AgentProtocol.containerLinux;
 
-const PROTOCOL_PREFIX: Record<ForeignProtocol, string> = {
+/**
+ * The keys of a pool speaking FleetLock, all written by nuo's operator: its FleetLock handler records the
+ * client's requests, its attempts write the grant the handler answers by.
+ */
+export const FleetLockKeys = {
+  /** operator (FleetLock handler): RFC 3339 time of the pre-reboot request that asked for the current need. */
+  preReboot: 'nuo.dev/fleetlock-pre-reboot',
+  /** operator (FleetLock handler): RFC 3339 time of the client's last steady-state request. */
+  steadyState: 'nuo.dev/fleetlock-steady-state',
+  /** operator: "true" once the node is drained; the handler answers pre-reboot 200 on this boot only. */
+  granted: 'nuo.dev/fleetlock-granted',
+} as const;
+
+const PROTOCOL_PREFIX: Record<CoreosProtocol, string> = {
   [AgentProtocol.flatcar]: 'flatcar-linux-update.v1.flatcar-linux.net/',
   [AgentProtocol.containerLinux]: 'container-linux-update.v1.coreos.com/',
 };
@@ -242,7 +261,7 @@ const PROTOCOL_PREFIX: Record<ForeignProtocol, string> = {
  * coordinates the pool: the agent (their update-agent, unmodified), nuo's operator in the place of their
  * update-operator, or a person. Keys nuo never reads (`agent-version`) are left out.
  */
-export function protocolKeys(protocol: ForeignProtocol) {
+export function protocolKeys(protocol: CoreosProtocol) {
   const p = PROTOCOL_PREFIX[protocol];
   return {
     /** agent: annotation and label "true" when the update engine staged an update; "false" at its start. */
@@ -272,7 +291,7 @@ export function protocolKeys(protocol: ForeignProtocol) {
 }
 
 /** The keys CLUO's or FLUO's agent writes on its own Node, and no others (deploy/base/protocol-agent-policy.yaml). */
-export function protocolAgentKeys(protocol: ForeignProtocol): {
+export function protocolAgentKeys(protocol: CoreosProtocol): {
   annotations: readonly string[];
   labels: readonly string[];
 } {
@@ -295,7 +314,7 @@ export function protocolAgentKeys(protocol: ForeignProtocol): {
  * writes one beside its ConfigMap lock), in whatever namespace it runs, and the Deployment their
  * manifests install.
  */
-export const PROTOCOL_OPERATOR: Record<ForeignProtocol, { lease: string; deployment: string }> = {
+export const PROTOCOL_OPERATOR: Record<CoreosProtocol, { lease: string; deployment: string }> = {
   [AgentProtocol.flatcar]: {
     lease: 'flatcar-linux-update-operator-lock',
     deployment: 'flatcar-linux-update-operator',

@@ -384,7 +384,7 @@ export const UpdatePolicySpec = Type.Object(
       enumOf(AGENT_PROTOCOLS, {
         default: 'nuo',
         description:
-          "The protocol the pool's node agents speak: nuo (nuo's agent), flatcar-update-operator (FLUO's update-agent) or container-linux-update-operator (CLUO's). nuo drains, grants and checks health either way; the other two grants cannot be signed.",
+          "The protocol the pool's node agents speak: nuo (nuo's agent), flatcar-update-operator (FLUO's update-agent), container-linux-update-operator (CLUO's) or fleetlock (Zincati or another FleetLock client asking the operator's FleetLock server, its group the pool's name). nuo drains, grants and checks health either way; the other grants cannot be signed.",
       }),
     ),
     windows: Type.Optional(Windows),

@@ -12,7 +12,7 @@ import {
   type V1NodeCondition,
 } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
-import { AgentProtocol, type ForeignProtocol } from '../api/keys.ts';
+import { type CoreosProtocol, isCoreosProtocol } from '../api/keys.ts';
 import type { UpdatePolicy } from '../api/update-policy.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { type Decision, decide } from '../operator/decide.ts';
@@ -107,11 +107,11 @@ async function readKuredLocks(
 async function lookForOperators(
   kc: KubeConfig,
   state: PolicyState,
-): Promise<ReadonlyMap<ForeignProtocol, OperatorSighting>> {
-  const protocols = new Set<ForeignProtocol>();
+): Promise<ReadonlyMap<CoreosProtocol, OperatorSighting>> {
+  const protocols = new Set<CoreosProtocol>();
   for (const e of state.policies) {
     const p = e.current.ok ? e.current.policy : e.lastValid;
-    if (p && p.agentProtocol !== AgentProtocol.nuo) protocols.add(p.agentProtocol);
+    if (isCoreosProtocol(p?.agentProtocol)) protocols.add(p.agentProtocol);
   }
   const api = { coordination: kc.makeApiClient(CoordinationV1Api), apps: kc.makeApiClient(AppsV1Api) };
   return new Map(

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { destination, pino } from 'pino';
+import { serveFleetLock } from '../fleetlock/server.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { configUsage, FIELDS, loadOperatorConfig, movedSetting } from '../operator/config.ts';
 import { Operator } from '../operator/controller.ts';
@@ -36,6 +37,8 @@ export const operatorCommand: Command = {
     '  --identity NAME                leader-election identity (default: $POD_NAME or the host name)',
     '  --metrics-port N               serve /metrics, /healthz (live) and /readyz (node cache synced and fresh)',
     '                                 on this port (default 8080; 0 disables)',
+    "  --fleetlock-port N             serve FleetLock (Zincati's reboot lock) on this port for pools with",
+    '                                 agentProtocol: fleetlock; only the leader answers (default 0: off)',
     configUsage(),
     ...kubeFlagsUsage,
   ].join('\n'),
@@ -44,6 +47,7 @@ export const operatorCommand: Command = {
       config: { type: 'string' },
       identity: { type: 'string' },
       'metrics-port': { type: 'string' },
+      'fleetlock-port': { type: 'string' },
       // Leader-election timings: for tests; production keeps client-go's 15 s / 10 s / 2 s.
       'lease-duration': { type: 'string' },
       'renew-deadline': { type: 'string' },
@@ -85,7 +89,10 @@ export const operatorCommand: Command = {
     const log = pinoLog('nuo-operator');
     const metrics = new OperatorMetrics(buildInfo());
     const port = positiveInt('metrics-port', values['metrics-port'] as string | undefined, 8080);
+    const fleetLockPort = positiveInt('fleetlock-port', values['fleetlock-port'] as string | undefined, 0);
     const operator = new Operator({ kubeconfig: kc, config, identity, log, metrics, lease });
+    const fleetLock =
+      fleetLockPort > 0 ? serveFleetLock(fleetLockPort, operator.fleetLock(), log) : undefined;
     const probe = (problems: string[], res: ServerResponse) =>
       problems.length === 0 ? res.end('ok') : res.writeHead(503).end(`${problems.join('\n')}\n`);
     const server =
@@ -113,6 +120,7 @@ export const operatorCommand: Command = {
       await operator.run(stop.signal);
     } finally {
       server?.close();
+      fleetLock?.close();
     }
     return 0;
   },

@@ -1,9 +1,16 @@
 /**
- * A pool whose nodes run CLUO's or FLUO's update-agent, unmodified: its nodes read through that protocol's
+ * A pool whose nodes run CLUO's or FLUO's update-agent, unmodified, or a FleetLock client such as Zincati: its nodes read through that protocol's
  * keys, and the keys nuo's writes use for the grant and the hooks. Every phase, gate and budget is nuo's
  * own; only what the agent reads and writes changes (docs/architecture.md, "Another project's agent").
  */
-import { AgentProtocol, Annotations, Labels, protocolKeys } from '../api/keys.ts';
+import {
+  AgentProtocol,
+  Annotations,
+  FleetLockKeys,
+  isCoreosProtocol,
+  Labels,
+  protocolKeys,
+} from '../api/keys.ts';
 import type { NodeView } from './node-view.ts';
 
 /**
@@ -28,6 +35,13 @@ export function operatorKeys(protocol: AgentProtocol): OperatorKeys {
       beforeReboot: Labels.beforeReboot,
       afterReboot: Labels.afterReboot,
     };
+  if (protocol === AgentProtocol.fleetlock)
+    return {
+      rebootOk: FleetLockKeys.granted,
+      beforeReboot: Labels.beforeReboot,
+      afterReboot: Labels.afterReboot,
+      grantedBootId: Annotations.grantedBootId,
+    };
   const k = protocolKeys(protocol);
   return {
     rebootOk: k.rebootOk,
@@ -45,7 +59,7 @@ export function operatorKeys(protocol: AgentProtocol): OperatorKeys {
  * missing: taken.
  */
 export function updateNotTaken(n: NodeView): boolean {
-  if (!n.protocol) return false;
+  if (!isCoreosProtocol(n.protocol)) return false;
   const k = protocolKeys(n.protocol);
   const running = n.labels[k.version];
   const staged = n.annotations[k.newVersion];
@@ -65,6 +79,7 @@ const NUO_AGENT_KEYS = [Annotations.rebootNeeded, Annotations.rebootInProgress, 
  */
 export function speaking(n: NodeView, protocol: AgentProtocol): NodeView {
   if (protocol === AgentProtocol.nuo) return n;
+  if (protocol === AgentProtocol.fleetlock) return speakingFleetLock(n);
   const k = protocolKeys(protocol);
   const a = n.annotations;
   const why = [a[k.status], a[k.newVersion] ? `new version ${a[k.newVersion]}` : undefined].filter(Boolean);
@@ -80,6 +95,46 @@ export function speaking(n: NodeView, protocol: AgentProtocol): NodeView {
     bootIdBefore: a[Annotations.grantedBootId],
     hasBeforeRebootLabel: n.labels[k.beforeReboot] === 'true',
     hasAfterRebootLabel: n.labels[k.afterReboot] === 'true',
+    problems: n.problems.filter((p) => !NUO_AGENT_KEYS.some((key) => p.startsWith(`${key}=`))),
+  };
+}
+
+/** Milliseconds of an RFC 3339 time; NaN when absent or malformed (compares false, so reads as "not later"). */
+const at = (value: string | undefined) => (value === undefined ? Number.NaN : Date.parse(value));
+
+/**
+ * Whether a FleetLock client's need stands: it asked pre-reboot and has not said steady-state since. The
+ * FleetLock handler and decide() read the need through this one function.
+ */
+export function fleetLockNeed(annotations: Record<string, string>): boolean {
+  const pre = at(annotations[FleetLockKeys.preReboot]);
+  if (Number.isNaN(pre)) return false;
+  const steady = at(annotations[FleetLockKeys.steadyState]);
+  return Number.isNaN(steady) || steady < pre;
+}
+
+/**
+ * A FleetLock client's node as decide() reads it: the need is a pre-reboot request not followed by a
+ * steady-state; the grant is nuo's `fleetlock-granted`, which the handler answers pre-reboot 200 by; the
+ * client marks no reboot, so a boot ID other than the granted one confirms it; back from it, the need
+ * standing until the client's steady-state is its report to the health gate (shown as the reboot mark).
+ */
+function speakingFleetLock(n: NodeView): NodeView {
+  const a = n.annotations;
+  const { rebootRequested: _ignored, rebootNeededReason: _nuo, ...rest } = n;
+  const need = fleetLockNeed(a);
+  const bootIdBefore = a[Annotations.grantedBootId];
+  const rebooted = bootIdBefore !== undefined && n.bootId !== '' && n.bootId !== bootIdBefore;
+  return {
+    ...rest,
+    protocol: AgentProtocol.fleetlock,
+    rebootNeeded: need,
+    ...(need ? { rebootNeededReason: `FleetLock pre-reboot at ${a[FleetLockKeys.preReboot]}` } : {}),
+    grantShown: a[FleetLockKeys.granted] === PROTOCOL_GRANT,
+    rebootInProgress: need && rebooted,
+    ...(bootIdBefore !== undefined ? { bootIdBefore } : {}),
+    hasBeforeRebootLabel: n.labels[Labels.beforeReboot] === 'true',
+    hasAfterRebootLabel: n.labels[Labels.afterReboot] === 'true',
     problems: n.problems.filter((p) => !NUO_AGENT_KEYS.some((key) => p.startsWith(`${key}=`))),
   };
 }

@@ -23,6 +23,7 @@ import { Decider } from './decider.ts';
 import { DoNotDisruptReads } from './do-not-disrupt.ts';
 import { DrainRunner } from './drain-runner.ts';
 import { EventRecorder } from './events.ts';
+import { FleetLockNodes } from './fleetlock-nodes.ts';
 import { GrantSigner } from './grant-key.ts';
 import { HealthReads } from './health-reads.ts';
 import { KuredKeeper, withKured } from './kured-keeper.ts';
@@ -255,6 +256,17 @@ export class Operator {
   /** True while this replica may write: it leads and renewed its lease recently. */
   #acting(): boolean {
     return this.#leading !== undefined && !this.#leading.aborted && this.#elector?.isLeader() === true;
+  }
+
+  /** The operator as its FleetLock server reads and writes it (the server answers only while it leads). */
+  fleetLock(): FleetLockNodes {
+    return new FleetLockNodes({
+      core: this.#o.kubeconfig.makeApiClient(CoreV1Api),
+      nodes: this.#informer,
+      view: (node) => this.#decider.view(node),
+      poolOf: (node) => this.#decider.poolOf(node),
+      acting: () => this.#acting(),
+    });
   }
 
   /** What /healthz and /readyz answer (probes.ts): the problems, none when live / ready. */

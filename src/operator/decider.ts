@@ -5,7 +5,7 @@
  * process, and the check of nuo's own grants.
  */
 import type { V1Node } from '@kubernetes/client-node';
-import { AgentProtocol, type ForeignProtocol } from '../api/keys.ts';
+import { AgentProtocol, type CoreosProtocol, type ForeignProtocol } from '../api/keys.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
 import { admissionOrder } from './admission.ts';
 import { speaking } from './agent-protocol.ts';
@@ -49,7 +49,7 @@ export interface DeciderOptions {
   /** What each policy's blockers answered last. */
   blockers: (policy: string) => PolicyBlockers | undefined;
   /** What was last seen of CLUO's and FLUO's own update-operator; undefined: not looked yet. */
-  sighting: (protocol: ForeignProtocol) => OperatorSighting | undefined;
+  sighting: (protocol: CoreosProtocol) => OperatorSighting | undefined;
   /** The holds of waiting nodes' own pods (`nuo.dev/do-not-disrupt`), longest-waiting first. */
   nodeHolds: (waiting: readonly string[], now: number) => ReadonlyMap<string, Wait>;
   nodes: { list(): V1Node[] };
@@ -205,6 +205,11 @@ export class Decider {
     const attempts = decision.budget.holders.length + decision.budget.admitting.length;
     const waiting = pool.nodes.filter((n) => outsideAttempt(n) && needsWork(n, now.getTime()) !== undefined);
     this.#o.kuredWant(pool.name, wantsLock(attempts, waiting.length, pool.hold));
+  }
+
+  /** The node's pool as the last pass planned the pools; undefined before the first pass or outside any. */
+  poolOf(node: string): string | undefined {
+    return this.#poolOfNode.get(node);
   }
 
   /** Whether the node's pool, as last planned, is one nuo stands down from (nothing is done to its nodes). */

@@ -10,7 +10,7 @@
  *   ledger entries (no pool named) can hold.
  */
 
-import { AgentProtocol, type ForeignProtocol } from '../api/keys.ts';
+import { AgentProtocol, type CoreosProtocol, isCoreosProtocol } from '../api/keys.ts';
 import { assignPools } from '../policy/pools.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
@@ -233,9 +233,9 @@ const spokenByTheirSlots = (nodes: NodeView[], ledger: Ledger) =>
  */
 export function foreignOperatorHold(
   p: ResolvedPolicy,
-  sighting: (protocol: ForeignProtocol) => OperatorSighting | undefined,
+  sighting: (protocol: CoreosProtocol) => OperatorSighting | undefined,
 ): PoolHold | undefined {
-  if (p.agentProtocol === AgentProtocol.nuo) return undefined;
+  if (!isCoreosProtocol(p.agentProtocol)) return undefined;
   const seen = sighting(p.agentProtocol);
   if (!seen)
     return {
@@ -273,7 +273,7 @@ function policyPool(
   nodes: NodeView[],
   now: Date,
   blockers: PolicyBlockers | undefined,
-  sighting: (protocol: ForeignProtocol) => OperatorSighting | undefined,
+  sighting: (protocol: CoreosProtocol) => OperatorSighting | undefined,
   ledger: Ledger,
 ): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
@@ -310,7 +310,7 @@ export function planPools(input: {
   /** What each policy's blockers answered last. */
   blockers?: (policy: string) => PolicyBlockers | undefined;
   /** What nuo saw of CLUO's and FLUO's own update-operator; absent: not looked yet. */
-  sighting?: (protocol: ForeignProtocol) => OperatorSighting | undefined;
+  sighting?: (protocol: CoreosProtocol) => OperatorSighting | undefined;
 }): PoolPlan {
   const { state, ledger, now, paused } = input;
   const holding = (name: string) => poolOf(ledger, name);

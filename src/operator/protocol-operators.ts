@@ -5,7 +5,7 @@
  * Deployment of its name wants replicas; a look that fails counts as running (fail closed).
  */
 import type { AppsV1Api, CoordinationV1Api, V1Deployment, V1Lease } from '@kubernetes/client-node';
-import { AgentProtocol, type ForeignProtocol, PROTOCOL_OPERATOR } from '../api/keys.ts';
+import { type CoreosProtocol, isCoreosProtocol, PROTOCOL_OPERATOR } from '../api/keys.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { sleep } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
@@ -25,7 +25,7 @@ function leaseHeld(lease: V1Lease, now: number): boolean {
 
 /** What the Leases and Deployments found by the protocol's names say (pure). */
 export function sightingOf(
-  protocol: ForeignProtocol,
+  protocol: CoreosProtocol,
   leases: readonly V1Lease[],
   deployments: readonly V1Deployment[],
   now: number,
@@ -57,9 +57,9 @@ export interface ProtocolOperatorWatchOptions {
 
 export class ProtocolOperatorWatch {
   readonly #o: ProtocolOperatorWatchOptions;
-  readonly #seen = new Map<ForeignProtocol, OperatorSighting>();
+  readonly #seen = new Map<CoreosProtocol, OperatorSighting>();
   #round: AbortController | undefined;
-  #wanted = new Set<ForeignProtocol>();
+  #wanted = new Set<CoreosProtocol>();
 
   constructor(o: ProtocolOperatorWatchOptions) {
     this.#o = o;
@@ -67,10 +67,10 @@ export class ProtocolOperatorWatch {
 
   /** Looks for the protocols these policies' pools speak (their valid or last valid generation's). */
   sync(policies: readonly PolicyEntry[]): void {
-    const wanted = new Set<ForeignProtocol>();
+    const wanted = new Set<CoreosProtocol>();
     for (const p of policies) {
       const r = p.current.ok ? p.current.policy : p.lastValid;
-      if (r && r.agentProtocol !== AgentProtocol.nuo) wanted.add(r.agentProtocol);
+      if (isCoreosProtocol(r?.agentProtocol)) wanted.add(r.agentProtocol);
     }
     this.#wanted = wanted;
     for (const protocol of this.#seen.keys()) if (!wanted.has(protocol)) this.#seen.delete(protocol);
@@ -78,7 +78,7 @@ export class ProtocolOperatorWatch {
   }
 
   /** The latest sighting for a protocol; undefined before its first look. */
-  sighting = (protocol: ForeignProtocol): OperatorSighting | undefined => this.#seen.get(protocol);
+  sighting = (protocol: CoreosProtocol): OperatorSighting | undefined => this.#seen.get(protocol);
 
   /** Stops looking (leadership lost, or shutdown); a new leadership looks afresh. */
   stop(): void {
@@ -106,7 +106,7 @@ export class ProtocolOperatorWatch {
     })();
   }
 
-  #look(protocol: ForeignProtocol): Promise<OperatorSighting> {
+  #look(protocol: CoreosProtocol): Promise<OperatorSighting> {
     return lookForOperator(this.#o, protocol);
   }
 }
@@ -114,7 +114,7 @@ export class ProtocolOperatorWatch {
 /** One look for the protocol's own update-operator: its Lease and Deployment by name, in every namespace. */
 export async function lookForOperator(
   api: { coordination: CoordinationV1Api; apps: AppsV1Api },
-  protocol: ForeignProtocol,
+  protocol: CoreosProtocol,
 ): Promise<OperatorSighting> {
   const names = PROTOCOL_OPERATOR[protocol];
   try {

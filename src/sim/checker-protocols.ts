@@ -1,10 +1,18 @@
 /**
- * How the independent checker judges a reboot of a node whose agent is CLUO's or FLUO's (checker.ts):
- * that grant cannot be signed, so a reboot is nuo's only if the protocol's `reboot-ok` reads "true" while
- * nuo's own keys show it granted the reboot (a grant phase) for the boot the node rebooted from.
+ * How the independent checker judges a reboot of a node whose agent is CLUO's or FLUO's, or a FleetLock
+ * client (checker.ts): that grant cannot be signed, so a reboot is nuo's only if the protocol's grant
+ * (`reboot-ok`; for FleetLock `nuo.dev/fleetlock-granted`, the only key nuo's FleetLock server answers
+ * pre-reboot 200 by) reads "true" while nuo's own keys show it granted the reboot (a grant phase) for the
+ * boot the node rebooted from.
  */
 import type { V1Node } from '@kubernetes/client-node';
-import { AgentProtocol, Annotations, protocolKeys } from '../api/keys.ts';
+import {
+  AgentProtocol,
+  Annotations,
+  FleetLockKeys,
+  type ForeignProtocol,
+  protocolKeys,
+} from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 
 const GRANTED_PHASES: ReadonlySet<string> = new Set([Phase.rebootGranted, Phase.rebooting]);
@@ -12,11 +20,11 @@ const GRANTED_PHASES: ReadonlySet<string> = new Set([Phase.rebootGranted, Phase.
 /** Why a reboot from `bootId` was not nuo's grant in the node's protocol, or undefined when it was. */
 export function protocolGrantMissing(
   n: V1Node | undefined,
-  protocol: Exclude<AgentProtocol, typeof AgentProtocol.nuo>,
+  protocol: ForeignProtocol,
   bootId: string,
 ): string | undefined {
   const a = n?.metadata?.annotations ?? {};
-  const ok = protocolKeys(protocol).rebootOk;
+  const ok = protocol === AgentProtocol.fleetlock ? FleetLockKeys.granted : protocolKeys(protocol).rebootOk;
   if (a[ok] !== 'true') return `no ${ok}="true"`;
   const state = a[Annotations.state];
   if (!GRANTED_PHASES.has(state ?? '')) return `${ok}="true" outside nuo's grant (phase ${state ?? 'none'})`;
@@ -25,6 +33,13 @@ export function protocolGrantMissing(
   return undefined;
 }
 
-/** The key of the agent's reboot mark in the node's protocol. */
+/**
+ * The key of the agent's reboot mark in the node's protocol. A FleetLock client marks nothing: the grant it
+ * was answered 200 by stands for the mark.
+ */
 export const rebootMarkOf = (protocol: AgentProtocol): string =>
-  protocol === AgentProtocol.nuo ? Annotations.rebootInProgress : protocolKeys(protocol).rebootInProgress;
+  protocol === AgentProtocol.nuo
+    ? Annotations.rebootInProgress
+    : protocol === AgentProtocol.fleetlock
+      ? FleetLockKeys.granted
+      : protocolKeys(protocol).rebootInProgress;

@@ -32,7 +32,14 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { GRANT_KEY_NAME, GrantCheck, PUBLIC_KEY_FIELD, publicKeyFromPem, verifyGrant } from '../api/grant.ts';
-import { AgentProtocol, Annotations, DEFAULT_NAMESPACE, JobLabels, protocolKeys } from '../api/keys.ts';
+import {
+  AgentProtocol,
+  Annotations,
+  DEFAULT_NAMESPACE,
+  isCoreosProtocol,
+  JobLabels,
+  protocolKeys,
+} from '../api/keys.ts';
 import { isPhase } from '../api/phases.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
@@ -376,7 +383,7 @@ export class SafetyChecker {
    */
   #ownCordon(n: V1Node): string | undefined {
     const protocol = this.#protocolOf(n);
-    if (protocol === AgentProtocol.nuo) return undefined;
+    if (!isCoreosProtocol(protocol)) return undefined;
     const key = protocolKeys(protocol).agentMadeUnschedulable;
     return n.metadata?.annotations?.[key] === 'true' ? `${key}="true"` : undefined;
   }

@@ -14,7 +14,7 @@
  * - Any error ends the process, which restarts, as its DaemonSet pod would.
  */
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
-import { type ForeignProtocol, Kubernetes, protocolKeys } from '../api/keys.ts';
+import { type CoreosProtocol, Kubernetes, protocolKeys } from '../api/keys.ts';
 import { sleep } from '../kube/backoff.ts';
 import type { LeanClient, LeanNode } from '../kube/lean-client.ts';
 
@@ -34,7 +34,7 @@ export interface ProtocolHost {
 }
 
 export interface ProtocolAgentOptions {
-  protocol: ForeignProtocol;
+  protocol: CoreosProtocol;
   nodeName: string;
   /** The agent's client, with its ServiceAccount's token (bound to its pod: its node). */
   client: LeanClient;

@@ -15,9 +15,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type {
@@ -149,6 +149,35 @@ describe('deploy/chart is deploy/ (kustomize)', () => {
       );
     });
   }
+
+  test('fleetlock.enabled renders the objects of deploy with the component deploy/components/fleetlock', () => {
+    // kustomize takes relative paths only: the overlay lives in the checkout's .tmp (git-ignored).
+    mkdirSync(join(deployDir, '..', '.tmp'), { recursive: true });
+    const overlay = mkdtempSync(join(deployDir, '..', '.tmp', 'fleetlock-overlay-'));
+    try {
+      writeFileSync(
+        join(overlay, 'kustomization.yaml'),
+        [
+          'apiVersion: kustomize.config.k8s.io/v1beta1',
+          'kind: Kustomization',
+          `resources: [${relative(overlay, deployDir)}]`,
+          `components: [${relative(overlay, join(deployDir, 'components', 'fleetlock'))}]`,
+        ].join('\n'),
+      );
+      const chart = objects({ fleetlock: { enabled: true } });
+      assert.deepEqual(manifestDifferences(kustomizeInstall(overlay), chart), []);
+      const service = chart.find((o) => o.kind === 'Service' && o.metadata?.name === 'nuo-fleetlock');
+      assert.ok(service, 'the Service nuo-fleetlock');
+      assert.ok(container(chart, 'Deployment', 'nuo-operator').args?.includes('--fleetlock-port=9090'));
+    } finally {
+      rmSync(overlay, { recursive: true, force: true });
+    }
+    assert.equal(
+      objects().find((o) => o.metadata?.name === 'nuo-fleetlock'),
+      undefined,
+      'off by default',
+    );
+  });
 
   test('an unknown agent variant is refused, naming the variants there are', () => {
     const r = render({ agent: { variant: 'ubuntu' } });

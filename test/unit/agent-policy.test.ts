@@ -10,7 +10,7 @@ import {
   AGENT_ANNOTATIONS,
   AGENT_LABELS,
   AgentProtocol,
-  type ForeignProtocol,
+  type CoreosProtocol,
   protocolAgentKeys,
 } from '../../src/api/keys.ts';
 
@@ -45,7 +45,7 @@ const protocolPolicies = readFileSync(
   .filter((doc) => doc.kind === 'ValidatingAdmissionPolicy');
 
 test("CLUO's and FLUO's agents' admission policies let each change exactly the keys keys.ts gives that agent", () => {
-  const cases: Array<[string, ForeignProtocol]> = [
+  const cases: Array<[string, CoreosProtocol]> = [
     ['nuo-flatcar-agent-own-node-keys', AgentProtocol.flatcar],
     ['nuo-container-linux-agent-own-node-keys', AgentProtocol.containerLinux],
   ];

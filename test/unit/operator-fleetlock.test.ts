@@ -1,0 +1,154 @@
+/**
+ * A pool whose nodes run a FleetLock client (Zincati): the need is a pre-reboot the handler recorded and no
+ * steady-state since, the grant nuo's `fleetlock-granted`, the reboot a boot ID change, the client's
+ * steady-state its report to the health gate.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Annotations as A, AgentProtocol, FleetLockKeys as K, Labels as L } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { fleetLockNeed, operatorKeys, speaking } from '../../src/operator/agent-protocol.ts';
+import type { Action } from '../../src/operator/decide.ts';
+import { viewNode } from '../../src/operator/node-view.ts';
+import { patchFor } from '../../src/operator/node-writes.ts';
+import { stepHolder } from '../../src/operator/phase-steps.ts';
+import { foreignOperatorHold } from '../../src/operator/pool-plan.ts';
+import { resolvePolicy } from '../../src/policy/resolve.ts';
+import { ago, decideConfig, NOW, node } from './operator-fixtures.ts';
+
+const FL = AgentProtocol.fleetlock;
+const fl = (o: Parameters<typeof node>[1] = {}) => speaking(viewNode(node('n', o)), FL);
+
+test('the need: a pre-reboot with no steady-state after it', () => {
+  const table: Array<[string, Record<string, string>, boolean]> = [
+    ['nothing asked', {}, false],
+    ['pre-reboot asked', { [K.preReboot]: ago(60) }, true],
+    ['steady-state after it', { [K.preReboot]: ago(60), [K.steadyState]: ago(30) }, false],
+    ['pre-reboot again after a steady-state', { [K.preReboot]: ago(10), [K.steadyState]: ago(30) }, true],
+    ['a malformed pre-reboot time', { [K.preReboot]: 'soon' }, false],
+    ['a malformed steady-state time', { [K.preReboot]: ago(10), [K.steadyState]: 'x' }, true],
+  ];
+  for (const [what, annotations, want] of table) {
+    assert.equal(fleetLockNeed(annotations), want, what);
+    assert.equal(fl({ annotations }).rebootNeeded, want, what);
+  }
+});
+
+test("a node read through FleetLock: nuo's agent's keys ignored, nuo's grant key for it", () => {
+  const n = fl({
+    annotations: {
+      [A.rebootNeeded]: 'true',
+      [A.rebootRequested]: NOW.toISOString(),
+      [K.granted]: 'true',
+      [A.grantedBootId]: 'boot-1',
+    },
+    bootId: 'boot-1',
+  });
+  assert.equal(n.protocol, FL);
+  assert.equal(n.rebootNeeded, false);
+  assert.equal(n.rebootRequested, undefined);
+  assert.equal(n.grantShown, true);
+  assert.equal(n.bootIdBefore, 'boot-1');
+  assert.deepEqual(operatorKeys(FL), {
+    rebootOk: K.granted,
+    beforeReboot: L.beforeReboot,
+    afterReboot: L.afterReboot,
+    grantedBootId: A.grantedBootId,
+  });
+});
+
+test('the grant writes fleetlock-granted and the boot it was given on; the end removes both', () => {
+  const grant = patchFor(
+    { type: 'grant', node: 'n', message: 'drained', grant: 'true' },
+    fl(),
+    decideConfig,
+    NOW,
+  );
+  assert.equal(grant.annotations?.[K.granted], 'true');
+  assert.equal(grant.annotations?.[A.grantedBootId], 'boot-1');
+  assert.equal(grant.annotations?.[A.rebootOk], undefined);
+  const end = patchFor({ type: 'end', node: 'n', reason: 'r', to: Phase.pending }, fl(), decideConfig, NOW);
+  assert.equal(end.annotations?.[K.granted], null);
+  assert.equal(end.annotations?.[A.grantedBootId], null);
+});
+
+test('a FleetLock slot holder steps by what its client asked: phase × keys → next action', () => {
+  const granted = { [K.granted]: 'true', [A.grantedBootId]: 'boot-1', [K.preReboot]: ago(120) };
+  const cases: Array<{
+    what: string;
+    phase: string;
+    annotations: Record<string, string>;
+    bootId?: string;
+    want: string;
+  }> = [
+    {
+      what: 'granted, the client not rebooted yet',
+      phase: Phase.rebootGranted,
+      annotations: granted,
+      want: '',
+    },
+    {
+      what: 'granted, back in a new boot: on to the gate, the grant kept',
+      phase: Phase.rebootGranted,
+      annotations: granted,
+      bootId: 'boot-2',
+      want: 'transition AfterReboot (grant kept)',
+    },
+    {
+      what: 'granted, the client said steady-state before rebooting: the attempt ends',
+      phase: Phase.rebootGranted,
+      annotations: { ...granted, [K.steadyState]: ago(1) },
+      want: 'end',
+    },
+    {
+      what: 'after the boot, no steady-state yet: the gate waits for it',
+      phase: Phase.afterReboot,
+      annotations: granted,
+      bootId: 'boot-2',
+      want: 'explain',
+    },
+    {
+      what: 'after the boot, steady-state asked: complete',
+      phase: Phase.afterReboot,
+      annotations: { ...granted, [K.steadyState]: ago(1) },
+      bootId: 'boot-2',
+      want: 'complete',
+    },
+  ];
+  for (const c of cases) {
+    const n = fl({
+      annotations: { [A.state]: c.phase, [A.stateSince]: ago(5), ...c.annotations },
+      unschedulable: true,
+      bootId: c.bootId ?? 'boot-1',
+      readySince: ago(3600),
+    });
+    const actions = stepHolder(n, {
+      config: decideConfig,
+      now: NOW,
+      draining: new Set(),
+      health: new Map([['n', { daemonSetPodsReady: true, detail: 'ready' }]]),
+      wake: () => {},
+      slotOf: () => undefined,
+    });
+    const got = actions
+      .map((a: Action) =>
+        a.type === 'transition'
+          ? `transition ${a.to}${a.clearGrant ? '' : a.to === Phase.afterReboot ? ' (grant kept)' : ''}`
+          : a.type,
+      )
+      .join(',');
+    assert.equal(got, c.want, c.what);
+  }
+});
+
+test('a FleetLock pool has no other operator to stand down from', () => {
+  const r = resolvePolicy({
+    metadata: { name: 'coreos', generation: 1 },
+    spec: { agentProtocol: FL },
+  });
+  assert.ok(r.ok);
+  assert.equal(
+    foreignOperatorHold(r.policy, () => undefined),
+    undefined,
+  );
+});
