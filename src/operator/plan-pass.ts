@@ -30,6 +30,9 @@ export interface PassPlan {
   completion: PlanCompletion;
 }
 
+/** How a failed attempt's reason on the node names its Plan: "Plan ns/name: ...". */
+export const planFailurePrefix = (ref: string) => `Plan ${ref}: `;
+
 /** SUC's opt-out: a node whose plan label reads "disabled" is left out of the Plan. */
 export const DISABLED = 'disabled';
 
