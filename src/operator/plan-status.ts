@@ -138,7 +138,16 @@ function failures(input: PlanStatusInput, selected: readonly NodeView[], before:
       // At most one Job of the Plan's hash per node (its name is deterministic).
       if (j.plan !== entry.ref || j.hash !== p.hash || j.state !== 'failed') continue;
       const error = j.message ?? 'failed';
-      if (last.get(node)?.error !== error) last.set(node, { node, error, at: now.toISOString() });
+      const known = last.get(node);
+      if (known?.error === error && known.attempt === j.attempt) continue;
+      last.set(node, {
+        node,
+        error,
+        at: now.toISOString(),
+        hash: j.hash,
+        generation: entry.generation,
+        ...(j.attempt ? { attempt: j.attempt } : {}),
+      });
     }
   }
   return [...last.values()]

@@ -158,7 +158,7 @@ test("nodes opted out with SUC's label or nuo's are not selected, and the status
 test('a failed Job shows in failed and in Complete’s reason, and stays after the Job is gone until the node applies', () => {
   const first = status({ jobs: { b: [failedJob('BackoffLimitExceeded: disk full')] } });
   assert.deepEqual(first.failed, [
-    { node: 'b', error: 'BackoffLimitExceeded: disk full', at: NOW.toISOString() },
+    { node: 'b', error: 'BackoffLimitExceeded: disk full', at: NOW.toISOString(), hash: 'h2', generation: 3 },
   ]);
   assert.equal(cond(first, 'Complete')?.reason, 'JobFailed');
   assert.match(cond(first, 'Complete')?.message ?? '', /last on b: BackoffLimitExceeded: disk full/);
@@ -171,8 +171,27 @@ test('a failed Job shows in failed and in Complete’s reason, and stays after t
   );
   const again = status({ status: first, now: later, jobs: { b: [failedJob('DeadlineExceeded: too slow')] } });
   assert.deepEqual(again.failed, [
-    { node: 'b', error: 'DeadlineExceeded: too slow', at: later.toISOString() },
+    { node: 'b', error: 'DeadlineExceeded: too slow', at: later.toISOString(), hash: 'h2', generation: 3 },
   ]);
+  const retried = status({
+    status: first,
+    now: later,
+    jobs: { b: [{ ...failedJob('BackoffLimitExceeded: disk full'), attempt: ago(1) }] },
+  });
+  assert.deepEqual(
+    retried.failed,
+    [
+      {
+        node: 'b',
+        error: 'BackoffLimitExceeded: disk full',
+        at: later.toISOString(),
+        hash: 'h2',
+        generation: 3,
+        attempt: ago(1),
+      },
+    ],
+    "a later attempt's failure with the same error is recorded as its own",
+  );
   const done = status({ status: first, now: later, labels: { b: applied } });
   assert.deepEqual(done.failed, [], 'applied since: no failure left');
   const older = status({ jobs: { b: [failedJob('old error', 'h1')] } });
