@@ -52,11 +52,12 @@ before(async () => {
     plans: [
       { name: `${NS}/chan`, max: NODES },
       { name: `${NS}/keyed`, max: NODES },
+      { name: `${NS}/stuck`, max: 1 },
     ],
     agentCheckIntervalMs: 1000,
   });
   await fleet.start();
-  await fleet.applyPolicy({ maxUnavailable: NODES, reboot: { soak: '1s' } });
+  await fleet.applyPolicy({ maxUnavailable: NODES, reboot: { soak: '1s', retryBackoff: '2s' } });
   // The polling interval stays at its default of 15 minutes: nothing here may wait for it.
   fleet.startOperator('op-a', FAST_LEASE, { env: SUC_ENV });
 });
@@ -104,6 +105,8 @@ async function applied(plan: string, timeoutMs = 120_000, hash?: string): Promis
   );
   return latest as string;
 }
+
+const nodeNow = async (name: string) => (await core.listNode()).items.find((n) => n.metadata?.name === name);
 
 describe('Plan settings', () => {
   test("the channel is asked with SUC's headers, and every Job carries the operator's SYSTEM_UPGRADE_JOB_* settings", async () => {
@@ -165,5 +168,46 @@ describe('Plan settings', () => {
       await core.deleteNamespacedSecret({ name: 'os-config', namespace: NS }).catch(() => {});
       await deletePlan(cluster, NS, 'keyed');
     }
+  });
+
+  test('onFailure Stop: a node whose Job failed is not tried again until the Plan is edited', async () => {
+    const only0 = { matchLabels: { 'kubernetes.io/hostname': 'node-0' } };
+    // A pod that runs for 10 minutes under a 5 s deadline: its Job fails with DeadlineExceeded.
+    const stuck = (spec: Partial<PlanSpec>, runFor: string): PlanObject => ({
+      ...planOf('stuck', { version: 'v1', nodeSelector: only0, concurrency: 1, onFailure: 'Stop', ...spec }),
+      annotations: { [SimJobAnnotations.completeDelay]: runFor },
+    });
+    await fleet.applyPlan(stuck({ jobActiveDeadlineSecs: 5 }, '600s'));
+    const reason = async () =>
+      (await nodeNow('node-0'))?.metadata?.annotations?.[Annotations.stateReason] ?? '';
+    // Past the pool's 2 s retry backoff, the node waits for an edit instead of being admitted again.
+    await pollUntil(
+      'node-0 stopped',
+      async () => (/onFailure Stop/.test(await reason()) ? true : undefined),
+      {
+        timeoutMs: 120_000,
+      },
+    );
+    const status = (await readPlan(cluster, NS, 'stuck')).status;
+    const failure = status?.failed?.find((f) => f.node === 'node-0');
+    assert.match(failure?.error ?? '', /DeadlineExceeded/);
+    assert.equal(failure?.hash, status?.latestHash, 'the failure records the hash it failed at');
+    const node0 = await nodeNow('node-0');
+    assert.equal(node0?.metadata?.annotations?.[Annotations.failures], '1', 'tried once');
+    assert.equal(node0?.metadata?.annotations?.[Annotations.state], Phase.pending);
+    const jobs = (await batch.listNamespacedJob({ namespace: NS, labelSelector: `${JobLabels.plan}=stuck` }))
+      .items;
+    assert.equal(jobs.length, 1, 'no second Job');
+    assert.equal(jobs[0]?.status?.failed ?? 0, 1, 'its one pod failed at the deadline');
+    // The Plan edited (a new generation, same hash): tried again, and this time it completes.
+    await fleet.applyPlan(stuck({ jobActiveDeadlineSecs: 0 }, '1s'));
+    const hash = await hashOf('stuck');
+    await pollUntil(
+      'node-0 applied after the edit',
+      async () =>
+        (await nodeNow('node-0'))?.metadata?.labels?.[planLabel('stuck')] === hash ? true : undefined,
+      { timeoutMs: 120_000 },
+    );
+    await deletePlan(cluster, NS, 'stuck');
   });
 });
