@@ -47,11 +47,6 @@ export class PlanSecretWatch {
     await Promise.all(gone.map((k) => this.#stop(k)));
   }
 
-  /** The keys watched now. */
-  watched(): string[] {
-    return [...this.#watches.keys()].sort();
-  }
-
   async stop(): Promise<void> {
     await Promise.all([...this.#watches.keys()].map((k) => this.#stop(k)));
   }

@@ -32,7 +32,7 @@ export interface PlanStatusInput {
 }
 
 /** SUC's message while its window is closed (its ErrOutsideWindow), so tooling matching it still does. */
-export const OUTSIDE_WINDOW = 'current time is not within configured window';
+const OUTSIDE_WINDOW = 'current time is not within configured window';
 
 /**
  * LatestResolved turns True only with both the version and the hash known, as they are written in the same

@@ -144,6 +144,8 @@ export class PlanSource {
       const live = new Set(this.#informer.list().map(planRef));
       for (const ref of this.#resolved.keys()) if (!live.has(ref)) this.#resolved.delete(ref);
       for (const ref of this.#secretsRead.keys()) if (!live.has(ref)) this.#secretsRead.delete(ref);
+      // None started once stopping: stop() may have stopped the watches already.
+      if (signal.aborted) return;
       await this.#secretWatch.watch(new Map([...this.#secretsRead.values()].flatMap((m) => [...m])));
       if (this.#all || this.#pending.size > 0) continue;
       await new Promise<void>((wake) => {

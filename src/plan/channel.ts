@@ -17,7 +17,7 @@ export interface ResolveOptions {
 }
 
 /** SUC's channel request headers. */
-export const ChannelHeaders = {
+const ChannelHeaders = {
   clusterId: 'X-SUC-Cluster-ID',
   latestVersion: 'X-SUC-Latest-Version',
 } as const;
