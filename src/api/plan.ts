@@ -324,6 +324,13 @@ export const PlanSpec = Type.Object(
           "nuo's agent reboots the node after the Job succeeds, in the same attempt (drained first: drain's options or defaults).",
       }),
     ),
+    onFailure: Type.Optional(
+      // No schema default: a SUC Plan reads back as it was sent.
+      enumOf(['Retry', 'Stop'], {
+        description:
+          "nuo's. After a node's Job failed: Retry it after the pool's backoff (unset), or Stop the Plan on that node until the Plan changes (SUC's behaviour).",
+      }),
+    ),
   },
   {
     description: 'What runs on which nodes, at which version, and how many at once.',
@@ -345,6 +352,10 @@ export const PlanFailure = Type.Object({
   node: Type.String({ maxLength: 253 }),
   error: Type.String({ maxLength: 4096 }),
   at: Type.String({ format: 'date-time' }),
+  /** A Job's failure: the Plan's hash and generation it failed at, and its attempt (onFailure Stop reads them). */
+  hash: Type.Optional(Type.String({ maxLength: 64 })),
+  generation: Type.Optional(Type.Integer()),
+  attempt: Type.Optional(Type.String({ maxLength: 64 })),
 });
 export type PlanFailure = Type.Static<typeof PlanFailure>;
 

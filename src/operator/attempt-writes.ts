@@ -26,6 +26,7 @@ import { Conflict, type NodeCache, type NodeWriter } from './node-writer.ts';
 import { type NodeWrite, patchFor, type WriteAction } from './node-writes.ts';
 import { UNCORDONED_DURING_DRAIN } from './phase-steps.ts';
 import type { PlanJobWriter } from './plan-jobs.ts';
+import { planFailurePrefix } from './plan-pass.ts';
 
 export interface AttemptWritesOptions {
   core: CoreV1Api;
@@ -175,7 +176,10 @@ export class AttemptWrites {
       // Under onFailure Skip, the drain that fails for the afterAttempts-th time in a row skips the node.
       const onFailure = this.#o.decider.drainOf(name)?.onFailure;
       const skip = onFailure?.action === 'Skip' && fresh.failures + 1 >= onFailure.afterAttempts;
-      await this.#abort(fresh, `drain ${result.message}`, this.#o.core, skip);
+      // A Plan's attempt names its Plan, so the Plan's status can show the failed drain (plan-status.ts).
+      const plan = (await this.#o.ledger.read()).ledger.slots[name]?.plan;
+      const prefix = plan ? planFailurePrefix(plan.ref) : '';
+      await this.#abort(fresh, `${prefix}drain ${result.message}`, this.#o.core, skip);
       this.#o.steps().freed();
     } else if (!fresh.unschedulable) {
       // Someone uncordoned it during the drain: pods may have landed since the drain's list.

@@ -1,6 +1,8 @@
 /**
  * The operator process's settings from defaults < a file (YAML or JSON) < environment (NUO_*) < flags,
  * validated at start: every problem is reported at once, by the name the user wrote, and nothing starts.
+ * The settings of every Plan's Job also take SUC's environment names (SYSTEM_UPGRADE_JOB_*), below NUO_*,
+ * so a SUC controller's environment carries over.
  * Only process settings live here; how and when nodes are updated (budgets, timeouts, soak, drain, hooks,
  * windows) lives in UpdatePolicies, one per pool, so it can differ between pools and change without a
  * restart. A pool setting given to the operator is refused with the policy field it moved to.
@@ -8,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_NAMESPACE } from '../api/keys.ts';
+import { JOB_DEFAULTS, type JobSettings } from '../plan/job.ts';
 import { parseDuration } from '../util/duration.ts';
 
 export interface OperatorConfig {
@@ -21,16 +24,90 @@ export interface OperatorConfig {
   blockerIntervalMs: number;
   /** How often each Plan's channel is asked for the latest version and its secrets read again. */
   planPollingIntervalMs: number;
+  /** Every Plan's Job (job.ts's JobSettings). */
+  jobActiveDeadlineSeconds: number;
+  jobActiveDeadlineSecondsMax: number;
+  jobBackoffLimit: number;
+  jobPrivileged: boolean;
+  jobImagePullPolicy: JobSettings['imagePullPolicy'];
+  jobTtlSecondsAfterFinish: number;
+  jobPodReplacementPolicy: JobSettings['podReplacementPolicy'];
 }
 
-type Kind = 'string' | 'duration' | 'bool' | 'int';
+type Kind = 'string' | 'duration' | 'bool' | 'int' | 'count';
 interface Field {
   key: keyof OperatorConfig;
   flag: string;
   kind: Kind;
   default: string;
   help: string;
+  /** The only values accepted, for a string. */
+  values?: readonly string[];
+  /** SUC's environment variable of the same meaning, read below NUO_*. */
+  sucEnv?: string;
 }
+
+/** SUC's controller-wide Job settings: flag, SUC's variable, kind, default (SUC's), help. */
+const JOB_FIELDS: Field[] = [
+  {
+    key: 'jobActiveDeadlineSeconds',
+    flag: 'job-active-deadline-seconds',
+    sucEnv: 'SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS',
+    kind: 'count',
+    default: String(JOB_DEFAULTS.activeDeadlineSeconds),
+    help: "a Plan's Job's activeDeadlineSeconds when the Plan sets no jobActiveDeadlineSecs (0: none)",
+  },
+  {
+    key: 'jobActiveDeadlineSecondsMax',
+    flag: 'job-active-deadline-seconds-max',
+    sucEnv: 'SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS_MAX',
+    kind: 'count',
+    default: String(JOB_DEFAULTS.activeDeadlineSecondsMax),
+    help: "the most activeDeadlineSeconds a Plan's Job gets, one without a deadline too (0: no maximum)",
+  },
+  {
+    key: 'jobBackoffLimit',
+    flag: 'job-backoff-limit',
+    sucEnv: 'SYSTEM_UPGRADE_JOB_BACKOFF_LIMIT',
+    kind: 'count',
+    default: String(JOB_DEFAULTS.backoffLimit),
+    help: "a Plan's Job's backoffLimit (pod failures retried before the Job fails)",
+  },
+  {
+    key: 'jobPrivileged',
+    flag: 'job-privileged',
+    sucEnv: 'SYSTEM_UPGRADE_JOB_PRIVILEGED',
+    kind: 'bool',
+    default: String(JOB_DEFAULTS.privileged),
+    help: 'the upgrade container runs privileged when its Plan gives it no securityContext',
+  },
+  {
+    key: 'jobImagePullPolicy',
+    flag: 'job-image-pull-policy',
+    sucEnv: 'SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY',
+    kind: 'string',
+    values: ['Always', 'IfNotPresent', 'Never'],
+    default: JOB_DEFAULTS.imagePullPolicy,
+    help: "the imagePullPolicy of a Plan's Job's containers",
+  },
+  {
+    key: 'jobTtlSecondsAfterFinish',
+    flag: 'job-ttl-seconds-after-finish',
+    sucEnv: 'SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH',
+    kind: 'count',
+    default: String(JOB_DEFAULTS.ttlSecondsAfterFinished),
+    help: "a Plan's finished Job's ttlSecondsAfterFinished (a minute past postCompleteDelay if longer)",
+  },
+  {
+    key: 'jobPodReplacementPolicy',
+    flag: 'job-pod-replacement-policy',
+    sucEnv: 'SYSTEM_UPGRADE_JOB_POD_REPLACEMENT_POLICY',
+    kind: 'string',
+    values: ['TerminatingOrFailed', 'Failed'],
+    default: JOB_DEFAULTS.podReplacementPolicy,
+    help: "a Plan's Job's podReplacementPolicy",
+  },
+];
 
 export const FIELDS: Field[] = [
   {
@@ -68,7 +145,21 @@ export const FIELDS: Field[] = [
     default: '15m',
     help: "how often a Plan's channel is asked for its latest version and its secrets read again",
   },
+  ...JOB_FIELDS,
 ];
+
+/** The settings of every Plan's Job, from the operator's. */
+export function jobSettings(c: OperatorConfig): JobSettings {
+  return {
+    activeDeadlineSeconds: c.jobActiveDeadlineSeconds,
+    activeDeadlineSecondsMax: c.jobActiveDeadlineSecondsMax,
+    backoffLimit: c.jobBackoffLimit,
+    privileged: c.jobPrivileged,
+    imagePullPolicy: c.jobImagePullPolicy,
+    ttlSecondsAfterFinished: c.jobTtlSecondsAfterFinish,
+    podReplacementPolicy: c.jobPodReplacementPolicy,
+  };
+}
 
 /**
  * Settings an operator flag once held that are an UpdatePolicy's now → the policy field. Named in the
@@ -111,6 +202,10 @@ function convert(field: Field, raw: unknown, source: string, problems: string[])
   const text = String(raw);
   switch (field.kind) {
     case 'string':
+      if (field.values && !field.values.includes(text)) {
+        problems.push(`${where}: must be one of ${field.values.join(', ')}, got "${text}"`);
+        return undefined;
+      }
       return text;
     case 'duration':
       try {
@@ -126,6 +221,11 @@ function convert(field: Field, raw: unknown, source: string, problems: string[])
     case 'int':
       if (/^-?\d+$/.test(text)) return Number(text);
       problems.push(`${where}: must be an integer, got "${text}"`);
+      return undefined;
+    case 'count':
+      // At most an int32: the Job fields these land in are.
+      if (/^\d+$/.test(text) && Number(text) <= 2 ** 31 - 1) return Number(text);
+      problems.push(`${where}: must be a whole number from 0 to 2147483647, got "${text}"`);
       return undefined;
   }
 }
@@ -167,6 +267,8 @@ export function loadOperatorConfig({ flags = {}, env = {}, file }: ConfigSources
     if (moved) problems.push(`env ${name}: ${movedSetting(moved)}`);
   }
   for (const f of FIELDS) {
+    const suc = f.sucEnv === undefined ? undefined : env[f.sucEnv];
+    if (suc !== undefined && f.sucEnv) raw.set(f, { value: suc, source: `env ${f.sucEnv}` });
     const e = env[envName(f.flag)];
     if (e !== undefined) raw.set(f, { value: e, source: `env ${envName(f.flag)}` });
     const v = flags[f.flag];
@@ -188,6 +290,7 @@ export function loadOperatorConfig({ flags = {}, env = {}, file }: ConfigSources
 
 export function configUsage(): string {
   return FIELDS.map(
-    (f) => `  --${f.flag.padEnd(28)} ${f.help} (default ${f.default || '""'}; env ${envName(f.flag)})`,
+    (f) =>
+      `  --${f.flag.padEnd(28)} ${f.help} (default ${f.default || '""'}; env ${envName(f.flag)}${f.sucEnv ? ` or ${f.sucEnv}` : ''})`,
   ).join('\n');
 }

@@ -18,7 +18,7 @@ import { WorkQueue } from '../kube/workqueue.ts';
 import { Notifier } from '../notify/notifier.ts';
 import { AttemptWrites } from './attempt-writes.ts';
 import { BlockerWatch } from './blocker-watch.ts';
-import type { OperatorConfig } from './config.ts';
+import { jobSettings, type OperatorConfig } from './config.ts';
 import { Decider } from './decider.ts';
 import { DoNotDisruptReads } from './do-not-disrupt.ts';
 import { DrainRunner } from './drain-runner.ts';
@@ -130,7 +130,13 @@ export class Operator {
       onRead: this.#wake.now,
     });
     this.#policies = new PolicySource({ kubeconfig, log });
-    this.#plans = new PlanWatch({ kubeconfig, events, intervalMs: c.planPollingIntervalMs, log });
+    this.#plans = new PlanWatch({
+      kubeconfig,
+      events,
+      intervalMs: c.planPollingIntervalMs,
+      job: jobSettings(c),
+      log,
+    });
     this.#optOuts = new DoNotDisruptReads({ core, log, onRead: this.#wake.now });
     this.#blockers = new BlockerWatch({
       core,

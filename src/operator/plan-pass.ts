@@ -4,6 +4,7 @@
  * while its `concurrency` holds across all of them. Pure: the resolved Plans, the ledger and the Jobs in.
  */
 import { planLabel, sucPlanLabel } from '../api/keys.ts';
+import type { PlanFailure } from '../api/plan.ts';
 import type { Wait } from './gates.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
@@ -30,7 +31,15 @@ export interface PassPlan {
   /** Why the Plan starts nothing now (its window is closed). */
   hold?: Wait;
   completion: PlanCompletion;
+  /**
+   * onFailure Stop: the Plan's generation and its status's failures, so a node whose Job failed at this
+   * hash and generation is not tried again. Absent: Retry.
+   */
+  stop?: { generation: number; failed: readonly PlanFailure[] };
 }
+
+/** How a failed attempt's reason on the node names its Plan: "Plan ns/name: ...". */
+export const planFailurePrefix = (ref: string) => `Plan ${ref}: `;
 
 /** SUC's opt-out: a node whose plan label reads "disabled" is left out of the Plan. */
 export const DISABLED = 'disabled';
@@ -59,18 +68,45 @@ export function appliedBy(
   return undefined;
 }
 
+/**
+ * Under onFailure Stop, the node's Job failed at the Plan's hash and generation (SUC's: a failed Job
+ * stays until the Plan changes): as the status recorded it, or a failed Job the status does not show yet.
+ */
+export function stoppedOn(p: PassPlan, node: string, jobs: readonly JobView[]): boolean {
+  if (!p.stop) return false;
+  const recorded = p.stop.failed.find((f) => f.node === node);
+  if (recorded?.hash === p.hash && recorded.generation === p.stop.generation) return true;
+  return jobs.some(
+    (j) =>
+      j.plan === p.ref &&
+      j.hash === p.hash &&
+      j.state === 'failed' &&
+      !(recorded?.hash === p.hash && recorded.attempt === j.attempt),
+  );
+}
+
 /** The first Plan (in ref order) that selects the node, which is not opted out nor applied at its hash. */
-export function workOf(n: NodeView, plans: readonly PassPlan[]): PlanWork | undefined {
+export function workOf(
+  n: NodeView,
+  plans: readonly PassPlan[],
+  jobs: readonly JobView[] = [],
+): PlanWork | undefined {
   for (const p of plans) {
     if (!p.ready || !p.selects(n.labels)) continue;
     if (appliedBy(n.labels, p) || optedOut(n.labels, p.name)) continue;
+    const stopped = stoppedOn(p, n.name, jobs)
+      ? {
+          reason: `waiting: Plan ${p.ref}'s Job failed on this node (onFailure Stop): edit the Plan to try again`,
+        }
+      : undefined;
+    const hold = stopped ?? p.hold;
     return {
       ref: p.ref,
       hash: p.hash,
       version: p.version,
       prepare: p.prepare,
       reboot: p.reboot,
-      ...(p.hold ? { hold: p.hold } : {}),
+      ...(hold ? { hold } : {}),
     };
   }
   return undefined;
@@ -117,7 +153,7 @@ export function plansOfPass(
   return {
     pass,
     view: (n) => {
-      const work = workOf(n, sorted);
+      const work = workOf(n, sorted, jobs.get(n.name) ?? []);
       const planJob = (jobs.get(n.name) ?? []).some(jobRunning);
       if (!work && !planJob && !n.work && !n.planJob) return n;
       const { work: _w, planJob: _j, ...rest } = n;

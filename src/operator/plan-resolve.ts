@@ -75,6 +75,9 @@ export function passPlan(e: PlanEntry, now: number): PassPlan {
     concurrency: spec.concurrency ?? 1,
     ...windowHold(e, now),
     completion: { labels: completionLabels(spec, version, hash), postCompleteDelayMs: delayMs(spec) },
+    ...(spec.onFailure === 'Stop'
+      ? { stop: { generation: e.generation, failed: e.plan.status?.failed ?? [] } }
+      : {}),
   };
 }
 

@@ -5,11 +5,12 @@
  * a condition's lastTransitionTime moves only when its status does.
  */
 import { planLabel, sucPlanLabel } from '../api/keys.ts';
+import { Phase } from '../api/phases.ts';
 import { PlanConditions, type PlanFailure, type PlanStatus } from '../api/plan.ts';
 import type { Condition } from '../api/update-policy.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
-import { appliedBy, DISABLED, optedOut, type PassPlan } from './plan-pass.ts';
+import { appliedBy, DISABLED, optedOut, type PassPlan, planFailurePrefix } from './plan-pass.ts';
 import type { PlanEntry } from './plan-resolve.ts';
 import type { JobView } from './plan-work.ts';
 
@@ -30,10 +31,15 @@ export interface PlanStatusInput {
   now: Date;
 }
 
+/** SUC's message while its window is closed (its ErrOutsideWindow), so tooling matching it still does. */
+const OUTSIDE_WINDOW = 'current time is not within configured window';
+
+/**
+ * LatestResolved turns True only with both the version and the hash known, as they are written in the same
+ * status: SUC's tooling reads latestVersion as soon as the condition is True.
+ */
 function resolved(e: PlanEntry): Draft {
   const type = PlanConditions.latestResolved;
-  if (e.plan.spec.version !== undefined && !e.resolveError)
-    return { type, status: 'True', reason: 'Version', message: `version ${e.version} from spec.version` };
   if (e.resolveError) {
     const kept =
       e.version && e.hash
@@ -41,8 +47,13 @@ function resolved(e: PlanEntry): Draft {
         : '; no node is started until it resolves';
     return { type, status: 'False', reason: 'ResolveError', message: clip(`${e.resolveError}${kept}`) };
   }
-  if (e.version === undefined)
-    return { type, status: 'False', reason: 'Resolving', message: 'the channel is not read yet' };
+  if (e.version === undefined || e.hash === undefined) {
+    const what =
+      e.plan.spec.version === undefined ? 'the channel is not read yet' : 'the secrets are not read yet';
+    return { type, status: 'False', reason: 'Resolving', message: what };
+  }
+  if (e.plan.spec.version !== undefined)
+    return { type, status: 'True', reason: 'Version', message: `version ${e.version} from spec.version` };
   return {
     type,
     status: 'True',
@@ -82,7 +93,8 @@ function complete(
   const alone = counts.unmanaged
     ? `; ${counts.unmanaged} selected node(s) are in no UpdatePolicy's pool: nuo leaves them alone`
     : '';
-  if (counts.done === counts.selected)
+  // Complete only once no slot is held for the Plan: a postCompleteDelay still running keeps it False.
+  if (counts.done === counts.selected && counts.applying === 0)
     return {
       type,
       status: 'True',
@@ -91,6 +103,15 @@ function complete(
     };
   const none = p.concurrency === 0 ? '; concurrency 0: the Plan starts on no node' : '';
   const progress = `${counts.done} of ${counts.selected} selected node(s) applied${suc}, ${counts.applying} applying${none}`;
+  if (p.hold && counts.applying === 0) {
+    const opens = p.hold.until === undefined ? '' : `; opens ${new Date(p.hold.until).toISOString()}`;
+    return {
+      type,
+      status: 'False',
+      reason: 'Waiting',
+      message: clip(`${OUTSIDE_WINDOW}${opens}; ${progress}${alone}${out}`),
+    };
+  }
   const last = failed[failed.length - 1];
   if (last)
     return {
@@ -105,7 +126,7 @@ function complete(
 }
 
 /**
- * Each selected node not yet applied whose last Job of the Plan failed, with that Job's error: a failure
+ * Each selected node not yet applied whose last Job (or drain) of the Plan failed, with its error: a failure
  * stays after its Job is gone (deleted for the retry, or past its TTL) until the node applies the Plan or
  * a later Job fails otherwise. Oldest first; `at` is when this status first showed the error.
  */
@@ -113,13 +134,30 @@ function failures(input: PlanStatusInput, selected: readonly NodeView[], before:
   const { entry, plan: p, now } = input;
   const pending = new Set(selected.filter((n) => !appliedBy(n.labels, p)).map((n) => n.name));
   const last = new Map(before.filter((f) => pending.has(f.node)).map((f) => [f.node, f]));
+  // A failed drain of the Plan's attempt: the node's reason names the Plan (attempt-writes.ts).
+  const drainFailed = `${planFailurePrefix(entry.ref)}drain `;
+  for (const n of selected) {
+    if (!pending.has(n.name) || n.state !== Phase.pending || !n.stateReason?.startsWith(drainFailed))
+      continue;
+    const error = n.stateReason.slice(planFailurePrefix(entry.ref).length);
+    if (last.get(n.name)?.error !== error) last.set(n.name, { node: n.name, error, at: now.toISOString() });
+  }
   for (const [node, jobs] of input.jobs) {
     if (!pending.has(node)) continue;
     for (const j of jobs) {
       // At most one Job of the Plan's hash per node (its name is deterministic).
       if (j.plan !== entry.ref || j.hash !== p.hash || j.state !== 'failed') continue;
       const error = j.message ?? 'failed';
-      if (last.get(node)?.error !== error) last.set(node, { node, error, at: now.toISOString() });
+      const known = last.get(node);
+      if (known?.error === error && known.attempt === j.attempt) continue;
+      last.set(node, {
+        node,
+        error,
+        at: now.toISOString(),
+        hash: j.hash,
+        generation: entry.generation,
+        ...(j.attempt ? { attempt: j.attempt } : {}),
+      });
     }
   }
   return [...last.values()]

@@ -5,7 +5,7 @@
  */
 import type { KubeLog } from '../kube/backoff.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
-import { buildJob } from '../plan/job.ts';
+import { buildJob, type JobSettings } from '../plan/job.ts';
 import type { PassDecision } from './decider.ts';
 import type { DrainSettings } from './drain-runner.ts';
 import type { EventRecorder } from './events.ts';
@@ -21,8 +21,17 @@ export class PlanWatch {
   readonly source: PlanSource;
   readonly jobs: PlanJobs;
   readonly #statuses: PlanStatusWriter;
+  readonly #job: JobSettings;
 
-  constructor(o: { kubeconfig: PooledKubeConfig; events: EventRecorder; intervalMs: number; log: KubeLog }) {
+  constructor(o: {
+    kubeconfig: PooledKubeConfig;
+    events: EventRecorder;
+    intervalMs: number;
+    /** The operator's settings of every Plan's Job. */
+    job: JobSettings;
+    log: KubeLog;
+  }) {
+    this.#job = o.job;
     this.source = new PlanSource({ kubeconfig: o.kubeconfig, intervalMs: o.intervalMs, log: o.log });
     this.jobs = new PlanJobs({
       kubeconfig: o.kubeconfig,
@@ -105,6 +114,7 @@ export class PlanWatch {
       },
       version: p.version,
       hash: p.hash,
+      settings: this.#job,
     });
   }
 }

@@ -3,7 +3,8 @@
  * generation (what the API server cannot check, and names that collide), and resolved in the background
  * — the version from the spec or, polled every interval, from the channel; the Plan's secrets read; the
  * hash of what runs on the node computed — so a pass never waits on a channel or a secret. A version or
- * hash that changes asks for a pass. A channel that cannot be read keeps the last version it gave.
+ * hash that changes asks for a pass. A channel that cannot be read keeps the last version it gave. The
+ * Secrets read are watched (plan-secrets.ts): a change re-resolves the Plans using it at once.
  * Without the CRD the cluster has no Plans; the list is tried again with the informer's backoff.
  */
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
@@ -20,6 +21,7 @@ import { type HashedSecret, sucPlanHash } from '../plan/suc-hash.ts';
 import { resolveVersion } from '../plan/version.ts';
 import { listCustomPage } from './custom-list.ts';
 import { type PlanEntry, planEntries, planRef } from './plan-resolve.ts';
+import { PlanSecretWatch, secretKey } from './plan-secrets.ts';
 
 /** How long a channel may take to answer. */
 const CHANNEL_TIMEOUT_MS = 10_000;
@@ -33,6 +35,9 @@ interface Resolution {
   resolveError?: string;
 }
 
+/** The Secrets of a Plan whose data is hashed (not ignoreUpdates). */
+const secretsOf = (p: Plan) => (p.spec.secrets ?? []).filter((s) => !s.ignoreUpdates).map((s) => s.name);
+
 const keyOf = (p: Plan) => `${p.metadata.uid ?? ''}@${p.metadata.generation ?? 0}`;
 
 export class PlanSource {
@@ -44,8 +49,16 @@ export class PlanSource {
   readonly #changed: (() => void)[] = [];
   #crdMissing = false;
   #listed = false;
+  #cluster: string | undefined;
   #wake: (() => void) | undefined;
   readonly #stop = new AbortController();
+  readonly #secretWatch: PlanSecretWatch;
+  /** Each Plan's Secrets as its last resolution read them: key → resourceVersion (none: missing). */
+  readonly #secretsRead = new Map<string, Map<string, string | undefined>>();
+  /** Every Plan is resolved at the next wake (a Plan changed, or the interval passed). */
+  #all = true;
+  /** Plans to resolve at the next wake: a Secret they use changed. */
+  readonly #pending = new Set<string>();
 
   constructor(o: { kubeconfig: PooledKubeConfig; intervalMs: number; log: KubeLog }) {
     const api = o.kubeconfig.makeApiClient(CustomObjectsApi);
@@ -61,8 +74,16 @@ export class PlanSource {
     });
     this.#informer.onEvent((type, p, old) => {
       if (type === 'update' && old?.metadata.generation === p.metadata.generation) return;
+      this.#all = true;
       this.#wake?.();
       this.#notify();
+    });
+    this.#secretWatch = new PlanSecretWatch({ kubeconfig: o.kubeconfig, log: o.log });
+    this.#secretWatch.onChange((key) => {
+      for (const p of this.#informer.list())
+        if (secretsOf(p).some((name) => secretKey(p.metadata.namespace, name) === key))
+          this.#pending.add(planRef(p));
+      this.#wake?.();
     });
   }
 
@@ -82,7 +103,7 @@ export class PlanSource {
   async stop(): Promise<void> {
     this.#stop.abort();
     this.#wake?.();
-    await this.#informer.stop();
+    await Promise.all([this.#informer.stop(), this.#secretWatch.stop()]);
   }
 
   /** False until the first list answered (or showed that the CRD is not installed). */
@@ -106,19 +127,33 @@ export class PlanSource {
     });
   }
 
-  /** Resolves every Plan now, and again every interval or when a Plan changes. */
+  /**
+   * Resolves every Plan now, and again every interval or when a Plan changes; the Plans using a Secret
+   * that changed at once.
+   */
   async #resolveLoop(): Promise<void> {
     const signal = this.#stop.signal;
+    let pollAt = 0;
     while (!signal.aborted) {
+      const all = this.#all || Date.now() >= pollAt;
+      if (all) pollAt = Date.now() + this.#intervalMs;
+      const only = new Set(this.#pending);
+      this.#all = false;
+      this.#pending.clear();
       for (const p of this.#crdMissing ? [] : this.#informer.list()) {
         if (signal.aborted) return;
-        await this.#resolve(p, signal);
+        if (all || only.has(planRef(p))) await this.#resolve(p, signal);
       }
       const live = new Set(this.#informer.list().map(planRef));
       for (const ref of this.#resolved.keys()) if (!live.has(ref)) this.#resolved.delete(ref);
+      for (const ref of this.#secretsRead.keys()) if (!live.has(ref)) this.#secretsRead.delete(ref);
+      // None started once stopping: stop() may have stopped the watches already.
+      if (signal.aborted) return;
+      await this.#secretWatch.watch(new Map([...this.#secretsRead.values()].flatMap((m) => [...m])));
+      if (this.#all || this.#pending.size > 0) continue;
       await new Promise<void>((wake) => {
         this.#wake = wake;
-        sleep(this.#intervalMs, signal).then(wake, wake);
+        sleep(Math.max(0, pollAt - Date.now()), signal).then(wake, wake);
       });
     }
   }
@@ -129,9 +164,16 @@ export class PlanSource {
     const before = this.#resolved.get(ref);
     const next: Resolution = { key: keyOf(p) };
     try {
-      next.version = await resolveVersion(p.spec, (url) =>
-        resolveChannel(url, { signal, timeoutMs: CHANNEL_TIMEOUT_MS }),
-      );
+      next.version = await resolveVersion(p.spec, async (url) => {
+        const clusterId = await this.#clusterId();
+        const latestVersion = p.status?.latestVersion;
+        return resolveChannel(url, {
+          signal,
+          timeoutMs: CHANNEL_TIMEOUT_MS,
+          ...(clusterId ? { clusterId } : {}),
+          ...(latestVersion ? { latestVersion } : {}),
+        });
+      });
       const secrets = await this.#secrets(p);
       const data = Object.fromEntries(Object.entries(secrets).map(([name, s]) => [name, s.data ?? {}]));
       next.hash = planHash({ spec: p.spec, version: next.version, secrets: data });
@@ -157,31 +199,51 @@ export class PlanSource {
     if (changed) this.#notify();
   }
 
+  /**
+   * SUC's cluster ID, the kube-system namespace's UID, read once (through the namespace list the operator
+   * may make); unread, the channel is asked without it and the read is tried at the next resolution.
+   */
+  async #clusterId(): Promise<string | undefined> {
+    if (this.#cluster === undefined) {
+      try {
+        const list = await this.#core.listNamespace({ fieldSelector: 'metadata.name=kube-system' });
+        this.#cluster = list.items[0]?.metadata?.uid;
+      } catch (err) {
+        this.#log('warn', "kube-system's UID not read: the channel is asked without X-SUC-Cluster-ID", {
+          error: describeError(err),
+        });
+      }
+    }
+    return this.#cluster;
+  }
+
   /** The Plan's secrets that are hashed (not ignoreUpdates), by secret name. */
   async #secrets(p: Plan): Promise<Record<string, HashedSecret>> {
     const out: Record<string, HashedSecret> = {};
-    for (const s of p.spec.secrets ?? []) {
-      if (s.ignoreUpdates) continue;
+    // Watched: the Secrets read, and those missing (their creation is a change); not those forbidden.
+    const read = new Map<string, string | undefined>();
+    this.#secretsRead.set(planRef(p), read);
+    for (const name of secretsOf(p)) {
+      const key = secretKey(p.metadata.namespace, name);
       try {
-        const secret = await this.#core.readNamespacedSecret({
-          name: s.name,
-          namespace: p.metadata.namespace,
-        });
-        out[s.name] = {
-          name: s.name,
+        const secret = await this.#core.readNamespacedSecret({ name, namespace: p.metadata.namespace });
+        read.set(key, secret.metadata?.resourceVersion);
+        out[name] = {
+          name,
           ...(secret.type === undefined ? {} : { type: secret.type }),
           ...(secret.data === undefined ? {} : { data: secret.data }),
           ...(secret.immutable === undefined ? {} : { immutable: secret.immutable }),
         };
       } catch (err) {
         const code = statusCode(err);
+        if (code === 404) read.set(key, undefined);
         const why =
           code === 404
             ? 'does not exist'
             : code === 403
               ? `cannot be read: bind the ClusterRole nuo-plan-secrets to the operator in namespace ${p.metadata.namespace}`
               : `cannot be read: ${describeError(err)}`;
-        throw new Error(`secret ${p.metadata.namespace}/${s.name} ${why}`);
+        throw new Error(`secret ${key} ${why}`);
       }
     }
     return out;
@@ -196,6 +258,7 @@ export class PlanSource {
     this.#listed = true;
     this.#crdMissing = crdMissing;
     if (changed) {
+      this.#all = true;
       this.#wake?.();
       this.#notify();
     }

@@ -38,12 +38,38 @@ export interface JobInput {
   node: { name: string; hostname?: string; bootId: string };
   version: string;
   hash: string;
+  /** The operator's settings for every Plan's Job (SUC's SYSTEM_UPGRADE_JOB_*); SUC's defaults if none. */
+  settings?: JobSettings;
 }
+
+/** Settings of every Plan's Job, the operator's (SUC's controller-wide SYSTEM_UPGRADE_JOB_* settings). */
+export interface JobSettings {
+  /** activeDeadlineSeconds of a Plan without jobActiveDeadlineSecs (or a negative one); 0: none. */
+  activeDeadlineSeconds: number;
+  /** The most activeDeadlineSeconds any Job gets, a Job without a deadline included; 0: no maximum. */
+  activeDeadlineSecondsMax: number;
+  backoffLimit: number;
+  /** The upgrade container's default securityContext is privileged (one the Plan gives is kept as it is). */
+  privileged: boolean;
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  /** ttlSecondsAfterFinished, or a minute past postCompleteDelay when that is longer. */
+  ttlSecondsAfterFinished: number;
+  podReplacementPolicy: 'TerminatingOrFailed' | 'Failed';
+}
+
+/** SUC's defaults. */
+export const JOB_DEFAULTS: JobSettings = {
+  activeDeadlineSeconds: 600,
+  activeDeadlineSecondsMax: 0,
+  backoffLimit: 2,
+  privileged: true,
+  imagePullPolicy: 'IfNotPresent',
+  ttlSecondsAfterFinished: 900,
+  podReplacementPolicy: 'TerminatingOrFailed',
+};
 
 const HOSTNAME = 'kubernetes.io/hostname';
 const SECRETS_DIR = '/run/system-upgrade/secrets';
-const DEFAULT_DEADLINE_SECONDS = 600;
-const DEFAULT_TTL_SECONDS = 900;
 /** A label value: SUC's version label is left off a Job whose version is not one, or the Job is refused. */
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
@@ -67,16 +93,21 @@ export function secretPath(secret: { name: string; path?: string }): string {
 /** `secret-<name>` shortened as SUC does, its dots written '-' (a volume name has none; SUC keeps them). */
 const secretVolume = (name: string) => safeConcatName('secret', name.replaceAll('.', '-'));
 
-/** The Job's activeDeadlineSeconds (SUC's): unset or negative → 600, 0 → none, else as given. */
-export function activeDeadline(secs: number | undefined): number | undefined {
-  if (secs === undefined || secs < 0) return DEFAULT_DEADLINE_SECONDS;
-  return secs === 0 ? undefined : secs;
+/**
+ * The Job's activeDeadlineSeconds (SUC's): unset or negative → the operator's, 0 → none, else as given;
+ * then held to the operator's maximum, which a Job without a deadline gets.
+ */
+export function activeDeadline(secs: number | undefined, settings = JOB_DEFAULTS): number | undefined {
+  const chosen = secs === undefined || secs < 0 ? settings.activeDeadlineSeconds : secs;
+  const max = settings.activeDeadlineSecondsMax;
+  if (chosen === 0) return max > 0 ? max : undefined;
+  return max > 0 ? Math.min(chosen, max) : chosen;
 }
 
-/** 900 s, or a minute past postCompleteDelay when that is longer, so the finished Job is still there. */
-export function ttlAfterFinished(postCompleteDelay: string | undefined): number {
+/** The operator's TTL, or a minute past postCompleteDelay when that is longer, so the finished Job is still there. */
+export function ttlAfterFinished(postCompleteDelay: string | undefined, settings = JOB_DEFAULTS): number {
   const delay = postCompleteDelay === undefined ? 0 : Math.ceil(parseDuration(postCompleteDelay) / 1000);
-  return Math.max(DEFAULT_TTL_SECONDS, delay + 60);
+  return Math.max(settings.ttlSecondsAfterFinished, delay + 60);
 }
 
 /**
@@ -125,16 +156,16 @@ function containerEnv(spec: ContainerSpec, plan: string, hash: string, version: 
   ];
 }
 
-/** SUC's default for the upgrade container: privileged, and allowed to reboot the node. */
-const DEFAULT_UPGRADE_CONTEXT: V1SecurityContext = {
-  privileged: true,
+/** SUC's default for the upgrade container: privileged (the operator's setting), and allowed to reboot the node. */
+const upgradeContext = (privileged: boolean): V1SecurityContext => ({
+  privileged,
   capabilities: { add: ['CAP_SYS_BOOT'] },
-};
+});
 
 function container(
   name: 'prepare' | 'upgrade',
   spec: ContainerSpec,
-  { plan, version, hash }: Pick<JobInput, 'plan' | 'version' | 'hash'>,
+  { plan, version, hash, settings = JOB_DEFAULTS }: Pick<JobInput, 'plan' | 'version' | 'hash' | 'settings'>,
 ): V1Container {
   const mounts: V1VolumeMount[] = [
     { name: 'host-root', mountPath: '/host' },
@@ -148,11 +179,11 @@ function container(
   ];
   const securityContext =
     (spec.securityContext as V1SecurityContext | undefined) ??
-    (name === 'upgrade' ? DEFAULT_UPGRADE_CONTEXT : undefined);
+    (name === 'upgrade' ? upgradeContext(settings.privileged) : undefined);
   return {
     name,
     image: imageAt(spec.image, version),
-    imagePullPolicy: 'IfNotPresent',
+    imagePullPolicy: settings.imagePullPolicy,
     ...(spec.command ? { command: spec.command } : {}),
     ...(spec.args ? { args: spec.args } : {}),
     env: containerEnv(spec, plan.name, hash, version),
@@ -193,7 +224,7 @@ function volumes(spec: PlanSpec): V1Volume[] {
 }
 
 export function buildJob(input: JobInput): V1Job {
-  const { plan, node, version, hash } = input;
+  const { plan, node, version, hash, settings = JOB_DEFAULTS } = input;
   const spec = plan.spec;
   if (!spec.upgrade) throw new Error(`Plan ${plan.namespace}/${plan.name} has no upgrade container`);
   const exclusive = spec.exclusive ?? false;
@@ -216,14 +247,14 @@ export function buildJob(input: JobInput): V1Job {
     [JobAnnotations.version]: version,
     [JobAnnotations.bootId]: node.bootId,
   };
-  const ttl = ttlAfterFinished(spec.postCompleteDelay);
+  const ttl = ttlAfterFinished(spec.postCompleteDelay, settings);
   const hostname = node.hostname ?? node.name;
   // Not two of this Plan's Jobs on a node, or for an exclusive Plan not two exclusive Plans' (SUC's), on
   // SUC's labels: nor beside SUC's Job of the Plan, or SUC's exclusive Jobs, while SUC still runs.
   const antiAffinity = exclusive
     ? { key: SucJobLabels.exclusive, operator: 'In', values: ['true'] }
     : { key: SucJobLabels.plan, operator: 'In', values: [planKey(plan.name)] };
-  const deadline = activeDeadline(spec.jobActiveDeadlineSecs);
+  const deadline = activeDeadline(spec.jobActiveDeadlineSecs, settings);
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -247,8 +278,8 @@ export function buildJob(input: JobInput): V1Job {
       // Created only for the node holding the Plan's slot: it runs at once (SUC's starts paused).
       completions: 1,
       parallelism: 1,
-      podReplacementPolicy: 'TerminatingOrFailed',
-      backoffLimit: 2,
+      podReplacementPolicy: settings.podReplacementPolicy,
+      backoffLimit: settings.backoffLimit,
       ...(deadline === undefined ? {} : { activeDeadlineSeconds: deadline }),
       ttlSecondsAfterFinished: ttl,
       template: {

@@ -221,12 +221,12 @@ export class Fleet {
   /**
    * Starts `nuo operator` as a child process; its log goes to the cluster's log directory. `clockSkewS`
    * runs it with its wall clock that many seconds off (Debian's libfaketime; the monotonic clock is left
-   * alone, as NTP would leave it).
+   * alone, as NTP would leave it). `env` is added to the operator's environment.
    */
   startOperator(
     identity: string,
     args: string[],
-    { clockSkewS }: { clockSkewS?: number } = {},
+    { clockSkewS, env }: { clockSkewS?: number; env?: Record<string, string> } = {},
   ): ChildProcess {
     const logs = join(this.#cluster.dir, 'logs');
     const logPath = join(logs, `operator-${identity}.log`);
@@ -245,7 +245,10 @@ export class Fleet {
         '--namespace=nuo-system',
         ...args,
       ],
-      { stdio: ['ignore', log, log], ...(clockSkewS === undefined ? {} : { env: skewedEnv(clockSkewS) }) },
+      {
+        stdio: ['ignore', log, log],
+        env: { ...(clockSkewS === undefined ? process.env : skewedEnv(clockSkewS)), ...env },
+      },
     );
     killWithHarness(child);
     this.#operators.set(identity, child);

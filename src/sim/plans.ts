@@ -4,7 +4,7 @@
  * local HTTP server answering as a release channel does (302 to /releases/tag/<version>), whose version
  * a test changes mid-rollout.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
@@ -84,12 +84,15 @@ export class ChannelServer {
   version: string;
   /** Requests answered so far. */
   requests = 0;
+  /** The headers of each request, in order. */
+  readonly headers: IncomingHttpHeaders[] = [];
   readonly #server: Server;
 
   constructor(version: string) {
     this.version = version;
     this.#server = createServer((req, res) => {
       this.requests++;
+      this.headers.push(req.headers);
       if (req.url !== '/channel') {
         res.writeHead(404).end();
         return;

@@ -221,6 +221,12 @@ describe('invalid Plans are refused by the API server', () => {
       { ...valid, prepare: { image: 'x', securityContext: { procMount: 'Masked' } } },
       /spec\.prepare\.securityContext\.procMount: Unsupported value: "Masked"/,
     ],
+    [
+      'an onFailure other than Retry or Stop',
+      'onfailure',
+      { ...valid, onFailure: 'Never' },
+      /spec\.onFailure: Unsupported value: "Never": supported values: "Retry", "Stop"/,
+    ],
   ];
   for (const [what, name, spec, message] of refused) {
     test(`refused: ${what}`, () => {

@@ -3,7 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { loadOperatorConfig, movedSetting } from '../../src/operator/config.ts';
+import { jobSettings, loadOperatorConfig, movedSetting } from '../../src/operator/config.ts';
+import { JOB_DEFAULTS } from '../../src/plan/job.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nuo-config-test-'));
 const file = (name: string, text: string) => {
@@ -19,6 +20,13 @@ test('defaults: the ledger in nuo-system, not paused, 50 evictions in flight, bl
     drainConcurrency: 50,
     blockerIntervalMs: 15_000,
     planPollingIntervalMs: 900_000,
+    jobActiveDeadlineSeconds: 600,
+    jobActiveDeadlineSecondsMax: 0,
+    jobBackoffLimit: 2,
+    jobPrivileged: true,
+    jobImagePullPolicy: 'IfNotPresent',
+    jobTtlSecondsAfterFinish: 900,
+    jobPodReplacementPolicy: 'TerminatingOrFailed',
   });
 });
 
@@ -99,4 +107,79 @@ test('a pool setting is refused with the UpdatePolicy field it moved to, from a 
   assert.equal(movedSetting('retryBackoffMaxMs')?.includes('spec.reboot.retryBackoffMax'), true);
   assert.equal(movedSetting('namespace'), undefined);
   assert.equal(movedSetting('nonsense'), undefined);
+});
+
+test("a Plan's Job settings take SUC's environment names, below NUO_* and flags; the defaults are SUC's", () => {
+  assert.deepEqual(jobSettings(loadOperatorConfig({})), JOB_DEFAULTS);
+  const suc = {
+    SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS: '1200',
+    SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS_MAX: '3600',
+    SYSTEM_UPGRADE_JOB_BACKOFF_LIMIT: '4',
+    SYSTEM_UPGRADE_JOB_PRIVILEGED: 'false',
+    SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY: 'Always',
+    SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH: '60',
+    SYSTEM_UPGRADE_JOB_POD_REPLACEMENT_POLICY: 'Failed',
+  };
+  assert.deepEqual(jobSettings(loadOperatorConfig({ env: suc })), {
+    activeDeadlineSeconds: 1200,
+    activeDeadlineSecondsMax: 3600,
+    backoffLimit: 4,
+    privileged: false,
+    imagePullPolicy: 'Always',
+    ttlSecondsAfterFinished: 60,
+    podReplacementPolicy: 'Failed',
+  });
+  const path = file('job.yaml', 'job-backoff-limit: 7\njobPrivileged: false\n');
+  assert.equal(loadOperatorConfig({ file: path }).jobBackoffLimit, 7);
+  assert.equal(
+    loadOperatorConfig({ file: path, env: suc }).jobBackoffLimit,
+    4,
+    "SUC's environment over the file",
+  );
+  const nuo = loadOperatorConfig({ env: { ...suc, NUO_JOB_BACKOFF_LIMIT: '5' } });
+  assert.equal(nuo.jobBackoffLimit, 5, 'NUO_* over SUC’s name');
+  const flag = loadOperatorConfig({
+    env: { ...suc, NUO_JOB_BACKOFF_LIMIT: '5' },
+    flags: { 'job-backoff-limit': '6', 'job-image-pull-policy': 'Never' },
+  });
+  assert.equal(flag.jobBackoffLimit, 6, 'a flag over both');
+  assert.equal(flag.jobImagePullPolicy, 'Never');
+});
+
+test('bad Job settings are each refused by the name written, at once', () => {
+  assert.throws(
+    () =>
+      loadOperatorConfig({
+        env: {
+          SYSTEM_UPGRADE_JOB_BACKOFF_LIMIT: '-1',
+          SYSTEM_UPGRADE_JOB_PRIVILEGED: 'maybe',
+          SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY: 'Sometimes',
+          SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH: '99999999999',
+        },
+        flags: { 'job-pod-replacement-policy': 'Never' },
+      }),
+    (err: Error) => {
+      assert.match(
+        err.message,
+        /env SYSTEM_UPGRADE_JOB_BACKOFF_LIMIT job-backoff-limit: must be a whole number/,
+      );
+      assert.match(
+        err.message,
+        /env SYSTEM_UPGRADE_JOB_PRIVILEGED job-privileged: must be true or false, got "maybe"/,
+      );
+      assert.match(
+        err.message,
+        /env SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY job-image-pull-policy: must be one of Always, IfNotPresent, Never, got "Sometimes"/,
+      );
+      assert.match(
+        err.message,
+        /SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH job-ttl-seconds-after-finish: must be a whole number from 0 to 2147483647/,
+      );
+      assert.match(
+        err.message,
+        /flag job-pod-replacement-policy: must be one of TerminatingOrFailed, Failed, got "Never"/,
+      );
+      return true;
+    },
+  );
 });

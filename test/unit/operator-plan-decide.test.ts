@@ -9,7 +9,14 @@ import { type Ledger, parseLedger, withChanges } from '../../src/operator/ledger
 import { unavailableWithoutSlot } from '../../src/operator/need.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 import { patchFor } from '../../src/operator/node-writes.ts';
-import { DISABLED, optedOut, type PassPlan, plansOfPass, workOf } from '../../src/operator/plan-pass.ts';
+import {
+  DISABLED,
+  optedOut,
+  type PassPlan,
+  plansOfPass,
+  stoppedOn,
+  workOf,
+} from '../../src/operator/plan-pass.ts';
 import type { JobView, PlanSlot } from '../../src/operator/plan-work.ts';
 import { ago, decideConfig, NOW, needs, node, state } from './operator-fixtures.ts';
 
@@ -479,4 +486,59 @@ test('a healthy node whose Plan was deleted ends its attempt in Pending while a 
   const end = run([gate], [], { ledger, healthy: ['a'] }).find((a) => a.type === 'end');
   assert.ok(end?.type === 'end');
   assert.equal(end.to, Phase.pending);
+});
+
+test('stoppedOn: under onFailure Stop, a Job failed at this hash and generation, recorded or not yet', () => {
+  const failed = job({ state: 'failed', message: 'BackoffLimitExceeded: x' });
+  const at = { node: 'a', error: 'BackoffLimitExceeded: x', at: NOW.toISOString() };
+  const stop = (generation: number, f: object[] = []) =>
+    ({ stop: { generation, failed: f } }) as Partial<PassPlan>;
+  const cases: { what: string; p: Partial<PassPlan>; jobs: JobView[]; want: boolean }[] = [
+    { what: 'Retry (no stop): never', p: {}, jobs: [failed], want: false },
+    { what: 'a failed Job not yet in the status', p: stop(3), jobs: [failed], want: true },
+    {
+      what: 'recorded at this hash and generation, the Job gone',
+      p: stop(3, [{ ...at, hash: 'h2', generation: 3, attempt: ago(60) }]),
+      jobs: [],
+      want: true,
+    },
+    {
+      what: 'the Plan edited since (another generation): tried again',
+      p: stop(4, [{ ...at, hash: 'h2', generation: 3, attempt: ago(60) }]),
+      jobs: [failed],
+      want: false,
+    },
+    {
+      what: 'a new hash (version, Secret): tried again',
+      p: stop(3, [{ ...at, hash: 'h1', generation: 3, attempt: ago(60) }]),
+      jobs: [job({ hash: 'h1', state: 'failed' })],
+      want: false,
+    },
+    {
+      what: "the retry's own Job failed after the edit",
+      p: stop(4, [{ ...at, hash: 'h2', generation: 3, attempt: ago(60) }]),
+      jobs: [job({ state: 'failed', attempt: ago(5) })],
+      want: true,
+    },
+    { what: 'a drain failure (no hash) is not a Job failure', p: stop(3, [at]), jobs: [], want: false },
+    { what: 'an active Job', p: stop(3), jobs: [job()], want: false },
+  ];
+  for (const c of cases) assert.equal(stoppedOn(plan(c.p), 'a', c.jobs), c.want, c.what);
+});
+
+test('onFailure Stop: a node whose Job failed is not admitted again and says why; Retry admits it after backoff', () => {
+  const failed = { a: [job({ state: 'failed', message: 'BackoffLimitExceeded: x' })] };
+  const pending = node('a', { labels: worker, annotations: state(Phase.pending, 3600) });
+  const stopped = run([pending], [plan({ stop: { generation: 3, failed: [] } })], { jobs: failed });
+  assert.ok(
+    !kinds(stopped, 'a').some((k) => k.startsWith('admit') || k === 'transition Draining'),
+    'not admitted',
+  );
+  const why = of(stopped, 'a').find((a) => a.type === 'pending' || a.type === 'explain');
+  assert.match(why && 'reason' in why ? why.reason : '', /onFailure Stop\): edit the Plan to try again/);
+  const retried = run([pending], [plan()], { jobs: failed });
+  assert.ok(
+    kinds(retried, 'a').some((k) => k.startsWith('admit') || k === 'transition Draining'),
+    `Retry: admitted (${kinds(retried, 'a')})`,
+  );
 });

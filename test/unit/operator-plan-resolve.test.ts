@@ -168,3 +168,12 @@ test('passPlan: outside its window the Plan holds its nodes until the window ope
   );
   assert.equal(open.hold, undefined);
 });
+
+test("passPlan: onFailure Stop carries the Plan's generation and its status's failures; Retry (the default) none", () => {
+  const failed = [{ node: 'a', error: 'x', at: '2026-01-01T00:00:00Z', hash: 'h', generation: 1 }];
+  const stopping = entry({ ...spec(), onFailure: 'Stop' });
+  stopping.plan.status = { failed };
+  assert.deepEqual(passPlan(stopping, 0).stop, { generation: 1, failed });
+  assert.equal(passPlan(entry(spec()), 0).stop, undefined);
+  assert.equal(passPlan(entry({ ...spec(), onFailure: 'Retry' }), 0).stop, undefined);
+});

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { planLabel } from '../../src/api/keys.ts';
+import { Annotations, planLabel } from '../../src/api/keys.ts';
 import type { Plan, PlanStatus } from '../../src/api/plan.ts';
 import type { Ledger } from '../../src/operator/ledger.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
@@ -8,7 +8,7 @@ import type { PassPlan } from '../../src/operator/plan-pass.ts';
 import type { PlanEntry } from '../../src/operator/plan-resolve.ts';
 import { type PlanStatusInput, planStatus } from '../../src/operator/plan-status.ts';
 import type { JobView } from '../../src/operator/plan-work.ts';
-import { ago, NOW, node } from './operator-fixtures.ts';
+import { ago, NOW, node, state } from './operator-fixtures.ts';
 
 const p: PassPlan = {
   ref: 'ops/os',
@@ -58,16 +58,20 @@ const failedJob = (message: string, hash = 'h2'): JobView => ({
 function status(o: {
   status?: PlanStatus;
   labels?: Record<string, Record<string, string>>;
+  annotations?: Record<string, Record<string, string>>;
+  plan?: Partial<PassPlan>;
   jobs?: Record<string, JobView[]>;
   ledger?: Ledger;
   entry?: Partial<PlanEntry>;
   managed?: string[];
   now?: Date;
 }) {
-  const nodes = ['a', 'b', 'c'].map((n) => viewNode(node(n, { labels: o.labels?.[n] ?? {} })));
+  const nodes = ['a', 'b', 'c'].map((n) =>
+    viewNode(node(n, { labels: o.labels?.[n] ?? {}, annotations: o.annotations?.[n] ?? {} })),
+  );
   const input: PlanStatusInput = {
     entry: entry(o.status, o.entry),
-    plan: p,
+    plan: { ...p, ...o.plan },
     nodes,
     managed: (n) => (o.managed ?? ['a', 'b', 'c']).includes(n),
     ledger: o.ledger ?? { slots: {} },
@@ -183,7 +187,7 @@ test("a node SUC applied (its label at SUC's hash of the Plan) counts as applied
 test('a failed Job shows in failed and in Complete’s reason, and stays after the Job is gone until the node applies', () => {
   const first = status({ jobs: { b: [failedJob('BackoffLimitExceeded: disk full')] } });
   assert.deepEqual(first.failed, [
-    { node: 'b', error: 'BackoffLimitExceeded: disk full', at: NOW.toISOString() },
+    { node: 'b', error: 'BackoffLimitExceeded: disk full', at: NOW.toISOString(), hash: 'h2', generation: 3 },
   ]);
   assert.equal(cond(first, 'Complete')?.reason, 'JobFailed');
   assert.match(cond(first, 'Complete')?.message ?? '', /last on b: BackoffLimitExceeded: disk full/);
@@ -196,8 +200,27 @@ test('a failed Job shows in failed and in Complete’s reason, and stays after t
   );
   const again = status({ status: first, now: later, jobs: { b: [failedJob('DeadlineExceeded: too slow')] } });
   assert.deepEqual(again.failed, [
-    { node: 'b', error: 'DeadlineExceeded: too slow', at: later.toISOString() },
+    { node: 'b', error: 'DeadlineExceeded: too slow', at: later.toISOString(), hash: 'h2', generation: 3 },
   ]);
+  const retried = status({
+    status: first,
+    now: later,
+    jobs: { b: [{ ...failedJob('BackoffLimitExceeded: disk full'), attempt: ago(1) }] },
+  });
+  assert.deepEqual(
+    retried.failed,
+    [
+      {
+        node: 'b',
+        error: 'BackoffLimitExceeded: disk full',
+        at: later.toISOString(),
+        hash: 'h2',
+        generation: 3,
+        attempt: ago(1),
+      },
+    ],
+    "a later attempt's failure with the same error is recorded as its own",
+  );
   const done = status({ status: first, now: later, labels: { b: applied } });
   assert.deepEqual(done.failed, [], 'applied since: no failure left');
   const older = status({ jobs: { b: [failedJob('old error', 'h1')] } });
@@ -231,4 +254,70 @@ test('conditions: LatestResolved and Validated say why; a transition time moves 
   assert.equal(cond(same, 'Validated')?.lastTransitionTime, NOW.toISOString());
   const flipped = status({ status: fromSpec, now: later, entry: { errors: [{ field: 'x', message: 'y' }] } });
   assert.equal(cond(flipped, 'Validated')?.lastTransitionTime, later.toISOString());
+});
+
+const planSlot = (since: string) => ({
+  since,
+  plan: { ref: 'ops/os', hash: 'h2', version: 'v2', prepare: 'drain' as const, reboot: false },
+});
+
+test("outside the Plan's window with nothing applying, Complete is False/Waiting with SUC's message", () => {
+  const hold = { reason: "waiting: outside Plan ops/os's window", until: NOW.getTime() + 3_600_000 };
+  const closed = status({ labels: { a: applied }, plan: { hold } });
+  assert.equal(cond(closed, 'Complete')?.status, 'False');
+  assert.equal(cond(closed, 'Complete')?.reason, 'Waiting');
+  assert.match(
+    cond(closed, 'Complete')?.message ?? '',
+    /^current time is not within configured window; opens 2026.*1 of 3 selected node\(s\) applied/,
+  );
+  const running = status({ plan: { hold }, ledger: { slots: { b: planSlot(ago(10)) } } });
+  assert.equal(cond(running, 'Complete')?.reason, 'Applying', 'an attempt in progress goes on past the end');
+  const done = status({ labels: { a: applied, b: applied, c: applied }, plan: { hold } });
+  assert.equal(cond(done, 'Complete')?.status, 'True', 'nothing left to do: complete, window or not');
+});
+
+test('Complete turns True only once no node applies the Plan (its postCompleteDelay passed)', () => {
+  const delayed = status({
+    labels: { a: applied, b: applied, c: applied },
+    ledger: { slots: { c: planSlot(ago(10)) } },
+  });
+  assert.equal(cond(delayed, 'Complete')?.status, 'False');
+  assert.equal(cond(delayed, 'Complete')?.reason, 'Applying');
+  assert.match(cond(delayed, 'Complete')?.message ?? '', /3 of 3 selected node\(s\) applied, 1 applying/);
+  assert.deepEqual(delayed.applying, ['c']);
+});
+
+test('LatestResolved is never True without status.latestVersion and latestHash', () => {
+  const early = status({ entry: { version: undefined, hash: undefined } });
+  assert.equal(cond(early, 'LatestResolved')?.status, 'False');
+  assert.equal(cond(early, 'LatestResolved')?.reason, 'Resolving');
+  assert.doesNotMatch(cond(early, 'LatestResolved')?.message ?? '', /undefined/);
+  assert.equal(early.latestVersion, undefined);
+  const noHash = status({ entry: { hash: undefined } });
+  assert.notEqual(cond(noHash, 'LatestResolved')?.status, 'True', 'the version alone is not resolved');
+  const both = status({});
+  assert.equal(cond(both, 'LatestResolved')?.status, 'True');
+  assert.equal(both.latestVersion, 'v2');
+  assert.equal(both.latestHash, 'h2');
+});
+
+test("a Plan attempt's failed drain shows in failed and in Complete as a Job failure does, naming the node", () => {
+  const reason =
+    'Plan ops/os: drain timed out after 60s: 1 pod(s) left (PDB web allows 0); retrying after backoff';
+  const s = status({ annotations: { b: state('Pending', 5, { [Annotations.stateReason]: reason }) } });
+  assert.deepEqual(s.failed, [
+    {
+      node: 'b',
+      error: 'drain timed out after 60s: 1 pod(s) left (PDB web allows 0); retrying after backoff',
+      at: NOW.toISOString(),
+    },
+  ]);
+  assert.equal(cond(s, 'Complete')?.reason, 'JobFailed');
+  assert.match(cond(s, 'Complete')?.message ?? '', /last on b: drain timed out after 60s/);
+  const other = status({
+    annotations: {
+      b: state('Pending', 5, { [Annotations.stateReason]: reason.replace('ops/os', 'ops/kernel') }),
+    },
+  });
+  assert.deepEqual(other.failed, [], "another Plan's drain is not this Plan's failure");
 });

@@ -8,8 +8,10 @@ import { resolveChannel } from '../../src/plan/channel.ts';
 let server: Server;
 let base = '';
 const hung: import('node:http').ServerResponse[] = [];
+const seen: import('node:http').IncomingHttpHeaders[] = [];
 before(async () => {
   server = createServer((req, res) => {
+    seen.push(req.headers);
     const path = req.url ?? '';
     if (path === '/stable') res.writeHead(302, { location: '/releases/tag/v1.2.3' }).end();
     else if (path === '/absolute')
@@ -63,4 +65,14 @@ test("the caller's signal aborts it", async () => {
   const pending = resolveChannel(`${base}/hang`, { signal: controller.signal, timeoutMs: 5000 });
   controller.abort();
   await assert.rejects(pending, /^Error: channel .*\/hang: /);
+});
+
+test("the request carries SUC's headers: the cluster's ID and the Plan's latest version, each when known", async () => {
+  seen.length = 0;
+  await resolveChannel(`${base}/stable`, { ...options, clusterId: 'uid-1', latestVersion: 'v1.2.2' });
+  await resolveChannel(`${base}/stable`, options);
+  assert.equal(seen[0]?.['x-suc-cluster-id'], 'uid-1');
+  assert.equal(seen[0]?.['x-suc-latest-version'], 'v1.2.2');
+  assert.equal(seen[1]?.['x-suc-cluster-id'], undefined, 'no cluster ID known: none sent');
+  assert.equal(seen[1]?.['x-suc-latest-version'], undefined, 'no version yet: none sent');
 });

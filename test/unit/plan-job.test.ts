@@ -11,6 +11,7 @@ import {
   activeDeadline,
   buildJob,
   imageAt,
+  JOB_DEFAULTS,
   type JobInput,
   jobName,
   secretPath,
@@ -109,8 +110,14 @@ test("secretPath: SUC's default and relative paths under /run/system-upgrade/sec
 });
 
 test('deadline and TTL: unset or negative 600, 0 none; 900 s or a minute past postCompleteDelay', () => {
-  assert.deepEqual([undefined, -1, 0, 30].map(activeDeadline), [600, 600, undefined, 30]);
-  assert.deepEqual([undefined, '5m', '20m'].map(ttlAfterFinished), [900, 900, 1260]);
+  assert.deepEqual(
+    [undefined, -1, 0, 30].map((s) => activeDeadline(s)),
+    [600, 600, undefined, 30],
+  );
+  assert.deepEqual(
+    [undefined, '5m', '20m'].map((d) => ttlAfterFinished(d)),
+    [900, 900, 1260],
+  );
   assert.equal(job.spec?.activeDeadlineSeconds, 600);
   assert.equal(
     buildJob({ ...input, plan: { ...input.plan, spec: { ...spec, jobActiveDeadlineSecs: 0 } } }).spec
@@ -288,4 +295,59 @@ test("SUC's example Plans pass validation and build a Job whose image has the re
     }
   }
   assert.equal(plans, 7);
+});
+
+test("the operator's Job settings (SUC's SYSTEM_UPGRADE_JOB_*) in every Plan's Job", () => {
+  const settings = {
+    activeDeadlineSeconds: 1200,
+    activeDeadlineSecondsMax: 0,
+    backoffLimit: 5,
+    privileged: false,
+    imagePullPolicy: 'Always' as const,
+    ttlSecondsAfterFinished: 3600,
+    podReplacementPolicy: 'Failed' as const,
+  };
+  const built = buildJob({ ...input, settings });
+  assert.equal(built.spec?.activeDeadlineSeconds, 1200, 'a Plan without jobActiveDeadlineSecs');
+  assert.equal(built.spec?.backoffLimit, 5);
+  assert.equal(built.spec?.ttlSecondsAfterFinished, 3600);
+  assert.equal(built.metadata?.annotations?.['upgrade.cattle.io/ttl-seconds-after-finished'], '3600');
+  assert.equal(built.spec?.podReplacementPolicy, 'Failed');
+  const pod = built.spec?.template.spec;
+  assert.deepEqual(
+    [...(pod?.initContainers ?? []), ...(pod?.containers ?? [])].map((c) => c.imagePullPolicy),
+    ['Always', 'Always'],
+  );
+  assert.deepEqual(pod?.containers[0]?.securityContext, {
+    privileged: false,
+    capabilities: { add: ['CAP_SYS_BOOT'] },
+  });
+  const own = { ...spec, upgrade: { ...spec.upgrade, securityContext: { privileged: true } } } as PlanSpec;
+  const kept = buildJob({ ...input, settings, plan: { ...input.plan, spec: own } });
+  assert.deepEqual(
+    kept.spec?.template.spec?.containers[0]?.securityContext,
+    { privileged: true },
+    "the Plan's own",
+  );
+  const long = { ...spec, postCompleteDelay: '2h' };
+  assert.equal(
+    buildJob({ ...input, settings, plan: { ...input.plan, spec: long } }).spec?.ttlSecondsAfterFinished,
+    7260,
+    'a minute past a longer postCompleteDelay',
+  );
+});
+
+test("the deadline as SUC's: the Plan's, else the operator's; the maximum caps both and a Job without one", () => {
+  const at = (secs: number | undefined, deadline: number, max: number) =>
+    activeDeadline(secs, { ...JOB_DEFAULTS, activeDeadlineSeconds: deadline, activeDeadlineSecondsMax: max });
+  assert.equal(at(undefined, 1200, 0), 1200);
+  assert.equal(at(-5, 1200, 0), 1200);
+  assert.equal(at(30, 1200, 0), 30);
+  assert.equal(at(0, 1200, 0), undefined, '0: no deadline');
+  assert.equal(at(0, 1200, 900), 900, 'no deadline under a maximum: the maximum');
+  assert.equal(at(undefined, 0, 0), undefined, "the operator's 0: no deadline");
+  assert.equal(at(undefined, 0, 300), 300);
+  assert.equal(at(5000, 1200, 3600), 3600, 'capped');
+  assert.equal(at(undefined, 1200, 900), 900, "the operator's own capped");
+  assert.equal(at(60, 1200, 900), 60);
 });
