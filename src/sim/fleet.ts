@@ -104,6 +104,8 @@ export class Fleet {
   kured: KuredAgents | undefined;
   readonly checker: SafetyChecker;
   readonly #cluster: LocalCluster;
+  #unregister: (() => void) | undefined;
+  #stopping: Promise<void> | undefined;
   readonly #client: LeanClient;
   readonly #operators = new Map<string, ChildProcess>();
   readonly #jobReboots: JobReboots;
@@ -135,6 +137,7 @@ export class Fleet {
   readonly options: FleetOptions;
 
   async start(): Promise<void> {
+    this.#unregister = this.#cluster.beforeStop(() => this.stop());
     await this.checker.start();
     const core = this.#cluster.kubeconfig.makeApiClient(CoreV1Api);
     const nodes = (await core.listNode()).items.map((n) => n.metadata?.name ?? '');
@@ -296,7 +299,14 @@ export class Fleet {
     clearTimeout(timer);
   }
 
-  async stop(): Promise<void> {
+  /** Stops everything the fleet started; once (the cluster's stop calls it too, if a test did not). */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    this.#unregister?.();
     await this.#jobReboots.stop();
     await Promise.all([...this.#operators.keys()].map((id) => this.killOperator(id, 'SIGTERM')));
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));

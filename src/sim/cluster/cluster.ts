@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { type ClusterBinaries, ensureClusterBinaries } from '../../../tools/cluster/build.ts';
+import { describeError } from '../../kube/errors.ts';
 import { PooledKubeConfig } from '../../kube/pooled-kubeconfig.ts';
 import { pollUntil } from '../../util/poll.ts';
 import { type AuditOptions, auditPolicy } from './audit.ts';
@@ -91,6 +92,11 @@ export interface LocalCluster {
   logTails(lines?: number): string;
   /** Restarts one component (e.g. to simulate an API server outage), waiting until it is healthy. */
   restart(name: ComponentName): Promise<void>;
+  /**
+   * Runs `teardown` first when the cluster stops (what uses the cluster stops before it: a fleet's agents
+   * must not outlive the API server and the log directory). Returns a function that unregisters it.
+   */
+  beforeStop(teardown: () => Promise<void>): () => void;
   stop(): Promise<void>;
 }
 
@@ -353,6 +359,7 @@ interface HandleParts {
 function clusterHandle(p: HandleParts): LocalCluster {
   const { workspace, setup, plane, kubeconfig, core, raw } = p;
   const { dir, logs } = workspace;
+  const teardowns = new Set<() => Promise<void>>();
   return {
     dir,
     server: setup.server,
@@ -397,7 +404,17 @@ function clusterHandle(p: HandleParts): LocalCluster {
         .join('\n');
     },
     restart: (name) => plane.restart(name),
+    beforeStop(teardown) {
+      teardowns.add(teardown);
+      return () => teardowns.delete(teardown);
+    },
     async stop() {
+      for (const teardown of [...teardowns]) {
+        await teardown().catch((err: unknown) =>
+          process.stderr.write(`local cluster: a teardown before its stop failed: ${describeError(err)}\n`),
+        );
+      }
+      teardowns.clear();
       await p.keeper.stop();
       raw.close();
       await kubeconfig.close();
