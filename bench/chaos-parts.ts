@@ -14,6 +14,8 @@ export interface ChaosPart {
   policies?: boolean;
   /** Run with an upgrade Plan over every node beside the reboots. */
   plans?: boolean;
+  /** Run with a pool of FLUO's real update-agents beside a pool of nuo's. */
+  fluo?: boolean;
   finished: number;
   expectedStalls: number;
   /** Faults injected by kind, and those that could not strike. */
@@ -27,7 +29,7 @@ export interface ChaosPart {
 }
 
 const setting = (p: ChaosPart) =>
-  `${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ', --policies' : ''}${p.plans ? ', --plans' : ''}`;
+  `${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ', --policies' : ''}${p.plans ? ', --plans' : ''}${p.fluo ? ', --fluo' : ''}`;
 
 /** The parts added up, in seed order; throws on an overlap, a gap or a different setting. */
 export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
@@ -46,7 +48,8 @@ export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
       p.nodes !== first.nodes ||
       p.maxUnavailable !== first.maxUnavailable ||
       !p.policies !== !first.policies ||
-      !p.plans !== !first.plans
+      !p.plans !== !first.plans ||
+      !p.fluo !== !first.fluo
     )
       throw new Error(`part from seed ${p.seed} ran ${setting(p)}; the first ran ${setting(first)}`);
     if (p.seed < next) throw new Error(`part from seed ${p.seed} overlaps seeds up to ${next - 1}`);

@@ -1,11 +1,12 @@
 /**
- * npm run chaos -- --runs N --seed S [--nodes M] [--max-unavailable K] [--policies] [--plans]
+ * npm run chaos -- --runs N --seed S [--nodes M] [--max-unavailable K] [--policies] [--plans] [--fluo]
  *   [--keep-logs DIR] [--part DIR]
  * npm run chaos -- --merge DIR/*.json
  *
  * Rollouts on one local control plane while faults of every kind strike at seeded moments
  * (src/sim/chaos.ts, src/sim/chaos-faults.ts); with --policies under two UpdatePolicies with zone caps,
- * with --plans beside an upgrade Plan over every node (src/sim/chaos-upgrade.ts). Prints each run's plan and outcome, then a table of the
+ * with --plans beside an upgrade Plan over every node (src/sim/chaos-upgrade.ts), with --fluo a third of
+ * the nodes on FLUO's real update-agent under a FLUO-protocol UpdatePolicy, the rest under nuo's. Prints each run's plan and outcome, then a table of the
  * faults injected by kind and the violations by rule, and the command that replays the runs; publishes
  * the table in docs/benchmarks.md. Exits 1 on any violation.
  *
@@ -35,6 +36,7 @@ const { values, positionals } = parseArgs({
     merge: { type: 'boolean', default: false },
     policies: { type: 'boolean', default: false },
     plans: { type: 'boolean', default: false },
+    fluo: { type: 'boolean', default: false },
   },
   allowPositionals: true,
   strict: true,
@@ -50,7 +52,7 @@ function int(name: string, value: string | undefined, min: number, max = Number.
 
 function tally(
   result: ChaosResult,
-  o: Pick<ChaosPart, 'seed' | 'runs' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans'>,
+  o: Pick<ChaosPart, 'seed' | 'runs' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans' | 'fluo'>,
   elapsedMs: number,
 ): ChaosPart {
   return {
@@ -71,7 +73,7 @@ const totalOf = (p: ChaosPart) => RULES.reduce((s, r) => s + (p.violations[r] ??
 
 function summary(p: ChaosPart): string[] {
   return [
-    `Chaos: ${p.runs} run(s), seeds ${p.seed}…${p.seed + p.runs - 1}, ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' per pool (two UpdatePolicies, zone cap 1)' : ''}${p.plans ? ', an upgrade Plan over every node' : ''}, ${(p.elapsedMs / 1000).toFixed(0)}s`,
+    `Chaos: ${p.runs} run(s), seeds ${p.seed}…${p.seed + p.runs - 1}, ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' per pool (two UpdatePolicies, zone cap 1)' : ''}${p.plans ? ', an upgrade Plan over every node' : ''}${p.fluo ? " per pool (one of FLUO's real update-agents, one of nuo's)" : ''}, ${(p.elapsedMs / 1000).toFixed(0)}s`,
     row('runs finished', `${p.finished}/${p.runs}`),
     row('expected stalls (never returns)', p.expectedStalls),
     'faults injected',
@@ -87,12 +89,12 @@ function summary(p: ChaosPart): string[] {
 function publishCampaign(p: ChaosPart, command: string): void {
   const cell = (label: string, value: string | number) => `| ${label} | ${value} |`;
   publish({
-    id: `chaos${p.policies ? '-policies' : ''}${p.plans ? '-plans' : ''}`,
-    title: `Fault injection${p.policies ? ' with UpdatePolicies: two pools, zone caps' : ' against the safety rules'}${p.plans ? ', an upgrade Plan beside the reboots' : ''}`,
+    id: `chaos${p.policies ? '-policies' : ''}${p.plans ? '-plans' : ''}${p.fluo ? '-fluo' : ''}`,
+    title: `Fault injection${p.policies ? ' with UpdatePolicies: two pools, zone caps' : p.fluo ? " with FLUO's real update-agent in a pool of its own" : ' against the safety rules'}${p.plans ? ', an upgrade Plan beside the reboots' : ''}`,
     versions: p.versions,
     command,
     body: [
-      `${p.runs} seeded run(s) (seeds ${p.seed}…${p.seed + p.runs - 1}), ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' in each of two pools (UpdatePolicies) with a zone cap of 1, every pool budget and zone cap checked' : ''}${p.plans ? '; in each run an upgrade Plan over every node (its concurrency, drain and reboot drawn from the seed) shares the budget with the reboots, its concurrency checked too' : ''}, ${(p.elapsedMs / 3_600_000).toFixed(1)} h of runs; faults of ${FAULT_KINDS.length} kinds at`,
+      `${p.runs} seeded run(s) (seeds ${p.seed}…${p.seed + p.runs - 1}), ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' in each of two pools (UpdatePolicies) with a zone cap of 1, every pool budget and zone cap checked' : ''}${p.plans ? '; in each run an upgrade Plan over every node (its concurrency, drain and reboot drawn from the seed) shares the budget with the reboots, its concurrency checked too' : ''}${p.fluo ? " in each of two pools: a third of the nodes run FLUO's update-agent (built from its pinned source, one runc container per node) under `agentProtocol: flatcar-update-operator`, the others nuo's agents; every fault strikes both (an agent restart kills FLUO's container), and both pool budgets are checked" : ''}, ${(p.elapsedMs / 3_600_000).toFixed(1)} h of runs; faults of ${FAULT_KINDS.length} kinds at`,
       'seeded moments of rollouts on one local control plane, an independent checker watching every node.',
       '',
       '| | count |',
@@ -123,6 +125,7 @@ if (values.merge) {
         maxUnavailable: p.maxUnavailable,
         policies: p.policies === true,
         plans: p.plans === true,
+        fluo: p.fluo === true,
       }),
     );
   publishCampaign(campaign, commands.join('`, then `'));
@@ -146,17 +149,22 @@ const result = await runChaos({
   keepLogsAlways: values['keep-logs'] !== undefined,
   policies: values.policies,
   plans: values.plans,
+  fluo: values.fluo,
   log: (line) => process.stdout.write(`${line}\n`),
 });
-const { policies, plans } = values;
-const part = tally(result, { seed, runs, nodes, maxUnavailable, policies, plans }, Date.now() - started);
+const { policies, plans, fluo } = values;
+const part = tally(
+  result,
+  { seed, runs, nodes, maxUnavailable, policies, plans, fluo },
+  Date.now() - started,
+);
 const lines = ['', ...summary(part)];
 for (const r of result.runs.flatMap((r) => r.runaways)) lines.push(`  ${r}`);
 lines.push('', `reproduce: ${result.reproduce}`);
 for (const r of result.runs.filter((r) => r.violations.length > 0 || r.runaways.length > 0)) {
   lines.push(
-    `  run ${r.index + 1}'s plan alone (the pods placed afresh): ${reproduceCommand({ runs: 1, seed: r.plan.seed, nodes, maxUnavailable, policies, plans })}`,
-    `  run ${r.index + 1} after the runs before it (the pods where they left them): ${reproduceCommand({ runs: r.index + 1, seed, nodes, maxUnavailable, policies, plans })}`,
+    `  run ${r.index + 1}'s plan alone (the pods placed afresh): ${reproduceCommand({ runs: 1, seed: r.plan.seed, nodes, maxUnavailable, policies, plans, fluo })}`,
+    `  run ${r.index + 1} after the runs before it (the pods where they left them): ${reproduceCommand({ runs: r.index + 1, seed, nodes, maxUnavailable, policies, plans, fluo })}`,
   );
 }
 if (result.logsKeptIn) lines.push(`logs (operators, agents, control plane): ${result.logsKeptIn}`);

@@ -3,7 +3,7 @@
  * every run starts from.
  */
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
-import { Annotations, Labels } from '../api/keys.ts';
+import { AgentProtocol, Annotations, Labels, protocolKeys } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
 import { pollUntil } from '../util/poll.ts';
@@ -13,6 +13,8 @@ import { isReady } from './cluster/nodes.ts';
 import { daemonSet, deployment, waitAvailable } from './workload.ts';
 
 const LEDGER = 'nuo-slots';
+/** FLUO's keys nuo writes in the place of FLUO's operator (a run that ended mid-grant leaves them). */
+const FLUO = protocolKeys(AgentProtocol.flatcar);
 const ignore =
   (...codes: number[]) =>
   (err: unknown) => {
@@ -69,7 +71,7 @@ export async function prepare(cluster: LocalCluster, names: string[]): Promise<E
 
 /**
  * A clean slate before each run (as rollout-faults.test.ts does): no nuo key, hook label or nuo cordon on
- * any node, no ledger, no Lease; and every node Ready under KWOK again — a node that never returned in
+ * any node, nor FLUO's grant or hook labels, nor a cordon FLUO's agent made; no ledger, no Lease; and every node Ready under KWOK again — a node that never returned in
  * the last run is still NotReady with its status held by its simulated host.
  */
 export async function resetNodes(env: Env): Promise<void> {
@@ -102,16 +104,22 @@ export async function resetNodes(env: Env): Promise<void> {
     }
     const clear: Record<string, null> = {};
     for (const key of Object.keys(a))
-      if (key.includes('nuo.dev/') || key === KWOK_CUSTOM_STATUS) clear[key] = null;
+      if (key.includes('nuo.dev/') || key === KWOK_CUSTOM_STATUS || key === FLUO.rebootOk) clear[key] = null;
+    const uncordon = a[Annotations.cordonedByNuo] === 'true' || a[FLUO.agentMadeUnschedulable] === 'true';
     await core.patchNode(
       {
         name,
         body: {
           metadata: {
             annotations: clear,
-            labels: { [Labels.beforeReboot]: null, [Labels.afterReboot]: null },
+            labels: {
+              [Labels.beforeReboot]: null,
+              [Labels.afterReboot]: null,
+              [FLUO.beforeReboot]: null,
+              [FLUO.afterReboot]: null,
+            },
           },
-          ...(a[Annotations.cordonedByNuo] === 'true' ? { spec: { unschedulable: false } } : {}),
+          ...(uncordon ? { spec: { unschedulable: false } } : {}),
         },
       },
       mergePatch,

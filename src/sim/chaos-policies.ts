@@ -1,10 +1,12 @@
 /**
  * Chaos runs with UpdatePolicies in place (`npm run chaos -- --policies`): the nodes split into two
  * pools, each with the run's budget and a zone cap of 1, so the checker holds nuo to two budgets and
- * every zone's cap while the faults strike. A node that never returns holds its slot for good, and so,
+ * every zone's cap while the faults strike. With `--fluo`, one pool's nodes run FLUO's real update-agent
+ * instead (fluo-agent.ts) under `agentProtocol: flatcar-update-operator`, the other nuo's agents. A node that never returns holds its slot for good, and so,
  * with a zone cap of 1, its zone in its pool waits: those nodes are an expected stall, seen waiting for
  * their zone, not a failure to finish.
  */
+import { AgentProtocol } from '../api/keys.ts';
 import type { UpdatePolicySpec } from '../api/update-policy.ts';
 import { mergePatch } from '../kube/patch.ts';
 import type { Env } from './chaos-env.ts';
@@ -20,6 +22,8 @@ export interface ChaosPools {
   /** node → its pool. */
   poolOf: Map<string, string>;
   budgets: Budget[];
+  /** The nodes whose agent is FLUO's real update-agent (none but with `--fluo`). */
+  fluoNodes?: string[];
 }
 
 /**
@@ -68,6 +72,53 @@ export async function preparePools(
     zones: { label: ZONE, max: 1 },
   }));
   return { poolOf, budgets };
+}
+
+/**
+ * The FLUO pool of a `--fluo` run: a third of the nodes, at least 2 (so a budget of 2 is ever used there),
+ * and never all of them (the other pool is nuo's agents').
+ */
+export function fluoPoolNodes(names: readonly string[]): string[] {
+  if (names.length < 3)
+    throw new Error(`--fluo needs at least 3 nodes (a FLUO pool of 2 and a nuo pool), got ${names.length}`);
+  return [...names].sort().slice(0, Math.max(2, Math.floor(names.length / 3)));
+}
+
+/**
+ * Puts the FLUO pool's nodes (fluoPoolNodes) in pool fluo, under a policy whose agents speak FLUO's
+ * protocol, and the rest in pool nuo; the run's budget in each, no zone cap.
+ */
+export async function prepareFluoPools(
+  cluster: LocalCluster,
+  env: Env,
+  names: readonly string[],
+  maxUnavailable: number,
+): Promise<ChaosPools> {
+  await installPolicyCrd(cluster);
+  await deletePolicies(cluster);
+  const fluoNodes = fluoPoolNodes(names);
+  const poolOf = new Map(names.map((n) => [n, fluoNodes.includes(n) ? 'fluo' : 'nuo']));
+  for (const [name, pool] of poolOf) {
+    await env.core.patchNode({ name, body: { metadata: { labels: { [POOL_LABEL]: pool } } } }, mergePatch);
+  }
+  const protocolOf = { fluo: AgentProtocol.flatcar, nuo: undefined };
+  const budgets: Budget[] = [];
+  for (const pool of ['fluo', 'nuo'] as const) {
+    const protocol = protocolOf[pool];
+    await applyPolicy(cluster, `chaos-${pool}`, {
+      ...QUICK,
+      nodeSelector: { matchLabels: { [POOL_LABEL]: pool } },
+      maxUnavailable,
+      ...(protocol ? { agentProtocol: protocol } : {}),
+    });
+    budgets.push({
+      name: `pool ${pool}`,
+      selects: (labels) => labels[POOL_LABEL] === pool,
+      max: maxUnavailable,
+      ...(protocol ? { protocol } : {}),
+    });
+  }
+  return { poolOf, budgets, fluoNodes };
 }
 
 /**

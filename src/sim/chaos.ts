@@ -36,7 +36,7 @@ import {
   planRun,
   type RunPlan,
 } from './chaos-plan.ts';
-import { type ChaosPools, prepareOnePool, preparePools } from './chaos-policies.ts';
+import { type ChaosPools, prepareFluoPools, prepareOnePool, preparePools } from './chaos-policies.ts';
 import { awaitRollout } from './chaos-progress.ts';
 import { drainSummary, readinessRepairs, workloadReport } from './chaos-report.ts';
 import {
@@ -77,6 +77,11 @@ export interface ChaosOptions {
   policies?: boolean;
   /** An upgrade Plan over every node in each run, beside the staged reboots (chaos-upgrade.ts). */
   plans?: boolean;
+  /**
+   * A pool of nodes running FLUO's real update-agent under a FLUO-protocol UpdatePolicy beside a pool of
+   * nuo's agents (chaos-policies.ts prepareFluoPools); the faults strike both.
+   */
+  fluo?: boolean;
 }
 
 export type Rule = Violation['rule'];
@@ -133,9 +138,9 @@ export function nodeNames(count: number): string[] {
 }
 
 export function reproduceCommand(
-  o: Pick<ChaosOptions, 'runs' | 'seed' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans'>,
+  o: Pick<ChaosOptions, 'runs' | 'seed' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans' | 'fluo'>,
 ) {
-  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}${o.policies ? ' --policies' : ''}${o.plans ? ' --plans' : ''}`;
+  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}${o.policies ? ' --policies' : ''}${o.plans ? ' --plans' : ''}${o.fluo ? ' --fluo' : ''}`;
 }
 
 const emptyKinds = (): Record<FaultKind, number> =>
@@ -144,6 +149,8 @@ const emptyKinds = (): Record<FaultKind, number> =>
 export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   if (!(Number.isInteger(o.runs) && o.runs >= 1)) throw new Error(`runs must be ≥ 1, got ${o.runs}`);
   if (!Number.isInteger(o.seed)) throw new Error(`seed must be an integer, got ${o.seed}`);
+  if (o.fluo && (o.policies || o.plans))
+    throw new Error('--fluo makes pools of its own: run it without --policies or --plans');
   const timings: PlanTimings = { ...DEFAULT_TIMINGS, ...o.timings };
   const names = nodeNames(o.nodes);
   const own = o.cluster === undefined;
@@ -155,9 +162,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   let env: Env | undefined;
   try {
     env = await prepare(cluster, names);
-    const setting = o.policies
-      ? { pools: await preparePools(cluster, env, names, o.maxUnavailable) }
-      : await prepareOnePool(cluster, o.maxUnavailable).then(() => ({}));
+    const setting = o.fluo
+      ? { pools: await prepareFluoPools(cluster, env, names, o.maxUnavailable) }
+      : o.policies
+        ? { pools: await preparePools(cluster, env, names, o.maxUnavailable) }
+        : await prepareOnePool(cluster, o.maxUnavailable).then(() => ({}));
     if (o.plans) await prepareUpgrades(cluster);
     for (let i = 0; i < o.runs; i++) {
       const plan = planRun(o.seed + i, names, o.maxUnavailable, timings);
@@ -289,6 +298,7 @@ async function runOne(
     budget: setting.pools?.budgets ?? plan.maxUnavailable,
     ...(upgrade ? { plans: [{ name: UPGRADE_REF, max: upgrade.concurrency }] } : {}),
     agentCheckIntervalMs: 2000,
+    ...(setting.pools?.fluoNodes ? { fluoNodes: setting.pools.fluoNodes } : {}),
     ...(plan.neverReturns ? { behaviours: { [plan.neverReturns]: RebootBehaviour.neverReturns } } : {}),
   });
   const injected = emptyKinds();

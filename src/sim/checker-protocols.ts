@@ -2,8 +2,8 @@
  * How the independent checker judges a reboot of a node whose agent is CLUO's or FLUO's, or a FleetLock
  * client (checker.ts): that grant cannot be signed, so a reboot is nuo's only if the protocol's grant
  * (`reboot-ok`; for FleetLock `nuo.dev/fleetlock-granted`, the only key nuo's FleetLock server answers
- * pre-reboot 200 by) reads "true" while nuo's own keys show it granted the reboot (a grant phase) for the
- * boot the node rebooted from.
+ * pre-reboot 200 by) reads "true" while nuo's own keys show it granted the reboot (a grant phase, or
+ * Failed with the grant left standing) for the boot the node rebooted from.
  */
 import type { V1Node } from '@kubernetes/client-node';
 import {
@@ -15,7 +15,12 @@ import {
 } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 
-const GRANTED_PHASES: ReadonlySet<string> = new Set([Phase.rebootGranted, Phase.rebooting]);
+/**
+ * Phases in which nuo's grant stands. Failed too: nuo keeps the grant, its cordon and the slot of a node
+ * whose agent did not start the reboot in time, so a late reboot from the granted boot is still its grant
+ * (as nuo's signed grant for that boot stays valid).
+ */
+const GRANTED_PHASES: ReadonlySet<string> = new Set([Phase.rebootGranted, Phase.rebooting, Phase.failed]);
 
 /** Why a reboot from `bootId` was not nuo's grant in the node's protocol, or undefined when it was. */
 export function protocolGrantMissing(

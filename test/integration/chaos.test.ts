@@ -3,8 +3,8 @@
  * kind of fault strikes (leaders killed, paused past their Lease or restarted with a skewed clock; agents,
  * the API server and etcd restarted or paused; admins cordoning and uncordoning; a node deleted mid-attempt;
  * hostile values and forged grants from a third client; the PDB tightened mid-drain), with delayed
- * reboots and a node that never returns; also under UpdatePolicies, and beside an upgrade Plan. The
- * independent checker of each run must see no violation.
+ * reboots and a node that never returns; also under UpdatePolicies, beside an upgrade Plan, and with a
+ * pool of FLUO's real update-agents. The independent checker of each run must see no violation.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -24,7 +24,7 @@ const cluster = await useCluster({ nodes: NODES, zones: 2 });
  * that replays it) goes with every assertion's message, since CI keeps only the failure's message.
  */
 async function campaign(
-  o: Pick<ChaosOptions, 'runs' | 'seed' | 'policies' | 'plans'>,
+  o: Pick<ChaosOptions, 'runs' | 'seed' | 'policies' | 'plans' | 'fluo'>,
 ): Promise<{ result: ChaosResult; transcript: string; violations: string[] }> {
   const lines: string[] = [];
   const result = await runChaos({
@@ -97,4 +97,30 @@ test(`chaos with an upgrade Plan: seed ${PLAN_SEED}, Plan attempts and reboots i
     `the reboots done and the Plan applied on every node that returned${transcript}`,
   );
   assert.ok(result.reproduce.endsWith('--plans'), result.reproduce);
+});
+
+/** Seed 12 with --fluo: FLUO's node-0 has its agent's container killed, is deleted mid-attempt and given hostile values. */
+const FLUO_SEED = 12;
+
+test(`chaos with FLUO's real update-agent: seed ${FLUO_SEED}, a FLUO pool beside a nuo pool, no violation`, async () => {
+  const { result, transcript, violations } = await campaign({ runs: 1, seed: FLUO_SEED, fluo: true });
+  assert.deepEqual(violations, [], `no violation in either pool${transcript}`);
+  assert.equal(result.runs.filter((r) => r.finished).length, 1, `the run finished${transcript}`);
+  assert.deepEqual(
+    result.runs.flatMap((r) => r.skipped),
+    [],
+    `every planned fault struck, on FLUO's nodes too${transcript}`,
+  );
+  // The seed's plan, so a change of plans cannot leave the FLUO pool untouched unnoticed.
+  const plan = result.runs[0]?.plan ?? assert.fail(`no run${transcript}`);
+  const fluoNodes = ['node-0', 'node-1'];
+  assert.deepEqual(
+    plan.updates.map((u) => u.node).filter((n) => fluoNodes.includes(n)),
+    fluoNodes,
+    'both FLUO nodes are updated',
+  );
+  const onFluo = plan.faults.flatMap((f) => ('node' in f && f.node === 'node-0' ? [f.kind] : []));
+  for (const kind of ['restart-agent', 'delete-node'] as const)
+    assert.ok(onFluo.includes(kind), `${kind} strikes FLUO's node-0 (${onFluo.join(', ')})`);
+  assert.ok(result.reproduce.endsWith('--fluo'), result.reproduce);
 });

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
@@ -49,41 +49,44 @@ before(async () => {
   });
 });
 
-after(() => fleet?.stop());
+describe("CLUO's protocol", () => {
+  // Inside the suite: its after() runs before the file's, which stops the cluster the agents write to.
+  after(() => fleet?.stop());
 
-test("a pool of CLUO's agents (FLUO's, under CLUO's prefix) rolls one node at a time in CLUO's keys", async () => {
-  fleet = new Fleet(cluster, {
-    rebootMs: 500,
-    budget: [{ name: 'cluo', selects: () => true, max: 1, protocol: AgentProtocol.containerLinux }],
-    fluoNodes: NODES,
-    fluoPrefix: 'coreos',
-  });
-  await fleet.start();
-  fleet.startOperator('op', [...FAST_LEASE, '--blocker-interval=1s']);
-  // The agents announce themselves in CLUO's keys (their os-release's ID) before anything is staged.
-  await pollUntil("every agent's id label under CLUO's prefix", async () => {
-    const nodes = (await core.listNode()).items;
-    return nodes.every((n) => n.metadata?.labels?.[CLUO.id] === 'flatcar') ? true : undefined;
-  });
-  fleet.stageUpdates(NODES);
-  await rebootedOnce(core, fleet, NODES);
-  await fleet.checker.finalCheck();
-  assert.deepEqual(fleet.checker.violations, [], 'the checker saw no violation');
-  assert.equal(fleet.checker.maxDisrupted, 1, 'one node at a time');
-  for (const name of NODES) {
-    const n = await core.readNode({ name });
-    const keys = { ...n.metadata?.labels, ...n.metadata?.annotations };
-    assert.equal(keys[CLUO.rebootOk], undefined, `${name}: nuo withdrew CLUO's grant`);
-    assert.equal(keys[CLUO.rebootNeeded], 'false', `${name}: the agent says no reboot is needed`);
-    assert.equal(n.spec?.unschedulable, undefined, `${name}: uncordoned`);
-    assert.deepEqual(
-      Object.keys(keys).filter((k) => k.startsWith(FLUO_PREFIX)),
-      [],
-      `${name}: no key under FLUO's prefix`,
+  test("a pool of CLUO's agents (FLUO's, under CLUO's prefix) rolls one node at a time in CLUO's keys", async () => {
+    fleet = new Fleet(cluster, {
+      rebootMs: 500,
+      budget: [{ name: 'cluo', selects: () => true, max: 1, protocol: AgentProtocol.containerLinux }],
+      fluoNodes: NODES,
+      fluoPrefix: 'coreos',
+    });
+    await fleet.start();
+    fleet.startOperator('op', [...FAST_LEASE, '--blocker-interval=1s']);
+    // The agents announce themselves in CLUO's keys (their os-release's ID) before anything is staged.
+    await pollUntil("every agent's id label under CLUO's prefix", async () => {
+      const nodes = (await core.listNode()).items;
+      return nodes.every((n) => n.metadata?.labels?.[CLUO.id] === 'flatcar') ? true : undefined;
+    });
+    fleet.stageUpdates(NODES);
+    await rebootedOnce(core, fleet, NODES);
+    await fleet.checker.finalCheck();
+    assert.deepEqual(fleet.checker.violations, [], 'the checker saw no violation');
+    assert.equal(fleet.checker.maxDisrupted, 1, 'one node at a time');
+    for (const name of NODES) {
+      const n = await core.readNode({ name });
+      const keys = { ...n.metadata?.labels, ...n.metadata?.annotations };
+      assert.equal(keys[CLUO.rebootOk], undefined, `${name}: nuo withdrew CLUO's grant`);
+      assert.equal(keys[CLUO.rebootNeeded], 'false', `${name}: the agent says no reboot is needed`);
+      assert.equal(n.spec?.unschedulable, undefined, `${name}: uncordoned`);
+      assert.deepEqual(
+        Object.keys(keys).filter((k) => k.startsWith(FLUO_PREFIX)),
+        [],
+        `${name}: no key under FLUO's prefix`,
+      );
+    }
+    assert.ok(
+      NODES.every((n) => (fleet?.fluo?.nodes.get(n)?.logind.calls.length ?? 0) === 1),
+      'each agent asked logind for one reboot',
     );
-  }
-  assert.ok(
-    NODES.every((n) => (fleet?.fluo?.nodes.get(n)?.logind.calls.length ?? 0) === 1),
-    'each agent asked logind for one reboot',
-  );
+  });
 });

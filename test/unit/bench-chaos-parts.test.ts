@@ -41,5 +41,9 @@ test('overlapping or missing seeds, or another setting, are refused', () => {
     () => mergeParts([part(1, 50, { policies: true }), part(51, 10)]),
     /the first ran .*--policies/,
   );
+  assert.throws(
+    () => mergeParts([part(1, 50), part(51, 10, { fluo: true })]),
+    /from seed 51 ran 6 nodes, maxUnavailable 2, --fluo; the first ran 6 nodes, maxUnavailable 2$/,
+  );
   assert.throws(() => mergeParts([]), /no campaign parts/);
 });

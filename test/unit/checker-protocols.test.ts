@@ -19,6 +19,16 @@ test("a reboot is nuo's in the protocol only with its reboot-ok, in nuo's grant,
   const table: Array<[string, V1Node | undefined, string | undefined]> = [
     ['granted by nuo for this boot', node(granted), undefined],
     ['in Rebooting', node({ ...granted, [Annotations.state]: Phase.rebooting }), undefined],
+    [
+      'late, after nuo gave up waiting and left its grant standing (Failed, slot held)',
+      node({ ...granted, [Annotations.state]: Phase.failed }),
+      undefined,
+    ],
+    [
+      'Failed before any grant (a drain that failed)',
+      node({ [F.rebootOk]: 'true', [Annotations.state]: Phase.failed }),
+      'nuo granted boot (none), the node rebooted from b1',
+    ],
     ['no node', undefined, `no ${F.rebootOk}="true"`],
     ['no grant', node({ [Annotations.state]: Phase.rebootGranted }), `no ${F.rebootOk}="true"`],
     ['"false"', node({ ...granted, [F.rebootOk]: 'false' }), `no ${F.rebootOk}="true"`],
