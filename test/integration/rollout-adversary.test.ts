@@ -539,8 +539,10 @@ describe('adversarial rollouts', () => {
       );
     const afterReboot = await at('phase', Phase.afterReboot);
     const done = await at('completed');
+    // The soak's clock starts in the pass that saw the node back, a few ms before that pass's phase line
+    // is logged (CI measured 3995 ms); a soak counted while the operator was stopped would be about 0.
     assert.ok(
-      done - afterReboot >= 4000,
+      done - afterReboot >= 3900,
       `completed ${done - afterReboot} ms after the operator saw it back: the 4 s soak is its own`,
     );
     await assertSafe(f);
