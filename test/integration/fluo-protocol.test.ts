@@ -227,18 +227,29 @@ describe("FLUO's protocol", () => {
             return err.message;
           },
         );
-      // A new admission policy takes effect within seconds: wait until it refuses.
-      await pollUntil(`the admission policy to refuse a grant on ${own}`, async () =>
-        lean.patchNode(own, { metadata: { annotations: { [keys.rebootOk]: 'true' } } }).then(
-          async () => {
-            await lean
-              .patchNode(own, { metadata: { annotations: { [keys.rebootOk]: null } } })
-              .catch(() => {});
-            return undefined;
-          },
-          (err: unknown) => (err instanceof LeanApiError && err.status === 422 ? err : undefined),
-        ),
-      );
+      // A new admission policy takes effect within seconds (longer on a loaded machine): wait until it
+      // refuses, keeping the last other answer for the failure message.
+      let last = 'the grant was taken';
+      await pollUntil(
+        `the admission policy to refuse a grant on ${own}`,
+        async () =>
+          lean.patchNode(own, { metadata: { annotations: { [keys.rebootOk]: 'true' } } }).then(
+            async () => {
+              await lean
+                .patchNode(own, { metadata: { annotations: { [keys.rebootOk]: null } } })
+                .catch(() => {});
+              return undefined;
+            },
+            (err: unknown) => {
+              if (err instanceof LeanApiError && err.status === 422) return err;
+              last = String(err);
+              return undefined;
+            },
+          ),
+        { timeoutMs: 90_000 },
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; last answer: ${last}`);
+      });
       const needed = { metadata: { annotations: { [keys.rebootNeeded]: 'true' } } };
       assert.match(await refused(other, needed), /only the Node it runs on/, own);
       for (const patch of [
