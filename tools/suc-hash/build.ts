@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, formatDuration, type GoTarget, goBuild, requiredVersion, withLock } from '../go-build.ts';
+import { buildCommand, cacheRoot, type GoTarget, goBuild, requiredVersion, withLock } from '../go-build.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -44,22 +44,8 @@ export async function ensureSecretHash(
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const args = process.argv.slice(2);
-  const unknown = args.filter((a) => a !== '--print');
-  if (unknown.length > 0) {
-    process.stderr.write(`build.ts: unknown argument ${unknown.join(' ')}; usage: build.ts [--print]\n`);
-    process.exit(2);
-  }
-  try {
-    if (args.includes('--print')) {
-      process.stdout.write(`${(await plan()).path}\n`);
-    } else {
-      const started = Date.now();
-      const path = await ensureSecretHash();
-      process.stdout.write(`secret-hash in ${path} (${formatDuration(Date.now() - started)})\n`);
-    }
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
-    process.exit(1);
-  }
+  await buildCommand({
+    print: async () => (await plan()).path,
+    build: async () => `secret-hash in ${await ensureSecretHash()}`,
+  });
 }
