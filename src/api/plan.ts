@@ -247,7 +247,8 @@ export const DrainSpec = Type.Object(
       },
       {
         rule: '!has(self.disableEviction) || !self.disableEviction',
-        message: 'nuo drains through the Eviction API only: disableEviction must be false or absent',
+        message:
+          'nuo drains through the Eviction API only: remove disableEviction. A pod its PodDisruptionBudget holds is evicted once the PDB allows it (an unhealthy one at once with unhealthyPodEvictionPolicy: AlwaysAllow on the PDB); set drain.timeout to bound the wait and drain.force for pods without a controller',
         fieldPath: '.disableEviction',
       },
     ],

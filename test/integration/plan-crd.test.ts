@@ -189,7 +189,7 @@ describe('invalid Plans are refused by the API server', () => {
       'disableEviction true',
       'eviction',
       { ...valid, drain: { disableEviction: true } },
-      /spec\.drain\.disableEviction: Invalid value.*nuo drains through the Eviction API only/,
+      /spec\.drain\.disableEviction: Invalid value.*nuo drains through the Eviction API only: remove disableEviction.*unhealthyPodEvictionPolicy: AlwaysAllow/,
     ],
     [
       'both delete flags',
