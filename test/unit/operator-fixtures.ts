@@ -4,10 +4,13 @@
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
 import { parseMaxUnavailable } from '../../src/operator/budget.ts';
 import { type Action, type DecideConfig, decide, type Snapshot } from '../../src/operator/decide.ts';
 import type { Ledger } from '../../src/operator/ledger.ts';
+import type { NodeView } from '../../src/operator/node-view.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
+import { stepHolder } from '../../src/operator/phase-steps.ts';
 
 /** One slot, 10-minute timeouts, a 30 s soak, no hooks, a 1-minute retry backoff. */
 export const decideConfig: DecideConfig = {
@@ -84,3 +87,25 @@ export function run(
 }
 export const ofType = (actions: Action[], type: Action['type']) =>
   actions.filter((a) => a.type === type).map((a) => a.node);
+
+/**
+ * What a slot holder's step does at NOW with its DaemonSet pods ready, in a line: action types, a
+ * transition with its phase (and "(grant kept)" when an AfterReboot keeps the grant).
+ */
+export function holderStep(n: NodeView, config: DecideConfig): string {
+  const actions = stepHolder(n, {
+    config,
+    now: NOW,
+    draining: new Set(),
+    health: new Map([[n.name, { daemonSetPodsReady: true, detail: 'ready' }]]),
+    wake: () => {},
+    slotOf: () => undefined,
+  });
+  return actions
+    .map((a: Action) =>
+      a.type === 'transition'
+        ? `transition ${a.to}${a.clearGrant ? '' : a.to === Phase.afterReboot ? ' (grant kept)' : ''}`
+        : a.type,
+    )
+    .join(',');
+}
