@@ -218,6 +218,11 @@ class ControlPlane {
   readonly #workspace: Workspace;
   readonly #timeoutMs: number;
   #setup: Setup | undefined;
+  /**
+   * Aborted when any component exits: a health probe can be answered by another cluster's process that
+   * holds the port this one failed to bind, so start-up waits past the probes with this signal too.
+   */
+  readonly #anyExit = new AbortController();
 
   constructor(binaries: ClusterBinaries, workspace: Workspace, timeoutMs: number) {
     this.#binaries = binaries;
@@ -252,7 +257,11 @@ class ControlPlane {
     this.components[name] = component;
     // An exit ends the wait at once (pollUntil would otherwise treat it as "not yet" until the deadline).
     const exited = new AbortController();
-    void component.exited.then((code) => exited.abort(new StartupExit(`${name} exited with ${code}`)));
+    void component.exited.then((code) => {
+      const exit = new StartupExit(`${name} exited with ${code}`);
+      exited.abort(exit);
+      this.#anyExit.abort(exit);
+    });
     await pollUntil(
       `${name} to become healthy (log: ${component.logFile})`,
       async () => ((await setup.health[name]().catch(() => false)) ? true : undefined),
@@ -261,6 +270,11 @@ class ControlPlane {
       const message = `${err.message}\n--- ${name} log tail ---\n${component.tail(40)}`;
       throw component.exitCode !== undefined ? new StartupExit(message) : new Error(message);
     });
+  }
+
+  /** Aborted once any component has exited (for waits during start-up only: a restart exits one too). */
+  get anyExit(): AbortSignal {
+    return this.#anyExit.signal;
   }
 
   async restart(name: ComponentName): Promise<void> {
@@ -321,7 +335,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
         (await core.readNamespacedServiceAccount({ name: 'default', namespace: 'default' }))
           ? true
           : undefined,
-      { timeoutMs },
+      { timeoutMs, signal: plane.anyExit },
     );
     keeper = new PodReadinessKeeper(kubeconfig, join(workspace.logs, 'pod-readiness.log'));
     await keeper.start();
@@ -331,6 +345,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<LocalCluster> 
       await cluster.addNodes(nodes);
       log(`${nodes.length} nodes Ready (${Date.now() - started} ms)`);
     }
+    plane.anyExit.throwIfAborted();
     return cluster;
   } catch (err) {
     await keeper?.stop();
