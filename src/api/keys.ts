@@ -47,6 +47,11 @@ export const Annotations = {
   /** operator: consecutive failed attempts (loop and flap protection). */
   failures: 'nuo.dev/failures',
   /**
+   * operator: consecutive attempts whose drain failed, which drain.onFailure Skip counts; removed by the
+   * write that follows a drain that succeeded (the grant, or a Plan's Job starting).
+   */
+  drainFailures: 'nuo.dev/drain-failures',
+  /**
    * operator: completed reboots in a row after which the node still needed one (a reboot loop): each
    * next attempt waits out the retry backoff, and past --max-ineffective-reboots none is made until a
    * person removes this key.

@@ -175,11 +175,11 @@ export class AttemptWrites {
     } else if (result.outcome !== DrainOutcome.drained) {
       // Under onFailure Skip, the drain that fails for the afterAttempts-th time in a row skips the node.
       const onFailure = this.#o.decider.drainOf(name)?.onFailure;
-      const skip = onFailure?.action === 'Skip' && fresh.failures + 1 >= onFailure.afterAttempts;
+      const skip = onFailure?.action === 'Skip' && fresh.drainFailures + 1 >= onFailure.afterAttempts;
       // A Plan's attempt names its Plan, so the Plan's status can show the failed drain (plan-status.ts).
       const plan = (await this.#o.ledger.read()).ledger.slots[name]?.plan;
       const prefix = plan ? planFailurePrefix(plan.ref) : '';
-      await this.#abort(fresh, `${prefix}drain ${result.message}`, this.#o.core, skip);
+      await this.#abort(fresh, `${prefix}drain ${result.message}`, this.#o.core, { drainFailed: true, skip });
       this.#o.steps().freed();
     } else if (!fresh.unschedulable) {
       // Someone uncordoned it during the drain: pods may have landed since the drain's list.
@@ -318,10 +318,16 @@ export class AttemptWrites {
     decidedOn: Pick<NodeView, 'name' | 'state' | 'plan'>,
     reason: string,
     core = this.#o.core,
-    skip = false,
+    { drainFailed = false, skip = false } = {},
   ) {
     const { name } = decidedOn;
-    const abort = { type: 'abort', node: name, reason, ...(skip ? { skip } : {}) } as const;
+    const abort = {
+      type: 'abort',
+      node: name,
+      reason,
+      ...(drainFailed ? { drainFailed } : {}),
+      ...(skip ? { skip } : {}),
+    } as const;
     await this.#o.writer.endAttempt(decidedOn, core, (fresh) => this.#write(abort, fresh, new Date()));
     this.#o.metrics?.failures.inc();
     this.#o.events.warning(name, skip ? 'Skipped' : 'AttemptAborted', reason);

@@ -121,6 +121,8 @@ export type Action =
       type: 'abort';
       node: string;
       reason: string;
+      /** The attempt failed at its drain: one more in the node's count of drains failed in a row. */
+      drainFailed?: boolean;
       /** The drain failed once too often under onFailure Skip: label the node skipped. */
       skip?: boolean;
     }

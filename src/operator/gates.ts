@@ -56,7 +56,7 @@ const skipped: Gate = {
   wait: ({ node }) =>
     node.skipped
       ? {
-          reason: `skipped: its drain failed ${node.failures} time(s); remove the label ${Labels.skipped} to try again`,
+          reason: `skipped: its drain failed ${node.drainFailures} time(s) in a row; remove the label ${Labels.skipped} to try again`,
         }
       : undefined,
 };

@@ -33,6 +33,8 @@ export interface NodeView {
   rebootInProgress: boolean;
   bootIdBefore?: string;
   failures: number;
+  /** Consecutive attempts whose drain failed (onFailure Skip's count; a malformed count reads as 0). */
+  drainFailures: number;
   /** Completed reboots in a row that left the need in place (a malformed count reads as 0). */
   ineffectiveReboots: number;
   annotations: Record<string, string>;
@@ -97,18 +99,9 @@ export function viewNode(node: V1Node): NodeView {
   if (isPhase(stateRaw)) state = stateRaw;
   else if (stateRaw !== undefined)
     problems.push(`${quote(Annotations.state, stateRaw)} is not a known phase`);
-  const failuresRaw = a[Annotations.failures];
-  let failures = 0;
-  if (failuresRaw !== undefined) {
-    if (/^\d+$/.test(failuresRaw)) failures = Number(failuresRaw);
-    else problems.push(`${quote(Annotations.failures, failuresRaw)} is not a count; read as 0`);
-  }
-  const ineffectiveRaw = a[Annotations.ineffectiveReboots];
-  let ineffectiveReboots = 0;
-  if (ineffectiveRaw !== undefined) {
-    if (/^\d+$/.test(ineffectiveRaw)) ineffectiveReboots = Number(ineffectiveRaw);
-    else problems.push(`${quote(Annotations.ineffectiveReboots, ineffectiveRaw)} is not a count; read as 0`);
-  }
+  const failures = count(a, Annotations.failures, problems);
+  const drainFailures = count(a, Annotations.drainFailures, problems);
+  const ineffectiveReboots = count(a, Annotations.ineffectiveReboots, problems);
   const lastTransition = readyCondition?.lastTransitionTime;
   const stateSinceProblems: string[] = [];
   const stateSince = time(a[Annotations.stateSince], Annotations.stateSince, stateSinceProblems);
@@ -137,6 +130,7 @@ export function viewNode(node: V1Node): NodeView {
     rebootInProgress: bool(a[Annotations.rebootInProgress], Annotations.rebootInProgress, problems, true),
     bootIdBefore: a[Annotations.bootIdBefore],
     failures,
+    drainFailures,
     ineffectiveReboots,
     annotations: a,
     ownKeysMalformed,
@@ -175,4 +169,13 @@ export function sameView(a: NodeView, b: NodeView): boolean {
 export function withPendingTaint(taints: readonly V1Taint[], present: boolean): V1Taint[] {
   const others = taints.filter((t) => t.key !== Taints.rebootPending);
   return present ? [...others, { key: Taints.rebootPending, effect: 'PreferNoSchedule' }] : others;
+}
+
+/** One of nuo's counts on the node; anything but a non-negative integer reads as 0, with a problem. */
+function count(a: Record<string, string>, key: string, problems: string[]): number {
+  const raw = a[key];
+  if (raw === undefined) return 0;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  problems.push(`${quote(key, raw)} is not a count; read as 0`);
+  return 0;
 }

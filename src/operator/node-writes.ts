@@ -48,11 +48,15 @@ const cleared = (keys: readonly string[]) => Object.fromEntries(keys.map((k) => 
  */
 const malformedCounts = (n: NodeView) =>
   cleared(
-    [Annotations.failures, Annotations.ineffectiveReboots].filter((k) => {
+    [Annotations.failures, Annotations.drainFailures, Annotations.ineffectiveReboots].filter((k) => {
       const raw = n.annotations[k];
       return raw !== undefined && !/^\d+$/.test(raw);
     }),
   );
+
+/** A drain that succeeded ends the row of failed ones (onFailure Skip counts drains failed in a row). */
+const drainSucceeded = (n: NodeView): Record<string, null> =>
+  n.annotations[Annotations.drainFailures] === undefined ? {} : { [Annotations.drainFailures]: null };
 
 /** The end of an attempt removes the Plan it named (a key written only for a Plan's attempt). */
 const noPlan = (n: NodeView): Record<string, null> =>
@@ -115,6 +119,7 @@ function transition(
   const labels: Record<string, string | null> = {};
   if (a.clearGrant) Object.assign(annotations, noGrant(k));
   if (a.failed) annotations[Annotations.failures] = String(n.failures + 1);
+  if (a.to === Phase.upgrading) Object.assign(annotations, drainSucceeded(n));
   if (a.to === Phase.draining) {
     labels[k.beforeReboot] = null;
     Object.assign(annotations, cleared(c.beforeRebootAnnotations));
@@ -175,6 +180,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
       return {
         annotations: {
           ...phase(Phase.rebootGranted, `${a.message}; reboot granted`, now),
+          ...drainSucceeded(n),
           [k.rebootOk]: a.grant,
           ...(k.grantedBootId ? { [k.grantedBootId]: n.bootId } : {}),
         },
@@ -185,11 +191,12 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
           ...phase(
             Phase.pending,
             a.skip
-              ? `${a.reason}; skipped after ${n.failures + 1} failed attempt(s): remove the label ${Labels.skipped} to try again`
+              ? `${a.reason}; skipped: its drain failed ${n.drainFailures + 1} time(s) in a row; remove the label ${Labels.skipped} to try again`
               : `${a.reason}; retrying after backoff`,
             now,
           ),
           [Annotations.failures]: String(n.failures + 1),
+          ...(a.drainFailed ? { [Annotations.drainFailures]: String(n.drainFailures + 1) } : {}),
           ...noGrant(k),
           ...noPlan(n),
           ...allHooks(c),

@@ -314,26 +314,42 @@ describe('UpdatePolicies', () => {
     }
   });
 
-  test('an undrainable node under onFailure Skip is labelled skipped after its failed drain, and the rollout finishes without it', async () => {
+  test('an undrainable node under onFailure Skip is labelled skipped after its drain failed afterAttempts times in a row (other failures not counted), and the rollout finishes without it', async () => {
     // One pod pinned to node-1 that its PDB never lets go: node-1's drain can only time out.
     await undrainablePod(cluster.kubeconfig, 'stuck', 'node-1');
+    // Its last attempt failed elsewhere (say, a hook timed out): not a failed drain, so Skip counts it not.
+    await core.patchNode(
+      { name: 'node-1', body: { metadata: { annotations: { [Annotations.failures]: '1' } } } },
+      mergePatch,
+    );
     try {
       await createPolicy('skip', {
         nodeSelector: { matchLabels: { pool: 'a' } },
-        drain: { timeout: '3s', onFailure: { action: 'Skip', afterAttempts: 1 } },
-        ...QUICK,
+        drain: { timeout: '3s', onFailure: { action: 'Skip', afterAttempts: 2 } },
+        reboot: { soak: '1s', retryBackoff: '2s' },
       });
       const f = await startFleet([pool('a', 1)]);
       f.stageUpdates(POOL_A);
+      const first = await pollUntil("node-1's first failed drain", async () => {
+        const n = await core.readNode({ name: 'node-1' });
+        return n.metadata?.annotations?.[Annotations.drainFailures] === '1' ? n : undefined;
+      });
+      assert.equal(first.metadata?.annotations?.[Annotations.failures], '2');
+      assert.equal(
+        first.metadata?.labels?.[Labels.skipped],
+        undefined,
+        'one failed drain of two: not skipped',
+      );
       await rebooted(f, ['node-0', 'node-2']);
       // The others may finish first (the admission order among nodes staged at once is not fixed).
       const node1 = await pollUntil('node-1 labelled skipped', async () => {
         const n = await core.readNode({ name: 'node-1' });
         return n.metadata?.labels?.[Labels.skipped] === 'true' ? n : undefined;
       });
+      assert.equal(node1.metadata?.annotations?.[Annotations.drainFailures], '2');
       assert.match(
         node1.metadata?.annotations?.[Annotations.stateReason] ?? '',
-        /skipped: .*remove the label nuo\.dev\/skipped to try again/,
+        /skipped: its drain failed 2 time\(s\) in a row; remove the label nuo\.dev\/skipped to try again/,
       );
       assert.equal(node1.spec?.unschedulable, undefined, "nuo's cordon of the skipped node is undone");
       assert.equal(f.checker.rebootsOf('node-1'), 0);
@@ -341,7 +357,15 @@ describe('UpdatePolicies', () => {
     } finally {
       await core.deleteNamespace({ name: 'stuck' });
       await core.patchNode(
-        { name: 'node-1', body: { metadata: { labels: { [Labels.skipped]: null } } } },
+        {
+          name: 'node-1',
+          body: {
+            metadata: {
+              labels: { [Labels.skipped]: null },
+              annotations: { [Annotations.failures]: null, [Annotations.drainFailures]: null },
+            },
+          },
+        },
         mergePatch,
       );
     }

@@ -24,15 +24,15 @@ test('node gates: each says why and until when, the first in order wins', () => 
     [
       'skipped after failed drains: only a person lets it try again',
       {
-        ...node({ [Annotations.failures]: '3' }),
+        ...node({ [Annotations.failures]: '4', [Annotations.drainFailures]: '3' }),
         metadata: {
           name: 'n',
-          annotations: { [Annotations.failures]: '3' },
+          annotations: { [Annotations.failures]: '4', [Annotations.drainFailures]: '3' },
           labels: { 'nuo.dev/skipped': 'true' },
         },
       },
       {},
-      'skipped: its drain failed 3 time(s); remove the label nuo.dev/skipped to try again',
+      'skipped: its drain failed 3 time(s) in a row; remove the label nuo.dev/skipped to try again',
       undefined,
     ],
     [

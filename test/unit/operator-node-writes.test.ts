@@ -167,17 +167,74 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
       },
     ],
     [
+      'aborted at its drain: one more failure and one more drain failed in a row',
+      { type: 'abort', node: 'n', reason: 'drain timed out', drainFailed: true },
+      node({ [A.failures]: '3' }),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.pending, 'drain timed out; retrying after backoff'),
+          [A.failures]: '4',
+          [A.drainFailures]: '1',
+          [A.rebootOk]: null,
+        },
+        labels: noHookLabels,
+      },
+    ],
+    [
+      'aborted after its drain (a hook timed out): the count of drains failed in a row is left alone',
+      { type: 'abort', node: 'n', reason: 'before-reboot hooks timed out' },
+      node({ [A.failures]: '1', [A.drainFailures]: '1' }),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.pending, 'before-reboot hooks timed out; retrying after backoff'),
+          [A.failures]: '2',
+          [A.rebootOk]: null,
+        },
+        labels: noHookLabels,
+      },
+    ],
+    [
+      'the grant after a drain that succeeded ends the row of failed drains',
+      { type: 'grant', node: 'n', message: 'drained 3 pods', grant: 'v1.x.y' },
+      node({ [A.failures]: '2', [A.drainFailures]: '2' }),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.rebootGranted, 'drained 3 pods; reboot granted'),
+          [A.rebootOk]: 'v1.x.y',
+          [A.drainFailures]: null,
+        },
+      },
+    ],
+    [
+      "a Plan's Job starting after a drain that succeeded ends the row of failed drains",
+      { type: 'transition', node: 'n', to: Phase.upgrading, reason: 'drained; its Job starts' },
+      node({ [A.drainFailures]: '1' }),
+      none,
+      { annotations: { ...phase(Phase.upgrading, 'drained; its Job starts'), [A.drainFailures]: null } },
+    ],
+    [
+      'Pending over a drain count nuo never wrote',
+      { type: 'pending', node: 'n', reason: 'waiting' },
+      node({ [A.drainFailures]: 'x' }),
+      none,
+      { annotations: { ...phase(Phase.pending, 'waiting'), [A.drainFailures]: null } },
+    ],
+    [
       'aborted for the last time under onFailure Skip: labelled skipped, the reason says how to retry',
-      { type: 'abort', node: 'n', reason: 'drain timed out', skip: true },
-      node({ [A.failures]: '2' }),
+      { type: 'abort', node: 'n', reason: 'drain timed out', drainFailed: true, skip: true },
+      node({ [A.failures]: '2', [A.drainFailures]: '2' }),
       hooks,
       {
         annotations: {
           ...phase(
             Phase.pending,
-            'drain timed out; skipped after 3 failed attempt(s): remove the label nuo.dev/skipped to try again',
+            'drain timed out; skipped: its drain failed 3 time(s) in a row; remove the label nuo.dev/skipped to try again',
           ),
           [A.failures]: '3',
+          [A.drainFailures]: '3',
           [A.rebootOk]: null,
           'hook/before': null,
           'hook/after': null,
