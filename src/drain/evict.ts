@@ -7,14 +7,17 @@ import {
   AppsV1Api,
   CoreV1Api,
   type KubeConfig,
+  PolicyV1Api,
   type V1Pod,
   type V1PodDisruptionBudget,
   Watch,
 } from '@kubernetes/client-node';
 import { sleep } from '../kube/backoff.ts';
 import { apiStatus, describeError, statusCode } from '../kube/errors.ts';
+import { selectorText } from '../kube/selector.ts';
 import { cordon } from './cordon.ts';
 import { type DrainOptions, drainOptions } from './options.ts';
+import { pdbHold } from './pdb-hold.ts';
 import { type DrainPlan, PodAction, planDrain } from './plan.ts';
 import { type DrainEvent, type DrainProgress, type PodState, ProgressTracker } from './progress.ts';
 import { RetryQueue } from './retry-queue.ts';
@@ -39,6 +42,8 @@ export interface DrainResult {
   pods: PodState[];
   /** PDBs ("namespace/name") that refused an eviction at the end, with the pods they held. */
   blockingPdbs: Record<string, string[]>;
+  /** A drain that timed out: per blocking PDB, what holds it and what would unblock it (pdb-hold.ts). */
+  pdbHolds: string[];
   /** The most eviction requests that were in flight at once (bounded by `concurrency`). */
   maxInFlight: number;
   elapsedMs: number;
@@ -117,12 +122,14 @@ export function blockingPdbName(err: unknown): string | undefined {
 export class Drainer {
   readonly #core: CoreV1Api;
   readonly #apps: AppsV1Api;
+  readonly #policy: PolicyV1Api;
   readonly #kubeconfig: KubeConfig;
 
   constructor(kubeconfig: KubeConfig) {
     this.#kubeconfig = kubeconfig;
     this.#core = kubeconfig.makeApiClient(CoreV1Api);
     this.#apps = kubeconfig.makeApiClient(AppsV1Api);
+    this.#policy = kubeconfig.makeApiClient(PolicyV1Api);
   }
 
   async drain(request: DrainRequest): Promise<DrainResult> {
@@ -160,7 +167,7 @@ export class Drainer {
         if (d.action === PodAction.skip || d.action === PodAction.refuse) emit({ type: d.action, pod: d });
       }
       const flight = { now: 0, max: 0 };
-      const finish = (outcome: DrainOutcome): DrainResult => {
+      const finish = (outcome: DrainOutcome, pdbHolds: string[] = []): DrainResult => {
         const result = tracker.result();
         return {
           node,
@@ -169,9 +176,10 @@ export class Drainer {
           plan,
           pods: result.pods,
           blockingPdbs: result.blockingPdbs,
+          pdbHolds,
           maxInFlight: flight.max,
           elapsedMs: Date.now() - started,
-          message: tracker.summary(outcome),
+          message: [tracker.summary(outcome), ...pdbHolds].join('; '),
         };
       };
       if (!plan.canProceed) return finish(plan.held ? DrainOutcome.held : DrainOutcome.refused);
@@ -185,14 +193,38 @@ export class Drainer {
         if (!stop.signal.aborted) throw err;
       });
       if (tracker.left() === 0) return finish(DrainOutcome.drained);
-      return finish(
-        stop.signal.reason === DrainOutcome.aborted ? DrainOutcome.aborted : DrainOutcome.timedOut,
-      );
+      if (stop.signal.reason === DrainOutcome.aborted) return finish(DrainOutcome.aborted);
+      const blocking = Object.keys(tracker.result().blockingPdbs);
+      return finish(DrainOutcome.timedOut, await this.#pdbHolds(node, blocking));
     } finally {
       clearTimeout(timer);
       request.signal?.removeEventListener('abort', onAbort);
       stop.abort(DrainOutcome.aborted);
     }
+  }
+
+  /** Each PDB read as it stands now, with its pods: what holds it (a read that fails says so instead). */
+  async #pdbHolds(node: string, keys: string[]): Promise<string[]> {
+    return Promise.all(
+      keys.map(async (key) => {
+        const [namespace, name] = key.split('/') as [string, string];
+        try {
+          const list = await this.#policy.listNamespacedPodDisruptionBudget({
+            namespace,
+            fieldSelector: `metadata.name=${name}`,
+          });
+          const pdb = list.items[0];
+          if (!pdb) return `${key}: gone since it refused the eviction`;
+          const selector = pdb.spec?.selector;
+          const pods = selector
+            ? (await this.#core.listNamespacedPod({ namespace, labelSelector: selectorText(selector) })).items
+            : [];
+          return pdbHold({ key, pdb, pods }, node);
+        } catch (err) {
+          return `${key}: could not be read to say why (${describeError(err)})`;
+        }
+      }),
+    );
   }
 
   /**

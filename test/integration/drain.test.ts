@@ -210,7 +210,7 @@ describe('drain', () => {
     );
   });
 
-  test('a timeout fails naming the blocking PDB and leaves the node cordoned for the caller', async (t) => {
+  test('a timeout fails naming the blocking PDB, what holds it and what would unblock it, and leaves the node cordoned for the caller', async (t) => {
     t.after(() => resetNode('node-3'));
     const ns = await namespace('stuck');
     await deployOn('node-3', ns, 'db', 2);
@@ -220,6 +220,13 @@ describe('drain', () => {
     assert.deepEqual(Object.keys(result.blockingPdbs), [`${ns}/db`]);
     assert.equal(result.blockingPdbs[`${ns}/db`]?.length, 2);
     assert.match(result.message, new RegExp(`blocked by PodDisruptionBudget ${ns}/db \\(2 pod\\(s\\)\\)`));
+    // Read when the drain gave up: the counts, why they hold, what would unblock them.
+    const hold =
+      `${ns}/db: 2 of 2 pod(s) healthy, 2 needed (minAvailable 2), 0 disruption(s) allowed; it allows no ` +
+      'eviction even with every pod healthy: lower minAvailable (or raise maxUnavailable) or add replicas, ' +
+      'or delete the pod by hand';
+    assert.deepEqual(result.pdbHolds, [hold]);
+    assert.ok(result.message.endsWith(`; ${hold}`), result.message);
     const node = await core.readNode({ name: 'node-3' });
     assert.equal(node.spec?.unschedulable, true, "still cordoned: uncordon is the caller's decision");
     assert.equal(node.metadata?.annotations?.[Annotations.cordonedByNuo], 'true');
