@@ -8,6 +8,7 @@ import {
   CoreV1Api,
   type KubeConfig,
   PolicyV1Api,
+  StorageV1Api,
   type V1Pod,
   type V1PodDisruptionBudget,
   Watch,
@@ -21,6 +22,7 @@ import { pdbHold } from './pdb-hold.ts';
 import { type DrainPlan, PodAction, planDrain } from './plan.ts';
 import { type DrainEvent, type DrainProgress, type PodState, ProgressTracker } from './progress.ts';
 import { RetryQueue } from './retry-queue.ts';
+import { claimsOf, describeAttached, stillAttached } from './volumes.ts';
 
 export const DrainOutcome = {
   drained: 'drained',
@@ -69,6 +71,8 @@ const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 5000;
 /** A re-list catches deletions a broken watch missed. */
 const RESYNC_MS = 5000;
+/** How often the node's VolumeAttachments are read while evicted pods' volumes detach. */
+const DETACH_POLL_MS = 1000;
 
 /** Lists a node's pods with a field selector (never a cluster-wide list), page by page. */
 export async function podsOnNode(core: CoreV1Api, node: string, labelSelector = ''): Promise<V1Pod[]> {
@@ -123,6 +127,7 @@ export class Drainer {
   readonly #core: CoreV1Api;
   readonly #apps: AppsV1Api;
   readonly #policy: PolicyV1Api;
+  readonly #storage: StorageV1Api;
   readonly #kubeconfig: KubeConfig;
 
   constructor(kubeconfig: KubeConfig) {
@@ -130,6 +135,7 @@ export class Drainer {
     this.#core = kubeconfig.makeApiClient(CoreV1Api);
     this.#apps = kubeconfig.makeApiClient(AppsV1Api);
     this.#policy = kubeconfig.makeApiClient(PolicyV1Api);
+    this.#storage = kubeconfig.makeApiClient(StorageV1Api);
   }
 
   async drain(request: DrainRequest): Promise<DrainResult> {
@@ -192,7 +198,24 @@ export class Drainer {
       ]).catch((err) => {
         if (!stop.signal.aborted) throw err;
       });
-      if (tracker.left() === 0) return finish(DrainOutcome.drained);
+      if (tracker.left() === 0) {
+        const moved = plan.decisions.filter(
+          (d) => d.action === PodAction.evict || d.action === PodAction.wait,
+        );
+        const evicted = new Set(moved.map((d) => d.uid));
+        const attached = await this.#waitDetached(
+          node,
+          pods.filter((p) => evicted.has(p.metadata?.uid ?? '')),
+          stop.signal,
+        );
+        if (attached.length === 0) return finish(DrainOutcome.drained);
+        if (stop.signal.reason === DrainOutcome.aborted) return finish(DrainOutcome.aborted);
+        const seconds = ((Date.now() - started) / 1000).toFixed(1);
+        return {
+          ...finish(DrainOutcome.timedOut),
+          message: `timed-out after ${seconds}s: every pod gone, ${attached.length} volume(s) of evicted pods still attached to ${node}: ${describeAttached(attached)}`,
+        };
+      }
       if (stop.signal.reason === DrainOutcome.aborted) return finish(DrainOutcome.aborted);
       const blocking = Object.keys(tracker.result().blockingPdbs);
       return finish(DrainOutcome.timedOut, await this.#pdbHolds(node, blocking));
@@ -200,6 +223,37 @@ export class Drainer {
       clearTimeout(timer);
       request.signal?.removeEventListener('abort', onAbort);
       stop.abort(DrainOutcome.aborted);
+    }
+  }
+
+  /**
+   * Waits until no VolumeAttachment holds a PersistentVolume of the evicted pods on the node; returns
+   * those still attached when the signal ends the wait. A node without such volumes reads nothing.
+   */
+  async #waitDetached(node: string, evicted: V1Pod[], signal: AbortSignal) {
+    const claims = claimsOf(evicted);
+    if (claims.length === 0) return [];
+    const volumes = new Set<string>();
+    for (const claim of claims) {
+      const [namespace, name] = claim.split('/') as [string, string];
+      const pvc = await this.#core.readNamespacedPersistentVolumeClaim({ namespace, name }).catch((err) => {
+        if (statusCode(err) === 404) return undefined;
+        throw new Error(
+          `reading PersistentVolumeClaim ${claim} of a pod evicted from ${node}: ${describeError(err)}`,
+        );
+      });
+      if (pvc?.spec?.volumeName) volumes.add(pvc.spec.volumeName);
+    }
+    for (;;) {
+      // resourceVersion 0: the API server's watch cache answers, not etcd (every draining node asks).
+      const list = await this.#storage
+        .listVolumeAttachment({ resourceVersion: '0' })
+        .catch((err: unknown) => {
+          throw new Error(`reading the VolumeAttachments of ${node}: ${describeError(err)}`);
+        });
+      const attached = stillAttached(list.items, node, volumes);
+      if (attached.length === 0 || signal.aborted) return attached;
+      await sleep(DETACH_POLL_MS, signal);
     }
   }
 

@@ -8,7 +8,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { AppsV1Api, CoreV1Api, PolicyV1Api, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, PolicyV1Api, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { cordon, UncordonResult, uncordon, uncordonWith } from '../../src/drain/cordon.ts';
 import { Drainer, DrainOutcome, podsOnNode } from '../../src/drain/evict.ts';
@@ -24,6 +24,7 @@ const cluster = await useCluster({ nodes: NODES.length, zones: 2 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
 const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
+const storage = cluster.kubeconfig.makeApiClient(StorageV1Api);
 const drainer = new Drainer(cluster.kubeconfig);
 
 async function setUnschedulable(node: string, unschedulable: boolean) {
@@ -232,6 +233,79 @@ describe('drain', () => {
     assert.equal(node.metadata?.annotations?.[Annotations.cordonedByNuo], 'true');
     assert.equal((await podsOnNode(core, 'node-3', 'app=db')).length, 2, 'no pod was lost');
     await policy.deleteNamespacedPodDisruptionBudget({ name: 'db', namespace: ns });
+  });
+
+  test("the drain ends once the evicted pods' volumes are detached, and times out naming those still attached", async (t) => {
+    t.after(() => resetNode('node-3'));
+    const ns = await namespace('volumes');
+    const driver = 'csi.example.com';
+    await core.createPersistentVolume({
+      body: {
+        metadata: { name: 'pv-data' },
+        spec: {
+          capacity: { storage: '1Gi' },
+          accessModes: ['ReadWriteOnce'],
+          storageClassName: '',
+          csi: { driver, volumeHandle: 'vol-1' },
+        },
+      },
+    });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: {
+        metadata: { name: 'data' },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          storageClassName: '',
+          volumeName: 'pv-data',
+          resources: { requests: { storage: '1Gi' } },
+        },
+      },
+    });
+    await pollUntil('the claim bound', async () =>
+      (await core.readNamespacedPersistentVolumeClaim({ name: 'data', namespace: ns })).status?.phase ===
+      'Bound'
+        ? true
+        : undefined,
+    );
+    const d = deployment(ns, 'db', 1);
+    const spec = d.spec?.template.spec;
+    if (spec) {
+      spec.volumes = [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }];
+      spec.nodeSelector = { 'kubernetes.io/hostname': 'node-3' };
+    }
+    await apps.createNamespacedDeployment({ namespace: ns, body: d });
+    await waitAvailable(apps, ns, 'db');
+    // What a CSI driver's attacher keeps while the volume is attached to the node.
+    const attach = () =>
+      storage.createVolumeAttachment({
+        body: {
+          metadata: { name: 'va-data' },
+          spec: { attacher: driver, nodeName: 'node-3', source: { persistentVolumeName: 'pv-data' } },
+        },
+      });
+    await attach();
+
+    const held = await drainer.drain({ node: 'node-3', options: { timeoutSeconds: 3 } });
+    assert.equal(held.outcome, DrainOutcome.timedOut, held.message);
+    assert.match(
+      held.message,
+      /every pod gone, 1 volume\(s\) of evicted pods still attached to node-3: pv-data \(VolumeAttachment va-data\)$/,
+    );
+    assert.equal((await podsOnNode(core, 'node-3', 'app=db')).length, 0);
+
+    // Back on the node, attached; drained again, the attachment goes once the pod is gone.
+    await setUnschedulable('node-3', false);
+    await waitAvailable(apps, ns, 'db');
+    const drain = drainer.drain({ node: 'node-3', options: { timeoutSeconds: 60 } });
+    await pollUntil('the pod evicted', async () =>
+      (await podsOnNode(core, 'node-3', 'app=db')).length === 0 ? true : undefined,
+    );
+    await storage.deleteVolumeAttachment({ name: 'va-data' });
+    const drained = await drain;
+    assert.equal(drained.outcome, DrainOutcome.drained, drained.message);
+    await apps.deleteNamespacedDeployment({ name: 'db', namespace: ns });
+    await core.deleteNamespacedPersistentVolumeClaim({ name: 'data', namespace: ns });
   });
 
   test('an AbortSignal stops the drain cleanly', async (t) => {

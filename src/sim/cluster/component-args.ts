@@ -36,6 +36,8 @@ const CONTROLLERS = [
   'ttl-after-finished',
   'cronjob',
   'pod-garbage-collector',
+  // Binds PersistentVolumeClaims to their volumes: drains wait for evicted pods' volumes to detach.
+  'persistentvolume-binder',
 ].map((name) => `${name}-controller`);
 
 export interface ArgsInput {
