@@ -62,6 +62,9 @@ function printEvent(e: DrainEvent, dryRun: boolean): void {
         `error when evicting pods/"${e.pod.name}" -n "${e.pod.namespace}" (will retry after ${(e.retryInMs / 1000).toFixed(2)}s): ${e.reason}`,
       );
       return;
+    case 'waiting':
+      err(`waiting on ${e.holds.join('; ')}`);
+      return;
   }
 }
 

@@ -71,6 +71,8 @@ const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 5000;
 /** A re-list catches deletions a broken watch missed. */
 const RESYNC_MS = 5000;
+/** How long PDBs may refuse before the drain says what holds them, and how often it looks again. */
+const WAITING_REPORT_MAX_MS = 30_000;
 /** How often the node's VolumeAttachments are read while evicted pods' volumes detach. */
 const DETACH_POLL_MS = 1000;
 
@@ -192,12 +194,17 @@ export class Drainer {
       // Nothing to evict (most nodes of a rollout hold only DaemonSet pods): no watch, no second list.
       if (request.dryRun || tracker.left() === 0) return finish(DrainOutcome.drained);
 
+      const evicting = new AbortController();
+      stop.signal.addEventListener('abort', () => evicting.abort(), { once: true });
+      void this.#reportWaiting(node, tracker, options, evicting.signal, emit);
       await Promise.all([
         this.#evictAll(tracker, options, stop.signal, emit, flight),
         this.#waitGone(node, tracker, stop.signal),
-      ]).catch((err) => {
-        if (!stop.signal.aborted) throw err;
-      });
+      ])
+        .catch((err) => {
+          if (!stop.signal.aborted) throw err;
+        })
+        .finally(() => evicting.abort());
       if (tracker.left() === 0) {
         const moved = plan.decisions.filter(
           (d) => d.action === PodAction.evict || d.action === PodAction.wait,
@@ -254,6 +261,33 @@ export class Drainer {
       const attached = stillAttached(list.items, node, volumes);
       if (attached.length === 0 || signal.aborted) return attached;
       await sleep(DETACH_POLL_MS, signal);
+    }
+  }
+
+  /**
+   * While PDBs keep refusing, says what holds them: first after a quarter of the timeout (at most 30 s,
+   * so that a refusal a replacement soon answers goes unreported), then at that interval when it changed.
+   */
+  async #reportWaiting(
+    node: string,
+    tracker: ProgressTracker,
+    options: DrainOptions,
+    signal: AbortSignal,
+    emit: (e: DrainEvent) => void,
+  ): Promise<void> {
+    const quarter = options.timeoutSeconds > 0 ? (options.timeoutSeconds * 1000) / 4 : WAITING_REPORT_MAX_MS;
+    const every = Math.min(quarter, WAITING_REPORT_MAX_MS);
+    let last = '';
+    for (;;) {
+      await sleep(every, signal);
+      if (signal.aborted) return;
+      const blocking = Object.keys(tracker.progress().blockingPdbs);
+      if (blocking.length === 0) continue;
+      const holds = await this.#pdbHolds(node, blocking);
+      if (signal.aborted) return;
+      const text = holds.join('; ');
+      if (text !== last) emit({ type: 'waiting', holds });
+      last = text;
     }
   }
 

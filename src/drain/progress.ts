@@ -49,7 +49,12 @@ export type DrainEvent =
       /** The API server answered 429: a PodDisruptionBudget allowed no disruption now. */
       refusedByPdb: boolean;
       retryInMs: number;
-    };
+    }
+  /**
+   * PodDisruptionBudgets have kept refusing evictions for a while: what holds each and what would unblock
+   * it (pdb-hold.ts); sent again when that changes.
+   */
+  | { type: 'waiting'; holds: string[] };
 
 export class ProgressTracker {
   readonly #states = new Map<string, PodState>();

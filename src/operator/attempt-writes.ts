@@ -133,6 +133,26 @@ export class AttemptWrites {
   };
 
   /**
+   * A drain that PDBs keep waiting says so on its node while it runs (`nuo status`, the policy's
+   * explain) and in an Event: what holds each PDB and what would unblock it. Best effort: the drain's
+   * end writes the node again either way.
+   */
+  drainWaiting = async (name: string, holds: string[]): Promise<void> => {
+    const node = this.#o.nodes.get(name);
+    if (!node || !this.#o.acting()) return;
+    const view = this.#o.decider.view(node);
+    if (view.state !== Phase.draining) return;
+    const reason = `draining, waiting on ${holds.join('; ')}`;
+    await this.#o.writer.patch(
+      view,
+      this.#write({ type: 'explain', node: name, reason }, view, new Date()),
+      this.#o.core,
+    );
+    this.#o.events.warning(name, 'DrainWaiting', reason);
+    this.#o.log('info', 'drain waiting on PodDisruptionBudgets', { node: name, holds });
+  };
+
+  /**
    * Grants the reboot of a drained node, or ends the attempt of a drain that failed, on the node as it
    * is now. Another writer (the agent, the node-lifecycle controller) may change the node between the
    * read and the conditional write: that 409 is read again and retried here rather than sending the node

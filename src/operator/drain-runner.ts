@@ -25,6 +25,8 @@ export interface DrainRunnerOptions {
   recordFailed: (node: string, err: unknown) => void;
   /** The drain settings of the node's pool. */
   settings: (node: string) => DrainSettings;
+  /** PodDisruptionBudgets keep the drain waiting: what holds each (said again when it changes). */
+  waiting: (node: string, holds: string[]) => void;
   /** A drain ended, however: a pass may have something to do. */
   ended: (node: string) => void;
 }
@@ -103,6 +105,7 @@ export class DrainRunner {
           signal: controller.signal,
           onEvent: (e) => {
             if (e.type === 'retry' && e.refusedByPdb) refused++;
+            if (e.type === 'waiting') this.#o.waiting(node, e.holds);
           },
           options: this.#options(node),
         }),

@@ -340,6 +340,15 @@ describe('UpdatePolicies', () => {
         undefined,
         'one failed drain of two: not skipped',
       );
+      // While its drain waited, the node said on what, and what would unblock it; its end says it again.
+      const hold =
+        'stuck/pinned: 1 of 1 pod(s) healthy, 1 needed (maxUnavailable 0), 0 disruption(s) allowed; it allows ' +
+        'no eviction even with every pod healthy';
+      const events = await eventsAbout(core, 'Node', 'node-1', ['DrainWaiting', 'AttemptAborted']);
+      const waiting = events.find((e) => e.reason === 'DrainWaiting');
+      assert.ok(waiting?.message?.startsWith(`draining, waiting on ${hold}`), waiting?.message);
+      const aborted = events.find((e) => e.reason === 'AttemptAborted');
+      assert.ok(aborted?.message?.includes(hold), aborted?.message);
       await rebooted(f, ['node-0', 'node-2']);
       // The others may finish first (the admission order among nodes staged at once is not fixed).
       const node1 = await pollUntil('node-1 labelled skipped', async () => {
