@@ -19,7 +19,7 @@ import { selectorText } from '../kube/selector.ts';
 import { cordon } from './cordon.ts';
 import { type DrainOptions, drainOptions } from './options.ts';
 import { pdbHold } from './pdb-hold.ts';
-import { type DrainPlan, PodAction, planDrain } from './plan.ts';
+import { type DrainPlan, evictionTiers, PodAction, planDrain } from './plan.ts';
 import { type DrainEvent, type DrainProgress, type PodState, ProgressTracker } from './progress.ts';
 import { RetryQueue } from './retry-queue.ts';
 import { claimsOf, describeAttached, stillAttached } from './volumes.ts';
@@ -326,7 +326,7 @@ export class Drainer {
     emit: (e: DrainEvent) => void,
     flight: { now: number; max: number },
   ): Promise<void> {
-    const queue = new RetryQueue(tracker.toEvict(), RETRY_MIN_MS);
+    let queue = new RetryQueue<PodState>([], RETRY_MIN_MS);
     const pdbWatches = new Map<string, AbortController | undefined>();
     let finished = false;
     const watchPdb = (key: string) => {
@@ -384,7 +384,15 @@ export class Drainer {
       }
     };
     try {
-      await Promise.all(Array.from({ length: Math.min(options.concurrency, queue.size) }, worker));
+      // Lower priorities first, each tier gone before the next is evicted: the system-critical pods a
+      // node's workloads lean on (DNS, storage, network agents) leave last, as kubelet shuts down.
+      for (const tier of evictionTiers(tracker.toEvict())) {
+        if (signal.aborted) return;
+        queue = new RetryQueue(tier, RETRY_MIN_MS);
+        await Promise.all(Array.from({ length: Math.min(options.concurrency, queue.size) }, worker));
+        while (!signal.aborted && tier.some((p) => !tracker.isGone(p.uid)))
+          await Promise.race([tracker.changed(), sleep(RESYNC_MS, signal)]);
+      }
     } finally {
       finished = true;
       for (const controller of pdbWatches.values()) controller?.abort();

@@ -29,6 +29,8 @@ export interface PodDecision {
   reason?: string;
   /** Refused because the pod asks not to be disrupted now (nuo.dev/do-not-disrupt), not for the options. */
   doNotDisrupt?: true;
+  /** The pod's priority (spec.priority, from its PriorityClass) when it has one: lower tiers go first. */
+  priority?: number;
 }
 
 export interface DrainPlan {
@@ -127,6 +129,7 @@ export function planDrain(input: PlanInput): DrainPlan {
     name: pod.metadata?.name ?? '',
     uid: pod.metadata?.uid ?? '',
     ...decidePod(pod, input),
+    ...(pod.spec?.priority === undefined ? {} : { priority: pod.spec.priority }),
   }));
   const refused = decisions.filter((d) => d.action === PodAction.refuse);
   return {
@@ -134,4 +137,18 @@ export function planDrain(input: PlanInput): DrainPlan {
     canProceed: refused.length === 0,
     held: refused.length > 0 && refused.every((d) => d.doNotDisrupt),
   };
+}
+
+/**
+ * The pods to evict in tiers of equal priority, lowest first (no priority reads as 0, the API server's
+ * default): each tier is evicted and gone before the next, so system-node-critical and
+ * system-cluster-critical pods go last, as the kubelet's graceful node shutdown orders them.
+ */
+export function evictionTiers<T extends { priority?: number }>(pods: readonly T[]): T[][] {
+  const tiers = new Map<number, T[]>();
+  for (const pod of pods) {
+    const p = pod.priority ?? 0;
+    tiers.set(p, [...(tiers.get(p) ?? []), pod]);
+  }
+  return [...tiers.entries()].sort(([a], [b]) => a - b).map(([, tier]) => tier);
 }

@@ -25,6 +25,8 @@ export interface PodState {
   reason?: string;
   /** "namespace/name" of the PDB that last refused this pod's eviction. */
   blockingPdb?: string;
+  /** The pod's priority, when it has one (evictionTiers). */
+  priority?: number;
 }
 
 export interface DrainProgress {

@@ -8,7 +8,14 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { AppsV1Api, CoreV1Api, PolicyV1Api, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  PolicyV1Api,
+  SchedulingV1Api,
+  StorageV1Api,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { cordon, UncordonResult, uncordon, uncordonWith } from '../../src/drain/cordon.ts';
 import { Drainer, DrainOutcome, podsOnNode } from '../../src/drain/evict.ts';
@@ -25,6 +32,7 @@ const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
 const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
 const storage = cluster.kubeconfig.makeApiClient(StorageV1Api);
+const scheduling = cluster.kubeconfig.makeApiClient(SchedulingV1Api);
 const drainer = new Drainer(cluster.kubeconfig);
 
 async function setUnschedulable(node: string, unschedulable: boolean) {
@@ -306,6 +314,48 @@ describe('drain', () => {
     assert.equal(drained.outcome, DrainOutcome.drained, drained.message);
     await apps.deleteNamespacedDeployment({ name: 'db', namespace: ns });
     await core.deleteNamespacedPersistentVolumeClaim({ name: 'data', namespace: ns });
+  });
+
+  test('pods leave in tiers of priority, lowest first: a tier is gone before the next is evicted', async (t) => {
+    t.after(() => resetNode('node-2'));
+    const ns = await namespace('tiers');
+    for (const [name, value] of [
+      ['tier-low', -100],
+      ['tier-high', 1_000_000],
+    ] as const)
+      await scheduling.createPriorityClass({ body: { metadata: { name }, value } });
+    t.after(async () => {
+      for (const name of ['tier-low', 'tier-high']) await scheduling.deletePriorityClass({ name });
+    });
+    await onlyOn('node-2', async () => {
+      for (const [name, priorityClassName] of [
+        ['batch', 'tier-low'],
+        ['web', undefined],
+        ['infra', 'tier-high'],
+      ] as const) {
+        const d = deployment(ns, name, 2);
+        const spec = d.spec?.template.spec;
+        if (spec && priorityClassName) spec.priorityClassName = priorityClassName;
+        await apps.createNamespacedDeployment({ namespace: ns, body: d });
+      }
+      for (const name of ['batch', 'web', 'infra']) await waitAvailable(apps, ns, name);
+    });
+    const order: string[] = [];
+    const result = await drainer.drain({
+      node: 'node-2',
+      options: { podSelector: 'app in (batch,web,infra)' },
+      onEvent: (e) => {
+        if (e.type === 'evicted' || e.type === 'gone') order.push(`${e.type} ${e.pod.name.split('-')[0]}`);
+      },
+    });
+    assert.equal(result.outcome, DrainOutcome.drained, result.message);
+    const last = (what: string) => order.lastIndexOf(what);
+    const first = (what: string) => order.indexOf(what);
+    assert.equal(order.length, 12, order.join(', '));
+    assert.ok(last('gone batch') < first('evicted web'), order.join(', '));
+    assert.ok(last('gone web') < first('evicted infra'), order.join(', '));
+    for (const name of ['batch', 'web', 'infra'])
+      await apps.deleteNamespacedDeployment({ name, namespace: ns });
   });
 
   test('an AbortSignal stops the drain cleanly', async (t) => {

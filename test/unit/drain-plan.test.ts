@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { DEFAULT_DRAIN_OPTIONS, drainOptions } from '../../src/drain/options.ts';
-import { decidePod, PodAction, planDrain, Reasons } from '../../src/drain/plan.ts';
+import { decidePod, evictionTiers, PodAction, planDrain, Reasons } from '../../src/drain/plan.ts';
 
 const NOW = new Date('2026-11-21T12:00:00Z');
 
@@ -348,4 +348,51 @@ describe('drainOptions', () => {
     );
     assert.throws(() => drainOptions({ force: 'yes' as unknown as boolean }), /force must be true or false/);
   });
+});
+
+test('evictionTiers: equal priorities together, lowest first, none read as 0', () => {
+  const p = (name: string, priority?: number) => ({ name, ...(priority === undefined ? {} : { priority }) });
+  const table: Array<[string, ReturnType<typeof p>[], string[][]]> = [
+    ['nothing to evict', [], []],
+    ['one tier when no pod has a priority', [p('a'), p('b')], [['a', 'b']]],
+    [
+      'critical pods last, a negative priority first, no priority as 0',
+      [p('dns', 2000000000), p('web'), p('batch', -10), p('api', 0), p('agent', 2000001000), p('db', 1000)],
+      [['batch'], ['web', 'api'], ['db'], ['dns'], ['agent']],
+    ],
+  ];
+  for (const [name, pods, want] of table)
+    assert.deepEqual(
+      evictionTiers(pods).map((tier) => tier.map((x) => x.name)),
+      want,
+      name,
+    );
+});
+
+test("planDrain carries each pod's priority to its decision, when it has one", () => {
+  const pod = (name: string, priority?: number): V1Pod => ({
+    metadata: {
+      name,
+      namespace: 'ns',
+      uid: name,
+      ownerReferences: [
+        { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'rs', controller: true },
+      ],
+    },
+    spec: { containers: [], ...(priority === undefined ? {} : { priority }) },
+  });
+  const plan = planDrain({
+    pods: [pod('a', 5), pod('b')],
+    options: DEFAULT_DRAIN_OPTIONS,
+    daemonSets: new Set(),
+    now: new Date(),
+  });
+  assert.deepEqual(
+    plan.decisions.map((d) => [d.name, d.action, d.priority]),
+    [
+      ['a', PodAction.evict, 5],
+      ['b', PodAction.evict, undefined],
+    ],
+  );
+  assert.equal('priority' in (plan.decisions[1] ?? {}), false);
 });
