@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { CoreV1Api } from '@kubernetes/client-node';
-import { UncordonResult, uncordon } from '../drain/cordon.ts';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { cordon, UncordonResult, uncordon } from '../drain/cordon.ts';
 import { Drainer, DrainOutcome } from '../drain/evict.ts';
 import type { DrainOptions } from '../drain/options.ts';
 import { PodAction } from '../drain/plan.ts';
@@ -15,7 +15,6 @@ import {
   kubeFlagsUsage,
   nodeCommandArgs,
   nodeCommandUsage,
-  singleNode,
 } from './kube.ts';
 
 /** kubectl accepts --dry-run, --dry-run=client and --dry-run=none; nuo has no server-side dry run. */
@@ -70,24 +69,29 @@ function printEvent(e: DrainEvent, dryRun: boolean): void {
 
 export const drainCommand: Command = {
   name: 'drain',
-  summary: 'cordon a node and evict its pods through the Eviction API (like kubectl drain, bounded)',
+  summary: 'cordon nodes and evict their pods through the Eviction API (like kubectl drain, bounded)',
   usage: [
-    'Usage: nuo drain NODE [flags]',
+    'Usage: nuo drain NODE... [flags]',
+    '       nuo drain -l SELECTOR [flags]',
     '',
-    'Cordons NODE (recording nuo.dev/cordoned-by-nuo only if nuo made it unschedulable), then evicts its',
-    'pods in parallel, retrying evictions a PodDisruptionBudget refuses, until every pod is gone or the',
-    "timeout passes. A failed drain leaves the node cordoned: `nuo uncordon NODE` undoes nuo's cordon.",
+    'Cordons each NODE (recording nuo.dev/cordoned-by-nuo only if nuo made it unschedulable), every one',
+    'before the first drain as kubectl does, so that evicted pods do not land on a node drained next; then',
+    'drains them one after another: evicts their pods in parallel, lowest priority first, retrying',
+    'evictions a PodDisruptionBudget refuses, until every pod is gone or the timeout passes. A failed',
+    "drain leaves its node cordoned: `nuo uncordon NODE` undoes nuo's cordon.",
     '',
     'Flags (as kubectl drain):',
+    '  -l, --selector SELECTOR          drain the nodes matching this label selector (not with NODE)',
     '  --dry-run                        show what would be evicted; change nothing',
     '  --force                          evict pods that no controller manages',
     '  --ignore-daemonsets              leave DaemonSet-managed pods in place',
     '  --delete-emptydir-data           evict pods with emptyDir volumes (their data is lost)',
     '  --pod-selector SELECTOR          only evict pods matching this label selector',
     "  --grace-period SECONDS           termination grace period per pod (default -1: the pod's own)",
-    "  --timeout DURATION               give up after this long (default 10m; 0s waits forever, as kubectl's default)",
+    "  --timeout DURATION               give up on a node after this long (default 10m; 0s waits forever, as kubectl's default)",
     '  --skip-wait-for-delete-timeout N do not wait for pods deleted more than N seconds ago (default 0)',
     '  --disable-eviction               delete pods directly, bypassing PodDisruptionBudgets',
+    '  --chunk-size N                   objects per page of each list (default 500)',
     '  --concurrency N                  evictions in flight at once (default 50)',
     ...kubeFlagsUsage,
   ].join('\n'),
@@ -97,6 +101,7 @@ export const drainCommand: Command = {
       allowPositionals: true,
       strict: true,
       options: {
+        selector: { type: 'string', short: 'l' },
         'dry-run': { type: 'boolean', default: false },
         force: { type: 'boolean', default: false },
         'ignore-daemonsets': { type: 'boolean', default: false },
@@ -106,11 +111,15 @@ export const drainCommand: Command = {
         timeout: { type: 'string' },
         'skip-wait-for-delete-timeout': { type: 'string' },
         'disable-eviction': { type: 'boolean', default: false },
+        'chunk-size': { type: 'string' },
         concurrency: { type: 'string' },
         ...kubeFlags,
       },
     });
-    const node = singleNode(positionals);
+    if (values.selector !== undefined && positionals.length > 0)
+      throw new UsageError('cannot specify both a NODE and a --selector');
+    if (values.selector === undefined && positionals.length === 0)
+      throw new UsageError('expected a NODE, or --selector to choose nodes by their labels');
     let timeoutMs: number;
     try {
       timeoutMs = parseDuration(values.timeout ?? '10m');
@@ -131,34 +140,40 @@ export const drainCommand: Command = {
         0,
       ),
       disableEviction: values['disable-eviction'],
+      chunkSize: positiveInt('chunk-size', values['chunk-size'], 500, 1),
       concurrency: positiveInt('concurrency', values.concurrency, 50, 1),
     };
     const kc = kubeconfigFrom(values);
+    const core = kc.makeApiClient(CoreV1Api);
     const dryRun = values['dry-run'];
     const controller = new AbortController();
     const interrupt = () => controller.abort();
     process.once('SIGINT', interrupt);
     try {
-      const result = await new Drainer(kc).drain({
-        node,
-        options,
-        dryRun,
-        signal: controller.signal,
-        onEvent: (e) => printEvent(e, dryRun),
-      });
-      if (dryRun) {
-        for (const d of result.plan.decisions) {
-          if (d.action === PodAction.evict) out(`(dry run) evicting pod ${d.namespace}/${d.name}`);
+      const nodes =
+        values.selector === undefined
+          ? positionals
+          : await nodesMatching(core, values.selector, options.chunkSize ?? 500);
+      if (nodes.length === 0) {
+        err(`error: no node matches the selector "${values.selector}"`);
+        return 1;
+      }
+      const cordonedHere = new Set<string>();
+      if (!dryRun) {
+        for (const node of nodes) {
+          const { changed } = await cordon(core, node);
+          if (changed) cordonedHere.add(node);
+          out(changed ? `node/${node} cordoned` : `node/${node} already cordoned`);
         }
       }
-      if (result.outcome === DrainOutcome.drained) {
-        out(`node/${node} ${dryRun ? 'drained (dry run)' : 'drained'}`);
-        return 0;
+      const failed: string[] = [];
+      for (const node of nodes) {
+        if (controller.signal.aborted) break;
+        const ok = await drainOne(kc, node, options, { dryRun, signal: controller.signal, cordonedHere });
+        if (!ok) failed.push(node);
       }
-      err(`error: unable to drain node "${node}": ${result.message}`);
-      if (result.cordoned)
-        err(`node/${node} stays cordoned; run "nuo uncordon ${node}" to undo nuo's cordon`);
-      return 1;
+      if (failed.length > 0 && nodes.length > 1) err(`error: unable to drain node(s): ${failed.join(', ')}`);
+      return failed.length === 0 && !controller.signal.aborted ? 0 : 1;
     } catch (e) {
       err(explainApiError(e, kc));
       return 1;
@@ -167,6 +182,48 @@ export const drainCommand: Command = {
     }
   },
 };
+
+/** The names of the nodes a label selector matches, read page by page. */
+async function nodesMatching(core: CoreV1Api, selector: string, chunkSize: number): Promise<string[]> {
+  const names: string[] = [];
+  let _continue: string | undefined;
+  do {
+    const page = await core.listNode({ labelSelector: selector, limit: chunkSize, _continue });
+    names.push(...page.items.map((n) => n.metadata?.name ?? ''));
+    _continue = page.metadata?._continue || undefined;
+  } while (_continue);
+  return names;
+}
+
+/** Drains one node already cordoned (unless a dry run), printing as kubectl does; true when drained. */
+async function drainOne(
+  kc: KubeConfig,
+  node: string,
+  options: Partial<DrainOptions>,
+  run: { dryRun: boolean; signal: AbortSignal; cordonedHere: ReadonlySet<string> },
+): Promise<boolean> {
+  const result = await new Drainer(kc).drain({
+    node,
+    options,
+    dryRun: run.dryRun,
+    cordoned: !run.dryRun,
+    signal: run.signal,
+    onEvent: (e) => printEvent(e, run.dryRun),
+  });
+  if (run.dryRun) {
+    for (const d of result.plan.decisions) {
+      if (d.action === PodAction.evict) out(`(dry run) evicting pod ${d.namespace}/${d.name}`);
+    }
+  }
+  if (result.outcome === DrainOutcome.drained) {
+    out(`node/${node} ${run.dryRun ? 'drained (dry run)' : 'drained'}`);
+    return true;
+  }
+  err(`error: unable to drain node "${node}": ${result.message}`);
+  if (run.cordonedHere.has(node))
+    err(`node/${node} stays cordoned; run "nuo uncordon ${node}" to undo nuo's cordon`);
+  return false;
+}
 
 export const uncordonCommand: Command = {
   name: 'uncordon',

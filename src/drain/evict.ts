@@ -17,7 +17,7 @@ import { sleep } from '../kube/backoff.ts';
 import { apiStatus, describeError, statusCode } from '../kube/errors.ts';
 import { selectorText } from '../kube/selector.ts';
 import { cordon } from './cordon.ts';
-import { type DrainOptions, drainOptions } from './options.ts';
+import { DEFAULT_DRAIN_OPTIONS, type DrainOptions, drainOptions } from './options.ts';
 import { pdbHold } from './pdb-hold.ts';
 import { type DrainPlan, evictionTiers, PodAction, planDrain } from './plan.ts';
 import { type DrainEvent, type DrainProgress, type PodState, ProgressTracker } from './progress.ts';
@@ -77,14 +77,19 @@ const WAITING_REPORT_MAX_MS = 30_000;
 const DETACH_POLL_MS = 1000;
 
 /** Lists a node's pods with a field selector (never a cluster-wide list), page by page. */
-export async function podsOnNode(core: CoreV1Api, node: string, labelSelector = ''): Promise<V1Pod[]> {
+export async function podsOnNode(
+  core: CoreV1Api,
+  node: string,
+  labelSelector = '',
+  chunkSize = DEFAULT_DRAIN_OPTIONS.chunkSize,
+): Promise<V1Pod[]> {
   const pods: V1Pod[] = [];
   let _continue: string | undefined;
   do {
     const page = await core.listPodForAllNamespaces({
       fieldSelector: `spec.nodeName=${node}`,
       labelSelector: labelSelector || undefined,
-      limit: 500,
+      limit: chunkSize,
       _continue,
     });
     pods.push(...page.items);
@@ -163,7 +168,7 @@ export class Drainer {
         cordoned = (await cordon(this.#core, node)).changed;
         emit({ type: 'cordoned', node, changed: cordoned });
       }
-      const pods = await podsOnNode(this.#core, node, options.podSelector);
+      const pods = await podsOnNode(this.#core, node, options.podSelector, options.chunkSize);
       const plan = planDrain({
         pods,
         options,

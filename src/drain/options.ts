@@ -21,6 +21,8 @@ export interface DrainOptions {
   disableEviction: boolean;
   /** Evictions in flight at once. */
   concurrency: number;
+  /** Objects per page of each list (kubectl --chunk-size). */
+  chunkSize: number;
 }
 
 export const DEFAULT_DRAIN_OPTIONS: DrainOptions = {
@@ -33,6 +35,7 @@ export const DEFAULT_DRAIN_OPTIONS: DrainOptions = {
   skipWaitForDeleteTimeoutSeconds: 0,
   disableEviction: false,
   concurrency: 50,
+  chunkSize: 500,
 };
 
 /** Validates a partial option set and fills in defaults; throws with every problem found. */
@@ -48,6 +51,7 @@ export function drainOptions(input: Partial<DrainOptions> = {}): DrainOptions {
   int('timeoutSeconds', 0);
   int('skipWaitForDeleteTimeoutSeconds', 0);
   int('concurrency', 1);
+  int('chunkSize', 1);
   for (const name of ['force', 'ignoreDaemonSets', 'deleteEmptyDirData', 'disableEviction'] as const) {
     if (typeof options[name] !== 'boolean')
       problems.push(`${name} must be true or false, got ${options[name]}`);

@@ -535,6 +535,40 @@ describe('nuo drain / nuo uncordon', () => {
     assert.notEqual((await core.readNode({ name: 'node-2' })).spec?.unschedulable, true);
   });
 
+  test('-l drains every node its selector matches, all cordoned before the first drain, as kubectl does', async (t) => {
+    const picked = ['node-0', 'node-1'];
+    t.after(async () => {
+      for (const n of picked) {
+        await resetNode(n);
+        await core.patchNode({ name: n, body: { metadata: { labels: { 'drain-me': null } } } }, mergePatch);
+      }
+    });
+    for (const n of picked)
+      await core.patchNode({ name: n, body: { metadata: { labels: { 'drain-me': 'yes' } } } }, mergePatch);
+    const ns = await namespace('cli-many');
+    await deployOn('node-1', ns, 'app', 2);
+    const drained = nuo(
+      'drain',
+      '-l',
+      'drain-me=yes',
+      '--ignore-daemonsets',
+      '--chunk-size',
+      '1',
+      '--timeout',
+      '1m',
+    );
+    assert.equal(drained.status, 0, drained.stderr);
+    const lines = drained.stdout.split('\n');
+    const at = (line: string) => lines.indexOf(line);
+    assert.ok(at('node/node-1 cordoned') >= 0 && at('node/node-0 cordoned') >= 0, drained.stdout);
+    assert.ok(at('node/node-1 cordoned') < at('node/node-0 drained'), 'node-1 cordoned before node-0 drains');
+    assert.ok(at('node/node-0 drained') < at('node/node-1 drained'), drained.stdout);
+    assert.equal((await podsOnNode(core, 'node-1', 'app=app')).length, 0);
+    const none = nuo('drain', '-l', 'drain-me=nobody');
+    assert.equal(none.status, 1);
+    assert.match(none.stderr, /no node matches the selector "drain-me=nobody"/);
+  });
+
   test('fails clearly for an unknown node and for bad flags, changing nothing', () => {
     const missing = nuo('drain', 'no-such-node');
     assert.equal(missing.status, 1);

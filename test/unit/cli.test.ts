@@ -27,7 +27,12 @@ test('bad input exits 2 with a message that names the problem', () => {
     { args: ['cluster', 'down'], message: /expected the subcommand "up"/ },
     { args: ['reboot'], message: /nuo reboot: expected exactly one NODE, got 0/ },
     { args: ['uncordon', 'a', 'b'], message: /nuo uncordon: expected exactly one NODE, got 2/ },
-    { args: ['drain'], message: /nuo drain: expected exactly one NODE, got 0/ },
+    { args: ['drain'], message: /nuo drain: expected a NODE, or --selector to choose nodes by their labels/ },
+    {
+      args: ['drain', 'a', '-l', 'pool=a'],
+      message: /nuo drain: cannot specify both a NODE and a --selector/,
+    },
+    { args: ['drain', 'a', '--chunk-size', '0'], message: /--chunk-size must be an integer ≥ 1, got "0"/ },
     { args: ['pause', '--bogus', 'a'], message: /Unknown option '--bogus'/ },
     { args: ['operator', '--bogus'], message: /Unknown option '--bogus'/ },
     {
