@@ -170,6 +170,13 @@ export type PrometheusBlocker = Type.Static<typeof PrometheusBlocker>;
 export const PodBlocker = Type.Object({
   selector: LabelSelector,
   namespaceSelector: Type.Optional(LabelSelector),
+  scope: Type.Optional(
+    enumOf(['Pool', 'Node'], {
+      default: 'Pool',
+      description:
+        "Pool: a matching pod anywhere in the pool holds every admission. Node: it holds only the node it runs on (kured's --blocking-pod-selector).",
+    }),
+  ),
 });
 export type PodBlocker = Type.Static<typeof PodBlocker>;
 
@@ -178,7 +185,8 @@ export const Blockers = Type.Object({
   pods: Type.Optional(
     Type.Array(PodBlocker, {
       maxItems: 16,
-      description: 'A running pod matching any of these, anywhere in the pool, blocks new attempts.',
+      description:
+        'A running pod matching any of these blocks new attempts: in the whole pool, or (scope Node) on its own node.',
     }),
   ),
 });

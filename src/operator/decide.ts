@@ -57,6 +57,8 @@ export interface DecideConfig {
   hold?: Wait;
   /** The pool's per-zone budget and order, when it has one. */
   zones?: ZonePolicy;
+  /** Nodes a node-scoped pod blocker holds: a matching pod runs on each (pool-plan.ts nodeBlocks). */
+  podBlocked?: ReadonlyMap<string, Wait>;
   /** Why a node may not be disrupted now for a reason of its own pods (do-not-disrupt.ts). */
   nodeHold?: (node: string) => Wait | undefined;
   /** The Plans as this pass sees them (every pool's the same); absent: no Plan is known. */

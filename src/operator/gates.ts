@@ -93,6 +93,10 @@ const notReady: Gate = {
 };
 
 /** One of the node's pods asks not to be disrupted (`nuo.dev/do-not-disrupt`), or its pods are unread. */
+const podBlocker: Gate = {
+  name: 'pod-blocker',
+  wait: ({ node, config }) => config.podBlocked?.get(node.name),
+};
 const podOptOut: Gate = { name: 'do-not-disrupt', wait: ({ node, config }) => config.nodeHold?.(node.name) };
 
 const backoff: Gate = {
@@ -151,6 +155,7 @@ export const NODE_GATES: readonly Gate[] = [
   poolHold,
   planHold,
   notReady,
+  podBlocker,
   podOptOut,
   backoff,
   rebootLoop,

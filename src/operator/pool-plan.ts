@@ -181,7 +181,10 @@ function prometheusHold(p: ResolvedPolicy, verdict: BlockerVerdict | undefined):
   };
 }
 
-/** A running pod a pod blocker matches, on any node of the pool, holds it (as does not knowing). */
+/**
+ * A running pod a pool-scoped pod blocker matches, on any node of the pool, holds it; not knowing holds
+ * it whatever the scope (a node-scoped blocker cannot say which nodes are free).
+ */
 function podHold(
   p: ResolvedPolicy,
   nodes: readonly NodeView[],
@@ -191,7 +194,7 @@ function podHold(
   if (!pods) return { code: 'PodBlocker', reason: 'waiting: the pod blockers are not read yet' };
   if ('error' in pods) return { code: 'PodBlocker', reason: `waiting: ${pods.error}` };
   const inPool = new Set(nodes.map((n) => n.name));
-  const blocking = pods.filter((pod) => inPool.has(pod.node));
+  const blocking = pods.filter((pod) => inPool.has(pod.node) && p.podBlockers[pod.blocker]?.scope !== 'Node');
   if (blocking.length === 0) return undefined;
   const named = blocking
     .slice(0, 3)
@@ -199,6 +202,22 @@ function podHold(
     .join(', ');
   const more = blocking.length > 3 ? ` and ${blocking.length - 3} more` : '';
   return { code: 'PodBlocker', reason: `waiting: pod ${named}${more} is running` };
+}
+
+/** The nodes a node-scoped pod blocker's running pod holds, each with the pods that hold it. */
+export function nodeBlocks(p: ResolvedPolicy, pods: PolicyBlockers['pods']): Map<string, Wait> {
+  const held = new Map<string, string[]>();
+  if (!pods || 'error' in pods) return new Map();
+  for (const pod of pods) {
+    if (p.podBlockers[pod.blocker]?.scope !== 'Node') continue;
+    held.set(pod.node, [
+      ...(held.get(pod.node) ?? []),
+      `${pod.namespace}/${pod.name} (blockers.pods[${pod.blocker}])`,
+    ]);
+  }
+  return new Map(
+    [...held].map(([node, names]) => [node, { reason: `waiting: pod ${names.join(', ')} is running on it` }]),
+  );
 }
 
 /** More of the pool NotReady than `circuitBreaker.maxNotReady` allows: something is wrong, admit nothing. */
@@ -288,6 +307,8 @@ function policyPool(
           reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
         };
   const config = policyConfig(resolved, paused);
+  if (entry.current.ok && resolved.podBlockers.some((b) => b.scope === 'Node'))
+    config.podBlocked = nodeBlocks(resolved, blockers?.pods);
   // kured's holders use the pool's slots whether or not the policy is valid now: they are disrupted.
   const kured = blockers?.kured;
   if (resolved.kured && kured && !('error' in kured)) {

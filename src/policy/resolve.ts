@@ -43,6 +43,8 @@ export interface ResolvedPolicy {
     namespaceSelector: string;
     /** Their namespace's labels must match this (everything when not given). */
     namespaces: Selector;
+    /** Pool: a matching pod holds the whole pool; Node: only the node it runs on. */
+    scope: 'Pool' | 'Node';
   }[];
   drain: {
     timeoutMs: number;
@@ -148,6 +150,7 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
       namespaces:
         p.take(`blockers.pods[${i}].namespaceSelector`, () => labelSelector(b.namespaceSelector ?? {})) ??
         (() => false),
+      scope: b.scope ?? 'Pool',
     })),
     drain: {
       timeoutMs: d('drain.timeout', drain.timeout),

@@ -427,6 +427,38 @@ describe('UpdatePolicies', () => {
     }
   });
 
+  test('a node-scoped pod blocker holds only the node its pod runs on: the rest of the pool goes on', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'nightly' } } });
+    await pollUntil('default ServiceAccount in nightly', () =>
+      core.readNamespacedServiceAccount({ name: 'default', namespace: 'nightly' }).then(() => true),
+    );
+    const job = deployment('nightly', 'backup', 1);
+    if (job.spec?.template.spec) job.spec.template.spec.nodeSelector = { 'kubernetes.io/hostname': 'node-2' };
+    await apps.createNamespacedDeployment({ namespace: 'nightly', body: job });
+    await waitAvailable(apps, 'nightly', 'backup');
+    try {
+      await createPolicy('per-node', {
+        nodeSelector: { matchLabels: { pool: 'a' } },
+        blockers: { pods: [{ selector: { matchLabels: { app: 'backup' } }, scope: 'Node' }] },
+        ...QUICK,
+      });
+      const f = await startFleet([pool('a', 1)], ['--blocker-interval=1s']);
+      f.stageUpdates(['node-0', 'node-2']);
+      await rebooted(f, ['node-0']);
+      assert.match(
+        await stateReason('node-2'),
+        /waiting: pod nightly\/backup-\S+ \(blockers\.pods\[0\]\) is running on it/,
+      );
+      assert.equal(f.checker.rebootsOf('node-2'), 0);
+      await condition('per-node', 'Blocked', { status: 'False', reason: 'NotBlocked' });
+      await apps.deleteNamespacedDeployment({ namespace: 'nightly', name: 'backup' });
+      await rebooted(f, ['node-2']);
+      await assertSafe(f);
+    } finally {
+      await core.deleteNamespace({ name: 'nightly' });
+    }
+  });
+
   test('more of the pool NotReady than circuitBreaker.maxNotReady opens the circuit: nothing is admitted until enough nodes are Ready again', async () => {
     const setReady = (name: string, ready: boolean) => setNodeReady(core, name, ready);
     await createPolicy('breaker', {

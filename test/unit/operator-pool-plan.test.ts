@@ -191,6 +191,47 @@ test("a pool's pod blockers: a matching running pod on a pool node holds it; els
   );
 });
 
+test('a node-scoped pod blocker holds only the node its pod runs on; a pool-scoped one beside it, the pool', () => {
+  const spec = (scope: 'Pool' | 'Node') => ({
+    nodeSelector: { matchLabels: { pool: 'workers' } },
+    blockers: {
+      pods: [
+        { selector: { matchLabels: { app: 'backup' } }, scope: 'Node' as const },
+        { selector: { matchLabels: { app: 'etl' } }, scope },
+      ],
+    },
+  });
+  const pool = (scope: 'Pool' | 'Node', pods: Parameters<typeof planPools>[0]['blockers']) =>
+    planPools({
+      state: state([entry('workers', spec(scope))]),
+      paused: false,
+      nodes,
+      ledger: empty,
+      now: NOW,
+      blockers: pods,
+    }).pools[0];
+  const on = (node: string, name: string, blocker: number) => ({ namespace: 'db', name, node, blocker });
+  const running = pool('Node', () => ({
+    pods: [on('w2', 'backup-1', 0), on('w2', 'etl-1', 1), on('w1', 'backup-2', 0)],
+  }));
+  assert.equal(running?.hold, undefined, 'no pool hold from node-scoped blockers');
+  assert.deepEqual(Object.fromEntries(running?.config.podBlocked ?? []), {
+    w2: {
+      reason: 'waiting: pod db/backup-1 (blockers.pods[0]), db/etl-1 (blockers.pods[1]) is running on it',
+    },
+    w1: { reason: 'waiting: pod db/backup-2 (blockers.pods[0]) is running on it' },
+  });
+  const mixed = pool('Pool', () => ({ pods: [on('w2', 'backup-1', 0), on('w1', 'etl-1', 1)] }));
+  assert.equal(mixed?.hold?.reason, 'waiting: pod db/etl-1 on w1 (blockers.pods[1]) is running');
+  assert.deepEqual([...(mixed?.config.podBlocked?.keys() ?? [])], ['w2']);
+  // Not knowing which pods run holds the whole pool, whatever the scope.
+  assert.equal(
+    pool('Node', () => ({ pods: { error: 'the pods of blockers.pods could not be read: 403' } }))?.hold?.code,
+    'PodBlocker',
+  );
+  assert.equal(pool('Node', undefined)?.hold?.reason, 'waiting: the pod blockers are not read yet');
+});
+
 test("a pool beside kured: kured's holders in it use its slots; its lock holds it, planned or unknown", () => {
   const kured = { daemonSet: { namespace: 'kube-system', name: 'kured' } };
   const plan = (spec: UpdatePolicySpec, blockers: Parameters<typeof planPools>[0]['blockers']) =>
