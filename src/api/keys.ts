@@ -196,6 +196,20 @@ export const Taints = {
 } as const;
 
 /**
+ * Not nuo's: the NoSchedule taints with which an autoscaler marks a node it is removing. nuo admits no
+ * such node and counts it as disrupted in its pool's budget (its pods are moving off it already).
+ */
+export const AutoscalerTaints = {
+  /**
+   * The cluster autoscaler's, value the Unix time it was added (cluster-autoscaler/utils/taints/taints.go,
+   * ToBeDeletedTaint).
+   */
+  clusterAutoscaler: 'ToBeDeletedByClusterAutoscaler',
+  /** Karpenter's, on a node it is disrupting (pkg/apis/v1/taints.go, DisruptedTaintKey). */
+  karpenter: 'karpenter.sh/disrupted',
+} as const;
+
+/**
  * operator: the Node conditions of KEP-5683 (node lifecycle conditions, `k8s.io/api` core/v1
  * NodeConditionType) that nuo publishes in a Node's status while it maintains the node
  * (src/operator/lifecycle-conditions.ts says which and when), through the status subresource. nuo owns

@@ -87,6 +87,13 @@ const planConcurrency: Gate = {
   },
 };
 
+/** An autoscaler is removing the node: its pods are leaving for good, a reboot would only slow that. */
+const beingRemoved: Gate = {
+  name: 'autoscaler-removal',
+  wait: ({ node }) =>
+    node.removedBy ? { reason: `waiting: ${node.removedBy} is removing the node` } : undefined,
+};
+
 const notReady: Gate = {
   name: 'not-ready',
   wait: ({ node }) => (node.ready ? undefined : { reason: 'waiting: node is NotReady' }),
@@ -154,6 +161,7 @@ export const NODE_GATES: readonly Gate[] = [
   clusterPaused,
   poolHold,
   planHold,
+  beingRemoved,
   notReady,
   podBlocker,
   podOptOut,

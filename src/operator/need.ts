@@ -53,12 +53,20 @@ export function outsideAttempt(n: NodeView): boolean {
 }
 
 /**
- * Disrupted = holds a slot, or is NotReady, or is cordoned, or runs a Plan's Job. A node nuo cordoned, or
+ * Disrupted = holds a slot, or is NotReady, or is cordoned, or runs a Plan's Job, or an autoscaler is
+ * removing it. A node nuo cordoned, or
  * left in a phase of an attempt, or running a Job, without a slot behind it (freed by hand, or any slip)
  * counts too: fail closed.
  */
 export function unavailableWithoutSlot(n: NodeView): boolean {
-  return !n.ready || n.unschedulable || n.cordonedByNuo || !outsideAttempt(n) || n.planJob === true;
+  return (
+    !n.ready ||
+    n.unschedulable ||
+    n.cordonedByNuo ||
+    !outsideAttempt(n) ||
+    n.planJob === true ||
+    n.removedBy !== undefined
+  );
 }
 
 export const MALFORMED = 'ignored malformed annotations: ';

@@ -3,7 +3,7 @@
  * the node and in status) and the safe reading (paused when unsure; not needed; no request).
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
-import { Annotations, type ForeignProtocol, Labels, Taints } from '../api/keys.ts';
+import { Annotations, AutoscalerTaints, type ForeignProtocol, Labels, Taints } from '../api/keys.ts';
 import { isPhase, type Phase } from '../api/phases.ts';
 import type { PlanWork } from './plan-work.ts';
 
@@ -44,6 +44,8 @@ export interface NodeView {
   stateMalformed: boolean;
   hasBeforeRebootLabel: boolean;
   hasAfterRebootLabel: boolean;
+  /** Which autoscaler is removing the node (its NoSchedule taint, AutoscalerTaints), if one is. */
+  removedBy?: string;
   /** Labelled skipped: its drains failed too often under onFailure Skip. */
   skipped: boolean;
   /** `nuo.dev/plan`: the Plan whose attempt holds the node's slot, as written with the admission. */
@@ -138,6 +140,7 @@ export function viewNode(node: V1Node): NodeView {
     hasBeforeRebootLabel: labels[Labels.beforeReboot] === 'true',
     hasAfterRebootLabel: labels[Labels.afterReboot] === 'true',
     skipped: labels[Labels.skipped] === 'true',
+    ...removal(node.spec?.taints ?? []),
     ...(a[Annotations.plan] === undefined ? {} : { plan: a[Annotations.plan] }),
     problems,
   };
@@ -178,4 +181,13 @@ function count(a: Record<string, string>, key: string, problems: string[]): numb
   if (/^\d+$/.test(raw)) return Number(raw);
   problems.push(`${quote(key, raw)} is not a count; read as 0`);
   return 0;
+}
+
+/** The autoscaler removing the node, named with its taint, when one has tainted it (AutoscalerTaints). */
+function removal(taints: readonly V1Taint[]): { removedBy?: string } {
+  const by = (key: string) => taints.some((t) => t.key === key && t.effect === 'NoSchedule');
+  if (by(AutoscalerTaints.clusterAutoscaler))
+    return { removedBy: `the cluster autoscaler (taint ${AutoscalerTaints.clusterAutoscaler})` };
+  if (by(AutoscalerTaints.karpenter)) return { removedBy: `Karpenter (taint ${AutoscalerTaints.karpenter})` };
+  return {};
 }

@@ -35,6 +35,7 @@ import { GRANT_KEY_NAME, GrantCheck, PUBLIC_KEY_FIELD, publicKeyFromPem, verifyG
 import {
   AgentProtocol,
   Annotations,
+  AutoscalerTaints,
   DEFAULT_NAMESPACE,
   isCoreosProtocol,
   JobLabels,
@@ -88,8 +89,13 @@ const inAttempt = (n: V1Node | undefined, planPodNodes: ReadonlySet<string>) =>
   inAttemptPhase(n) ||
   n?.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true' ||
   planPodNodes.has(n?.metadata?.name ?? '');
+/** An autoscaler's NoSchedule taint: the node is being removed (src/api/keys.ts AutoscalerTaints). */
+const beingRemoved = (n: V1Node) =>
+  (n.spec?.taints ?? []).some(
+    (t) => t.effect === 'NoSchedule' && Object.values(AutoscalerTaints).some((key) => key === t.key),
+  );
 const disruptedNow = (n: V1Node, planPodNodes: ReadonlySet<string>) =>
-  !isReady(n) || n.spec?.unschedulable === true || inAttempt(n, planPodNodes);
+  !isReady(n) || n.spec?.unschedulable === true || inAttempt(n, planPodNodes) || beingRemoved(n);
 
 /**
  * A budget the checker holds nuo to: a pool's nodes (by their labels), how many may be disrupted at

@@ -459,6 +459,39 @@ describe('UpdatePolicies', () => {
     }
   });
 
+  test('a node an autoscaler is removing is never admitted and uses a slot of the budget, for nuo and the checker alike', async () => {
+    // As the cluster autoscaler writes it (cluster-autoscaler/utils/taints/taints.go): the Unix time.
+    const taint = {
+      key: 'ToBeDeletedByClusterAutoscaler',
+      value: String(Math.floor(Date.now() / 1000)),
+      effect: 'NoSchedule',
+    };
+    await core.patchNode({ name: 'node-2', body: { spec: { taints: [taint] } } }, mergePatch);
+    try {
+      await createPolicy('scaled', { nodeSelector: { matchLabels: { pool: 'a' } }, ...QUICK });
+      const f = await startFleet([pool('a', 1)]);
+      f.stageUpdates(['node-0', 'node-1', 'node-2']);
+      await pollUntil('node-2 to say the autoscaler removes it', async () =>
+        /the cluster autoscaler \(taint ToBeDeletedByClusterAutoscaler\) is removing the node/.test(
+          await stateReason('node-2'),
+        )
+          ? true
+          : undefined,
+      );
+      await pollUntil('node-0 to wait for the slot node-2 uses', async () =>
+        /waiting for a free slot \(maxUnavailable 1\)/.test(await stateReason('node-0')) ? true : undefined,
+      );
+      assert.ok(f.checker.disrupted().includes('node-2'), 'the checker counts it disrupted too');
+      assert.equal(f.checker.rebootsOf('node-0') + f.checker.rebootsOf('node-1'), 0);
+      // The autoscaler gave up on it (it removes its taint): the slot is free again.
+      await core.patchNode({ name: 'node-2', body: { spec: { taints: [] } } }, mergePatch);
+      await rebooted(f, ['node-0', 'node-1', 'node-2']);
+      await assertSafe(f);
+    } finally {
+      await core.patchNode({ name: 'node-2', body: { spec: { taints: [] } } }, mergePatch);
+    }
+  });
+
   test('more of the pool NotReady than circuitBreaker.maxNotReady opens the circuit: nothing is admitted until enough nodes are Ready again', async () => {
     const setReady = (name: string, ready: boolean) => setNodeReady(core, name, ready);
     await createPolicy('breaker', {

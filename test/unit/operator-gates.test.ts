@@ -13,6 +13,10 @@ const node = (annotations: Record<string, string> = {}, ready = true): V1Node =>
   metadata: { name: 'n', annotations },
   status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
 });
+const tainted = (taint: { key: string; value?: string; effect: string }): V1Node => ({
+  ...node(),
+  spec: { taints: [taint] },
+});
 const fresh: PassState = { lastGrant: Number.NEGATIVE_INFINITY, admitted: 0 };
 const since = (s: number) => new Date(NOW - s * 1000).toISOString();
 
@@ -44,6 +48,31 @@ test('node gates: each says why and until when, the first in order wins', () => 
     ],
     ['cluster paused', node(), { paused: true }, 'waiting: nuo is paused cluster-wide', undefined],
     ['NotReady', node({}, false), {}, 'waiting: node is NotReady', undefined],
+    [
+      "the cluster autoscaler's removal taint, as it writes it",
+      tainted({ key: 'ToBeDeletedByClusterAutoscaler', value: '1795000000', effect: 'NoSchedule' }),
+      {},
+      'waiting: the cluster autoscaler (taint ToBeDeletedByClusterAutoscaler) is removing the node',
+      undefined,
+    ],
+    [
+      "Karpenter's disruption taint",
+      tainted({ key: 'karpenter.sh/disrupted', effect: 'NoSchedule' }),
+      {},
+      'waiting: Karpenter (taint karpenter.sh/disrupted) is removing the node',
+      undefined,
+    ],
+    [
+      "the cluster autoscaler's soft candidate taint holds nothing",
+      tainted({
+        key: 'DeletionCandidateOfClusterAutoscaler',
+        value: '1795000000',
+        effect: 'PreferNoSchedule',
+      }),
+      {},
+      undefined,
+      undefined,
+    ],
     [
       'backoff after 2 failures: 2 min from the last attempt',
       node({ [Annotations.failures]: '2', [Annotations.stateSince]: since(60) }),
