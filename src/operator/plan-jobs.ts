@@ -5,7 +5,9 @@
  * attempt), delete one. The Job's completion is the Job controller's: nuo only reads its conditions.
  */
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
+import { PLAN } from '../api/crd.ts';
 import { JobAnnotations, JobLabels } from '../api/keys.ts';
+import { planGroupOf, planRefOf } from '../api/plan-groups.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { statusCode } from '../kube/errors.ts';
 import { ResilientInformer } from '../kube/informer.ts';
@@ -39,10 +41,12 @@ export function jobView(job: V1Job): JobView | undefined {
   const failed = holds('Failed');
   const state = holds('Complete') ? 'succeeded' : failed ? 'failed' : 'active';
   const message = failed && `${failed.reason ?? 'Failed'}: ${failed.message ?? ''}`.slice(0, MESSAGE_MAX);
+  // The owner's group tells a SUC Plan's Job from nuo's Plan's of the same name.
+  const owner = job.metadata?.ownerReferences?.find((o) => o.kind === PLAN.kind && o.controller);
   return {
     name: job.metadata?.name ?? '',
     namespace,
-    plan: `${namespace}/${plan}`,
+    plan: planRefOf(planGroupOf(owner?.apiVersion), namespace, plan),
     hash: labels[JobLabels.hash] ?? '',
     ...(annotations[JobAnnotations.attempt] ? { attempt: annotations[JobAnnotations.attempt] } : {}),
     ...(annotations[JobAnnotations.bootId] ? { bootId: annotations[JobAnnotations.bootId] } : {}),

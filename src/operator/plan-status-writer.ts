@@ -4,7 +4,7 @@
  * person wants to know: a node's Job failed, the Plan completed on every selected node.
  */
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
+import { PLAN } from '../api/crd.ts';
 import { PlanConditions, type PlanStatus } from '../api/plan.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
@@ -54,7 +54,7 @@ export class PlanStatusWriter {
     const { namespace, name } = entry;
     this.#api
       .patchNamespacedCustomObjectStatus(
-        { group: API_GROUP, version: API_VERSION, plural: PLAN.plural, namespace, name, body: { status } },
+        { ...entry.group, plural: PLAN.plural, namespace, name, body: { status } },
         mergePatch,
       )
       .then(() => {
