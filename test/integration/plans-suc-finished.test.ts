@@ -246,7 +246,7 @@ test("SUC's own Plan applied unchanged in SUC's group: left alone while SUC's co
   const text = readFileSync(
     new URL('../fixtures/suc-examples/openSUSE-microos.yaml', import.meta.url),
     'utf8',
-  ).replace('apiVersion: nuo.dev/v1alpha1', 'apiVersion: upgrade.cattle.io/v1');
+  ).replaceAll('apiVersion: nuo.dev/v1alpha1', 'apiVersion: upgrade.cattle.io/v1');
   const [plan] = parseAllDocuments(text)
     .map((d) => d.toJS() as Plan)
     .filter((d) => d?.kind === 'Plan');
