@@ -6,7 +6,7 @@
  */
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import { PLAN } from '../api/crd.ts';
-import { JobAnnotations, JobLabels } from '../api/keys.ts';
+import { JobAnnotations, JobLabels, SucJobLabels } from '../api/keys.ts';
 import { planGroupOf, planRefOf } from '../api/plan-groups.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { statusCode } from '../kube/errors.ts';
@@ -54,6 +54,18 @@ export function jobView(job: V1Job): JobView | undefined {
     ...(message ? { message } : {}),
     deleting: Boolean(job.metadata?.deletionTimestamp),
   };
+}
+
+/**
+ * Why a Job found under the name of the one nuo creates is not nuo's, so nuo's never appears: SUC's Job
+ * of the same Plan, hash and node (SUC names its Jobs alike), made before SUC was stopped. Undefined: it
+ * is nuo's. Pure.
+ */
+export function foreignJob(job: V1Job): string | undefined {
+  if (job.metadata?.labels?.[JobLabels.plan]) return undefined;
+  const controller = job.metadata?.labels?.[SucJobLabels.controller];
+  const by = controller ? `${controller} (its label ${SucJobLabels.controller})` : 'another controller';
+  return `Job ${job.metadata?.namespace}/${job.metadata?.name} exists, made by ${by}, under the name of this attempt's Job: nuo's starts once it is gone (its ttlSecondsAfterFinished, ${job.spec?.ttlSecondsAfterFinished ?? 'none'} s, or delete it)`;
 }
 
 export class PlanJobs implements PlanJobWriter {
@@ -123,6 +135,9 @@ export class PlanJobs implements PlanJobWriter {
     } catch (err) {
       // Deterministic names: the Job is there already (this attempt's, or an earlier one the step waits out).
       if (statusCode(err) !== 409) throw err;
+      const there = await this.#batch.readNamespacedJob({ name: job.metadata.name ?? '', namespace });
+      const foreign = foreignJob(there);
+      if (foreign) throw new Error(foreign);
     }
   }
 

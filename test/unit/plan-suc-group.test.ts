@@ -8,7 +8,7 @@ import type { V1Deployment, V1Lease } from '@kubernetes/client-node';
 import type { Plan } from '../../src/api/plan.ts';
 import { groupOfRef, planGroupOf, planRefOf } from '../../src/api/plan-groups.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
-import { jobView } from '../../src/operator/plan-jobs.ts';
+import { foreignJob, jobView } from '../../src/operator/plan-jobs.ts';
 import { appliedBy } from '../../src/operator/plan-pass.ts';
 import { passPlan, planEntries } from '../../src/operator/plan-resolve.ts';
 import { planStatus } from '../../src/operator/plan-status.ts';
@@ -157,4 +157,27 @@ test("SUC's controller is seen by its held Lease or a Deployment wanting replica
     if (want) assert.match(seen ?? '', want, what);
     else assert.equal(seen, undefined, what);
   }
+});
+
+test("a Job under the attempt's Job name that is not nuo's (SUC's, made before SUC stopped) is named, with how it goes", () => {
+  const suc = {
+    metadata: {
+      name: 'apply-os-on-n1-with-h',
+      namespace: 'system-upgrade',
+      labels: { 'upgrade.cattle.io/controller': 'system-upgrade-controller' },
+    },
+    spec: { template: {}, ttlSecondsAfterFinished: 900 },
+  };
+  assert.match(
+    foreignJob(suc) ?? '',
+    /^Job system-upgrade\/apply-os-on-n1-with-h exists, made by system-upgrade-controller .*: nuo's starts once it is gone \(its ttlSecondsAfterFinished, 900 s, or delete it\)$/,
+  );
+  const p = plan(SUC, 'system-upgrade', 'os');
+  const ours = buildJob({
+    plan: { apiVersion: SUC, ...p.metadata, uid: 'u', spec: p.spec },
+    node: { name: 'n1', bootId: 'b' },
+    version: 'v1',
+    hash: 'h',
+  });
+  assert.equal(foreignJob(ours), undefined, "nuo's own");
 });
