@@ -6,6 +6,7 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { PLAN } from '../api/crd.ts';
 import { PlanConditions, type PlanStatus } from '../api/plan.ts';
+import { apiVersionOf } from '../api/plan-groups.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
@@ -69,7 +70,12 @@ export class PlanStatusWriter {
   }
 
   #tell(entry: PlanEntry, previous: PlanStatus | undefined, status: PlanStatus): void {
-    const plan = { namespace: entry.namespace, name: entry.name, uid: entry.uid };
+    const plan = {
+      namespace: entry.namespace,
+      name: entry.name,
+      uid: entry.uid,
+      apiVersion: apiVersionOf(entry.group),
+    };
     const before = new Set((previous?.failed ?? []).map((f) => `${f.node} ${f.at}`));
     for (const f of status.failed ?? [])
       if (!before.has(`${f.node} ${f.at}`))

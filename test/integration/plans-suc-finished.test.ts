@@ -31,7 +31,7 @@ import { Fleet } from '../../src/sim/fleet.ts';
 import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
 import { ensureNamespace, readPlan } from '../../src/sim/plans.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { operatorUnder, runNuo, useCluster } from './support.ts';
+import { eventsAbout, operatorUnder, runNuo, useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 4 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
@@ -351,6 +351,9 @@ test("SUC's own Plan applied unchanged in SUC's group: left alone while SUC's co
     assert.equal(labelsOf(all, w)[planLabel('microos')], undefined, `${w}: no label of nuo's`);
   for (const w of ['node-0', 'node-1'])
     assert.equal(labelsOf(all, w)[sucPlanLabel('microos')], undefined, `${w}: not selected, not touched`);
+  const [event] = await eventsAbout(core, 'Plan', 'microos', ['Complete'], '0', SUC);
+  assert.equal(event?.involvedObject.apiVersion, 'upgrade.cattle.io/v1', 'the Event is about the SUC Plan');
+  assert.equal(event?.involvedObject.uid, done.metadata.uid);
   await fleet.checker.finalCheck();
   assert.deepEqual(fleet.checker.violations, [], 'the checker saw no violation');
 });
