@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
@@ -276,6 +277,19 @@ test("SUC's own Plan applied unchanged in SUC's group: left alone while SUC's co
       },
     },
   });
+  // The Plan comes once the operator has seen SUC: it looks every --blocker-interval, and a Plan applied
+  // within a look of SUC's start could begin before it (the window decision 53 names).
+  const log = join(cluster.dir, 'logs', 'operator-op-a.log');
+  const seen = await pollUntil("the operator to see SUC's controller", () =>
+    readFileSync(log, 'utf8')
+      .split('\n')
+      .find((l) => l.includes("nuo acts on no upgrade.cattle.io Plan while SUC's controller runs")),
+  );
+  assert.match(
+    seen,
+    /Deployment system-upgrade\/system-upgrade-controller wants 1 replica/,
+    'the log line says why',
+  );
   const applied = kubectl(['apply', '-f', '-'], text);
   assert.equal(applied.status, 0, applied.stderr);
 
@@ -351,6 +365,19 @@ test("SUC's own Plan applied unchanged in SUC's group: left alone while SUC's co
     assert.equal(labelsOf(all, w)[planLabel('microos')], undefined, `${w}: no label of nuo's`);
   for (const w of ['node-0', 'node-1'])
     assert.equal(labelsOf(all, w)[sucPlanLabel('microos')], undefined, `${w}: not selected, not touched`);
+  const rows = await runNuo(cluster, 'plan', 'microos', `--suc-plans-namespace=${SUC}`);
+  assert.equal(rows.code, 0, rows.stderr);
+  assert.match(
+    rows.stdout,
+    new RegExp(`^upgrade\\.cattle\\.io:${SUC}/microos: version microos, hash ${hash}`),
+  );
+  for (const w of workers) assert.match(rows.stdout, new RegExp(`${w}\\s+yes\\s+Idle\\s+-`));
+  const unread = await runNuo(cluster, 'plan', 'microos');
+  assert.match(
+    unread.stderr,
+    /Plan "microos" not found/,
+    "without the setting the CLI reads nuo's group only",
+  );
   const [event] = await eventsAbout(core, 'Plan', 'microos', ['Complete'], '0', SUC);
   assert.equal(event?.involvedObject.apiVersion, 'upgrade.cattle.io/v1', 'the Event is about the SUC Plan');
   assert.equal(event?.involvedObject.uid, done.metadata.uid);
