@@ -27,6 +27,8 @@ export class PlanWatch {
   readonly #statuses: PlanStatusWriter;
   readonly #job: JobSettings;
   readonly #suc: SucControllerWatch | undefined;
+  /** Called when a Plan, its Jobs, or whether SUC's controller runs changes. */
+  readonly #changed: (() => void)[] = [];
 
   constructor(o: {
     kubeconfig: PooledKubeConfig;
@@ -63,13 +65,11 @@ export class PlanWatch {
       });
   }
 
-  readonly #changed: (() => void)[] = [];
-
   #sucChanged(): void {
     for (const fn of this.#changed) fn();
   }
 
-  /** Calls `fn` when a Plan or one of its Jobs changes. */
+  /** Calls `fn` when a Plan or one of its Jobs changes, or SUC's controller comes or goes. */
   onChange(fn: () => void): void {
     this.source.onChange(fn);
     this.jobs.onChange(fn);
