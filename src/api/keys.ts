@@ -61,8 +61,8 @@ export const Annotations = {
   /** agent: when the update engine last checked for updates. */
   lastCheckedTime: 'nuo.dev/last-checked-time',
   /**
-   * operator: the Plan ("namespace/name") whose attempt holds the node's slot; written with the
-   * admission, removed in the write that ends the attempt.
+   * operator: the Plan ("namespace/name"; "upgrade.cattle.io:namespace/name" for SUC's own) whose
+   * attempt holds the node's slot; written with the admission, removed in the write that ends the attempt.
    */
   plan: 'nuo.dev/plan',
   /**
