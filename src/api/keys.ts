@@ -66,8 +66,8 @@ export const Annotations = {
   /** agent: when the update engine last checked for updates. */
   lastCheckedTime: 'nuo.dev/last-checked-time',
   /**
-   * operator: the Plan ("namespace/name") whose attempt holds the node's slot; written with the
-   * admission, removed in the write that ends the attempt.
+   * operator: the Plan ("namespace/name"; "upgrade.cattle.io:namespace/name" for SUC's own) whose
+   * attempt holds the node's slot; written with the admission, removed in the write that ends the attempt.
    */
   plan: 'nuo.dev/plan',
   /**
@@ -92,10 +92,12 @@ export const planLabel = (plan: string) => `${PLAN_LABEL_PREFIX}${planKey(plan)}
 export const planKey = (plan: string) => safeConcatName(plan);
 
 /**
- * SUC's `plan.upgrade.cattle.io/<plan>`. On a node it is not nuo's: a person sets it to "disabled" to
- * keep the node out of the Plan by that name (SUC's documented opt-out), SUC sets it to its hash of the
- * Plan once applied (at the Plan's SUC hash the node counts as applied), and nuo only reads it. operator:
- * on a Plan's Jobs and their pods, the Plan's hash, as SUC's Jobs carry it.
+ * SUC's `plan.upgrade.cattle.io/<plan>`. On a node: a person sets it to "disabled" to keep the node out
+ * of the Plan by that name (SUC's documented opt-out); SUC sets it to its hash of the Plan once applied
+ * (at the Plan's SUC hash the node counts as applied). nuo writes it only for a Plan of SUC's own group
+ * that it runs in place (SUC's controller stopped: --suc-plans-namespace), at SUC's hash, as SUC would;
+ * for its own Plans it only reads it. operator: on a Plan's Jobs and their pods, the Plan's hash, as
+ * SUC's Jobs carry it.
  */
 export const sucPlanLabel = (plan: string) => `plan.upgrade.cattle.io/${planKey(plan)}`;
 

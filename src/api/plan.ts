@@ -392,7 +392,8 @@ export const PlanStatus = Type.Object({
 export type PlanStatus = Type.Static<typeof PlanStatus>;
 
 export interface Plan {
-  apiVersion: 'nuo.dev/v1alpha1';
+  /** nuo's group, or SUC's where the operator adopts SUC's Plans (plan-groups.ts). */
+  apiVersion: 'nuo.dev/v1alpha1' | 'upgrade.cattle.io/v1';
   kind: 'Plan';
   metadata: {
     name: string;

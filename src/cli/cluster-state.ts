@@ -119,12 +119,17 @@ async function lookForOperators(
   );
 }
 
-export async function readClusterState(kc: KubeConfig, namespace: string, now: Date): Promise<ClusterState> {
+export async function readClusterState(
+  kc: KubeConfig,
+  namespace: string,
+  now: Date,
+  sucNamespace?: string,
+): Promise<ClusterState> {
   const core = kc.makeApiClient(CoreV1Api);
   const ledger = (await new LedgerStore(core, namespace).read().catch(() => undefined))?.ledger ?? {
     slots: {},
   };
-  const plans = await readPlans(kc);
+  const plans = await readPlans(kc, sucNamespace);
   const passPlans = plans.entries.map((e) => passPlan(e, now.getTime()));
   const ofPass = plansOfPass(passPlans, ledger, plans.jobs);
   const items = (await core.listNode()).items;

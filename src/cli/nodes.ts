@@ -19,6 +19,7 @@ import {
   nodeCommandUsage,
 } from './kube.ts';
 import { planLines } from './plan.ts';
+import { sucPlansFlag, sucPlansNamespace, sucPlansUsage } from './plans.ts';
 import { table } from './table.ts';
 
 function age(since: Date | undefined, now: Date): string {
@@ -98,6 +99,7 @@ export const statusCommand: Command = {
     '',
     'Flags:',
     '  --namespace NS   where the operator keeps its ledger and lease (default nuo-system)',
+    sucPlansUsage,
     ...kubeFlagsUsage,
   ].join('\n'),
   async run(argv) {
@@ -105,13 +107,13 @@ export const statusCommand: Command = {
       args: argv,
       strict: true,
       allowPositionals: true,
-      options: { namespace: { type: 'string', default: 'nuo-system' }, ...kubeFlags },
+      options: { namespace: { type: 'string', default: 'nuo-system' }, ...sucPlansFlag, ...kubeFlags },
     });
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     const kc = kubeconfigFrom(values);
     try {
       const now = new Date();
-      const state = await readClusterState(kc, values.namespace, now);
+      const state = await readClusterState(kc, values.namespace, now, sucPlansNamespace(values));
       const { nodes, ledger } = state;
       const lease = await kc
         .makeApiClient(CoordinationV1Api)

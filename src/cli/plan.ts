@@ -3,13 +3,15 @@
  * waits (as a pass decides now) — and the Plans section of `nuo status`.
  */
 import { parseArgs } from 'node:util';
-import { planLabel, sucPlanLabel } from '../api/keys.ts';
+import { sucPlanLabel } from '../api/keys.ts';
 import { PlanConditions } from '../api/plan.ts';
 import { appliedBy, optedOut } from '../operator/plan-pass.ts';
 import type { PlanEntry } from '../operator/plan-resolve.ts';
+import { planDoneLabel } from '../operator/plan-work.ts';
 import { type ClusterState, readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
 import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
+import { sucPlansFlag, sucPlansNamespace, sucPlansUsage } from './plans.ts';
 import { table } from './table.ts';
 
 const condition = (e: PlanEntry, type: string) => e.plan.status?.conditions?.find((c) => c.type === type);
@@ -52,7 +54,7 @@ export function planNodeRows(state: ClusterState, ref: string): string[][] {
   const rows = [['NODE', 'APPLIED', 'PHASE', 'WHY']];
   for (const n of state.nodes) {
     if (!p.ready || !p.selects(n.labels)) continue;
-    const label = n.labels[planLabel(p.name)];
+    const label = n.labels[planDoneLabel(p.ref)];
     const out = optedOut(n.labels, p.name);
     const by = appliedBy(n.labels, p);
     const applied = out ? 'disabled' : by ? 'yes' : label ? 'older hash' : 'no';
@@ -87,6 +89,7 @@ export const planCommand: Command = {
     'Flags:',
     "  -n, --plan-namespace NS   the Plan's namespace (default: the only Plan of that name)",
     '  --namespace NS            where the operator keeps its ledger and lease (default nuo-system)',
+    sucPlansUsage,
     ...kubeFlagsUsage,
   ].join('\n'),
   async run(argv) {
@@ -97,6 +100,7 @@ export const planCommand: Command = {
       options: {
         namespace: { type: 'string', default: 'nuo-system' },
         'plan-namespace': { type: 'string', short: 'n' },
+        ...sucPlansFlag,
         ...kubeFlags,
       },
     });
@@ -105,7 +109,7 @@ export const planCommand: Command = {
     if (extra) throw new UsageError(`unexpected argument "${extra}"`);
     const kc = kubeconfigFrom(values);
     try {
-      const state = await readClusterState(kc, values.namespace, new Date());
+      const state = await readClusterState(kc, values.namespace, new Date(), sucPlansNamespace(values));
       if (state.plans.crdMissing) {
         err('the Plan CRD is not installed (kubectl apply -k deploy)');
         return 1;
@@ -116,7 +120,7 @@ export const planCommand: Command = {
       if (!e || found.length > 1) {
         err(
           e
-            ? `Plan "${name}" is in several namespaces (${found.map((f) => f.namespace).join(', ')}): give one with -n`
+            ? `Plan "${name}" is in several namespaces or groups (${found.map((f) => f.ref).join(', ')}): give its namespace with -n`
             : `Plan "${name}" not found${ns ? ` in namespace ${ns}` : ''}`,
         );
         return 1;

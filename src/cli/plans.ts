@@ -7,6 +7,7 @@ import { BatchV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/clien
 import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
 import { JobLabels } from '../api/keys.ts';
 import { type Plan, PlanConditions } from '../api/plan.ts';
+import { SUC_PLANS } from '../api/plan-groups.ts';
 import { statusCode } from '../kube/errors.ts';
 import { jobView } from '../operator/plan-jobs.ts';
 import { type PlanEntry, planEntries } from '../operator/plan-resolve.ts';
@@ -19,7 +20,32 @@ export interface PlansRead {
   jobs: Map<string, JobView[]>;
 }
 
-export async function readPlans(kc: KubeConfig): Promise<PlansRead> {
+/** The CLI's flag naming the namespace whose SUC Plans the operator runs (its own setting of that name). */
+export const sucPlansFlag = { 'suc-plans-namespace': { type: 'string' } } as const;
+export const sucPlansUsage =
+  "  --suc-plans-namespace NS   read SUC's upgrade.cattle.io Plans of NS too, as the operator's setting (default $NUO_SUC_PLANS_NAMESPACE)";
+
+/** The flag's value, else the operator's environment variable; empty: SUC's Plans are not read. */
+export function sucPlansNamespace(values: {
+  'suc-plans-namespace'?: string | undefined;
+}): string | undefined {
+  return values['suc-plans-namespace'] || process.env.NUO_SUC_PLANS_NAMESPACE || undefined;
+}
+
+/** SUC's Plans of the namespace; none while SUC's CRD is not installed. */
+async function sucPlans(kc: KubeConfig, namespace: string): Promise<Plan[]> {
+  try {
+    const list = (await kc
+      .makeApiClient(CustomObjectsApi)
+      .listNamespacedCustomObject({ ...SUC_PLANS, namespace, plural: PLAN.plural })) as { items: Plan[] };
+    return list.items.map((p) => ({ ...p, apiVersion: 'upgrade.cattle.io/v1' }));
+  } catch (err) {
+    if (statusCode(err) !== 404) throw err;
+    return [];
+  }
+}
+
+export async function readPlans(kc: KubeConfig, sucNamespace?: string): Promise<PlansRead> {
   let plans: Plan[];
   try {
     const list = (await kc
@@ -27,7 +53,7 @@ export async function readPlans(kc: KubeConfig): Promise<PlansRead> {
       .listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural: PLAN.plural })) as {
       items: Plan[];
     };
-    plans = list.items;
+    plans = [...list.items, ...(sucNamespace === undefined ? [] : await sucPlans(kc, sucNamespace))];
   } catch (err) {
     if (statusCode(err) !== 404) throw err;
     return { crdMissing: true, entries: [], jobs: new Map() };

@@ -4,6 +4,7 @@ import { explainNode } from '../operator/explain.ts';
 import { readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
 import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage, singleNode } from './kube.ts';
+import { sucPlansFlag, sucPlansNamespace, sucPlansUsage } from './plans.ts';
 
 export const policyCommand: Command = {
   name: 'policy',
@@ -13,6 +14,7 @@ export const policyCommand: Command = {
     '',
     'Flags:',
     '  --namespace NS   where the operator keeps its ledger and lease (default nuo-system)',
+    sucPlansUsage,
     ...kubeFlagsUsage,
   ].join('\n'),
   async run(argv) {
@@ -20,7 +22,7 @@ export const policyCommand: Command = {
       args: argv,
       strict: true,
       allowPositionals: true,
-      options: { namespace: { type: 'string', default: 'nuo-system' }, ...kubeFlags },
+      options: { namespace: { type: 'string', default: 'nuo-system' }, ...sucPlansFlag, ...kubeFlags },
     });
     const [sub, ...rest] = positionals;
     if (sub !== 'explain')
@@ -31,7 +33,7 @@ export const policyCommand: Command = {
     const kc = kubeconfigFrom(values);
     try {
       const now = new Date();
-      const state = await readClusterState(kc, values.namespace, now);
+      const state = await readClusterState(kc, values.namespace, now, sucPlansNamespace(values));
       const node = state.nodes.find((n) => n.name === name);
       if (!node) throw new UsageError(`node "${name}" not found`);
       const pool = state.plan.pools.find((p) => p.nodes.some((n) => n.name === name));

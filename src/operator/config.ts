@@ -24,6 +24,11 @@ export interface OperatorConfig {
   blockerIntervalMs: number;
   /** How often each Plan's channel is asked for the latest version and its secrets read again. */
   planPollingIntervalMs: number;
+  /**
+   * The namespace whose SUC Plans (upgrade.cattle.io/v1) nuo runs in place, as SUC's controller ran
+   * those of its own namespace; empty: SUC's Plans are not read.
+   */
+  sucPlansNamespace: string;
   /** Every Plan's Job (job.ts's JobSettings). */
   jobActiveDeadlineSeconds: number;
   jobActiveDeadlineSecondsMax: number;
@@ -136,7 +141,7 @@ export const FIELDS: Field[] = [
     flag: 'blocker-interval',
     kind: 'duration',
     default: '15s',
-    help: "how often an UpdatePolicy's Prometheus is asked whether an alert blocks its pool",
+    help: "how often an UpdatePolicy's Prometheus is asked whether an alert blocks its pool, and nuo looks for CLUO's, FLUO's or SUC's own controller",
   },
   {
     key: 'planPollingIntervalMs',
@@ -144,6 +149,13 @@ export const FIELDS: Field[] = [
     kind: 'duration',
     default: '15m',
     help: "how often a Plan's channel is asked for its latest version and its secrets read again",
+  },
+  {
+    key: 'sucPlansNamespace',
+    flag: 'suc-plans-namespace',
+    kind: 'string',
+    default: '',
+    help: "run system-upgrade-controller's Plans (upgrade.cattle.io/v1) of this namespace in place, SUC's controller stopped (empty: not read)",
   },
   ...JOB_FIELDS,
 ];
@@ -194,6 +206,8 @@ export function movedSetting(name: string): string | undefined {
     ? `"${name}" is an UpdatePolicy setting now (${field}): set it in the policy of the pool (docs/policies.md)`
     : undefined;
 }
+
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 const envName = (flag: string) => `NUO_${flag.toUpperCase().replaceAll('-', '_')}`;
 
@@ -281,8 +295,10 @@ export function loadOperatorConfig({ flags = {}, env = {}, file }: ConfigSources
     if (c.drainConcurrency < 1) problems.push('drain-concurrency: must be at least 1');
     if (c.blockerIntervalMs <= 0) problems.push('blocker-interval: must be greater than 0');
     if (c.planPollingIntervalMs < 1000) problems.push('plan-polling-interval: must be at least 1s');
-    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(c.namespace))
+    if (!NAMESPACE.test(c.namespace))
       problems.push(`namespace: "${c.namespace}" is not a valid namespace name`);
+    if (c.sucPlansNamespace !== '' && !NAMESPACE.test(c.sucPlansNamespace))
+      problems.push(`suc-plans-namespace: "${c.sucPlansNamespace}" is not a valid namespace name`);
   }
   if (problems.length > 0) throw new Error(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
   return c;

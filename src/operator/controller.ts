@@ -134,6 +134,8 @@ export class Operator {
       kubeconfig,
       events,
       intervalMs: c.planPollingIntervalMs,
+      ...(c.sucPlansNamespace === '' ? {} : { sucNamespace: c.sucPlansNamespace }),
+      lookIntervalMs: c.blockerIntervalMs,
       job: jobSettings(c),
       log,
     });

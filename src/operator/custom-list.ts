@@ -1,5 +1,5 @@
 /**
- * One page of a list of nuo's custom resources in every namespace, for an informer: the list answered
+ * One page of a list of custom resources, in every namespace or one, for an informer: the list answered
  * says whether the CRD is installed (a 404 says it is not, and is thrown on for the informer's backoff).
  */
 import type { CustomObjectsApi } from '@kubernetes/client-node';
@@ -7,21 +7,31 @@ import { API_GROUP, API_VERSION } from '../api/crd.ts';
 import { statusCode } from '../kube/errors.ts';
 import type { InformerListOptions } from '../kube/informer.ts';
 
+export interface CustomResources {
+  plural: string;
+  /** nuo's group and version unless given. */
+  group?: string;
+  version?: string;
+  /** Every namespace unless given. */
+  namespace?: string;
+}
+
+type Page<T> = { metadata?: { resourceVersion?: string; _continue?: string }; items: T[] };
+
 export async function listCustomPage<T>(
   api: CustomObjectsApi,
-  plural: string,
+  what: CustomResources,
   opts: InformerListOptions,
   answered: (crdMissing: boolean) => void,
-): Promise<{ metadata?: { resourceVersion?: string; _continue?: string }; items: T[] }> {
+): Promise<Page<T>> {
+  const { plural, group = API_GROUP, version = API_VERSION, namespace } = what;
   try {
-    const page = await api.listClusterCustomObject({
-      group: API_GROUP,
-      version: API_VERSION,
-      plural,
-      ...opts,
-    });
+    const page =
+      namespace === undefined
+        ? await api.listClusterCustomObject({ group, version, plural, ...opts })
+        : await api.listNamespacedCustomObject({ group, version, namespace, plural, ...opts });
     answered(false);
-    return page as { metadata?: { resourceVersion?: string; _continue?: string }; items: T[] };
+    return page as Page<T>;
   } catch (err) {
     if (statusCode(err) === 404) answered(true);
     throw err;

@@ -138,10 +138,10 @@ export type Action =
       reason: string;
       needSurvived?: boolean;
       /**
-       * A Plan's attempt: the node's plan.nuo.dev/<plan> label = `hash`, and the Plan's own labels;
-       * `rebooted`: the node rebooted in it (else a reboot requested is still to come).
+       * A Plan's attempt: the node's label `label` (plan-work.ts planDoneLabel) = `hash`, and the Plan's
+       * own labels; `rebooted`: the node rebooted in it (else a reboot requested is still to come).
        */
-      plan?: { name: string; hash: string; labels: Record<string, string>; rebooted: boolean };
+      plan?: { label: string; hash: string; labels: Record<string, string>; rebooted: boolean };
     }
   /**
    * An attempt that has no slot behind it (or lost track of its phase) ends: Pending while the node still

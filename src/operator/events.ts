@@ -46,9 +46,9 @@ export class EventRecorder {
     this.#record(ref, type, reason, message);
   }
 
-  /** An Event on a Plan, in its namespace. */
+  /** An Event on a Plan, in its namespace; the Plan of nuo's group unless its apiVersion says SUC's. */
   plan(
-    plan: { namespace: string; name: string; uid: string },
+    plan: { namespace: string; name: string; uid: string; apiVersion?: string },
     type: 'Normal' | 'Warning',
     reason: string,
     message: string,

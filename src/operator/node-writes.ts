@@ -5,7 +5,7 @@
  * annotations cleared with the label that asks for them, as CLUO did, so a stale "true" never lets a
  * later attempt skip its hooks).
  */
-import { AgentProtocol, Annotations, Labels, planLabel } from '../api/keys.ts';
+import { AgentProtocol, Annotations, Labels } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { type OperatorKeys, operatorKeys } from './agent-protocol.ts';
 import type { Action, DecideConfig } from './decide.ts';
@@ -222,7 +222,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
         },
         // A Plan's own labels first: its hash label, which says it is applied, is nuo's alone.
         labels: a.plan
-          ? { ...a.plan.labels, [planLabel(a.plan.name)]: a.plan.hash, ...noHookLabels(k) }
+          ? { ...a.plan.labels, [a.plan.label]: a.plan.hash, ...noHookLabels(k) }
           : noHookLabels(k),
         // Done: pods are welcome here again, and preferred over nodes still waiting.
         ...(n.pendingTaint ? { taint: false } : {}),

@@ -10,7 +10,7 @@ import { healthDue, missingHooks } from './health-gate.ts';
 import { ms, needsWork } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { planFinished, rebootedBy, upgrading } from './plan-steps.ts';
-import { planName } from './plan-work.ts';
+import { planDoneLabel } from './plan-work.ts';
 import { bootChanged, endAttempt, explain, type StepContext } from './step-context.ts';
 
 /** Why a node drained or granted is cordoned and drained again: someone uncordoned it mid-attempt. */
@@ -180,7 +180,7 @@ function completion(n: NodeView, ctx: StepContext): Action[] {
       type: 'complete',
       node: n.name,
       reason: `Plan ${p.ref} applied (version ${p.version}) and healthy`,
-      plan: { name: planName(p.ref), hash: p.hash, labels: done.labels, rebooted },
+      plan: { label: planDoneLabel(p.ref), hash: p.hash, labels: done.labels, rebooted },
       ...(rebooted && n.rebootNeeded && p.reboot ? { needSurvived: true } : {}),
     },
   ];

@@ -5,7 +5,9 @@
  * attempt), delete one. The Job's completion is the Job controller's: nuo only reads its conditions.
  */
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
-import { JobAnnotations, JobLabels } from '../api/keys.ts';
+import { PLAN } from '../api/crd.ts';
+import { JobAnnotations, JobLabels, SucJobLabels } from '../api/keys.ts';
+import { planGroupOf, planRefOf } from '../api/plan-groups.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { statusCode } from '../kube/errors.ts';
 import { ResilientInformer } from '../kube/informer.ts';
@@ -39,10 +41,12 @@ export function jobView(job: V1Job): JobView | undefined {
   const failed = holds('Failed');
   const state = holds('Complete') ? 'succeeded' : failed ? 'failed' : 'active';
   const message = failed && `${failed.reason ?? 'Failed'}: ${failed.message ?? ''}`.slice(0, MESSAGE_MAX);
+  // The owner's group tells a SUC Plan's Job from nuo's Plan's of the same name.
+  const owner = job.metadata?.ownerReferences?.find((o) => o.kind === PLAN.kind && o.controller);
   return {
     name: job.metadata?.name ?? '',
     namespace,
-    plan: `${namespace}/${plan}`,
+    plan: planRefOf(planGroupOf(owner?.apiVersion), namespace, plan),
     hash: labels[JobLabels.hash] ?? '',
     ...(annotations[JobAnnotations.attempt] ? { attempt: annotations[JobAnnotations.attempt] } : {}),
     ...(annotations[JobAnnotations.bootId] ? { bootId: annotations[JobAnnotations.bootId] } : {}),
@@ -50,6 +54,18 @@ export function jobView(job: V1Job): JobView | undefined {
     ...(message ? { message } : {}),
     deleting: Boolean(job.metadata?.deletionTimestamp),
   };
+}
+
+/**
+ * Why a Job found under the name of the one nuo creates is not nuo's, so nuo's never appears: SUC's Job
+ * of the same Plan, hash and node (SUC names its Jobs alike), made before SUC was stopped. Undefined: it
+ * is nuo's. Pure.
+ */
+export function foreignJob(job: V1Job): string | undefined {
+  if (job.metadata?.labels?.[JobLabels.plan]) return undefined;
+  const controller = job.metadata?.labels?.[SucJobLabels.controller];
+  const by = controller ? `${controller} (its label ${SucJobLabels.controller})` : 'another controller';
+  return `Job ${job.metadata?.namespace}/${job.metadata?.name} exists, made by ${by}, under the name of this attempt's Job: nuo's starts once it is gone (its ttlSecondsAfterFinished, ${job.spec?.ttlSecondsAfterFinished ?? 'none'} s, or delete it)`;
 }
 
 export class PlanJobs implements PlanJobWriter {
@@ -119,6 +135,9 @@ export class PlanJobs implements PlanJobWriter {
     } catch (err) {
       // Deterministic names: the Job is there already (this attempt's, or an earlier one the step waits out).
       if (statusCode(err) !== 409) throw err;
+      const there = await this.#batch.readNamespacedJob({ name: job.metadata.name ?? '', namespace });
+      const foreign = foreignJob(there);
+      if (foreign) throw new Error(foreign);
     }
   }
 

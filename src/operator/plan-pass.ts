@@ -8,7 +8,14 @@ import type { PlanFailure } from '../api/plan.ts';
 import type { Wait } from './gates.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
-import type { JobView, PlanCompletion, PlanPass, PlanPrepare, PlanWork } from './plan-work.ts';
+import {
+  type JobView,
+  type PlanCompletion,
+  type PlanPass,
+  type PlanPrepare,
+  type PlanWork,
+  planDoneLabel,
+} from './plan-work.ts';
 
 /** A Plan as a pass uses it (plans.ts resolves it from the cluster's Plan). */
 export interface PassPlan {
@@ -30,6 +37,8 @@ export interface PassPlan {
   concurrency: number;
   /** Why the Plan starts nothing now (its window is closed). */
   hold?: Wait;
+  /** Why nuo acts on this SUC Plan not at all now (SUC's controller runs): it is not ready. */
+  standDown?: string;
   completion: PlanCompletion;
   /**
    * onFailure Stop: the Plan's generation and its status's failures, so a node whose Job failed at this
@@ -55,15 +64,16 @@ export function optedOut(labels: Readonly<Record<string, string>>, plan: string)
 }
 
 /**
- * Who applied the Plan's latest hash to the node: nuo (its plan.nuo.dev/<plan> label holds the hash), or
- * system-upgrade-controller before the Plan moved to nuo (SUC's plan.upgrade.cattle.io/<plan> holds SUC's
- * hash of the same Plan), so a node SUC upgraded is not upgraded again. Undefined: the node needs it.
+ * Who applied the Plan's latest hash to the node: nuo (the Plan's done label, planDoneLabel, holds the
+ * hash), or system-upgrade-controller before the Plan moved to nuo (SUC's plan.upgrade.cattle.io/<plan>
+ * holds SUC's hash of the same Plan), so a node SUC upgraded is not upgraded again. A Plan of SUC's group
+ * records in SUC's label at SUC's hash: nuo, which runs it, is named. Undefined: the node needs it.
  */
 export function appliedBy(
   labels: Readonly<Record<string, string>>,
-  p: Pick<PassPlan, 'name' | 'hash' | 'sucHash'>,
+  p: Pick<PassPlan, 'ref' | 'name' | 'hash' | 'sucHash'>,
 ): 'nuo' | 'suc' | undefined {
-  if (labels[planLabel(p.name)] === p.hash) return 'nuo';
+  if (labels[planDoneLabel(p.ref)] === p.hash) return 'nuo';
   if (p.sucHash !== undefined && labels[sucPlanLabel(p.name)] === p.sucHash) return 'suc';
   return undefined;
 }

@@ -3,8 +3,9 @@
  * pass takes from it: whether it starts attempts, which nodes it selects, how its attempts run, what its
  * completion writes, and how its nodes are drained. Pure.
  */
-import { planKey, planLabel } from '../api/keys.ts';
+import { planKey, planLabel, sucPlanLabel } from '../api/keys.ts';
 import type { Plan, PlanSpec } from '../api/plan.ts';
+import { type PlanGroup, planGroupOf, planRefOf, SUC_PLANS } from '../api/plan-groups.ts';
 import { labelSelector, selectorText } from '../kube/selector.ts';
 import { validatePlan } from '../plan/validate.ts';
 import { planWindow } from '../plan/window.ts';
@@ -17,6 +18,8 @@ import type { PlanPrepare } from './plan-work.ts';
 export interface PlanEntry {
   /** "namespace/name". */
   ref: string;
+  /** nuo's, or SUC's when the operator adopts SUC's Plans. */
+  group: PlanGroup;
   name: string;
   namespace: string;
   uid: string;
@@ -54,10 +57,15 @@ const delayMs = (spec: PlanSpec) => {
   }
 };
 
-/** The Plan as a pass uses it at `now`. A Plan not ready (invalid, no version yet) starts nothing. */
-export function passPlan(e: PlanEntry, now: number): PassPlan {
+/**
+ * The Plan as a pass uses it at `now`. A Plan not ready (invalid, no version yet, or of SUC's group while
+ * `sucStandDown` says why SUC's controller is taken to run) starts nothing.
+ */
+export function passPlan(e: PlanEntry, now: number, sucStandDown?: string): PassPlan {
   const spec = e.plan.spec;
-  const ready = e.errors.length === 0 && e.version !== undefined && e.hash !== undefined;
+  const standDown = e.group === SUC_PLANS ? sucStandDown : undefined;
+  const ready =
+    e.errors.length === 0 && e.version !== undefined && e.hash !== undefined && standDown === undefined;
   let selects: PassPlan['selects'] = () => false;
   if (ready) selects = labelSelector(spec.nodeSelector ?? {});
   const version = e.version ?? '';
@@ -74,6 +82,7 @@ export function passPlan(e: PlanEntry, now: number): PassPlan {
     reboot: spec.reboot === true,
     concurrency: spec.concurrency ?? 1,
     ...windowHold(e, now),
+    ...(standDown === undefined ? {} : { standDown }),
     completion: { labels: completionLabels(spec, version, hash), postCompleteDelayMs: delayMs(spec) },
     ...(spec.onFailure === 'Stop'
       ? { stop: { generation: e.generation, failed: e.plan.status?.failed ?? [] } }
@@ -129,8 +138,9 @@ export function planDrainSettings(spec: PlanSpec, pool: DrainSettings): DrainSet
 }
 
 /**
- * Plans whose label name (planKey) another Plan took first: the name part of plan.nuo.dev/<name> is
- * shared by every namespace, so the Plan first by ref keeps it and the others are reported invalid.
+ * Plans whose label name (planKey) another Plan took first: the name part of plan.nuo.dev/<name> and
+ * plan.upgrade.cattle.io/<name> is shared by every namespace and both groups, so the Plan first by ref
+ * keeps it and the others are reported invalid.
  */
 export function nameTaken(entries: readonly Pick<PlanEntry, 'ref' | 'name'>[]): Map<string, string> {
   const first = new Map<string, string>();
@@ -152,7 +162,8 @@ export interface PlanResolution {
   resolveError?: string;
 }
 
-export const planRef = (p: Plan) => `${p.metadata.namespace}/${p.metadata.name}`;
+export const planRef = (p: Plan) =>
+  planRefOf(planGroupOf(p.apiVersion), p.metadata.namespace, p.metadata.name);
 
 /**
  * Every Plan checked (its spec, and a name another namespace's Plan took first) with its resolution, in
@@ -168,11 +179,12 @@ export function planEntries(plans: readonly Plan[], resolutionOf: (p: Plan) => P
       if (holder)
         errors.push({
           field: 'metadata.name',
-          message: `Plan ${holder} has this name: Plan names are shared by every namespace (the node label ${planLabel(p.metadata.name)}); rename one`,
+          message: `Plan ${holder} has this name: Plan names are shared by every namespace and both API groups (the node labels ${planLabel(p.metadata.name)} and ${sucPlanLabel(p.metadata.name)} hold no namespace: two Plans of one name selecting a node would each undo the other's record there); rename one`,
         });
       const r = resolutionOf(p);
       return {
         ref,
+        group: planGroupOf(p.apiVersion),
         name: p.metadata.name,
         namespace: p.metadata.namespace,
         uid: p.metadata.uid ?? '',

@@ -4,8 +4,9 @@
  * person wants to know: a node's Job failed, the Plan completed on every selected node.
  */
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
+import { PLAN } from '../api/crd.ts';
 import { PlanConditions, type PlanStatus } from '../api/plan.ts';
+import { apiVersionOf } from '../api/plan-groups.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
@@ -54,7 +55,7 @@ export class PlanStatusWriter {
     const { namespace, name } = entry;
     this.#api
       .patchNamespacedCustomObjectStatus(
-        { group: API_GROUP, version: API_VERSION, plural: PLAN.plural, namespace, name, body: { status } },
+        { ...entry.group, plural: PLAN.plural, namespace, name, body: { status } },
         mergePatch,
       )
       .then(() => {
@@ -69,7 +70,12 @@ export class PlanStatusWriter {
   }
 
   #tell(entry: PlanEntry, previous: PlanStatus | undefined, status: PlanStatus): void {
-    const plan = { namespace: entry.namespace, name: entry.name, uid: entry.uid };
+    const plan = {
+      namespace: entry.namespace,
+      name: entry.name,
+      uid: entry.uid,
+      apiVersion: apiVersionOf(entry.group),
+    };
     const before = new Set((previous?.failed ?? []).map((f) => `${f.node} ${f.at}`));
     for (const f of status.failed ?? [])
       if (!before.has(`${f.node} ${f.at}`))

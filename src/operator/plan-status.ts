@@ -82,6 +82,15 @@ function complete(
   failed: PlanFailure[],
 ): Draft {
   const type = PlanConditions.complete;
+  if (p.standDown !== undefined)
+    return {
+      type,
+      status: 'False',
+      reason: 'ControllerRunning',
+      message: clip(
+        `nuo acts on no upgrade.cattle.io Plan while system-upgrade-controller runs (${p.standDown}): scale it to zero to hand this Plan to nuo`,
+      ),
+    };
   if (!p.ready)
     return { type, status: 'False', reason: 'NotReady', message: 'not validated or not resolved' };
   const out = counts.optedOut

@@ -43,7 +43,10 @@ export function planFinished(n: NodeView, ctx: StepContext, ref: string): Action
 function jobToStart(n: NodeView, ctx: StepContext, p: PlanSlot): Action[] {
   const now = ctx.config.plans?.hashOf(p.ref);
   if (now === p.hash) return [{ type: 'job', node: n.name }];
-  const why = now === undefined ? 'starts nothing now (invalid or not resolved)' : 'has a new hash';
+  const why =
+    now === undefined
+      ? 'starts nothing now (invalid, not resolved, or held while system-upgrade-controller runs)'
+      : 'has a new hash';
   return [endAttempt(n, ctx, `Plan ${p.ref} ${why} since this attempt began: attempt ended before its Job`)];
 }
 

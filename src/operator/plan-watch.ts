@@ -1,8 +1,11 @@
 /**
  * Everything the operator does with Plans outside decide(), in one place for the controller to wire: the
  * Plans watched and resolved (plans.ts), their Jobs watched, created and deleted (plan-jobs.ts), and their
- * statuses written after each pass (plan-status-writer.ts).
+ * statuses written after each pass (plan-status-writer.ts); with SUC's Plans adopted, whether SUC's
+ * controller runs (suc-controller.ts), which keeps nuo off them.
  */
+import { AppsV1Api, CoordinationV1Api } from '@kubernetes/client-node';
+import { apiVersionOf } from '../api/plan-groups.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { buildJob, type JobSettings } from '../plan/job.ts';
@@ -16,43 +19,71 @@ import type { PassPlan } from './plan-pass.ts';
 import { type PlanEntry, passPlan, planDrainSettings } from './plan-resolve.ts';
 import { PlanStatusWriter } from './plan-status-writer.ts';
 import { PlanSource } from './plans.ts';
+import { SucControllerWatch } from './suc-controller.ts';
 
 export class PlanWatch {
   readonly source: PlanSource;
   readonly jobs: PlanJobs;
   readonly #statuses: PlanStatusWriter;
   readonly #job: JobSettings;
+  readonly #suc: SucControllerWatch | undefined;
+  /** Called when a Plan, its Jobs, or whether SUC's controller runs changes. */
+  readonly #changed: (() => void)[] = [];
 
   constructor(o: {
     kubeconfig: PooledKubeConfig;
     events: EventRecorder;
     intervalMs: number;
+    /** The namespace whose SUC Plans nuo runs; none: SUC's Plans are not read. */
+    sucNamespace?: string;
+    /** How often nuo looks for SUC's controller while it runs SUC's Plans. */
+    lookIntervalMs: number;
     /** The operator's settings of every Plan's Job. */
     job: JobSettings;
     log: KubeLog;
   }) {
     this.#job = o.job;
-    this.source = new PlanSource({ kubeconfig: o.kubeconfig, intervalMs: o.intervalMs, log: o.log });
+    this.source = new PlanSource({
+      kubeconfig: o.kubeconfig,
+      intervalMs: o.intervalMs,
+      ...(o.sucNamespace === undefined ? {} : { sucNamespace: o.sucNamespace }),
+      log: o.log,
+    });
     this.jobs = new PlanJobs({
       kubeconfig: o.kubeconfig,
       build: (slot, view) => this.#build(slot, view),
       log: o.log,
     });
     this.#statuses = new PlanStatusWriter({ kubeconfig: o.kubeconfig, events: o.events, log: o.log });
+    if (o.sucNamespace !== undefined)
+      this.#suc = new SucControllerWatch({
+        coordination: o.kubeconfig.makeApiClient(CoordinationV1Api),
+        apps: o.kubeconfig.makeApiClient(AppsV1Api),
+        intervalMs: o.lookIntervalMs,
+        onChange: () => this.#sucChanged(),
+        log: o.log,
+      });
   }
 
-  /** Calls `fn` when a Plan or one of its Jobs changes. */
+  #sucChanged(): void {
+    for (const fn of this.#changed) fn();
+  }
+
+  /** Calls `fn` when a Plan or one of its Jobs changes, or SUC's controller comes or goes. */
   onChange(fn: () => void): void {
     this.source.onChange(fn);
     this.jobs.onChange(fn);
+    this.#changed.push(fn);
   }
 
   start(): void {
     this.source.start();
     this.jobs.start();
+    this.#suc?.start();
   }
 
   async stop(): Promise<void> {
+    this.#suc?.stop();
     await Promise.all([this.source.stop(), this.jobs.stop()]);
   }
 
@@ -62,7 +93,8 @@ export class PlanWatch {
 
   /** Every Plan as a pass uses it at `now`. */
   passPlans(now: number): PassPlan[] {
-    return this.source.entries().map((e) => passPlan(e, now));
+    const standDown = this.#suc?.standDown();
+    return this.source.entries().map((e) => passPlan(e, now, standDown));
   }
 
   /** How a Plan's attempt drains its node (the pool's settings where the Plan says nothing). */
@@ -78,7 +110,7 @@ export class PlanWatch {
     this.#statuses.update(
       this.source.entries().map((entry) => ({
         entry,
-        plan: passPlan(entry, now.getTime()),
+        plan: passPlan(entry, now.getTime(), this.#suc?.standDown()),
         nodes,
         managed: (node: string) => managed.has(node),
         ledger,
@@ -100,6 +132,7 @@ export class PlanWatch {
     const { labels, annotations } = entry.plan.metadata;
     return buildJob({
       plan: {
+        apiVersion: apiVersionOf(entry.group),
         name: entry.name,
         namespace: entry.namespace,
         uid: entry.uid,

@@ -4,6 +4,8 @@
  * what its completion writes). The Plans themselves are read and resolved elsewhere (plans.ts); decide()
  * sees only these values, so every rule stays a pure, table-tested function.
  */
+import { planLabel, sucPlanLabel } from '../api/keys.ts';
+import { groupOfRef, SUC_PLANS } from '../api/plan-groups.ts';
 import type { Wait } from './gates.ts';
 
 /** How a Plan's attempt prepares the node before its Job: cordoned and drained, cordoned, or neither. */
@@ -15,7 +17,7 @@ export type PlanPrepare = 'drain' | 'cordon' | 'none';
  * hash: the node is applied again after this attempt).
  */
 export interface PlanSlot {
-  /** The Plan, "namespace/name". */
+  /** The Plan, "namespace/name" (plan-groups.ts planRefOf). */
   ref: string;
   hash: string;
   version: string;
@@ -69,8 +71,15 @@ export interface PlanPass {
   jobs(node: string): readonly JobView[];
 }
 
-/** The Plan's name from its ref ("namespace/name"). */
+/** The Plan's name from its ref ("namespace/name", after the group of SUC's: plan-groups.ts). */
 export const planName = (ref: string) => ref.slice(ref.indexOf('/') + 1);
+
+/**
+ * The node label whose value, the Plan's hash, records that the Plan was applied: nuo's
+ * plan.nuo.dev/<plan> for nuo's Plans, SUC's plan.upgrade.cattle.io/<plan> (at SUC's hash) for SUC's.
+ */
+export const planDoneLabel = (ref: string) =>
+  groupOfRef(ref) === SUC_PLANS ? sucPlanLabel(planName(ref)) : planLabel(planName(ref));
 
 /** A Plan's attempt for the ledger: the work without its gates. */
 export const planSlot = (w: PlanWork): PlanSlot => ({

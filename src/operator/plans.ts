@@ -6,10 +6,13 @@
  * hash that changes asks for a pass. A channel that cannot be read keeps the last version it gave. The
  * Secrets read are watched (plan-secrets.ts): a change re-resolves the Plans using it at once.
  * Without the CRD the cluster has no Plans; the list is tried again with the informer's backoff.
+ * nuo's Plans are watched in every namespace; SUC's (upgrade.cattle.io), when adopted, in the one
+ * namespace SUC's controller watched. A SUC Plan's hash is SUC's: it is what SUC's label records.
  */
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
+import { PLAN } from '../api/crd.ts';
 import type { Plan } from '../api/plan.ts';
+import { apiVersionOf, NUO_PLANS, type PlanGroup, planGroupOf, SUC_PLANS } from '../api/plan-groups.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { sleep } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
@@ -40,15 +43,21 @@ const secretsOf = (p: Plan) => (p.spec.secrets ?? []).filter((s) => !s.ignoreUpd
 
 const keyOf = (p: Plan) => `${p.metadata.uid ?? ''}@${p.metadata.generation ?? 0}`;
 
+/** One group's Plans, watched in every namespace or in one. */
+interface Watched {
+  group: PlanGroup;
+  informer: ResilientInformer<Plan>;
+  listed: boolean;
+  crdMissing: boolean;
+}
+
 export class PlanSource {
-  readonly #informer: ResilientInformer<Plan>;
+  readonly #watched: Watched[];
   readonly #core: CoreV1Api;
   readonly #intervalMs: number;
   readonly #log: KubeLog;
   readonly #resolved = new Map<string, Resolution>();
   readonly #changed: (() => void)[] = [];
-  #crdMissing = false;
-  #listed = false;
   #cluster: string | undefined;
   #wake: (() => void) | undefined;
   readonly #stop = new AbortController();
@@ -60,31 +69,58 @@ export class PlanSource {
   /** Plans to resolve at the next wake: a Secret they use changed. */
   readonly #pending = new Set<string>();
 
-  constructor(o: { kubeconfig: PooledKubeConfig; intervalMs: number; log: KubeLog }) {
-    const api = o.kubeconfig.makeApiClient(CustomObjectsApi);
+  constructor(o: {
+    kubeconfig: PooledKubeConfig;
+    intervalMs: number;
+    /** The namespace whose SUC Plans nuo runs; none: SUC's Plans are not watched. */
+    sucNamespace?: string;
+    log: KubeLog;
+  }) {
     this.#core = o.kubeconfig.makeApiClient(CoreV1Api);
     this.#intervalMs = o.intervalMs;
     this.#log = o.log;
-    this.#informer = new ResilientInformer<Plan>({
-      kubeconfig: o.kubeconfig,
-      path: `/apis/${API_GROUP}/${API_VERSION}/${PLAN.plural}`,
-      list: (opts) => listCustomPage<Plan>(api, PLAN.plural, opts, (missing) => this.#answered(missing)),
-      name: 'plans',
-      log: o.log,
+    this.#watched = [this.#watch(o, NUO_PLANS)];
+    if (o.sucNamespace !== undefined) this.#watched.push(this.#watch(o, SUC_PLANS, o.sucNamespace));
+    this.#secretWatch = new PlanSecretWatch({ kubeconfig: o.kubeconfig, log: o.log });
+    this.#secretWatch.onChange((key) => {
+      for (const p of this.#plans())
+        if (secretsOf(p).some((name) => secretKey(p.metadata.namespace, name) === key))
+          this.#pending.add(planRef(p));
+      this.#wake?.();
     });
-    this.#informer.onEvent((type, p, old) => {
+  }
+
+  #watch(o: { kubeconfig: PooledKubeConfig; log: KubeLog }, group: PlanGroup, namespace?: string): Watched {
+    const api = o.kubeconfig.makeApiClient(CustomObjectsApi);
+    const where = namespace === undefined ? '' : `/namespaces/${namespace}`;
+    const what = { ...group, plural: PLAN.plural, ...(namespace === undefined ? {} : { namespace }) };
+    const apiVersion = apiVersionOf(group);
+    const watched: Watched = {
+      group,
+      listed: false,
+      crdMissing: false,
+      informer: new ResilientInformer<Plan>({
+        kubeconfig: o.kubeconfig,
+        path: `/apis/${group.group}/${group.version}${where}/${PLAN.plural}`,
+        list: (opts) => listCustomPage<Plan>(api, what, opts, (missing) => this.#answered(watched, missing)),
+        // Each Plan names its group: a ref tells the two groups' Plans apart.
+        transform: (p) => (planGroupOf(p.apiVersion) === group ? p : ({ ...p, apiVersion } as Plan)),
+        name: group === NUO_PLANS ? 'plans' : `plans.${group.group}`,
+        log: o.log,
+      }),
+    };
+    watched.informer.onEvent((type, p, old) => {
       if (type === 'update' && old?.metadata.generation === p.metadata.generation) return;
       this.#all = true;
       this.#wake?.();
       this.#notify();
     });
-    this.#secretWatch = new PlanSecretWatch({ kubeconfig: o.kubeconfig, log: o.log });
-    this.#secretWatch.onChange((key) => {
-      for (const p of this.#informer.list())
-        if (secretsOf(p).some((name) => secretKey(p.metadata.namespace, name) === key))
-          this.#pending.add(planRef(p));
-      this.#wake?.();
-    });
+    return watched;
+  }
+
+  /** Every Plan of every group watched whose CRD is installed. */
+  #plans(): Plan[] {
+    return this.#watched.flatMap((w) => (w.crdMissing ? [] : w.informer.list()));
   }
 
   /** Calls `fn` when a Plan's spec, version or hash changes, or one comes or goes. */
@@ -94,7 +130,7 @@ export class PlanSource {
 
   /** Starts watching and resolving in the background. */
   start(): void {
-    this.#informer.start().catch(() => {});
+    for (const w of this.#watched) w.informer.start().catch(() => {});
     this.#resolveLoop().catch((err) =>
       this.#log('error', 'Plan resolution stopped', { error: describeError(err) }),
     );
@@ -103,18 +139,17 @@ export class PlanSource {
   async stop(): Promise<void> {
     this.#stop.abort();
     this.#wake?.();
-    await Promise.all([this.#informer.stop(), this.#secretWatch.stop()]);
+    await Promise.all([...this.#watched.map((w) => w.informer.stop()), this.#secretWatch.stop()]);
   }
 
   /** False until the first list answered (or showed that the CRD is not installed). */
   get known(): boolean {
-    return this.#listed || this.#informer.stats().synced;
+    return this.#watched.every((w) => w.listed || w.informer.stats().synced);
   }
 
   /** Every Plan, by ref, checked and with its resolution as last made. */
   entries(): PlanEntry[] {
-    const plans = this.#crdMissing ? [] : this.#informer.list();
-    return planEntries(plans, (p) => {
+    return planEntries(this.#plans(), (p) => {
       const r = this.#resolved.get(planRef(p));
       // A version and hash are this generation's only; an error is the last resolution's, whichever.
       const current = r?.key === keyOf(p) ? r : undefined;
@@ -140,11 +175,11 @@ export class PlanSource {
       const only = new Set(this.#pending);
       this.#all = false;
       this.#pending.clear();
-      for (const p of this.#crdMissing ? [] : this.#informer.list()) {
+      for (const p of this.#plans()) {
         if (signal.aborted) return;
         if (all || only.has(planRef(p))) await this.#resolve(p, signal);
       }
-      const live = new Set(this.#informer.list().map(planRef));
+      const live = new Set(this.#plans().map(planRef));
       for (const ref of this.#resolved.keys()) if (!live.has(ref)) this.#resolved.delete(ref);
       for (const ref of this.#secretsRead.keys()) if (!live.has(ref)) this.#secretsRead.delete(ref);
       // None started once stopping: stop() may have stopped the watches already.
@@ -176,8 +211,11 @@ export class PlanSource {
       });
       const secrets = await this.#secrets(p);
       const data = Object.fromEntries(Object.entries(secrets).map(([name, s]) => [name, s.data ?? {}]));
-      next.hash = planHash({ spec: p.spec, version: next.version, secrets: data });
       next.sucHash = sucPlanHash({ plan: p, version: next.version, secrets });
+      next.hash =
+        planGroupOf(p.apiVersion) === SUC_PLANS
+          ? next.sucHash
+          : planHash({ spec: p.spec, version: next.version, secrets: data });
     } catch (err) {
       next.resolveError = describeError(err);
       // The last version and hash stand (same generation): a channel that is down changes nothing.
@@ -253,10 +291,10 @@ export class PlanSource {
     for (const fn of this.#changed) fn();
   }
 
-  #answered(crdMissing: boolean): void {
-    const changed = !this.#listed || crdMissing !== this.#crdMissing;
-    this.#listed = true;
-    this.#crdMissing = crdMissing;
+  #answered(w: Watched, crdMissing: boolean): void {
+    const changed = !w.listed || crdMissing !== w.crdMissing;
+    w.listed = true;
+    w.crdMissing = crdMissing;
     if (changed) {
       this.#all = true;
       this.#wake?.();

@@ -50,7 +50,9 @@ export class PolicySource {
       kubeconfig: o.kubeconfig,
       path: `/apis/${API_GROUP}/${API_VERSION}/${UPDATE_POLICY.plural}`,
       list: (opts) =>
-        listCustomPage<UpdatePolicy>(api, UPDATE_POLICY.plural, opts, (missing) => this.#answered(missing)),
+        listCustomPage<UpdatePolicy>(api, { plural: UPDATE_POLICY.plural }, opts, (missing) =>
+          this.#answered(missing),
+        ),
       name: 'updatepolicies',
       log: o.log,
     });

@@ -23,28 +23,44 @@ function leaseHeld(lease: V1Lease, now: number): boolean {
   return new Date(renewed).getTime() + (lease.spec?.leaseDurationSeconds ?? 0) * 1000 > now;
 }
 
-/** What the Leases and Deployments found by the protocol's names say (pure). */
-export function sightingOf(
-  protocol: CoreosProtocol,
+/** A foreign controller by its leader-election Lease's and its Deployment's names. */
+export interface ForeignController {
+  /** How a message names it, e.g. "the flatcar update-operator". */
+  what: string;
+  lease: string;
+  deployment: string;
+}
+
+/** What the Leases and Deployments found by the controller's names say (pure). */
+export function controllerSighting(
+  c: ForeignController,
   leases: readonly V1Lease[],
   deployments: readonly V1Deployment[],
   now: number,
 ): OperatorSighting {
-  const names = PROTOCOL_OPERATOR[protocol];
-  const held = leases.find((l) => l.metadata?.name === names.lease && leaseHeld(l, now));
+  const held = leases.find((l) => l.metadata?.name === c.lease && leaseHeld(l, now));
   if (held)
-    return {
-      standDown: `the ${protocol} update-operator runs: its Lease ${nameOf(held)} is held by ${held.spec?.holderIdentity}`,
-    };
-  const deployed = deployments.find(
-    (d) => d.metadata?.name === names.deployment && (d.spec?.replicas ?? 1) > 0,
-  );
+    return { standDown: `${c.what} runs: its Lease ${nameOf(held)} is held by ${held.spec?.holderIdentity}` };
+  const deployed = deployments.find((d) => d.metadata?.name === c.deployment && (d.spec?.replicas ?? 1) > 0);
   if (deployed)
     return {
-      standDown: `the ${protocol} update-operator is deployed: Deployment ${nameOf(deployed)} wants ${deployed.spec?.replicas ?? 1} replica(s)`,
+      standDown: `${c.what} is deployed: Deployment ${nameOf(deployed)} wants ${deployed.spec?.replicas ?? 1} replica(s)`,
     };
   return {};
 }
+
+const protocolOperator = (protocol: CoreosProtocol): ForeignController => ({
+  what: `the ${protocol} update-operator`,
+  ...PROTOCOL_OPERATOR[protocol],
+});
+
+/** What the Leases and Deployments found by the protocol's names say (pure). */
+export const sightingOf = (
+  protocol: CoreosProtocol,
+  leases: readonly V1Lease[],
+  deployments: readonly V1Deployment[],
+  now: number,
+): OperatorSighting => controllerSighting(protocolOperator(protocol), leases, deployments, now);
 
 export interface ProtocolOperatorWatchOptions {
   coordination: CoordinationV1Api;
@@ -112,20 +128,25 @@ export class ProtocolOperatorWatch {
 }
 
 /** One look for the protocol's own update-operator: its Lease and Deployment by name, in every namespace. */
-export async function lookForOperator(
+export const lookForOperator = (
   api: { coordination: CoordinationV1Api; apps: AppsV1Api },
   protocol: CoreosProtocol,
+): Promise<OperatorSighting> => lookForController(api, protocolOperator(protocol));
+
+/** One look for a foreign controller: its Lease and Deployment by name, in every namespace. */
+export async function lookForController(
+  api: { coordination: CoordinationV1Api; apps: AppsV1Api },
+  c: ForeignController,
 ): Promise<OperatorSighting> {
-  const names = PROTOCOL_OPERATOR[protocol];
   try {
     const [leases, deployments] = await Promise.all([
-      api.coordination.listLeaseForAllNamespaces({ fieldSelector: `metadata.name=${names.lease}` }),
-      api.apps.listDeploymentForAllNamespaces({ fieldSelector: `metadata.name=${names.deployment}` }),
+      api.coordination.listLeaseForAllNamespaces({ fieldSelector: `metadata.name=${c.lease}` }),
+      api.apps.listDeploymentForAllNamespaces({ fieldSelector: `metadata.name=${c.deployment}` }),
     ]);
-    return sightingOf(protocol, leases.items, deployments.items, Date.now());
+    return controllerSighting(c, leases.items, deployments.items, Date.now());
   } catch (err) {
     return {
-      standDown: `cannot tell whether the ${protocol} update-operator runs (its Lease ${names.lease} and Deployment ${names.deployment} could not be listed: ${describeError(err)})`,
+      standDown: `cannot tell whether ${c.what} runs (its Lease ${c.lease} and Deployment ${c.deployment} could not be listed: ${describeError(err)})`,
     };
   }
 }

@@ -4,14 +4,13 @@
  * freed. The ledger is the authority on who holds a slot; these steps read it and the cached nodes and
  * never guess.
  */
-import { planLabel } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import type { Action, DecideConfig } from './decide.ts';
 import { firstWait, NODE_GATES, type PassState } from './gates.ts';
 import type { Ledger } from './ledger.ts';
 import { ms, needsWork, outsideAttempt, unavailableWithoutSlot } from './need.ts';
 import type { NodeView } from './node-view.ts';
-import { type PlanPass, planName } from './plan-work.ts';
+import { type PlanPass, planDoneLabel } from './plan-work.ts';
 
 /** Actions of these steps that change only the ledger. */
 type LedgerAction = Extract<Action, { type: 'release' | 'unpromise' | 'claim' | 'promise' }>;
@@ -60,7 +59,7 @@ export function releaseStale(
  * the hash it applied) keeps it for the Plan's postCompleteDelay, counted from the end of the attempt.
  */
 function postCompleteUntil(slot: Ledger['slots'][string], n: NodeView, plans: PlanPass | undefined): number {
-  if (!slot.plan || n.labels[planLabel(planName(slot.plan.ref))] !== slot.plan.hash) return 0;
+  if (!slot.plan || n.labels[planDoneLabel(slot.plan.ref)] !== slot.plan.hash) return 0;
   const delay = plans?.completion(slot.plan.ref)?.postCompleteDelayMs ?? 0;
   return delay > 0 ? ms(n.stateSince) + delay : 0;
 }

@@ -27,6 +27,8 @@ import { parseDuration } from '../util/duration.ts';
 
 export interface JobInput {
   plan: {
+    /** The Plan's group and version, its Job's owner: nuo's when none is given. */
+    apiVersion?: string;
     name: string;
     namespace: string;
     uid: string;
@@ -265,7 +267,7 @@ export function buildJob(input: JobInput): V1Job {
       annotations: { ...annotations, [SucJobAnnotations.ttlSecondsAfterFinished]: String(ttl) },
       ownerReferences: [
         {
-          apiVersion: `${API_GROUP}/${API_VERSION}`,
+          apiVersion: plan.apiVersion ?? `${API_GROUP}/${API_VERSION}`,
           kind: PLAN.kind,
           name: plan.name,
           uid: plan.uid,

@@ -150,10 +150,11 @@ describe('deploy/chart is deploy/ (kustomize)', () => {
     });
   }
 
-  test('fleetlock.enabled renders the objects of deploy with the component deploy/components/fleetlock', () => {
+  /** deploy with one of its components, as kustomize builds it. */
+  const withComponent = (component: string) => {
     // kustomize takes relative paths only: the overlay lives in the checkout's .tmp (git-ignored).
     mkdirSync(join(deployDir, '..', '.tmp'), { recursive: true });
-    const overlay = mkdtempSync(join(deployDir, '..', '.tmp', 'fleetlock-overlay-'));
+    const overlay = mkdtempSync(join(deployDir, '..', '.tmp', `${component}-overlay-`));
     try {
       writeFileSync(
         join(overlay, 'kustomization.yaml'),
@@ -161,19 +162,38 @@ describe('deploy/chart is deploy/ (kustomize)', () => {
           'apiVersion: kustomize.config.k8s.io/v1beta1',
           'kind: Kustomization',
           `resources: [${relative(overlay, deployDir)}]`,
-          `components: [${relative(overlay, join(deployDir, 'components', 'fleetlock'))}]`,
+          `components: [${relative(overlay, join(deployDir, 'components', component))}]`,
         ].join('\n'),
       );
-      const chart = objects({ fleetlock: { enabled: true } });
-      assert.deepEqual(manifestDifferences(kustomizeInstall(overlay), chart), []);
-      const service = chart.find((o) => o.kind === 'Service' && o.metadata?.name === 'nuo-fleetlock');
-      assert.ok(service, 'the Service nuo-fleetlock');
-      assert.ok(container(chart, 'Deployment', 'nuo-operator').args?.includes('--fleetlock-port=9090'));
+      return kustomizeInstall(overlay);
     } finally {
       rmSync(overlay, { recursive: true, force: true });
     }
+  };
+
+  test('fleetlock.enabled renders the objects of deploy with the component deploy/components/fleetlock', () => {
+    const chart = objects({ fleetlock: { enabled: true } });
+    assert.deepEqual(manifestDifferences(withComponent('fleetlock'), chart), []);
+    const service = chart.find((o) => o.kind === 'Service' && o.metadata?.name === 'nuo-fleetlock');
+    assert.ok(service, 'the Service nuo-fleetlock');
+    assert.ok(container(chart, 'Deployment', 'nuo-operator').args?.includes('--fleetlock-port=9090'));
     assert.equal(
       objects().find((o) => o.metadata?.name === 'nuo-fleetlock'),
+      undefined,
+      'off by default',
+    );
+  });
+
+  test('sucPlans.namespace renders the objects of deploy with the component deploy/components/suc-plans', () => {
+    const chart = objects({ sucPlans: { namespace: 'system-upgrade' } });
+    assert.deepEqual(manifestDifferences(withComponent('suc-plans'), chart), []);
+    const role = chart.find((o) => o.kind === 'Role' && o.metadata?.name === 'nuo-suc-plans');
+    assert.equal(role?.metadata?.namespace, 'system-upgrade', "the Role in SUC's namespace");
+    assert.ok(
+      container(chart, 'Deployment', 'nuo-operator').args?.includes('--suc-plans-namespace=system-upgrade'),
+    );
+    assert.equal(
+      objects().find((o) => o.metadata?.name === 'nuo-suc-plans'),
       undefined,
       'off by default',
     );

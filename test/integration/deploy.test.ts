@@ -282,6 +282,43 @@ describe('deploy/', () => {
     assert.equal(can('delete', 'deployments.apps', '-n', 'reboot-coordinator'), 'no');
   });
 
+  test("with the component suc-plans, the operator may read SUC's Plans and write their status in SUC's namespace only, and change no Plan", () => {
+    const can = (...args: string[]) =>
+      kubectl('auth', 'can-i', ...args, '--as=system:serviceaccount:nuo-system:nuo-operator').stdout.trim();
+    const ns = kubectl('create', 'namespace', 'system-upgrade');
+    assert.equal(ns.status, 0, ns.stderr);
+    // SUC's CRD, so that kubectl resolves plans.upgrade.cattle.io.
+    const crd = fileURLToPath(new URL('../fixtures/suc-crd/upgrade.cattle.io_plans.yaml', import.meta.url));
+    assert.equal(kubectl('apply', '-f', crd).status, 0);
+    const established = kubectl('wait', '--for=condition=Established', 'crd/plans.upgrade.cattle.io');
+    assert.equal(established.status, 0, established.stderr);
+    const role = kubectl('apply', '-f', join(deployDir, 'components', 'suc-plans', 'role.yaml'));
+    assert.equal(role.status, 0, role.stderr);
+    for (const verb of ['get', 'list', 'watch'])
+      assert.equal(can(verb, 'plans.upgrade.cattle.io', '-n', 'system-upgrade'), 'yes', verb);
+    assert.equal(
+      can('patch', 'plans.upgrade.cattle.io', '--subresource=status', '-n', 'system-upgrade'),
+      'yes',
+    );
+    assert.equal(
+      can('update', 'plans.upgrade.cattle.io', '--subresource=finalizers', '-n', 'system-upgrade'),
+      'yes',
+      "its Jobs' owner reference blocks the Plan's deletion",
+    );
+    assert.equal(
+      can('update', 'plans.upgrade.cattle.io', '-n', 'system-upgrade'),
+      'no',
+      "the spec is not nuo's",
+    );
+    assert.equal(can('delete', 'plans.upgrade.cattle.io', '-n', 'system-upgrade'), 'no');
+    assert.equal(
+      can('list', 'plans.upgrade.cattle.io', '-n', 'default'),
+      'no',
+      "another namespace's SUC Plans",
+    );
+    assert.equal(can('list', 'plans.upgrade.cattle.io', '--all-namespaces'), 'no');
+  });
+
   test("only the operator may write a Node's status (nuo's lifecycle conditions), not the agent", () => {
     const can = (who: string) =>
       kubectl(

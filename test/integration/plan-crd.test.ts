@@ -1,7 +1,9 @@
 /**
  * The Plan CRD (deploy/base/plan-crd.yaml) on the real control plane: SUC's example Plans, with only
- * their apiVersion changed, are accepted as they are and read back as the types say; invalid Plans are
- * refused with a message that names the field and what is accepted; the Job built for one is accepted.
+ * their apiVersion changed, are accepted as they are and read back as the types say, and so are they in
+ * SUC's own group under SUC's own CRD (test/fixtures/suc-crd), where nuo finds them valid too; invalid
+ * Plans are refused with a message that names the field and what is accepted; the Job built for one is
+ * accepted.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -9,14 +11,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { BatchV1Api } from '@kubernetes/client-node';
+import { BatchV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { Errors } from 'typebox/value';
 import { parseAllDocuments } from 'yaml';
 import { planKey } from '../../src/api/keys.ts';
 import { type Plan, PlanSpec } from '../../src/api/plan.ts';
 import { buildJob } from '../../src/plan/job.ts';
+import { validatePlan } from '../../src/plan/validate.ts';
 import { mungeVersion } from '../../src/plan/version.ts';
 import { installPlanCrd } from '../../src/sim/crds.ts';
+import { pollUntil } from '../../src/util/poll.ts';
 import { EVERY_SECURITY_FIELD, PLAN_EVERY_FIELD } from '../fixtures/plan-every-field.ts';
 import { useCluster } from './support.ts';
 
@@ -30,10 +34,25 @@ const kubectl = (args: string[], input?: string) =>
     ...(input === undefined ? {} : { input }),
   });
 
+const SUC_PLANS = { group: 'upgrade.cattle.io', version: 'v1', plural: 'plans' };
+
 before(async () => {
   await installPlanCrd(cluster);
   const ns = kubectl(['create', 'namespace', NAMESPACE]);
   assert.equal(ns.status, 0, ns.stderr);
+  const suc = kubectl([
+    'apply',
+    '-f',
+    fileURLToPath(new URL('../fixtures/suc-crd/upgrade.cattle.io_plans.yaml', import.meta.url)),
+  ]);
+  assert.equal(suc.status, 0, suc.stderr);
+  const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
+  await pollUntil("SUC's Plans to be served", () =>
+    custom.listClusterCustomObject(SUC_PLANS).then(
+      () => true,
+      () => undefined,
+    ),
+  );
 });
 
 describe("SUC's example Plans with only apiVersion changed", () => {
@@ -52,6 +71,30 @@ describe("SUC's example Plans with only apiVersion changed", () => {
         const live = JSON.parse(got.stdout) as Plan;
         assert.deepEqual(live.spec, sent.spec, `${sent.metadata.name}: nothing pruned, nothing added`);
         assert.deepEqual([...Errors(PlanSpec, live.spec)], [], `${sent.metadata.name} is a PlanSpec`);
+      }
+    });
+  }
+
+  for (const file of readdirSync(FIXTURES).sort()) {
+    test(`${file} in SUC's own group, as SUC publishes it, is accepted by SUC's CRD unchanged and valid to nuo`, async () => {
+      const text = readFileSync(join(FIXTURES, file), 'utf8').replaceAll(
+        'apiVersion: nuo.dev/v1alpha1',
+        'apiVersion: upgrade.cattle.io/v1',
+      );
+      const applied = kubectl(['apply', '--server-side', '--validate=strict', '-f', '-'], text);
+      assert.equal(applied.status, 0, applied.stderr);
+      const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
+      for (const sent of parseAllDocuments(text)
+        .map((d) => d.toJS() as Plan)
+        .filter((o) => o?.kind === 'Plan')) {
+        const live = (await custom.getNamespacedCustomObject({
+          ...SUC_PLANS,
+          namespace: NAMESPACE,
+          name: sent.metadata.name,
+        })) as Plan;
+        assert.equal(live.apiVersion, 'upgrade.cattle.io/v1');
+        assert.deepEqual(live.spec, sent.spec, `${sent.metadata.name}: nothing pruned, nothing added`);
+        assert.deepEqual(validatePlan(live.spec), [], `${sent.metadata.name}: valid to nuo's operator`);
       }
     });
   }

@@ -2,12 +2,25 @@
  * SUC's finished nodes on the real control plane: SUC's own example Plans (test/fixtures/suc-examples,
  * only apiVersion changed) meet nodes SUC already upgraded — labelled plan.upgrade.cattle.io/<plan> with
  * SUC's hash of the same Plan — and nodes SUC upgraded at an older hash. A real `nuo operator` with its
- * fleet and the independent checker: the first are never touched, the second are upgraded.
+ * fleet and the independent checker: the first are never touched, the second are upgraded. Then SUC's own
+ * Plan in SUC's own group, under SUC's own CRD (test/fixtures/suc-crd), adopted in place: nuo leaves it
+ * alone while a system-upgrade-controller Deployment wants replicas, and runs it once that is scaled to
+ * zero, recording completion in SUC's label at SUC's hash.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { after, test } from 'node:test';
-import { BatchV1Api, CoreV1Api, type V1Node, type V1Secret } from '@kubernetes/client-node';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import {
+  AppsV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type V1Node,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { Annotations, JobLabels, planLabel, sucPlanLabel } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
@@ -19,15 +32,36 @@ import { Fleet } from '../../src/sim/fleet.ts';
 import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
 import { ensureNamespace, readPlan } from '../../src/sim/plans.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { operatorUnder, runNuo, useCluster } from './support.ts';
+import { eventsAbout, operatorUnder, runNuo, useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 4 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
 const SUC = 'system-upgrade';
+const SUC_PLAN = { group: 'upgrade.cattle.io', version: 'v1', plural: 'plans' };
 
 let fleet: Fleet | undefined;
 after(() => fleet?.stop());
+
+const kubectl = (args: string[], input?: string) =>
+  spawnSync(cluster.binaries.path.kubectl, [`--kubeconfig=${cluster.kubeconfigPath}`, ...args], {
+    encoding: 'utf8',
+    ...(input === undefined ? {} : { input }),
+  });
+
+/** SUC's own CRD, as SUC's controller registers it, served before the operator starts. */
+before(async () => {
+  const crd = fileURLToPath(new URL('../fixtures/suc-crd/upgrade.cattle.io_plans.yaml', import.meta.url));
+  const applied = kubectl(['apply', '-f', crd]);
+  assert.equal(applied.status, 0, applied.stderr);
+  await pollUntil("SUC's Plans to be served", () =>
+    custom.listClusterCustomObject(SUC_PLAN).then(
+      () => true,
+      () => undefined,
+    ),
+  );
+});
 
 /** The example's Secrets (created as written) and Plans, in file order. */
 function example(file: string): { secrets: V1Secret[]; plans: Plan[] } {
@@ -107,11 +141,16 @@ test("SUC's example Plans: nodes at SUC's hash of the Plan are never upgraded ag
       plans: [
         { name: `${SUC}/bionic`, max: 2 },
         { name: `${SUC}/kernel`, max: 1 },
+        { name: `${SUC}/microos`, max: 2 },
       ],
       agentCheckIntervalMs: 1000,
     });
     await fleet.start();
-    await operatorUnder(fleet, 'op-a', { maxUnavailable: 2 }, ['--plan-polling-interval=1s']);
+    await operatorUnder(fleet, 'op-a', { maxUnavailable: 2 }, [
+      '--plan-polling-interval=1s',
+      `--suc-plans-namespace=${SUC}`,
+      '--blocker-interval=1s',
+    ]);
     for (const p of [bionicPlan, kernelPlan])
       await fleet.applyPlan({
         namespace: p.metadata.namespace,
@@ -199,4 +238,149 @@ test("SUC's example Plans: nodes at SUC's hash of the Plan are never upgraded ag
   } finally {
     await watch.stop();
   }
+});
+
+test("SUC's own Plan applied unchanged in SUC's group: left alone while SUC's controller is deployed, then run by nuo on its nodes, recorded in SUC's label at SUC's hash", async () => {
+  assert.ok(fleet, 'the fleet and operator of the test before');
+  const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
+  // SUC's example file as SUC publishes it: the fixture's one change undone.
+  const text = readFileSync(
+    new URL('../fixtures/suc-examples/openSUSE-microos.yaml', import.meta.url),
+    'utf8',
+  ).replaceAll('apiVersion: nuo.dev/v1alpha1', 'apiVersion: upgrade.cattle.io/v1');
+  const [plan] = parseAllDocuments(text)
+    .map((d) => d.toJS() as Plan)
+    .filter((d) => d?.kind === 'Plan');
+  assert.equal(plan?.apiVersion, 'upgrade.cattle.io/v1');
+  const workers = ['node-2', 'node-3'];
+  for (const name of workers)
+    await core.patchNode(
+      { name, body: { metadata: { labels: { 'node-role.kubernetes.io/worker': 'true' } } } },
+      mergePatch,
+    );
+  // SUC's controller as its manifest deploys it; its pod need not run: the Deployment wanting it counts.
+  const selector = { 'upgrade.cattle.io/controller': 'system-upgrade-controller' };
+  await apps.createNamespacedDeployment({
+    namespace: SUC,
+    body: {
+      metadata: { name: 'system-upgrade-controller' },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: selector },
+        template: {
+          metadata: { labels: selector },
+          spec: {
+            nodeSelector: { 'nuo.test/nowhere': 'true' },
+            containers: [{ name: 'system-upgrade-controller', image: 'rancher/system-upgrade-controller' }],
+          },
+        },
+      },
+    },
+  });
+  // The Plan comes once the operator has seen SUC: it looks every --blocker-interval, and a Plan applied
+  // within a look of SUC's start could begin before it (the window decision 53 names).
+  const log = join(cluster.dir, 'logs', 'operator-op-a.log');
+  const seen = await pollUntil("the operator to see SUC's controller", () =>
+    readFileSync(log, 'utf8')
+      .split('\n')
+      .find((l) => l.includes("nuo acts on no upgrade.cattle.io Plan while SUC's controller runs")),
+  );
+  assert.match(
+    seen,
+    /Deployment system-upgrade\/system-upgrade-controller wants 1 replica/,
+    'the log line says why',
+  );
+  const applied = kubectl(['apply', '-f', '-'], text);
+  assert.equal(applied.status, 0, applied.stderr);
+
+  const read = async () =>
+    (await custom.getNamespacedCustomObject({ ...SUC_PLAN, namespace: SUC, name: 'microos' })) as Plan;
+  const completeOf = (p: Plan) => p.status?.conditions?.find((c) => c.type === 'Complete');
+  const held = await pollUntil('the SUC Plan says why nuo leaves it alone', async () => {
+    const c = completeOf(await read());
+    return c?.reason === 'ControllerRunning' ? c : undefined;
+  });
+  assert.match(
+    held.message ?? '',
+    /system-upgrade-controller is deployed: Deployment system-upgrade\/system-upgrade-controller wants 1 replica\(s\)\): scale it to zero/,
+  );
+  const microosJobs = async () =>
+    (await batch.listNamespacedJob({ namespace: SUC, labelSelector: `${JobLabels.plan}=microos` })).items;
+  assert.deepEqual(await microosJobs(), [], 'no Job while SUC runs');
+  const before = (await core.listNode()).items;
+  for (const name of workers) {
+    const n = before.find((x) => x.metadata?.name === name);
+    assert.equal(n?.spec?.unschedulable, undefined, `${name}: not cordoned while SUC runs`);
+    assert.equal(n?.metadata?.annotations?.[Annotations.plan], undefined, `${name}: no attempt`);
+  }
+
+  await apps.patchNamespacedDeployment(
+    { name: 'system-upgrade-controller', namespace: SUC, body: { spec: { replicas: 0 } } },
+    mergePatch,
+  );
+  const secret = await core.readNamespacedSecret({ name: 'microos', namespace: SUC });
+  const hash = sucPlanHash({
+    plan,
+    version: 'microos',
+    secrets: {
+      microos: {
+        name: 'microos',
+        ...(secret.type ? { type: secret.type } : {}),
+        ...(secret.data ? { data: secret.data } : {}),
+      },
+    },
+  });
+  const done = await pollUntil(
+    "nuo runs SUC's Plan on both workers once SUC is scaled to zero",
+    async () => {
+      const p = await read();
+      const all = (await core.listNode()).items;
+      const finished = workers.every((w) => {
+        const n = all.find((x) => x.metadata?.name === w);
+        return (
+          labelsOf(all, w)[sucPlanLabel('microos')] === hash &&
+          (n?.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle
+        );
+      });
+      return finished && completeOf(p)?.status === 'True' ? p : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 250 },
+  );
+  assert.equal(done.status?.latestHash, hash, "the status holds SUC's hash, in SUC's shape");
+  assert.equal(done.status?.latestVersion, 'microos');
+  assert.match(completeOf(done)?.message ?? '', /^applied on all 2 selected node\(s\) at version microos/);
+  const jobs = await microosJobs();
+  assert.deepEqual(jobs.map((j) => j.metadata?.labels?.[JobLabels.node]).sort(), workers);
+  for (const j of jobs) {
+    assert.equal(
+      j.metadata?.ownerReferences?.[0]?.apiVersion,
+      'upgrade.cattle.io/v1',
+      'owned by the SUC Plan',
+    );
+    assert.equal(j.metadata?.ownerReferences?.[0]?.uid, done.metadata.uid);
+    assert.equal(j.metadata?.labels?.[sucPlanLabel('microos')], hash, "SUC's label on the Job at SUC's hash");
+  }
+  const all = (await core.listNode()).items;
+  for (const w of workers)
+    assert.equal(labelsOf(all, w)[planLabel('microos')], undefined, `${w}: no label of nuo's`);
+  for (const w of ['node-0', 'node-1'])
+    assert.equal(labelsOf(all, w)[sucPlanLabel('microos')], undefined, `${w}: not selected, not touched`);
+  const rows = await runNuo(cluster, 'plan', 'microos', `--suc-plans-namespace=${SUC}`);
+  assert.equal(rows.code, 0, rows.stderr);
+  assert.match(
+    rows.stdout,
+    new RegExp(`^upgrade\\.cattle\\.io:${SUC}/microos: version microos, hash ${hash}`),
+  );
+  for (const w of workers) assert.match(rows.stdout, new RegExp(`${w}\\s+yes\\s+Idle\\s+-`));
+  const unread = await runNuo(cluster, 'plan', 'microos');
+  assert.match(
+    unread.stderr,
+    /Plan "microos" not found/,
+    "without the setting the CLI reads nuo's group only",
+  );
+  const [event] = await eventsAbout(core, 'Plan', 'microos', ['Complete'], '0', SUC);
+  assert.equal(event?.involvedObject.apiVersion, 'upgrade.cattle.io/v1', 'the Event is about the SUC Plan');
+  assert.equal(event?.involvedObject.uid, done.metadata.uid);
+  await fleet.checker.finalCheck();
+  assert.deepEqual(fleet.checker.violations, [], 'the checker saw no violation');
 });

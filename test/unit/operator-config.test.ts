@@ -20,6 +20,7 @@ test('defaults: the ledger in nuo-system, not paused, 50 evictions in flight, bl
     drainConcurrency: 50,
     blockerIntervalMs: 15_000,
     planPollingIntervalMs: 900_000,
+    sucPlansNamespace: '',
     jobActiveDeadlineSeconds: 600,
     jobActiveDeadlineSecondsMax: 0,
     jobBackoffLimit: 2,

@@ -355,7 +355,7 @@ test('a completed Plan attempt labels the node with the hash and the Plan’s la
   const complete = actions.find((a) => a.type === 'complete');
   assert.ok(complete?.type === 'complete');
   assert.deepEqual(complete.plan, {
-    name: 'os',
+    label: 'plan.nuo.dev/os',
     hash: 'h2',
     labels: { 'example.com/os': 'v2' },
     rebooted: false,

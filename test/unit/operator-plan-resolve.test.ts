@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import type { Plan, PlanSpec } from '../../src/api/plan.ts';
+import { NUO_PLANS } from '../../src/api/plan-groups.ts';
 import type { DrainSettings } from '../../src/operator/drain-runner.ts';
 import {
   completionLabels,
@@ -114,6 +115,7 @@ test('nameTaken: the first Plan by ref keeps a name every namespace shares', () 
 
 const entry = (s: PlanSpec, over: Partial<PlanEntry> = {}): PlanEntry => ({
   ref: 'ops/os',
+  group: NUO_PLANS,
   name: 'os',
   namespace: 'ops',
   uid: 'u',

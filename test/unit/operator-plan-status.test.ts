@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import { Annotations, planLabel } from '../../src/api/keys.ts';
 import type { Plan, PlanStatus } from '../../src/api/plan.ts';
+import { NUO_PLANS } from '../../src/api/plan-groups.ts';
 import type { Ledger } from '../../src/operator/ledger.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 import type { PassPlan } from '../../src/operator/plan-pass.ts';
@@ -33,6 +34,7 @@ const entry = (status?: PlanStatus, over: Partial<PlanEntry> = {}): PlanEntry =>
   };
   return {
     ref: 'ops/os',
+    group: NUO_PLANS,
     name: 'os',
     namespace: 'ops',
     uid: 'u',

@@ -337,6 +337,25 @@ test("the Job for a Plan using every field, field by field against SUC's job bui
   }
 });
 
+test("the Job for the same Plan in SUC's group is the same Job, owned in SUC's group", () => {
+  const suc = buildJob({
+    plan: { apiVersion: 'upgrade.cattle.io/v1', ...plan.metadata, uid: plan.metadata.uid ?? '', spec },
+    node: { name: 'node-1.example.com', hostname: 'node-1', bootId: 'boot-1' },
+    version,
+    hash: HASH,
+  });
+  const owner = suc.metadata?.ownerReferences?.[0];
+  assert.equal(owner?.apiVersion, 'upgrade.cattle.io/v1');
+  const { ownerReferences: _s, ...sucMeta } = suc.metadata ?? {};
+  const { ownerReferences: _n, ...nuoMeta } = job.metadata ?? {};
+  assert.deepEqual(
+    { ...suc, metadata: sucMeta },
+    { ...job, metadata: nuoMeta },
+    'every other field as compared above',
+  );
+  assert.deepEqual({ ...owner, apiVersion: 'nuo.dev/v1alpha1' }, job.metadata?.ownerReferences?.[0]);
+});
+
 test("the Plan's variables win over an envs entry of their name, as in SUC; nuo's twins carry the same values", () => {
   const env = (c: V1Container | undefined, name: string) => c?.env?.findLast((e) => e.name === name);
   const prepare = pod?.initContainers?.[0];

@@ -270,31 +270,37 @@ test('the containers: prepare as init container, the tag from the version, mount
   assert.deepEqual(own.spec?.template.spec?.containers[0]?.securityContext, { privileged: false });
 });
 
-test("SUC's example Plans pass validation and build a Job whose image has the resolved tag", () => {
+test("SUC's example Plans, in both groups, pass validation and build a Job whose image has the resolved tag", () => {
   const dir = fileURLToPath(new URL('../fixtures/suc-examples', import.meta.url));
   let plans = 0;
-  for (const file of readdirSync(dir)) {
-    for (const doc of parseAllDocuments(readFileSync(join(dir, file), 'utf8'))) {
-      const plan = doc.toJS() as Plan;
-      if (plan?.kind !== 'Plan') continue;
-      plans++;
-      assert.deepEqual(validatePlan(plan.spec), [], `${file}: ${plan.metadata.name}`);
-      const version = mungeVersion(plan.spec.version ?? '');
-      const built = buildJob({
-        plan: { ...plan.metadata, uid: 'uid', spec: plan.spec },
-        node: { name: 'node-1', bootId: 'boot' },
-        version,
-        hash: HASH,
-      });
-      const image = built.spec?.template.spec?.containers[0]?.image ?? '';
-      const tagged = plan.spec.upgrade?.image.includes(':')
-        ? plan.spec.upgrade.image
-        : `${plan.spec.upgrade?.image}:${version}`;
-      assert.equal(image, tagged, `${file}: ${plan.metadata.name}`);
-      assert.match(image, /:[A-Za-z0-9_][A-Za-z0-9_.-]*$/, `${file}: a tag`);
+  for (const apiVersion of ['nuo.dev/v1alpha1', 'upgrade.cattle.io/v1'])
+    for (const file of readdirSync(dir)) {
+      for (const doc of parseAllDocuments(readFileSync(join(dir, file), 'utf8'))) {
+        const plan = { ...doc.toJS(), apiVersion } as Plan;
+        if (plan?.kind !== 'Plan') continue;
+        plans++;
+        assert.deepEqual(validatePlan(plan.spec), [], `${file}: ${plan.metadata.name}`);
+        const version = mungeVersion(plan.spec.version ?? '');
+        const built = buildJob({
+          plan: { apiVersion, ...plan.metadata, uid: 'uid', spec: plan.spec },
+          node: { name: 'node-1', bootId: 'boot' },
+          version,
+          hash: HASH,
+        });
+        assert.equal(
+          built.metadata?.ownerReferences?.[0]?.apiVersion,
+          apiVersion,
+          `${file}: owned in its group`,
+        );
+        const image = built.spec?.template.spec?.containers[0]?.image ?? '';
+        const tagged = plan.spec.upgrade?.image.includes(':')
+          ? plan.spec.upgrade.image
+          : `${plan.spec.upgrade?.image}:${version}`;
+        assert.equal(image, tagged, `${file}: ${plan.metadata.name}`);
+        assert.match(image, /:[A-Za-z0-9_][A-Za-z0-9_.-]*$/, `${file}: a tag`);
+      }
     }
-  }
-  assert.equal(plans, 7);
+  assert.equal(plans, 14, 'seven Plans in each group');
 });
 
 test("the operator's Job settings (SUC's SYSTEM_UPGRADE_JOB_*) in every Plan's Job", () => {
