@@ -110,6 +110,7 @@ export class PlanWatch {
       node: {
         name: view.name,
         hostname: view.labels['kubernetes.io/hostname'] ?? view.name,
+        ...(view.labels['kubernetes.io/os'] ? { os: view.labels['kubernetes.io/os'] } : {}),
         bootId: view.bootId,
       },
       version: p.version,

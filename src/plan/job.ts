@@ -34,8 +34,11 @@ export interface JobInput {
     annotations?: Record<string, string>;
     spec: PlanSpec;
   };
-  /** The node's name, its kubernetes.io/hostname label (the name when unset) and its boot ID now. */
-  node: { name: string; hostname?: string; bootId: string };
+  /**
+   * The node's name, its kubernetes.io/hostname label (the name when unset), its kubernetes.io/os label
+   * (a Windows node gets SUC's HostProcess containers) and its boot ID now.
+   */
+  node: { name: string; hostname?: string; os?: string; bootId: string };
   version: string;
   hash: string;
   /** The operator's settings for every Plan's Job (SUC's SYSTEM_UPGRADE_JOB_*); SUC's defaults if none. */
@@ -162,10 +165,42 @@ const upgradeContext = (privileged: boolean): V1SecurityContext => ({
   capabilities: { add: ['CAP_SYS_BOOT'] },
 });
 
+/** SUC's context on a Windows node: a HostProcess container running as SYSTEM, no Linux field set. */
+const hostProcessContext = (): V1SecurityContext => ({
+  windowsOptions: { hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM' },
+});
+
+/** A node whose kubernetes.io/os label says Windows (SUC's test: the label alone). */
+export const isWindows = (node: JobInput['node']) => node.os === 'windows';
+
+/**
+ * SUC's securityContext of each container: on Windows, prepare's is always the HostProcess one (the Plan's
+ * is not used) and upgrade's the Plan's or else the HostProcess one; elsewhere the Plan's, or for upgrade
+ * the privileged default.
+ */
+function securityContextOf(
+  name: 'prepare' | 'upgrade',
+  spec: ContainerSpec,
+  windows: boolean,
+  settings: JobSettings,
+): V1SecurityContext | undefined {
+  const own = spec.securityContext as V1SecurityContext | undefined;
+  if (windows && name === 'prepare') return hostProcessContext();
+  if (own) return own;
+  if (name === 'prepare') return undefined;
+  return windows ? hostProcessContext() : upgradeContext(settings.privileged);
+}
+
 function container(
   name: 'prepare' | 'upgrade',
   spec: ContainerSpec,
-  { plan, version, hash, settings = JOB_DEFAULTS }: Pick<JobInput, 'plan' | 'version' | 'hash' | 'settings'>,
+  {
+    plan,
+    node,
+    version,
+    hash,
+    settings = JOB_DEFAULTS,
+  }: Pick<JobInput, 'plan' | 'node' | 'version' | 'hash' | 'settings'>,
 ): V1Container {
   const mounts: V1VolumeMount[] = [
     { name: 'host-root', mountPath: '/host' },
@@ -177,9 +212,7 @@ function container(
     })),
     ...(spec.volumes ?? []).map((v) => ({ name: v.name, mountPath: v.destination })),
   ];
-  const securityContext =
-    (spec.securityContext as V1SecurityContext | undefined) ??
-    (name === 'upgrade' ? upgradeContext(settings.privileged) : undefined);
+  const securityContext = securityContextOf(name, spec, isWindows(node), settings);
   return {
     name,
     image: imageAt(spec.image, version),

@@ -99,6 +99,40 @@ describe("SUC's example Plans with only apiVersion changed", () => {
     assert.equal(created.metadata?.labels?.['upgrade.cattle.io/version'], 'v1.30.2-k3s1');
   });
 
+  test("a Windows node's Job (SUC's HostProcess containers as SYSTEM) is accepted by the API server and stored as built", async () => {
+    const live = JSON.parse(
+      kubectl(['get', 'plan', 'k3s-agent', '-n', NAMESPACE, '-o', 'json']).stdout,
+    ) as Plan;
+    const job = buildJob({
+      plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
+      node: { name: 'win-1', os: 'windows', bootId: 'boot-1' },
+      version: mungeVersion(live.spec.version ?? ''),
+      hash: 'd'.repeat(56),
+    });
+    const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+    const created = await batch.createNamespacedJob({ namespace: NAMESPACE, body: job });
+    const stored = await batch.readNamespacedJob({ name: job.metadata?.name ?? '', namespace: NAMESPACE });
+    // The API server adds its defaults (terminationMessagePath, the pod's selector labels, ...), nothing else.
+    const sent = JSON.parse(JSON.stringify(job));
+    assert.deepEqual(builtPart(JSON.parse(JSON.stringify(stored)), sent), sent);
+    const pod = created.spec?.template.spec;
+    for (const c of [pod?.initContainers?.[0], pod?.containers[0]])
+      assert.deepEqual(
+        JSON.parse(JSON.stringify(c?.securityContext)),
+        { windowsOptions: { hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM' } },
+        `${c?.name}: HostProcess as SYSTEM`,
+      );
+    // A Plan's own upgrade context without hostProcess beside SUC's HostProcess prepare: the pod mixes
+    // the two, which the API server refuses (as it refuses SUC's Job), naming the field.
+    const mixed = buildJob({
+      plan: { ...PLAN_EVERY_FIELD.metadata, uid: 'u', spec: PLAN_EVERY_FIELD.spec },
+      node: { name: 'win-1', os: 'windows', bootId: 'boot-1' },
+      version: 'v1',
+      hash: 'e'.repeat(56),
+    });
+    await assert.rejects(batch.createNamespacedJob({ namespace: NAMESPACE, body: mixed }), /hostProcess/);
+  });
+
   test("kubectl shows SUC's columns and Applying", () => {
     const table = kubectl(['get', 'plans', '-n', NAMESPACE]);
     assert.equal(table.status, 0, table.stderr);
@@ -106,6 +140,23 @@ describe("SUC's example Plans with only apiVersion changed", () => {
     assert.match(table.stdout, /^k3s-agent\s+rancher\/k3s-upgrade\s+v1\.20\.11\+k3s1\s/m);
   });
 });
+
+/**
+ * The part of `stored` that `built` sets: each object cut to the keys `built` has (what the API server
+ * added left out), arrays element by element; values `built` does not have stay as stored.
+ */
+function builtPart(stored: unknown, built: unknown): unknown {
+  if (Array.isArray(built) && Array.isArray(stored))
+    return stored.map((s, i) => (i < built.length ? builtPart(s, built[i]) : s));
+  if (built && stored && typeof built === 'object' && typeof stored === 'object' && !Array.isArray(built))
+    return Object.fromEntries(
+      Object.keys(built).map((k) => [
+        k,
+        builtPart((stored as Record<string, unknown>)[k], (built as Record<string, unknown>)[k]),
+      ]),
+    );
+  return stored;
+}
 
 describe('invalid Plans are refused by the API server', () => {
   const valid = { version: 'v1.2.3', upgrade: { image: 'example.com/os/upgrade' } };

@@ -391,3 +391,109 @@ test('job names shortened as wrangler’s SafeConcatName: a cut at a dash keeps 
   assert.equal(full[56], '-');
   assert.equal(name, `${full.slice(0, 56)}-${createHash('sha256').update(full).digest('hex').slice(0, 6)}`);
 });
+
+/** job.go New's context of each container on a node labelled kubernetes.io/os=windows. */
+const HOST_PROCESS = { windowsOptions: { hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM' } };
+
+const windowsJob = (upgrade: NonNullable<typeof spec.upgrade>) =>
+  buildJob({
+    plan: { ...plan.metadata, uid: plan.metadata.uid ?? '', spec: { ...spec, upgrade } },
+    node: { name: 'node-1.example.com', hostname: 'node-1', os: 'windows', bootId: 'boot-1' },
+    version,
+    hash: HASH,
+  });
+
+/** The pod without its containers' securityContexts: what a Windows node's Job shares with a Linux one's. */
+const withoutContexts = (j: ReturnType<typeof buildJob>) => {
+  const p = structuredClone(j.spec?.template.spec);
+  for (const c of [...(p?.initContainers ?? []), ...(p?.containers ?? [])]) delete c.securityContext;
+  return p;
+};
+
+test("the Job for a Windows node, field by field against SUC's job builder: HostProcess containers as SYSTEM, the rest as on Linux", () => {
+  const upgrade = spec.upgrade as NonNullable<typeof spec.upgrade>;
+  const { securityContext: _, ...noContext } = upgrade;
+  const own = windowsJob(upgrade);
+  const none = windowsJob(noContext);
+  const ownPod = own.spec?.template.spec;
+  const nonePod = none.spec?.template.spec;
+  const windowsRows: Row[] = [
+    {
+      field: 'prepare.securityContext',
+      from: "job.go New: on Windows, prepare's is replaced by HostProcess as NT AUTHORITY\\SYSTEM, the Plan's not used",
+      suc: HOST_PROCESS,
+      got: ownPod?.initContainers?.[0]?.securityContext,
+    },
+    {
+      field: 'upgrade.securityContext (the Plan gives one)',
+      from: "job.go New: the Plan's, passed as is, on Windows too",
+      suc: EVERY_SECURITY_FIELD,
+      got: ownPod?.containers[0]?.securityContext,
+    },
+    {
+      field: 'upgrade.securityContext (the Plan gives none)',
+      from: 'job.go New: on Windows, HostProcess as NT AUTHORITY\\SYSTEM (no privileged, no CAP_SYS_BOOT)',
+      suc: HOST_PROCESS,
+      got: nonePod?.containers[0]?.securityContext,
+    },
+    {
+      field: 'upgrade.securityContext (the Plan gives none, Linux)',
+      from: 'job.go New: privileged (SYSTEM_UPGRADE_JOB_PRIVILEGED), CAP_SYS_BOOT added',
+      suc: { privileged: true, capabilities: { add: ['CAP_SYS_BOOT'] } },
+      got: buildJob({
+        plan: { ...plan.metadata, uid: 'u', spec: { ...spec, upgrade: noContext } },
+        node: { name: 'node-1.example.com', hostname: 'node-1', os: 'linux', bootId: 'boot-1' },
+        version,
+        hash: HASH,
+      }).spec?.template.spec?.containers[0]?.securityContext,
+    },
+    {
+      field: 'pod.hostNetwork, hostPID, hostIPC, dnsPolicy',
+      from: 'job.go New: the same on every node (a HostProcess pod must use the host network)',
+      suc: [true, true, true, 'ClusterFirstWithHostNet'],
+      got: [ownPod?.hostNetwork, ownPod?.hostPID, ownPod?.hostIPC, ownPod?.dnsPolicy],
+    },
+    {
+      field: 'pod.os, pod.securityContext, pod.nodeSelector',
+      from: 'job.go New: none set (the node is chosen by its hostname)',
+      suc: [undefined, undefined, undefined],
+      got: [ownPod?.os, ownPod?.securityContext, ownPod?.nodeSelector],
+    },
+    {
+      field: 'pod.volumes (host-root)',
+      from: 'job.go New: the host root as a Directory, on Windows too',
+      suc: { name: 'host-root', hostPath: { path: '/', type: 'Directory' } },
+      got: ownPod?.volumes?.[0],
+    },
+    {
+      field: 'pod.initContainers (names)',
+      from: 'job.go New: prepare, then a kubectl drain container (SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE_WINDOWS), HostProcess',
+      suc: ['prepare', 'drain'],
+      got: ownPod?.initContainers?.map((c) => c.name),
+      nuo: {
+        value: ['prepare'],
+        why: 'nuo cordons and drains in its engine, so it needs no Windows kubectl image (SUC refuses to start without one)',
+      },
+    },
+    {
+      field: 'everything else',
+      from: 'job.go New: only the securityContexts depend on the node being Windows',
+      suc: withoutContexts(job),
+      got: withoutContexts(own),
+    },
+    {
+      field: 'metadata and the Job spec',
+      from: 'job.go New',
+      suc: { ...job, spec: { ...job.spec, template: undefined } },
+      got: { ...own, spec: { ...own.spec, template: undefined } },
+    },
+  ];
+  for (const row of windowsRows) {
+    const want = row.nuo ? row.nuo.value : row.suc;
+    assert.deepEqual(
+      row.got,
+      want,
+      `${row.field} (SUC: ${row.from}${row.nuo ? `; nuo: ${row.nuo.why}` : ''})`,
+    );
+  }
+});
