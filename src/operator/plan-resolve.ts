@@ -71,6 +71,7 @@ export function passPlan(e: PlanEntry, now: number): PassPlan {
     ...(e.sucHash === undefined ? {} : { sucHash: e.sucHash }),
     version,
     prepare: planPrepare(spec),
+    ...(spec.prepare ? { runsPrepare: true } : {}),
     reboot: spec.reboot === true,
     concurrency: spec.concurrency ?? 1,
     ...windowHold(e, now),

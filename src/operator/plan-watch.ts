@@ -5,16 +5,17 @@
  */
 import type { KubeLog } from '../kube/backoff.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
-import { buildJob, type JobSettings } from '../plan/job.ts';
+import { buildJob, buildPrepareJob, type JobSettings, type JobStage } from '../plan/job.ts';
 import type { PassDecision } from './decider.ts';
 import type { DrainSettings } from './drain-runner.ts';
 import type { EventRecorder } from './events.ts';
-import type { Ledger, Slot } from './ledger.ts';
+import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import { PlanJobs } from './plan-jobs.ts';
 import type { PassPlan } from './plan-pass.ts';
 import { type PlanEntry, passPlan, planDrainSettings } from './plan-resolve.ts';
 import { PlanStatusWriter } from './plan-status-writer.ts';
+import type { PlanSlot } from './plan-work.ts';
 import { PlanSource } from './plans.ts';
 
 export class PlanWatch {
@@ -35,7 +36,7 @@ export class PlanWatch {
     this.source = new PlanSource({ kubeconfig: o.kubeconfig, intervalMs: o.intervalMs, log: o.log });
     this.jobs = new PlanJobs({
       kubeconfig: o.kubeconfig,
-      build: (slot, view) => this.#build(slot, view),
+      build: (plan, view, stage) => this.#build(plan, view, stage),
       log: o.log,
     });
     this.#statuses = new PlanStatusWriter({ kubeconfig: o.kubeconfig, events: o.events, log: o.log });
@@ -92,13 +93,19 @@ export class PlanWatch {
     return this.source.entries().find((e) => e.ref === ref);
   }
 
-  /** The Job of a Plan's attempt on a node, from the Plan as it is now and the attempt's version and hash. */
-  #build(slot: Slot, view: NodeView) {
-    const p = slot.plan;
-    const entry = p && this.#entry(p.ref);
-    if (!p || !entry) return new Error(`Plan ${p?.ref ?? '(none)'} is gone: no Job to build`);
+  /**
+   * A Job of a Plan on a node, from the Plan as it is now and the attempt's version and hash. A prepare
+   * is built only while the Plan is still at that hash: its Job would run one spec under another's hash.
+   */
+  #build(p: PlanSlot, view: NodeView, stage: JobStage) {
+    const entry = this.#entry(p.ref);
+    if (!entry) return new Error(`Plan ${p.ref} is gone: no Job to build`);
+    if (stage === 'prepare' && entry.hash !== p.hash)
+      return new Error(
+        `Plan ${p.ref} has a new hash since the pass that started its prepare: the next pass decides again`,
+      );
     const { labels, annotations } = entry.plan.metadata;
-    return buildJob({
+    return (stage === 'prepare' ? buildPrepareJob : buildJob)({
       plan: {
         name: entry.name,
         namespace: entry.namespace,

@@ -1,7 +1,8 @@
 /**
- * The Job that applies a Plan to one node, built from the Plan, the node, the resolved version and the
+ * The Jobs that apply a Plan to one node, built from the Plan, the node, the resolved version and the
  * Plan's hash alone (pure): SUC's Job, so images written for SUC run unchanged, except that nuo drains
- * and cordons itself (its engine, before the Job) instead of kubectl in an init container.
+ * and cordons itself (its engine, before the Job) instead of kubectl in an init container, and runs the
+ * Plan's `prepare` before all of it, as SUC does, in a Job of its own (the node holds no slot meanwhile).
  */
 import type {
   V1Container,
@@ -15,6 +16,7 @@ import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
 import {
   JobAnnotations,
   JobLabels,
+  PREPARE_STAGE,
   planKey,
   SUC_CONTROLLER,
   SucJobAnnotations,
@@ -76,9 +78,22 @@ const SECRETS_DIR = '/run/system-upgrade/secrets';
 /** A label value: SUC's version label is left off a Job whose version is not one, or the Job is refused. */
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
-/** `apply-<plan>-on-<node>-with-<hash>` (SUC's; the node's name up to its first dot), shortened as SUC does. */
-export const jobName = (plan: string, node: string, hash: string): string =>
-  safeConcatName('apply', plan, 'on', node.split('.')[0] ?? node, 'with', hash);
+/** Which part of a Plan a Job runs: its `prepare` alone, before the attempt, or the attempt's upgrade. */
+export type JobStage = 'prepare' | 'upgrade';
+
+/**
+ * `apply-<plan>-on-<node>-with-<hash>` (SUC's; the node's name up to its first dot), shortened as SUC
+ * does; the prepare Job's begins `prepare-` instead.
+ */
+export const jobName = (plan: string, node: string, hash: string, stage: JobStage = 'upgrade'): string =>
+  safeConcatName(
+    stage === 'prepare' ? 'prepare' : 'apply',
+    plan,
+    'on',
+    node.split('.')[0] ?? node,
+    'with',
+    hash,
+  );
 
 /** SUC's rule: an image without a tag or digest runs at the resolved version (no '+': version.ts). */
 export function imageAt(image: string, version: string): string {
@@ -256,10 +271,26 @@ function volumes(spec: PlanSpec): V1Volume[] {
   return out;
 }
 
+/** The Job of a Plan's attempt on the node: the upgrade container (the Plan's `prepare` ran before). */
 export function buildJob(input: JobInput): V1Job {
+  const { plan } = input;
+  if (!plan.spec.upgrade) throw new Error(`Plan ${plan.namespace}/${plan.name} has no upgrade container`);
+  return jobOf(input, 'upgrade', container('upgrade', plan.spec.upgrade, input));
+}
+
+/**
+ * The Job that runs a Plan's `prepare` alone on the node, before its attempt is admitted (SUC runs it
+ * before its cordon and drain): the container SUC's init container is, as the pod's only one.
+ */
+export function buildPrepareJob(input: JobInput): V1Job {
+  const { plan } = input;
+  if (!plan.spec.prepare) throw new Error(`Plan ${plan.namespace}/${plan.name} has no prepare container`);
+  return jobOf(input, 'prepare', container('prepare', plan.spec.prepare, input));
+}
+
+function jobOf(input: JobInput, stage: JobStage, main: V1Container): V1Job {
   const { plan, node, version, hash, settings = JOB_DEFAULTS } = input;
   const spec = plan.spec;
-  if (!spec.upgrade) throw new Error(`Plan ${plan.namespace}/${plan.name} has no upgrade container`);
   const exclusive = spec.exclusive ?? false;
   const labels = {
     ...withoutKeys(plan.labels, ['nuo.dev/', 'plan.nuo.dev/']),
@@ -273,6 +304,7 @@ export function buildJob(input: JobInput): V1Job {
     [JobLabels.node]: node.name,
     [JobLabels.hash]: hash,
     [JobLabels.exclusive]: String(exclusive),
+    ...(stage === 'prepare' ? { [JobLabels.stage]: PREPARE_STAGE } : {}),
   };
   const annotations = {
     ...withoutKeys(plan.annotations, ['nuo.dev/', 'kubectl.kubernetes.io/']),
@@ -292,7 +324,7 @@ export function buildJob(input: JobInput): V1Job {
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {
-      name: jobName(plan.name, node.name, hash),
+      name: jobName(plan.name, node.name, hash, stage),
       namespace: plan.namespace,
       labels,
       annotations: { ...annotations, [SucJobAnnotations.ttlSecondsAfterFinished]: String(ttl) },
@@ -308,7 +340,8 @@ export function buildJob(input: JobInput): V1Job {
       ],
     },
     spec: {
-      // Created only for the node holding the Plan's slot: it runs at once (SUC's starts paused).
+      // Created only for a node nuo starts it on (its prepare, or its slot's attempt): it runs at once
+      // (SUC's starts paused).
       completions: 1,
       parallelism: 1,
       podReplacementPolicy: settings.podReplacementPolicy,
@@ -344,8 +377,7 @@ export function buildJob(input: JobInput): V1Job {
           ...(spec.serviceAccountName ? { serviceAccountName: spec.serviceAccountName } : {}),
           ...(spec.priorityClassName ? { priorityClassName: spec.priorityClassName } : {}),
           ...(spec.imagePullSecrets ? { imagePullSecrets: spec.imagePullSecrets } : {}),
-          ...(spec.prepare ? { initContainers: [container('prepare', spec.prepare, input)] } : {}),
-          containers: [container('upgrade', spec.upgrade, input)],
+          containers: [main],
           volumes: volumes(spec),
         },
       },

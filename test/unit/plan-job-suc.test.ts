@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import test from 'node:test';
 import type { V1Container, V1EnvVar } from '@kubernetes/client-node';
-import { buildJob } from '../../src/plan/job.ts';
+import { buildJob, buildPrepareJob } from '../../src/plan/job.ts';
 import { mungeVersion } from '../../src/plan/version.ts';
 import { EVERY_SECURITY_FIELD, PLAN_EVERY_FIELD } from '../fixtures/plan-every-field.ts';
 
@@ -24,6 +24,14 @@ const job = buildJob({
   hash: HASH,
 });
 const pod = job.spec?.template.spec;
+/** The Job nuo runs the Plan's prepare in, before the attempt: SUC's prepare init container, alone. */
+const prepareJob = buildPrepareJob({
+  plan: { ...plan.metadata, uid: plan.metadata.uid ?? '', spec },
+  node: { name: 'node-1.example.com', hostname: 'node-1', bootId: 'boot-1' },
+  version,
+  hash: HASH,
+});
+const preparePod = prepareJob.spec?.template.spec;
 
 /** wrangler's SafeConcatName, as SUC names the Job: 63 characters, the cut at 57 then 5 of sha256. */
 const sucJobName = (() => {
@@ -311,11 +319,56 @@ const rows: Row[] = [
     suc: ['prepare', 'drain'],
     got: pod?.initContainers?.map((c) => c.name),
     nuo: {
-      value: ['prepare'],
-      why: 'nuo cordons and drains in its engine before the Job (Eviction API, bounded, within the budget), so the Job needs no kubectl',
+      value: undefined,
+      why: 'nuo runs prepare before its attempt, in a Job of its own (no slot held while it waits), then cordons and drains in its engine (Eviction API, bounded, within the budget), so the Job needs no kubectl',
     },
   },
-  ...containerRows('prepare', pod?.initContainers?.[0], spec.prepare as NonNullable<typeof spec.prepare>),
+  {
+    field: 'prepare Job: metadata.name',
+    from: 'not in SUC (its prepare is an init container of the Job)',
+    suc: undefined,
+    got: prepareJob.metadata?.name,
+    nuo: {
+      value: (() => {
+        const full = `prepare-os-on-node-1-with-${HASH}`;
+        return `${full.slice(0, 57)}-${createHash('sha256').update(full).digest('hex').slice(0, 5)}`;
+      })(),
+      why: "SUC's Job name with prepare- for apply-, shortened as SUC shortens names",
+    },
+  },
+  {
+    field: 'prepare Job: metadata.labels',
+    from: "job.go New, jobLabels (SUC's prepare runs in the Job's pod)",
+    suc: job.metadata?.labels,
+    got: prepareJob.metadata?.labels,
+    nuo: {
+      value: { ...job.metadata?.labels, 'nuo.dev/job-stage': 'prepare' },
+      why: 'nuo.dev/job-stage names the Job that runs prepare alone, whose pod disrupts nothing',
+    },
+  },
+  {
+    field: 'prepare Job: everything but its name, labels and containers',
+    from: 'job.go New: the one Job',
+    suc: { ...job, metadata: { ...job.metadata, name: '', labels: {} }, spec: { ...job.spec, template: {} } },
+    got: {
+      ...prepareJob,
+      metadata: { ...prepareJob.metadata, name: '', labels: {} },
+      spec: { ...prepareJob.spec, template: {} },
+    },
+  },
+  {
+    field: 'prepare Job: the pod but its containers',
+    from: 'job.go New: the one pod',
+    suc: { ...pod, containers: [] },
+    got: { ...preparePod, containers: [] },
+  },
+  {
+    field: 'prepare Job: pod.containers (names)',
+    from: 'job.go New: prepare is the first init container',
+    suc: ['prepare'],
+    got: preparePod?.containers.map((c) => c.name),
+  },
+  ...containerRows('prepare', preparePod?.containers[0], spec.prepare as NonNullable<typeof spec.prepare>),
   {
     field: 'pod.containers (names)',
     from: 'job.go New',
@@ -339,7 +392,7 @@ test("the Job for a Plan using every field, field by field against SUC's job bui
 
 test("the Plan's variables win over an envs entry of their name, as in SUC; nuo's twins carry the same values", () => {
   const env = (c: V1Container | undefined, name: string) => c?.env?.findLast((e) => e.name === name);
-  const prepare = pod?.initContainers?.[0];
+  const prepare = preparePod?.containers[0];
   const upgrade = pod?.containers[0];
   assert.equal(env(prepare, 'SYSTEM_UPGRADE_PLAN_NAME')?.value, 'os', 'not the envs entry "forged"');
   assert.equal(env(upgrade, 'SYSTEM_UPGRADE_PLAN_LATEST_VERSION')?.value, version, 'not the envs entry "v0"');
@@ -395,13 +448,13 @@ test('job names shortened as wrangler’s SafeConcatName: a cut at a dash keeps 
 /** job.go New's context of each container on a node labelled kubernetes.io/os=windows. */
 const HOST_PROCESS = { windowsOptions: { hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM' } };
 
-const windowsJob = (upgrade: NonNullable<typeof spec.upgrade>) =>
-  buildJob({
-    plan: { ...plan.metadata, uid: plan.metadata.uid ?? '', spec: { ...spec, upgrade } },
-    node: { name: 'node-1.example.com', hostname: 'node-1', os: 'windows', bootId: 'boot-1' },
-    version,
-    hash: HASH,
-  });
+const windowsInput = (upgrade: NonNullable<typeof spec.upgrade>) => ({
+  plan: { ...plan.metadata, uid: plan.metadata.uid ?? '', spec: { ...spec, upgrade } },
+  node: { name: 'node-1.example.com', hostname: 'node-1', os: 'windows', bootId: 'boot-1' },
+  version,
+  hash: HASH,
+});
+const windowsJob = (upgrade: NonNullable<typeof spec.upgrade>) => buildJob(windowsInput(upgrade));
 
 /** The pod without its containers' securityContexts: what a Windows node's Job shares with a Linux one's. */
 const withoutContexts = (j: ReturnType<typeof buildJob>) => {
@@ -422,7 +475,7 @@ test("the Job for a Windows node, field by field against SUC's job builder: Host
       field: 'prepare.securityContext',
       from: "job.go New: on Windows, prepare's is replaced by HostProcess as NT AUTHORITY\\SYSTEM, the Plan's not used",
       suc: HOST_PROCESS,
-      got: ownPod?.initContainers?.[0]?.securityContext,
+      got: buildPrepareJob(windowsInput(upgrade)).spec?.template.spec?.containers[0]?.securityContext,
     },
     {
       field: 'upgrade.securityContext (the Plan gives one)',
@@ -471,8 +524,8 @@ test("the Job for a Windows node, field by field against SUC's job builder: Host
       suc: ['prepare', 'drain'],
       got: ownPod?.initContainers?.map((c) => c.name),
       nuo: {
-        value: ['prepare'],
-        why: 'nuo cordons and drains in its engine, so it needs no Windows kubectl image (SUC refuses to start without one)',
+        value: undefined,
+        why: 'nuo runs prepare in a Job of its own before, then cordons and drains in its engine, so it needs no Windows kubectl image (SUC refuses to start without one)',
       },
     },
     {
