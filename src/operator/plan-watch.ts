@@ -3,6 +3,7 @@
  * Plans watched and resolved (plans.ts), their Jobs watched, created and deleted (plan-jobs.ts), and their
  * statuses written after each pass (plan-status-writer.ts).
  */
+import type { V1Job } from '@kubernetes/client-node';
 import type { KubeLog } from '../kube/backoff.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { buildJob, buildPrepareJob, type JobSettings, type JobStage } from '../plan/job.ts';
@@ -93,36 +94,47 @@ export class PlanWatch {
     return this.source.entries().find((e) => e.ref === ref);
   }
 
-  /**
-   * A Job of a Plan on a node, from the Plan as it is now and the attempt's version and hash. A prepare
-   * is built only while the Plan is still at that hash: its Job would run one spec under another's hash.
-   */
   #build(p: PlanSlot, view: NodeView, stage: JobStage) {
-    const entry = this.#entry(p.ref);
-    if (!entry) return new Error(`Plan ${p.ref} is gone: no Job to build`);
-    if (stage === 'prepare' && entry.hash !== p.hash)
-      return new Error(
-        `Plan ${p.ref} has a new hash since the pass that started its prepare: the next pass decides again`,
-      );
-    const { labels, annotations } = entry.plan.metadata;
-    return (stage === 'prepare' ? buildPrepareJob : buildJob)({
-      plan: {
-        name: entry.name,
-        namespace: entry.namespace,
-        uid: entry.uid,
-        spec: entry.plan.spec,
-        ...(labels ? { labels } : {}),
-        ...(annotations ? { annotations } : {}),
-      },
-      node: {
-        name: view.name,
-        hostname: view.labels['kubernetes.io/hostname'] ?? view.name,
-        ...(view.labels['kubernetes.io/os'] ? { os: view.labels['kubernetes.io/os'] } : {}),
-        bootId: view.bootId,
-      },
-      version: p.version,
-      hash: p.hash,
-      settings: this.#job,
-    });
+    return planJob(this.#entry(p.ref), p, view, stage, this.#job);
   }
+}
+
+/**
+ * A Job of a Plan on a node, from the Plan as it is now (`entry`; undefined once gone) and the attempt's
+ * version and hash, or why none is built. A prepare is built only while the Plan is still at that hash:
+ * its Job would run one spec under another's hash (the attempt's own Job is checked by its step).
+ */
+export function planJob(
+  entry: PlanEntry | undefined,
+  p: PlanSlot,
+  view: NodeView,
+  stage: JobStage,
+  settings: JobSettings,
+): V1Job | Error {
+  if (!entry) return new Error(`Plan ${p.ref} is gone: no Job to build`);
+  if (stage === 'prepare' && entry.hash !== p.hash)
+    return new Error(
+      `Plan ${p.ref} has a new hash since the pass that started its prepare: the next pass decides again`,
+    );
+  const { labels, annotations } = entry.plan.metadata;
+  const os = view.labels['kubernetes.io/os'];
+  return (stage === 'prepare' ? buildPrepareJob : buildJob)({
+    plan: {
+      name: entry.name,
+      namespace: entry.namespace,
+      uid: entry.uid,
+      spec: entry.plan.spec,
+      ...(labels ? { labels } : {}),
+      ...(annotations ? { annotations } : {}),
+    },
+    node: {
+      name: view.name,
+      hostname: view.labels['kubernetes.io/hostname'] ?? view.name,
+      ...(os ? { os } : {}),
+      bootId: view.bootId,
+    },
+    version: p.version,
+    hash: p.hash,
+    settings,
+  });
 }
