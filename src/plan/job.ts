@@ -186,7 +186,7 @@ const hostProcessContext = (): V1SecurityContext => ({
 });
 
 /** A node whose kubernetes.io/os label says Windows (SUC's test: the label alone). */
-export const isWindows = (node: JobInput['node']) => node.os === 'windows';
+const isWindows = (node: JobInput['node']) => node.os === 'windows';
 
 /**
  * SUC's securityContext of each container: on Windows, prepare's is always the HostProcess one (the Plan's
