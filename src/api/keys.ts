@@ -111,7 +111,15 @@ export const JobLabels = {
   hash: 'nuo.dev/plan-hash',
   /** "true" on an exclusive Plan's Jobs: no two run on a node at once (SUC's exclusive). */
   exclusive: 'nuo.dev/exclusive',
+  /**
+   * "prepare" on the Job that runs a Plan's `prepare` alone, before the node's attempt (it disrupts
+   * nothing and holds no slot); absent on the Job of the attempt.
+   */
+  stage: 'nuo.dev/job-stage',
 } as const;
+
+/** The value of JobLabels.stage on a Plan's prepare Job. */
+export const PREPARE_STAGE = 'prepare';
 
 /**
  * operator: SUC's labels on a Plan's Jobs and their pods, beside nuo's, with SUC's values, so tooling

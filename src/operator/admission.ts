@@ -1,7 +1,8 @@
 /**
  * decide()'s steps for nodes outside an attempt: what each one records while it needs nothing, and the
- * admission of those that need a reboot — the longest-waiting first, while the budget has room and no
- * gate holds them back; the others wait in Pending, with the reason.
+ * admission of those that need a reboot or a Plan — the longest-waiting first, while the budget has room
+ * and no gate holds them back (a Plan's prepare run and succeeded first); the others wait in Pending,
+ * with the reason.
  */
 import { Phase } from '../api/phases.ts';
 import type { Action, DecideConfig } from './decide.ts';
@@ -17,6 +18,7 @@ import {
   withProblems,
 } from './need.ts';
 import type { NodeView } from './node-view.ts';
+import { prepareWait } from './plan-prepare.ts';
 import { planSlot } from './plan-work.ts';
 import { byNodeName } from './slots.ts';
 import type { ZoneBudget } from './zones.ts';
@@ -84,7 +86,18 @@ export function admit(input: AdmissionInput): Admission {
   const ordered = admissionOrder(input.waiting, input.successors);
   for (const n of input.zones?.order(ordered) ?? ordered) {
     const gate = { node: n, config: c, now: t, pass };
+    const plan = nextPlan(n, t);
     let wait: Wait | undefined = firstWait(NODE_GATES, gate);
+    // The Plan's prepare runs before the budget is asked (it disrupts nothing): one Job write at a time,
+    // after the node says it waits.
+    const prepare =
+      wait || !plan ? undefined : prepareWait(n, plan, c.plans?.jobs(n.name) ?? [], c.retryBackoffMs, t);
+    if (plan && prepare?.action?.type === 'prepareJob') c.plans?.take(plan, n.name);
+    if (prepare?.action && n.state === Phase.pending) {
+      actions.push(prepare.action);
+      continue;
+    }
+    wait ??= prepare?.wait;
     // A node unavailable already (cordoned by someone else, NotReady) is counted in `used`: its admission
     // takes no new slot, so it fits while the budget is not exceeded.
     const takesSlot = !unavailableWithoutSlot(n);
@@ -111,7 +124,6 @@ export function admit(input: AdmissionInput): Admission {
       else if (n.stateReason !== reason) actions.push({ type: 'explain', node: n.name, reason });
       continue;
     }
-    const plan = nextPlan(n, t);
     actions.push({
       type: 'admit',
       node: n.name,
@@ -119,7 +131,7 @@ export function admit(input: AdmissionInput): Admission {
       ...(plan ? { plan: planSlot(plan) } : {}),
       ...(n.protocol ? { protocol: n.protocol } : {}),
     });
-    if (plan) c.plans?.take(plan);
+    if (plan) c.plans?.take(plan, n.name);
     // A node cordoned by someone else already counts as unavailable; admitting it uses no new slot.
     if (takesSlot) used++;
     input.zones?.take(n, takesSlot);

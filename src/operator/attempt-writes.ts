@@ -102,6 +102,9 @@ export class AttemptWrites {
         await this.#o.jobs.create(view, slot);
         return false;
       }
+      case 'prepareJob':
+        await this.#o.jobs.prepare(view, action.plan);
+        return false;
       case 'deleteJob':
         await this.#o.jobs.delete(action.job, action.reason);
         log('info', 'Job deleted', { node: view.name, job: action.job.name, reason: action.reason });

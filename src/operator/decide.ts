@@ -108,6 +108,8 @@ export type Action =
     }
   /** Create the Job of the node's Plan attempt (deterministic name: an existing one is this one). */
   | { type: 'job'; node: string }
+  /** Create the Job that runs the Plan's prepare on the node, before its attempt (plan-prepare.ts). */
+  | { type: 'prepareJob'; node: string; plan: PlanSlot }
   /** Delete a Plan's Job on the node (its Plan is gone, or it belongs to an earlier attempt). */
   | { type: 'deleteJob'; node: string; job: { name: string; namespace: string }; reason: string }
   /** The Plan's Job succeeded and the Plan asks for a reboot: sign and write the grant. */

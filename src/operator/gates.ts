@@ -83,7 +83,7 @@ const planConcurrency: Gate = {
   name: 'plan-concurrency',
   wait: ({ node, config, now }) => {
     const plan = nextPlan(node, now);
-    return plan && config.plans?.wait(plan);
+    return plan && config.plans?.wait(plan, node.name);
   },
 };
 

@@ -25,7 +25,18 @@ export interface NodeWrite {
 export type WriteAction =
   | Exclude<
       Action,
-      { type: 'drain' | 'release' | 'promise' | 'unpromise' | 'claim' | 'job' | 'deleteJob' | 'grantReboot' }
+      {
+        type:
+          | 'drain'
+          | 'release'
+          | 'promise'
+          | 'unpromise'
+          | 'claim'
+          | 'job'
+          | 'prepareJob'
+          | 'deleteJob'
+          | 'grantReboot';
+      }
     >
   | { type: 'grant'; node: string; message: string; grant: string };
 

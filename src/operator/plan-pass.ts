@@ -8,6 +8,7 @@ import type { PlanFailure } from '../api/plan.ts';
 import type { Wait } from './gates.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
+import { preparing } from './plan-prepare.ts';
 import {
   type JobView,
   type PlanCompletion,
@@ -33,6 +34,8 @@ export interface PassPlan {
   sucHash?: string;
   version: string;
   prepare: PlanPrepare;
+  /** The Plan has a `prepare` container, run in a Job of its own before each attempt (plan-prepare.ts). */
+  runsPrepare?: boolean;
   reboot: boolean;
   concurrency: number;
   /** Why the Plan starts nothing now (its window is closed). */
@@ -116,14 +119,37 @@ export function workOf(
       version: p.version,
       prepare: p.prepare,
       reboot: p.reboot,
+      ...(p.runsPrepare ? { runsPrepare: true } : {}),
       ...(hold ? { hold } : {}),
     };
   }
   return undefined;
 }
 
-/** A Job that has not finished, or is still being deleted: its pod may run on the node. */
-export const jobRunning = (j: JobView) => j.state === 'active' || j.deleting;
+/**
+ * A Job of an attempt that has not finished, or is still being deleted: its pod may run on the node. A
+ * prepare Job's pod disrupts nothing (SUC runs it before its cordon and drain): not counted.
+ */
+export const jobRunning = (j: JobView) => j.stage === 'upgrade' && (j.state === 'active' || j.deleting);
+
+/**
+ * The nodes starting each Plan: those holding a slot of its attempt, anywhere in the ledger, and those
+ * whose prepare of it runs or succeeded for the next attempt (plan-prepare.ts).
+ */
+export function startingNodes(
+  plans: readonly PassPlan[],
+  ledger: Ledger,
+  jobs: ReadonlyMap<string, readonly JobView[]>,
+): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  const add = (ref: string, node: string) => out.set(ref, (out.get(ref) ?? new Set()).add(node));
+  for (const [node, slot] of Object.entries(ledger.slots)) if (slot.plan) add(slot.plan.ref, node);
+  for (const p of plans) {
+    if (!p.ready || !p.runsPrepare) continue;
+    for (const [node, js] of jobs) if (preparing(js, p.ref, p.hash)) add(p.ref, node);
+  }
+  return out;
+}
 
 export interface PlansOfPass {
   pass: PlanPass;
@@ -138,25 +164,24 @@ export function plansOfPass(
 ): PlansOfPass {
   const sorted = [...plans].sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
   const byRef = new Map(sorted.map((p) => [p.ref, p]));
-  const running = new Map<string, number>();
-  for (const slot of Object.values(ledger.slots))
-    if (slot.plan) running.set(slot.plan.ref, (running.get(slot.plan.ref) ?? 0) + 1);
+  const starting = startingNodes(sorted, ledger, jobs);
   const pass: PlanPass = {
     completion: (ref) => byRef.get(ref)?.completion,
     hashOf: (ref) => {
       const p = byRef.get(ref);
       return p?.ready ? p.hash : undefined;
     },
-    wait: (work) => {
+    wait: (work, node) => {
       const p = byRef.get(work.ref);
-      const n = running.get(work.ref) ?? 0;
+      const nodes = starting.get(work.ref);
+      const n = (nodes?.size ?? 0) - (nodes?.has(node) ? 1 : 0);
       if (!p || n < p.concurrency) return undefined;
       if (p.concurrency === 0)
         return { reason: `waiting: Plan ${p.ref} has concurrency 0: it starts on no node` };
       return { reason: `waiting: Plan ${p.ref} runs on ${n} node(s), its concurrency` };
     },
-    take: (work) => {
-      running.set(work.ref, (running.get(work.ref) ?? 0) + 1);
+    take: (work, node) => {
+      starting.set(work.ref, (starting.get(work.ref) ?? new Set()).add(node));
     },
     jobs: (node) => jobs.get(node) ?? [],
   };

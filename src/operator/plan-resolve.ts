@@ -79,6 +79,7 @@ export function passPlan(e: PlanEntry, now: number, sucStandDown?: string): Pass
     ...(e.sucHash === undefined ? {} : { sucHash: e.sucHash }),
     version,
     prepare: planPrepare(spec),
+    ...(spec.prepare ? { runsPrepare: true } : {}),
     reboot: spec.reboot === true,
     concurrency: spec.concurrency ?? 1,
     ...windowHold(e, now),

@@ -10,7 +10,14 @@ import { PlanConditions, type PlanFailure, type PlanStatus } from '../api/plan.t
 import type { Condition } from '../api/update-policy.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
-import { appliedBy, DISABLED, optedOut, type PassPlan, planFailurePrefix } from './plan-pass.ts';
+import {
+  appliedBy,
+  DISABLED,
+  optedOut,
+  type PassPlan,
+  planFailurePrefix,
+  startingNodes,
+} from './plan-pass.ts';
 import type { PlanEntry } from './plan-resolve.ts';
 import type { JobView } from './plan-work.ts';
 
@@ -184,10 +191,8 @@ export function planStatus(input: PlanStatusInput): PlanStatus {
   const done = by.filter((a) => a !== undefined).length;
   const bySuc = by.filter((a) => a === 'suc').length;
   const unmanaged = selected.filter((n) => !input.managed(n.name)).length;
-  const applying = Object.entries(input.ledger.slots)
-    .filter(([, s]) => s.plan?.ref === entry.ref)
-    .map(([node]) => node)
-    .sort();
+  // SUC's: the nodes the Plan is started on, their prepare included (plan-prepare.ts).
+  const applying = [...(startingNodes([p], input.ledger, input.jobs).get(entry.ref) ?? [])].sort();
   const failed = failures(input, selected, previous.failed ?? []);
   const drafts = [
     resolved(entry),

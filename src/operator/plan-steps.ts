@@ -57,7 +57,10 @@ export function upgrading(n: NodeView, ctx: StepContext): Action[] {
   // A phase of a Plan's attempt on a slot that names no Plan: nothing says what to run; the attempt ends.
   if (!slot || !p) return [endAttempt(n, ctx, 'Upgrading, but its slot names no Plan: attempt ended')];
   if (!ctx.config.plans?.completion(p.ref)) return planFinished(n, ctx, p.ref);
-  const jobs = ctx.config.plans.jobs(n.name).filter((j) => j.plan === p.ref && j.hash === p.hash);
+  // The attempt's Jobs: its prepare ran in a Job of its own before the admission (plan-prepare.ts).
+  const jobs = ctx.config.plans
+    .jobs(n.name)
+    .filter((j) => j.stage === 'upgrade' && j.plan === p.ref && j.hash === p.hash);
   const job = jobs.find((j) => j.attempt === slot.since);
   if (!job) {
     const earlier = jobs[0];

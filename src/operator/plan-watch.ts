@@ -4,20 +4,21 @@
  * statuses written after each pass (plan-status-writer.ts); with SUC's Plans adopted, whether SUC's
  * controller runs (suc-controller.ts), which keeps nuo off them.
  */
-import { AppsV1Api, CoordinationV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, type V1Job } from '@kubernetes/client-node';
 import { apiVersionOf } from '../api/plan-groups.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
-import { buildJob, type JobSettings } from '../plan/job.ts';
+import { buildJob, buildPrepareJob, type JobSettings, type JobStage } from '../plan/job.ts';
 import type { PassDecision } from './decider.ts';
 import type { DrainSettings } from './drain-runner.ts';
 import type { EventRecorder } from './events.ts';
-import type { Ledger, Slot } from './ledger.ts';
+import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import { PlanJobs } from './plan-jobs.ts';
 import type { PassPlan } from './plan-pass.ts';
 import { type PlanEntry, passPlan, planDrainSettings } from './plan-resolve.ts';
 import { PlanStatusWriter } from './plan-status-writer.ts';
+import type { PlanSlot } from './plan-work.ts';
 import { PlanSource } from './plans.ts';
 import { SucControllerWatch } from './suc-controller.ts';
 
@@ -51,7 +52,7 @@ export class PlanWatch {
     });
     this.jobs = new PlanJobs({
       kubeconfig: o.kubeconfig,
-      build: (slot, view) => this.#build(slot, view),
+      build: (plan, view, stage) => this.#build(plan, view, stage),
       log: o.log,
     });
     this.#statuses = new PlanStatusWriter({ kubeconfig: o.kubeconfig, events: o.events, log: o.log });
@@ -124,30 +125,48 @@ export class PlanWatch {
     return this.source.entries().find((e) => e.ref === ref);
   }
 
-  /** The Job of a Plan's attempt on a node, from the Plan as it is now and the attempt's version and hash. */
-  #build(slot: Slot, view: NodeView) {
-    const p = slot.plan;
-    const entry = p && this.#entry(p.ref);
-    if (!p || !entry) return new Error(`Plan ${p?.ref ?? '(none)'} is gone: no Job to build`);
-    const { labels, annotations } = entry.plan.metadata;
-    return buildJob({
-      plan: {
-        apiVersion: apiVersionOf(entry.group),
-        name: entry.name,
-        namespace: entry.namespace,
-        uid: entry.uid,
-        spec: entry.plan.spec,
-        ...(labels ? { labels } : {}),
-        ...(annotations ? { annotations } : {}),
-      },
-      node: {
-        name: view.name,
-        hostname: view.labels['kubernetes.io/hostname'] ?? view.name,
-        bootId: view.bootId,
-      },
-      version: p.version,
-      hash: p.hash,
-      settings: this.#job,
-    });
+  #build(p: PlanSlot, view: NodeView, stage: JobStage) {
+    return planJob(this.#entry(p.ref), p, view, stage, this.#job);
   }
+}
+
+/**
+ * A Job of a Plan on a node, from the Plan as it is now (`entry`; undefined once gone) and the attempt's
+ * version and hash, or why none is built. A prepare is built only while the Plan is still at that hash:
+ * its Job would run one spec under another's hash (the attempt's own Job is checked by its step).
+ */
+export function planJob(
+  entry: PlanEntry | undefined,
+  p: PlanSlot,
+  view: NodeView,
+  stage: JobStage,
+  settings: JobSettings,
+): V1Job | Error {
+  if (!entry) return new Error(`Plan ${p.ref} is gone: no Job to build`);
+  if (stage === 'prepare' && entry.hash !== p.hash)
+    return new Error(
+      `Plan ${p.ref} has a new hash since the pass that started its prepare: the next pass decides again`,
+    );
+  const { labels, annotations } = entry.plan.metadata;
+  const os = view.labels['kubernetes.io/os'];
+  return (stage === 'prepare' ? buildPrepareJob : buildJob)({
+    plan: {
+      apiVersion: apiVersionOf(entry.group),
+      name: entry.name,
+      namespace: entry.namespace,
+      uid: entry.uid,
+      spec: entry.plan.spec,
+      ...(labels ? { labels } : {}),
+      ...(annotations ? { annotations } : {}),
+    },
+    node: {
+      name: view.name,
+      hostname: view.labels['kubernetes.io/hostname'] ?? view.name,
+      ...(os ? { os } : {}),
+      bootId: view.bootId,
+    },
+    version: p.version,
+    hash: p.hash,
+    settings,
+  });
 }

@@ -30,12 +30,19 @@ export interface PlanSlot {
 export interface PlanWork extends PlanSlot {
   /** Why the Plan starts no attempt now (outside its window, invalid): the node waits. */
   hold?: Wait;
+  /** The Plan has a `prepare` container: it runs in a Job of its own before the attempt is admitted. */
+  runsPrepare?: boolean;
 }
 
 /** A Plan's Job for a node, as the operator last saw it. */
 export interface JobView {
   name: string;
   namespace: string;
+  /** Runs the Plan's `prepare` alone, before the attempt (plan-prepare.ts), or the attempt's upgrade. */
+  stage: 'prepare' | 'upgrade';
+  /** When it was created and when it finished (ms since the epoch), as its object says. */
+  createdAt?: number;
+  finishedAt?: number;
   /** Its Plan, "namespace/name", and the hash it applies. */
   plan: string;
   hash: string;
@@ -63,10 +70,13 @@ export interface PlanPass {
   completion(ref: string): PlanCompletion | undefined;
   /** The hash the Plan applies now; undefined while it starts nothing (invalid, not resolved) or is gone. */
   hashOf(ref: string): string | undefined;
-  /** Why one more attempt of the Plan may not start now (its concurrency is taken), if so. */
-  wait(work: PlanWork): Wait | undefined;
-  /** An attempt of the Plan was admitted in this pass. */
-  take(work: PlanWork): void;
+  /**
+   * Why one more node may not start the Plan now (its concurrency is taken by its attempts and by the
+   * nodes running its prepare, `node` itself not counted), if so.
+   */
+  wait(work: PlanWork, node: string): Wait | undefined;
+  /** The node started the Plan in this pass: its attempt admitted, or its prepare started. */
+  take(work: PlanWork, node: string): void;
   /** The Plans' Jobs on the node that the operator sees. */
   jobs(node: string): readonly JobView[];
 }

@@ -1,7 +1,8 @@
 /**
- * The Job that applies a Plan to one node, built from the Plan, the node, the resolved version and the
+ * The Jobs that apply a Plan to one node, built from the Plan, the node, the resolved version and the
  * Plan's hash alone (pure): SUC's Job, so images written for SUC run unchanged, except that nuo drains
- * and cordons itself (its engine, before the Job) instead of kubectl in an init container.
+ * and cordons itself (its engine, before the Job) instead of kubectl in an init container, and runs the
+ * Plan's `prepare` before all of it, as SUC does, in a Job of its own (the node holds no slot meanwhile).
  */
 import type {
   V1Container,
@@ -15,6 +16,7 @@ import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
 import {
   JobAnnotations,
   JobLabels,
+  PREPARE_STAGE,
   planKey,
   SUC_CONTROLLER,
   SucJobAnnotations,
@@ -36,8 +38,11 @@ export interface JobInput {
     annotations?: Record<string, string>;
     spec: PlanSpec;
   };
-  /** The node's name, its kubernetes.io/hostname label (the name when unset) and its boot ID now. */
-  node: { name: string; hostname?: string; bootId: string };
+  /**
+   * The node's name, its kubernetes.io/hostname label (the name when unset), its kubernetes.io/os label
+   * (a Windows node gets SUC's HostProcess containers) and its boot ID now.
+   */
+  node: { name: string; hostname?: string; os?: string; bootId: string };
   version: string;
   hash: string;
   /** The operator's settings for every Plan's Job (SUC's SYSTEM_UPGRADE_JOB_*); SUC's defaults if none. */
@@ -75,9 +80,22 @@ const SECRETS_DIR = '/run/system-upgrade/secrets';
 /** A label value: SUC's version label is left off a Job whose version is not one, or the Job is refused. */
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
-/** `apply-<plan>-on-<node>-with-<hash>` (SUC's; the node's name up to its first dot), shortened as SUC does. */
-export const jobName = (plan: string, node: string, hash: string): string =>
-  safeConcatName('apply', plan, 'on', node.split('.')[0] ?? node, 'with', hash);
+/** Which part of a Plan a Job runs: its `prepare` alone, before the attempt, or the attempt's upgrade. */
+export type JobStage = 'prepare' | 'upgrade';
+
+/**
+ * `apply-<plan>-on-<node>-with-<hash>` (SUC's; the node's name up to its first dot), shortened as SUC
+ * does; the prepare Job's begins `prepare-` instead.
+ */
+export const jobName = (plan: string, node: string, hash: string, stage: JobStage = 'upgrade'): string =>
+  safeConcatName(
+    stage === 'prepare' ? 'prepare' : 'apply',
+    plan,
+    'on',
+    node.split('.')[0] ?? node,
+    'with',
+    hash,
+  );
 
 /** SUC's rule: an image without a tag or digest runs at the resolved version (no '+': version.ts). */
 export function imageAt(image: string, version: string): string {
@@ -164,10 +182,42 @@ const upgradeContext = (privileged: boolean): V1SecurityContext => ({
   capabilities: { add: ['CAP_SYS_BOOT'] },
 });
 
+/** SUC's context on a Windows node: a HostProcess container running as SYSTEM, no Linux field set. */
+const hostProcessContext = (): V1SecurityContext => ({
+  windowsOptions: { hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM' },
+});
+
+/** A node whose kubernetes.io/os label says Windows (SUC's test: the label alone). */
+const isWindows = (node: JobInput['node']) => node.os === 'windows';
+
+/**
+ * SUC's securityContext of each container: on Windows, prepare's is always the HostProcess one (the Plan's
+ * is not used) and upgrade's the Plan's or else the HostProcess one; elsewhere the Plan's, or for upgrade
+ * the privileged default.
+ */
+function securityContextOf(
+  name: 'prepare' | 'upgrade',
+  spec: ContainerSpec,
+  windows: boolean,
+  settings: JobSettings,
+): V1SecurityContext | undefined {
+  const own = spec.securityContext as V1SecurityContext | undefined;
+  if (windows && name === 'prepare') return hostProcessContext();
+  if (own) return own;
+  if (name === 'prepare') return undefined;
+  return windows ? hostProcessContext() : upgradeContext(settings.privileged);
+}
+
 function container(
   name: 'prepare' | 'upgrade',
   spec: ContainerSpec,
-  { plan, version, hash, settings = JOB_DEFAULTS }: Pick<JobInput, 'plan' | 'version' | 'hash' | 'settings'>,
+  {
+    plan,
+    node,
+    version,
+    hash,
+    settings = JOB_DEFAULTS,
+  }: Pick<JobInput, 'plan' | 'node' | 'version' | 'hash' | 'settings'>,
 ): V1Container {
   const mounts: V1VolumeMount[] = [
     { name: 'host-root', mountPath: '/host' },
@@ -179,9 +229,7 @@ function container(
     })),
     ...(spec.volumes ?? []).map((v) => ({ name: v.name, mountPath: v.destination })),
   ];
-  const securityContext =
-    (spec.securityContext as V1SecurityContext | undefined) ??
-    (name === 'upgrade' ? upgradeContext(settings.privileged) : undefined);
+  const securityContext = securityContextOf(name, spec, isWindows(node), settings);
   return {
     name,
     image: imageAt(spec.image, version),
@@ -225,10 +273,26 @@ function volumes(spec: PlanSpec): V1Volume[] {
   return out;
 }
 
+/** The Job of a Plan's attempt on the node: the upgrade container (the Plan's `prepare` ran before). */
 export function buildJob(input: JobInput): V1Job {
+  const { plan } = input;
+  if (!plan.spec.upgrade) throw new Error(`Plan ${plan.namespace}/${plan.name} has no upgrade container`);
+  return jobOf(input, 'upgrade', container('upgrade', plan.spec.upgrade, input));
+}
+
+/**
+ * The Job that runs a Plan's `prepare` alone on the node, before its attempt is admitted (SUC runs it
+ * before its cordon and drain): the container SUC's init container is, as the pod's only one.
+ */
+export function buildPrepareJob(input: JobInput): V1Job {
+  const { plan } = input;
+  if (!plan.spec.prepare) throw new Error(`Plan ${plan.namespace}/${plan.name} has no prepare container`);
+  return jobOf(input, 'prepare', container('prepare', plan.spec.prepare, input));
+}
+
+function jobOf(input: JobInput, stage: JobStage, main: V1Container): V1Job {
   const { plan, node, version, hash, settings = JOB_DEFAULTS } = input;
   const spec = plan.spec;
-  if (!spec.upgrade) throw new Error(`Plan ${plan.namespace}/${plan.name} has no upgrade container`);
   const exclusive = spec.exclusive ?? false;
   const labels = {
     ...withoutKeys(plan.labels, ['nuo.dev/', 'plan.nuo.dev/']),
@@ -242,6 +306,7 @@ export function buildJob(input: JobInput): V1Job {
     [JobLabels.node]: node.name,
     [JobLabels.hash]: hash,
     [JobLabels.exclusive]: String(exclusive),
+    ...(stage === 'prepare' ? { [JobLabels.stage]: PREPARE_STAGE } : {}),
   };
   const annotations = {
     ...withoutKeys(plan.annotations, ['nuo.dev/', 'kubectl.kubernetes.io/']),
@@ -261,7 +326,7 @@ export function buildJob(input: JobInput): V1Job {
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {
-      name: jobName(plan.name, node.name, hash),
+      name: jobName(plan.name, node.name, hash, stage),
       namespace: plan.namespace,
       labels,
       annotations: { ...annotations, [SucJobAnnotations.ttlSecondsAfterFinished]: String(ttl) },
@@ -277,7 +342,8 @@ export function buildJob(input: JobInput): V1Job {
       ],
     },
     spec: {
-      // Created only for the node holding the Plan's slot: it runs at once (SUC's starts paused).
+      // Created only for a node nuo starts it on (its prepare, or its slot's attempt): it runs at once
+      // (SUC's starts paused).
       completions: 1,
       parallelism: 1,
       podReplacementPolicy: settings.podReplacementPolicy,
@@ -313,8 +379,7 @@ export function buildJob(input: JobInput): V1Job {
           ...(spec.serviceAccountName ? { serviceAccountName: spec.serviceAccountName } : {}),
           ...(spec.priorityClassName ? { priorityClassName: spec.priorityClassName } : {}),
           ...(spec.imagePullSecrets ? { imagePullSecrets: spec.imagePullSecrets } : {}),
-          ...(spec.prepare ? { initContainers: [container('prepare', spec.prepare, input)] } : {}),
-          containers: [container('upgrade', spec.upgrade, input)],
+          containers: [main],
           volumes: volumes(spec),
         },
       },

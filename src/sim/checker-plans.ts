@@ -1,11 +1,12 @@
 /**
  * What the independent checker reads about Plans, as pure functions of Nodes and the pods of Plans'
  * Jobs (labelled nuo.dev/plan): which nodes are in a Plan's attempt, which Plans run more nodes at once
- * than their concurrency, and whether a reboot is a Plan's own.
+ * than their concurrency, and whether a reboot is a Plan's own. A Plan's prepare, run before its
+ * attempt, is in none.
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { readClaim } from '../api/grant.ts';
-import { Annotations, JobAnnotations, JobLabels } from '../api/keys.ts';
+import { Annotations, JobAnnotations, JobLabels, PREPARE_STAGE } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { inAttemptPhase } from './checker-phases.ts';
 
@@ -16,11 +17,27 @@ export interface PlanBudget {
 }
 
 /**
- * The Plan ("namespace/name") whose Job `pod` belongs to: its annotation names the Plan (its label too,
- * shortened past 63 characters), its namespace is the Plan's.
+ * A pod of a Plan's prepare Job: labelled so, and running the Plan's `prepare` container alone. It
+ * disrupts nothing (SUC runs prepare before its cordon and drain): whatever it did to its node (a cordon,
+ * a reboot) the checker sees as done outside any attempt. A pod labelled so that runs anything else is
+ * taken as an attempt's.
+ */
+export function preparesOnly(pod: V1Pod): boolean {
+  const containers = pod.spec?.containers ?? [];
+  return (
+    pod.metadata?.labels?.[JobLabels.stage] === PREPARE_STAGE &&
+    (pod.spec?.initContainers ?? []).length === 0 &&
+    containers.length === 1 &&
+    containers[0]?.name === 'prepare'
+  );
+}
+
+/**
+ * The Plan ("namespace/name") whose attempt's Job `pod` belongs to: its annotation names the Plan (its
+ * label too, shortened past 63 characters), its namespace is the Plan's. A prepare's pod is no attempt's.
  */
 export function planOfPod(pod: V1Pod): string | undefined {
-  if (!pod.metadata?.labels?.[JobLabels.plan]) return undefined;
+  if (!pod.metadata?.labels?.[JobLabels.plan] || preparesOnly(pod)) return undefined;
   const plan = pod.metadata?.annotations?.[JobAnnotations.plan] ?? pod.metadata?.labels?.[JobLabels.plan];
   return plan ? `${pod.metadata?.namespace ?? ''}/${plan}` : undefined;
 }

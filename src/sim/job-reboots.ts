@@ -4,6 +4,7 @@
  * seen running there. The pod itself then completes (or fails) through KWOK's stages.
  */
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { JobLabels, PREPARE_STAGE } from '../api/keys.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { SimJobLabels } from './job-keys.ts';
@@ -11,6 +12,8 @@ import { SimJobLabels } from './job-keys.ts';
 /** The node whose host `pod` reboots now: it runs there and has not rebooted it yet (`done`: pod UIDs). */
 export function hostToReboot(pod: V1Pod, done: ReadonlySet<string>): string | undefined {
   if (pod.metadata?.labels?.[SimJobLabels.rebootsHost] !== 'true') return undefined;
+  // The Plan's Job reboots in its upgrade, not in the prepare run before its attempt.
+  if (pod.metadata?.labels?.[JobLabels.stage] === PREPARE_STAGE) return undefined;
   if (pod.metadata?.deletionTimestamp || pod.status?.phase !== 'Running') return undefined;
   if (done.has(pod.metadata?.uid ?? '')) return undefined;
   return pod.spec?.nodeName || undefined;

@@ -1,10 +1,11 @@
 /**
  * rancher/k3s-upgrade's contract, played for the Jobs that run that image, so a test checks what the
- * image's scripts need of the Job nuo builds: `prepare <plan>` waits until that Plan (in the pod's
- * namespace) applies on no node and every control-plane node's kubelet version, '+' written '-', is
- * SYSTEM_UPGRADE_PLAN_LATEST_VERSION; `upgrade` replaces k3s, whose kubelet then reports the version
- * of the image's tag ('-k3s' read '+k3s', as k3s names its releases). The Plans' pods must stay Running
- * under KWOK until this completes them (a long pod-complete.stage.kwok.x-k8s.io/delay on the Plan).
+ * image's scripts need of the Jobs nuo builds: `prepare <plan>` (in the prepare Job nuo runs before the
+ * attempt) waits until that Plan (in the pod's namespace) applies on no node and every control-plane
+ * node's kubelet version, '+' written '-', is SYSTEM_UPGRADE_PLAN_LATEST_VERSION; `upgrade` replaces
+ * k3s, whose kubelet then reports the version of the image's tag ('-k3s' read '+k3s', as k3s names its
+ * releases). The Plans' pods must stay Running under KWOK until this completes them (a long
+ * pod-complete.stage.kwok.x-k8s.io/delay on the Plan).
  */
 import { CoreV1Api, CustomObjectsApi, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, PLAN } from '../api/crd.ts';
@@ -34,13 +35,17 @@ export const envOf = (pod: V1Pod, container: string, name: string): string | und
     .find((c) => c.name === container)
     ?.env?.findLast((e) => e.name === name)?.value;
 
+/** The pod's `prepare` container: the only one of a prepare Job's pod, or an init container. */
+const prepareOf = (pod: V1Pod) =>
+  [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((c) => c.name === 'prepare');
+
 /** What `prepare <plan>` still waits for (undefined: nothing, it exits 0). */
 export function prepareWaits(
   pod: V1Pod,
   plan: Plan | undefined,
   nodes: readonly V1Node[],
 ): string | undefined {
-  const args = pod.spec?.initContainers?.find((c) => c.name === 'prepare')?.args ?? [];
+  const args = prepareOf(pod)?.args ?? [];
   if (args[0] !== 'prepare') return undefined;
   if (!plan) return `Plan ${args[1]} does not exist`;
   if ((plan.status?.applying ?? []).length > 0) return `Plan ${args[1]} applies on ${plan.status?.applying}`;
@@ -106,11 +111,12 @@ export class K3sUpgradeImage {
     });
     for (const pod of pods.items) {
       const uid = pod.metadata?.uid ?? '';
-      const version = kubeletVersionOf(pod.spec?.containers[0]?.image ?? '');
+      const main = pod.spec?.containers[0];
+      const version = kubeletVersionOf(main?.image ?? '');
       const node = pod.spec?.nodeName;
       if (!version || !node || pod.status?.phase !== 'Running' || this.#done.has(uid)) continue;
       const nodes = (await this.#core.listNode()).items;
-      const planName = pod.spec?.initContainers?.find((c) => c.name === 'prepare')?.args?.[1];
+      const planName = prepareOf(pod)?.args?.[1];
       const plan = planName ? await this.#plan(planName) : undefined;
       const waits = prepareWaits(pod, plan, nodes);
       if (waits) {
@@ -126,10 +132,12 @@ export class K3sUpgradeImage {
             .filter((n) => n.metadata?.labels?.[CONTROL_PLANE] !== undefined)
             .map((n) => n.status?.nodeInfo?.kubeletVersion ?? ''),
         });
-      await this.#core.patchNodeStatus(
-        { name: node, body: { status: { nodeInfo: { kubeletVersion: version } } } },
-        mergePatch,
-      );
+      // The upgrade container installs k3s; a prepare alone installs nothing.
+      if (main?.name === 'upgrade')
+        await this.#core.patchNodeStatus(
+          { name: node, body: { status: { nodeInfo: { kubeletVersion: version } } } },
+          mergePatch,
+        );
       await this.#complete(pod);
       this.#done.add(uid);
     }

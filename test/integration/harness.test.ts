@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, beforeEach, describe, test } from 'node:test';
 import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { GRANT_KEY_NAME, generateGrantKey, PUBLIC_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
-import { Annotations, JobLabels } from '../../src/api/keys.ts';
+import { Annotations, JobLabels, PREPARE_STAGE } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { type PlanBudget, SafetyChecker, type Violation } from '../../src/sim/checker.ts';
@@ -74,34 +74,34 @@ async function startChecker(options: { budget?: number; plans?: PlanBudget[] } =
 
 /**
  * A Job of the Plan `plan` on `node`, created by hand as a rogue client would (not nuo's operator): its
- * pod carries the Plan's label and runs for a minute.
+ * pod carries the Plan's label and runs for a minute; a prepare Job's runs the `prepare` container alone.
  */
-async function planJob(plan: string, node: string): Promise<void> {
+async function planJob(plan: string, node: string, stage: 'upgrade' | 'prepare' = 'upgrade'): Promise<void> {
+  const name = `${plan}-${stage}-${node}`;
+  const labels = {
+    [JobLabels.plan]: plan,
+    [JobLabels.node]: node,
+    ...(stage === 'prepare' ? { [JobLabels.stage]: PREPARE_STAGE } : {}),
+  };
   await batch.createNamespacedJob({
     namespace: 'nuo-system',
     body: {
-      metadata: { name: `${plan}-${node}`, labels: { [JobLabels.plan]: plan } },
+      metadata: { name, labels },
       spec: {
         backoffLimit: 0,
         template: {
-          metadata: {
-            labels: { [JobLabels.plan]: plan, [JobLabels.node]: node },
-            annotations: { [SimJobAnnotations.completeDelay]: '60s' },
-          },
+          metadata: { labels, annotations: { [SimJobAnnotations.completeDelay]: '60s' } },
           spec: {
             nodeName: node,
             restartPolicy: 'Never',
-            containers: [{ name: 'upgrade', image: 'registry.invalid/upgrade:1' }],
+            containers: [{ name: stage, image: `registry.invalid/${stage}:1` }],
           },
         },
       },
     },
   });
-  await pollUntil(`${plan}'s pod to run on ${node}`, async () => {
-    const pods = await core.listNamespacedPod({
-      namespace: 'nuo-system',
-      labelSelector: `job-name=${plan}-${node}`,
-    });
+  await pollUntil(`${name}'s pod to run on ${node}`, async () => {
+    const pods = await core.listNamespacedPod({ namespace: 'nuo-system', labelSelector: `job-name=${name}` });
     return pods.items[0]?.status?.phase === 'Running' ? true : undefined;
   });
 }
@@ -426,10 +426,13 @@ describe('the safety checker reports each rule broken', () => {
     assert.equal(c.planRebootsOf('node-0'), 2);
     assert.equal(c.planRebootsOf('node-1'), 2);
     assert.equal(c.rebootsOf('node-1'), 0);
-    // The node beside them, in no Plan's attempt, is held to every reboot rule.
+    // The node beside them, in no Plan's attempt, is held to every reboot rule, a Plan's prepare running
+    // there too: SUC runs it before its drain, and it may not disrupt the node.
+    await planJob('kernel', 'node-2', 'prepare');
     c.onReboot('node-2', await bootId('node-2'));
     await c.settle();
     assert.deepEqual(rules(c).sort(), ['double-reboot', 'reboot-not-drained', 'reboot-without-grant']);
+    assert.deepEqual(c.disrupted().sort(), ['node-0', 'node-1'], 'a prepare pod is no attempt');
   });
 });
 

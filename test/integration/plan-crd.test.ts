@@ -16,7 +16,7 @@ import { Errors } from 'typebox/value';
 import { parseAllDocuments } from 'yaml';
 import { planKey } from '../../src/api/keys.ts';
 import { type Plan, PlanSpec } from '../../src/api/plan.ts';
-import { buildJob } from '../../src/plan/job.ts';
+import { buildJob, buildPrepareJob } from '../../src/plan/job.ts';
 import { validatePlan } from '../../src/plan/validate.ts';
 import { mungeVersion } from '../../src/plan/version.ts';
 import { installPlanCrd } from '../../src/sim/crds.ts';
@@ -99,21 +99,28 @@ describe("SUC's example Plans with only apiVersion changed", () => {
     });
   }
 
-  test('a Job built for a live example Plan is accepted by the API server and owned by the Plan', async () => {
+  test('the Jobs built for a live example Plan, its prepare Job and its attempt’s, are accepted by the API server and owned by the Plan', async () => {
     const live = JSON.parse(
       kubectl(['get', 'plan', 'k3s-agent', '-n', NAMESPACE, '-o', 'json']).stdout,
     ) as Plan;
-    const job = buildJob({
+    const input = {
       plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
       node: { name: 'node-1', bootId: 'boot-1' },
       version: mungeVersion(live.spec.version ?? ''),
       hash: 'a'.repeat(56),
-    });
+    };
     const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
-    const created = await batch.createNamespacedJob({ namespace: NAMESPACE, body: job });
+    const created = await batch.createNamespacedJob({ namespace: NAMESPACE, body: buildJob(input) });
     assert.equal(created.spec?.template.spec?.containers[0]?.image, 'rancher/k3s-upgrade:v1.20.11-k3s1');
     assert.equal(created.metadata?.ownerReferences?.[0]?.uid, live.metadata.uid);
-    assert.equal(created.spec?.template.spec?.initContainers?.[0]?.name, 'prepare');
+    assert.equal(created.spec?.template.spec?.initContainers, undefined);
+    const prepare = await batch.createNamespacedJob({ namespace: NAMESPACE, body: buildPrepareJob(input) });
+    assert.deepEqual(
+      prepare.spec?.template.spec?.containers.map((c) => [c.name, c.image, c.args?.join(' ')]),
+      [['prepare', 'rancher/k3s-upgrade:v1.20.11-k3s1', 'prepare k3s-server']],
+    );
+    assert.equal(prepare.metadata?.ownerReferences?.[0]?.uid, live.metadata.uid);
+    assert.notEqual(prepare.metadata?.name, created.metadata?.name);
   });
 
   test('a Plan using every field, every securityContext field included, is accepted whole, and its Job carries each', async () => {
@@ -124,22 +131,64 @@ describe("SUC's example Plans with only apiVersion changed", () => {
       kubectl(['get', 'plan', 'every-field', '-n', NAMESPACE, '-o', 'json']).stdout,
     ) as Plan;
     assert.deepEqual(live.spec, sent.spec, 'nothing pruned, nothing added');
-    const job = buildJob({
+    const input = {
       plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
       node: { name: 'node-1', bootId: 'boot-1' },
       version: mungeVersion(live.spec.version ?? ''),
       hash: 'b'.repeat(56),
-    });
+    };
     const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
-    const created = await batch.createNamespacedJob({ namespace: NAMESPACE, body: job });
-    const pod = created.spec?.template.spec;
-    for (const c of [pod?.initContainers?.[0], pod?.containers[0]])
+    const created = await batch.createNamespacedJob({ namespace: NAMESPACE, body: buildJob(input) });
+    const prepare = await batch.createNamespacedJob({ namespace: NAMESPACE, body: buildPrepareJob(input) });
+    for (const c of [prepare.spec?.template.spec?.containers[0], created.spec?.template.spec?.containers[0]])
       assert.deepEqual(
         JSON.parse(JSON.stringify(c?.securityContext)),
         EVERY_SECURITY_FIELD,
         `${c?.name}: every field reached the Job`,
       );
     assert.equal(created.metadata?.labels?.['upgrade.cattle.io/version'], 'v1.30.2-k3s1');
+  });
+
+  test("a Windows node's Job (SUC's HostProcess containers as SYSTEM) is accepted by the API server and stored as built", async () => {
+    const live = JSON.parse(
+      kubectl(['get', 'plan', 'k3s-agent', '-n', NAMESPACE, '-o', 'json']).stdout,
+    ) as Plan;
+    const input = {
+      plan: { ...live.metadata, uid: live.metadata.uid ?? '', spec: live.spec },
+      node: { name: 'win-1', os: 'windows', bootId: 'boot-1' },
+      version: mungeVersion(live.spec.version ?? ''),
+      hash: 'd'.repeat(56),
+    };
+    const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
+    for (const job of [buildPrepareJob(input), buildJob(input)]) {
+      await batch.createNamespacedJob({ namespace: NAMESPACE, body: job });
+      const stored = await batch.readNamespacedJob({ name: job.metadata?.name ?? '', namespace: NAMESPACE });
+      // The API server adds its defaults (terminationMessagePath, the pod's selector labels, ...), nothing else.
+      const sent = JSON.parse(JSON.stringify(job));
+      assert.deepEqual(builtPart(JSON.parse(JSON.stringify(stored)), sent), sent);
+      const c = stored.spec?.template.spec?.containers[0];
+      assert.deepEqual(
+        JSON.parse(JSON.stringify(c?.securityContext)),
+        { windowsOptions: { hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM' } },
+        `${c?.name}: HostProcess as SYSTEM`,
+      );
+    }
+    // A Plan's own upgrade context without hostProcess beside SUC's HostProcess prepare: SUC's one pod
+    // mixes the two, which the API server refuses, naming the field; nuo's two Jobs hold one kind each.
+    const every = {
+      plan: { ...PLAN_EVERY_FIELD.metadata, uid: 'u', spec: PLAN_EVERY_FIELD.spec },
+      node: { name: 'win-1', os: 'windows', bootId: 'boot-1' },
+      version: 'v1',
+      hash: 'e'.repeat(56),
+    };
+    const [prepareJob, upgradeJob] = [buildPrepareJob(every), buildJob(every)];
+    const sucPod = structuredClone(upgradeJob);
+    sucPod.metadata = { ...sucPod.metadata, name: 'suc-one-pod' };
+    const template = sucPod.spec?.template.spec;
+    if (template) template.initContainers = prepareJob.spec?.template.spec?.containers;
+    await assert.rejects(batch.createNamespacedJob({ namespace: NAMESPACE, body: sucPod }), /hostProcess/);
+    for (const job of [prepareJob, upgradeJob])
+      await batch.createNamespacedJob({ namespace: NAMESPACE, body: job });
   });
 
   test("kubectl shows SUC's columns and Applying", () => {
@@ -149,6 +198,23 @@ describe("SUC's example Plans with only apiVersion changed", () => {
     assert.match(table.stdout, /^k3s-agent\s+rancher\/k3s-upgrade\s+v1\.20\.11\+k3s1\s/m);
   });
 });
+
+/**
+ * The part of `stored` that `built` sets: each object cut to the keys `built` has (what the API server
+ * added left out), arrays element by element; values `built` does not have stay as stored.
+ */
+function builtPart(stored: unknown, built: unknown): unknown {
+  if (Array.isArray(built) && Array.isArray(stored))
+    return stored.map((s, i) => (i < built.length ? builtPart(s, built[i]) : s));
+  if (built && stored && typeof built === 'object' && typeof stored === 'object' && !Array.isArray(built))
+    return Object.fromEntries(
+      Object.keys(built).map((k) => [
+        k,
+        builtPart((stored as Record<string, unknown>)[k], (built as Record<string, unknown>)[k]),
+      ]),
+    );
+  return stored;
+}
 
 describe('invalid Plans are refused by the API server', () => {
   const valid = { version: 'v1.2.3', upgrade: { image: 'example.com/os/upgrade' } };

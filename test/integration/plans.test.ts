@@ -25,7 +25,6 @@ import {
   type PlanObject,
   readPlan,
 } from '../../src/sim/plans.ts';
-import { deletePolicies } from '../../src/sim/policies.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { eventsAbout, eventsMark, operatorUnder, resetNodes, runNuo, useCluster } from './support.ts';
 
@@ -144,9 +143,6 @@ async function checked(f: Fleet) {
 }
 
 const label = (n: V1Node | undefined, plan: string) => n?.metadata?.labels?.[planLabel(plan)];
-
-/** The k3s example's pool of control-plane nodes, beside the fleet's. */
-const SERVERS_POLICY = 'k3s-servers';
 
 describe('Plans', () => {
   test('a Plan over 8 nodes, concurrency 2, under a pool budget of 3 while reboots are pending: never more than 3 disrupted, nor 2 of the Plan', async () => {
@@ -483,24 +479,18 @@ describe('Plans', () => {
     }
   });
 
-  test("SUC's k3s example, only apiVersion changed, the image's contract played: servers one at a time cordoned, then agents two at a time drained, once their prepare sees the servers' kubelets at the munged version", async () => {
+  test("SUC's k3s example, only apiVersion changed, in one pool of budget 1, the image's contract played: the agents' prepare waits for the servers holding no slot, so the servers go first, cordoned, then each agent, drained, once its prepare saw the servers' kubelets at the munged version", async () => {
     const SUC = 'system-upgrade';
     const CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
-    const servers = ['node-0', 'node-1'];
+    // The servers last by name, so the agents come first in the admission order: a prepare that held the
+    // only slot while it waited for the servers would stall the servers' Plan (until its Job's deadline).
+    const servers = ['node-6', 'node-7'];
     const labelNode = async (name: string, labels: Record<string, string | null>) =>
       core.patchNode({ name, body: { metadata: { labels } } }, mergePatch);
-    // The control plane in a pool of its own (docs/plans.md): an agent's prepare holds its slot while it
-    // waits for the servers, so the servers' budget must be one the agents cannot take.
-    const f = await startFleet(
-      [
-        { name: 'servers', selects: (l) => l[CONTROL_PLANE] !== undefined, max: 1 },
-        { name: 'agents', selects: (l) => l[CONTROL_PLANE] === undefined, max: 2 },
-      ],
-      [
-        { name: `${SUC}/k3s-server`, max: 1 },
-        { name: `${SUC}/k3s-agent`, max: 2 },
-      ],
-    );
+    const f = await startFleet(1, [
+      { name: `${SUC}/k3s-server`, max: 1 },
+      { name: `${SUC}/k3s-agent`, max: 2 },
+    ]);
     await ensureNamespace(cluster, SUC);
     // The example's Jobs run as this service account, which SUC's install (and so the user) creates.
     await core
@@ -519,23 +509,7 @@ describe('Plans', () => {
     const image = new K3sUpgradeImage(cluster, SUC);
     image.start();
     try {
-      await f.applyPolicy(
-        {
-          nodeSelector: { matchExpressions: [{ key: CONTROL_PLANE, operator: 'Exists' }] },
-          maxUnavailable: 1,
-          reboot: { soak: '1s' },
-        },
-        SERVERS_POLICY,
-      );
-      await operatorUnder(
-        f,
-        'op-a',
-        {
-          nodeSelector: { matchExpressions: [{ key: CONTROL_PLANE, operator: 'DoesNotExist' }] },
-          maxUnavailable: 2,
-        },
-        ['--plan-polling-interval=1s'],
-      );
+      await operatorUnder(f, 'op-a', { maxUnavailable: 1 }, ['--plan-polling-interval=1s']);
       const file = new URL('../fixtures/suc-examples/k3s-upgrade.yaml', import.meta.url);
       for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
         const p = doc.toJS() as Plan;
@@ -585,7 +559,28 @@ describe('Plans', () => {
         assert.equal(p.given, 'v1.20.11-k3s1', `${p.node}: SYSTEM_UPGRADE_PLAN_LATEST_VERSION`);
         assert.deepEqual(p.servers, ['v1.20.11+k3s1', 'v1.20.11+k3s1'], `${p.node}: the servers upgraded`);
       }
-      const jobs = (await batch.listNamespacedJob({ namespace: SUC })).items;
+      // Each agent's attempt began only once its prepare had succeeded: its prepare Job finished first.
+      const all = (await batch.listNamespacedJob({ namespace: SUC })).items;
+      const prepares = all.filter((j) => j.metadata?.labels?.[JobLabels.stage] === 'prepare');
+      const jobs = all.filter((j) => j.metadata?.labels?.[JobLabels.stage] === undefined);
+      assert.deepEqual(
+        prepares.map((j) => j.metadata?.labels?.[JobLabels.node]).sort(),
+        agents,
+        'one prepare Job per agent',
+      );
+      for (const p of prepares) {
+        const node = p.metadata?.labels?.[JobLabels.node];
+        const attempt = jobs.find((j) => j.metadata?.labels?.[JobLabels.node] === node);
+        const finished = p.status?.completionTime?.getTime() ?? Number.NaN;
+        assert.ok(
+          finished <= (attempt?.metadata?.creationTimestamp?.getTime() ?? Number.NaN),
+          `${node}: its prepare finished before its attempt's Job was created`,
+        );
+        assert.deepEqual(
+          p.spec?.template.spec?.containers.map((c) => [c.name, c.args?.join(' ')]),
+          [['prepare', 'prepare k3s-server']],
+        );
+      }
       assert.equal(jobs.length, NODES, 'one Job per node, of its own Plan');
       for (const j of jobs) {
         const pod = j.spec?.template.spec;
@@ -594,8 +589,7 @@ describe('Plans', () => {
         const env = Object.fromEntries((pod?.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
         assert.equal(env.SYSTEM_UPGRADE_PLAN_LATEST_VERSION, 'v1.20.11-k3s1');
         assert.equal(env.NUO_PLAN_VERSION, 'v1.20.11-k3s1');
-        const agent = j.metadata?.labels?.[JobLabels.plan] === 'k3s-agent';
-        assert.equal(pod?.initContainers?.[0]?.args?.join(' '), agent ? 'prepare k3s-server' : undefined);
+        assert.equal(pod?.initContainers, undefined, 'the prepare ran in its own Job, before');
       }
       for (const n of await nodesNow()) {
         assert.notEqual(n.spec?.unschedulable, true, `${n.metadata?.name} uncordoned`);
@@ -603,7 +597,6 @@ describe('Plans', () => {
       }
     } finally {
       await image.stop();
-      await deletePolicies(cluster, [SERVERS_POLICY]);
     }
   });
 

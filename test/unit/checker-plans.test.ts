@@ -67,6 +67,33 @@ test('a pod belongs to the Plan its label names, in its own namespace', () => {
   assert.equal(planOfPod(pod({ plan: '', node: 'n' })), undefined);
 });
 
+test("a Plan's prepare pod, run before its attempt, is no attempt's: not disrupting, not counted, its reboot not the Plan's", () => {
+  const prepare = (containers: string[], init: string[] = []): V1Pod => {
+    const p = pod({ node: 'n' });
+    return {
+      ...p,
+      metadata: { ...p.metadata, labels: { ...p.metadata?.labels, [JobLabels.stage]: 'prepare' } },
+      spec: {
+        nodeName: 'n',
+        containers: containers.map((name) => ({ name })),
+        ...(init.length ? { initContainers: init.map((name) => ({ name })) } : {}),
+      },
+    };
+  };
+  const alone = prepare(['prepare']);
+  assert.equal(planOfPod(alone), undefined);
+  assert.equal(nodeOfPlanPod(alone), undefined);
+  assert.deepEqual(planNodes('nuo-system/kernel', [], [alone]), []);
+  assert.equal(isPlanReboot('n', node('n'), [alone], new Date()), false, 'a reboot then is no Plan’s');
+  // Labelled a prepare but running more than the prepare: taken as the attempt's (fail closed).
+  for (const [what, p] of [
+    ['an upgrade container', prepare(['upgrade'])],
+    ['prepare beside another', prepare(['prepare', 'upgrade'])],
+    ['prepare as an init container', prepare(['upgrade'], ['prepare'])],
+  ] as const)
+    assert.equal(nodeOfPlanPod(p), 'n', what);
+});
+
 test("a Plan Job's pod disrupts its node while bound there and not finished", () => {
   const cases: [string, V1Pod, string | undefined][] = [
     ['running', pod({ node: 'n' }), 'n'],

@@ -11,16 +11,16 @@ test('kubeletVersionOf: the version k3s reports once the tagged image installed 
   assert.equal(kubeletVersionOf('ubuntu:jammy'), undefined);
 });
 
+/** The pod of an agent's prepare Job: the prepare container alone. */
 const agentPod = (version: string, extra: { name: string; value: string }[] = []): V1Pod => ({
   spec: {
-    initContainers: [
+    containers: [
       {
         name: 'prepare',
         args: ['prepare', 'k3s-server'],
         env: [{ name: 'SYSTEM_UPGRADE_PLAN_LATEST_VERSION', value: version }, ...extra],
       },
     ],
-    containers: [{ name: 'upgrade' }],
   },
 });
 const serverPlan = (applying: string[] = []): Plan =>
@@ -60,6 +60,10 @@ test("prepareWaits: k3s-upgrade's prepare waits for its Plan to apply nowhere an
     undefined,
     'no prepare',
   );
+  const init = {
+    spec: { initContainers: agentPod('v1').spec?.containers, containers: [{ name: 'upgrade' }] },
+  };
+  assert.match(prepareWaits(init, undefined, []) ?? '', /does not exist/, 'SUC’s init container too');
 });
 
 test('envOf: the last variable of a name is the one the container sees', () => {

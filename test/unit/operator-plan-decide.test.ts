@@ -44,6 +44,7 @@ const slotOf = (p: PassPlan): PlanSlot => ({
 const job = (over: Partial<JobView> = {}): JobView => ({
   name: 'apply-os-on-a-with-h2',
   namespace: 'ops',
+  stage: 'upgrade',
   plan: 'ops/os',
   hash: 'h2',
   attempt: ago(60),
@@ -217,9 +218,9 @@ test('concurrency counts the Plan’s slots in the whole ledger, every pool’s'
     },
   };
   const p = plansOfPass([plan()], ledger, new Map());
-  assert.match(p.pass.wait({ ...slotOf(plan()) })?.reason ?? '', /runs on 2 node/);
+  assert.match(p.pass.wait({ ...slotOf(plan()) }, 'z')?.reason ?? '', /runs on 2 node/);
   assert.equal(
-    plansOfPass([plan({ concurrency: 3 })], ledger, new Map()).pass.wait(slotOf(plan())),
+    plansOfPass([plan({ concurrency: 3 })], ledger, new Map()).pass.wait(slotOf(plan()), 'z'),
     undefined,
   );
 });
@@ -541,4 +542,205 @@ test('onFailure Stop: a node whose Job failed is not admitted again and says why
     kinds(retried, 'a').some((k) => k.startsWith('admit') || k === 'transition Draining'),
     `Retry: admitted (${kinds(retried, 'a')})`,
   );
+});
+
+/** A prepare Job of the Plan on node `a` (its name is deterministic), created `created` seconds ago. */
+const prepareJob = (over: Partial<JobView> = {}, created = 120): JobView =>
+  job({
+    name: 'prepare-os-on-a-with-h2',
+    stage: 'prepare',
+    attempt: undefined,
+    createdAt: Date.parse(ago(created)),
+    ...over,
+  });
+const pendingWorker = (name: string) =>
+  node(name, { labels: worker, annotations: state(Phase.pending, 300) });
+const reasonOf = (actions: Action[], n: string) => {
+  const a = of(actions, n).find((x) => x.type === 'pending' || x.type === 'explain');
+  return a && 'reason' in a ? a.reason : '';
+};
+
+test("a Plan's prepare runs before its attempt, holding no slot, even with none free: the Job first, then the admission once it succeeded", () => {
+  const prepares = plan({ runsPrepare: true });
+  const busy: Ledger = { slots: { s: { since: ago(60) } } };
+  const server = node('s', { annotations: { ...state(Phase.draining, 60), ...needs } });
+  const cases: {
+    what: string;
+    a: V1Node;
+    jobs: JobView[];
+    ledger?: Ledger;
+    want: string[];
+    reason?: RegExp;
+  }[] = [
+    {
+      what: 'Idle: it says first that it waits for its prepare',
+      a: node('a', { labels: worker }),
+      jobs: [],
+      want: ['pending'],
+      reason: /prepare starts; the node takes a slot once it has succeeded/,
+    },
+    { what: 'Pending: the prepare Job is created', a: pendingWorker('a'), jobs: [], want: ['prepareJob'] },
+    {
+      what: 'Pending, the budget taken: the prepare Job is created all the same',
+      a: pendingWorker('a'),
+      jobs: [],
+      ledger: busy,
+      want: ['prepareJob'],
+    },
+    {
+      what: 'its prepare runs: it waits, no slot taken',
+      a: pendingWorker('a'),
+      jobs: [prepareJob()],
+      want: ['explain'],
+      reason: /prepare \(Job ops\/prepare-os-on-a-with-h2\) runs; the node takes a slot once/,
+    },
+    {
+      what: 'its prepare succeeded: admitted',
+      a: pendingWorker('a'),
+      jobs: [prepareJob({ state: 'succeeded' })],
+      want: ['admit'],
+    },
+    {
+      what: 'its prepare succeeded, the budget taken: it waits for a slot',
+      a: pendingWorker('a'),
+      jobs: [prepareJob({ state: 'succeeded' })],
+      ledger: busy,
+      want: ['explain'],
+      reason: /waiting for a free slot/,
+    },
+    {
+      what: 'its prepare failed a moment ago: it waits out the backoff',
+      a: pendingWorker('a'),
+      jobs: [
+        prepareJob({ state: 'failed', message: 'BackoffLimitExceeded: x', finishedAt: Date.parse(ago(10)) }),
+      ],
+      want: ['explain'],
+      reason: /prepare .* failed: BackoffLimitExceeded: x; it runs again after 2026-11-21T12:00:50/,
+    },
+    {
+      what: 'its prepare failed past the backoff: deleted, to run again',
+      a: pendingWorker('a'),
+      jobs: [prepareJob({ state: 'failed', finishedAt: Date.parse(ago(61)) })],
+      want: ['deleteJob'],
+    },
+    {
+      what: 'its prepare was used by an attempt (a Job of the attempt as new): deleted, to run again',
+      a: pendingWorker('a'),
+      jobs: [prepareJob({ state: 'succeeded' }), job({ state: 'failed', createdAt: Date.parse(ago(120)) })],
+      want: ['deleteJob'],
+    },
+    {
+      what: 'an older Job of an attempt does not use it',
+      a: pendingWorker('a'),
+      jobs: [prepareJob({ state: 'succeeded' }), job({ state: 'failed', createdAt: Date.parse(ago(121)) })],
+      want: ['admit'],
+    },
+    {
+      what: 'its prepare being deleted: waits',
+      a: pendingWorker('a'),
+      jobs: [prepareJob({ state: 'failed', deleting: true })],
+      want: ['explain'],
+      reason: /of an earlier try to be gone/,
+    },
+    {
+      what: 'a prepare at an earlier hash still running: stopped first',
+      a: pendingWorker('a'),
+      jobs: [prepareJob({ hash: 'h1', name: 'prepare-os-on-a-with-h1' })],
+      want: ['deleteJob'],
+    },
+  ];
+  for (const c of cases) {
+    const nodes = c.ledger ? [c.a, server] : [c.a];
+    const actions = run(nodes, [prepares], {
+      max: '1',
+      jobs: { a: c.jobs },
+      ...(c.ledger ? { ledger: c.ledger } : {}),
+    });
+    assert.deepEqual(kinds(actions, 'a'), c.want, c.what);
+    if (c.reason) assert.match(reasonOf(actions, 'a'), c.reason, c.what);
+    const created = of(actions, 'a').find((x) => x.type === 'prepareJob');
+    if (created?.type === 'prepareJob')
+      assert.deepEqual(created.plan, slotOf(prepares), `${c.what}: at the Plan's hash`);
+  }
+  const stale = run([pendingWorker('a')], [prepares], {
+    jobs: { a: [prepareJob({ hash: 'h1', name: 'prepare-os-on-a-with-h1' })] },
+  });
+  const deleted = of(stale, 'a')[0];
+  assert.deepEqual(deleted?.type === 'deleteJob' && deleted.job, {
+    name: 'prepare-os-on-a-with-h1',
+    namespace: 'ops',
+  });
+});
+
+test("k3s in one pool of budget 1: an agent whose prepare waits for the servers holds no slot, so the servers' Plan is admitted", () => {
+  const agents = plan({
+    ref: 'ops/agent',
+    name: 'agent',
+    runsPrepare: true,
+    selects: (l) => l.role === 'worker',
+  });
+  const servers = plan({
+    ref: 'ops/server',
+    name: 'server',
+    concurrency: 1,
+    prepare: 'cordon',
+    selects: (l) => l.role === 'server',
+  });
+  const nodes = [
+    pendingWorker('a'),
+    node('s', { labels: { role: 'server' }, annotations: state(Phase.pending, 10) }),
+  ];
+  const waiting = job({
+    name: 'prepare-agent-on-a-with-h2',
+    plan: 'ops/agent',
+    stage: 'prepare',
+    attempt: undefined,
+  });
+  const actions = run(nodes, [agents, servers], { max: '1', jobs: { a: [waiting] } });
+  assert.deepEqual(kinds(actions, 'a'), ['explain'], 'the agent waits in Pending for its prepare');
+  const admitted = of(actions, 's')[0];
+  assert.equal(admitted?.type === 'admit' && admitted.plan?.ref, 'ops/server', 'the server takes the slot');
+});
+
+test('concurrency counts the nodes preparing the Plan, as SUC counts them applying; a prepare disrupts nothing', () => {
+  const one = plan({ runsPrepare: true, concurrency: 1 });
+  const b = job({ name: 'prepare-os-on-b-with-h2', stage: 'prepare', attempt: undefined });
+  const actions = run([pendingWorker('a'), pendingWorker('b')], [one], { max: '3', jobs: { b: [b] } });
+  assert.match(reasonOf(actions, 'a'), /Plan ops\/os runs on 1 node\(s\), its concurrency/);
+  assert.deepEqual(kinds(actions, 'b'), ['explain'], 'b goes on waiting for its own prepare');
+  for (const [what, j, counted] of [
+    ['running', b, true],
+    ['succeeded, unused', { ...b, state: 'succeeded' as const }, true],
+    ['failed', { ...b, state: 'failed' as const, finishedAt: Date.parse(ago(1)) }, false],
+    ['at another hash', { ...b, hash: 'h1' }, false],
+  ] as const) {
+    const p = plansOfPass([one], { slots: {} }, new Map([['b', [j]]]));
+    assert.equal(p.pass.wait(slotOf(one), 'a') !== undefined, counted, what);
+    assert.equal(p.pass.wait(slotOf(one), 'b'), undefined, `${what}: b itself is not counted against b`);
+    assert.equal(
+      unavailableWithoutSlot(p.view(viewNode(pendingWorker('b')))),
+      false,
+      `${what}: b not disrupted`,
+    );
+  }
+  const two = run([pendingWorker('a'), pendingWorker('b')], [one], { max: '3' });
+  assert.deepEqual(
+    [...kinds(two, 'a'), ...kinds(two, 'b')].filter((k) => k === 'prepareJob'),
+    ['prepareJob'],
+    'one prepare started in a pass of concurrency 1',
+  );
+});
+
+test('Upgrading: the prepare Job that ran before the attempt is not the attempt’s Job', () => {
+  const since = ago(60);
+  const ledger: Ledger = { slots: { a: { since, plan: slotOf(plan({ runsPrepare: true })) } } };
+  const a = node('a', {
+    labels: worker,
+    annotations: { ...state(Phase.upgrading, 30), [Annotations.plan]: 'ops/os' },
+  });
+  const actions = run([a], [plan({ runsPrepare: true })], {
+    ledger,
+    jobs: { a: [prepareJob({ state: 'succeeded' })] },
+  });
+  assert.deepEqual(kinds(actions, 'a'), ['job'], 'its Job is created; the prepare Job is left as it is');
 });

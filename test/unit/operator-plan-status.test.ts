@@ -50,6 +50,7 @@ const entry = (status?: PlanStatus, over: Partial<PlanEntry> = {}): PlanEntry =>
 const failedJob = (message: string, hash = 'h2'): JobView => ({
   name: `apply-os-on-b-with-${hash}`,
   namespace: 'ops',
+  stage: 'upgrade',
   plan: 'ops/os',
   hash,
   state: 'failed',
@@ -104,6 +105,23 @@ test('Complete counts the selected nodes carrying the hash; applying lists the l
   assert.equal(cond(s, 'Complete')?.status, 'False');
   assert.equal(cond(s, 'Complete')?.reason, 'Applying');
   assert.match(cond(s, 'Complete')?.message ?? '', /1 of 3 selected node\(s\) applied, 1 applying/);
+  const preparing: JobView = {
+    name: 'prepare-os-on-c-with-h2',
+    namespace: 'ops',
+    stage: 'prepare',
+    plan: 'ops/os',
+    hash: 'h2',
+    state: 'active',
+    deleting: false,
+  };
+  const prepared = status({ plan: { runsPrepare: true }, jobs: { c: [preparing] } });
+  assert.deepEqual(prepared.applying, ['c'], 'as SUC lists them: a node running its prepare');
+  assert.equal(
+    status({ jobs: { c: [{ ...preparing, state: 'failed' }] }, plan: { runsPrepare: true } }).applying
+      ?.length,
+    0,
+    'a failed prepare applies nothing',
+  );
   const all = status({ labels: { a: applied, b: applied, c: applied } });
   assert.equal(cond(all, 'Complete')?.status, 'True');
   assert.equal(all.latestHash, 'h2');

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import test from 'node:test';
 import type { V1Container, V1EnvVar } from '@kubernetes/client-node';
-import { buildJob } from '../../src/plan/job.ts';
+import { buildJob, buildPrepareJob } from '../../src/plan/job.ts';
 import { mungeVersion } from '../../src/plan/version.ts';
 import { EVERY_SECURITY_FIELD, PLAN_EVERY_FIELD } from '../fixtures/plan-every-field.ts';
 
@@ -24,6 +24,14 @@ const job = buildJob({
   hash: HASH,
 });
 const pod = job.spec?.template.spec;
+/** The Job nuo runs the Plan's prepare in, before the attempt: SUC's prepare init container, alone. */
+const prepareJob = buildPrepareJob({
+  plan: { ...plan.metadata, uid: plan.metadata.uid ?? '', spec },
+  node: { name: 'node-1.example.com', hostname: 'node-1', bootId: 'boot-1' },
+  version,
+  hash: HASH,
+});
+const preparePod = prepareJob.spec?.template.spec;
 
 /** wrangler's SafeConcatName, as SUC names the Job: 63 characters, the cut at 57 then 5 of sha256. */
 const sucJobName = (() => {
@@ -311,11 +319,56 @@ const rows: Row[] = [
     suc: ['prepare', 'drain'],
     got: pod?.initContainers?.map((c) => c.name),
     nuo: {
-      value: ['prepare'],
-      why: 'nuo cordons and drains in its engine before the Job (Eviction API, bounded, within the budget), so the Job needs no kubectl',
+      value: undefined,
+      why: 'nuo runs prepare before its attempt, in a Job of its own (no slot held while it waits), then cordons and drains in its engine (Eviction API, bounded, within the budget), so the Job needs no kubectl',
     },
   },
-  ...containerRows('prepare', pod?.initContainers?.[0], spec.prepare as NonNullable<typeof spec.prepare>),
+  {
+    field: 'prepare Job: metadata.name',
+    from: 'not in SUC (its prepare is an init container of the Job)',
+    suc: undefined,
+    got: prepareJob.metadata?.name,
+    nuo: {
+      value: (() => {
+        const full = `prepare-os-on-node-1-with-${HASH}`;
+        return `${full.slice(0, 57)}-${createHash('sha256').update(full).digest('hex').slice(0, 5)}`;
+      })(),
+      why: "SUC's Job name with prepare- for apply-, shortened as SUC shortens names",
+    },
+  },
+  {
+    field: 'prepare Job: metadata.labels',
+    from: "job.go New, jobLabels (SUC's prepare runs in the Job's pod)",
+    suc: job.metadata?.labels,
+    got: prepareJob.metadata?.labels,
+    nuo: {
+      value: { ...job.metadata?.labels, 'nuo.dev/job-stage': 'prepare' },
+      why: 'nuo.dev/job-stage names the Job that runs prepare alone, whose pod disrupts nothing',
+    },
+  },
+  {
+    field: 'prepare Job: everything but its name, labels and containers',
+    from: 'job.go New: the one Job',
+    suc: { ...job, metadata: { ...job.metadata, name: '', labels: {} }, spec: { ...job.spec, template: {} } },
+    got: {
+      ...prepareJob,
+      metadata: { ...prepareJob.metadata, name: '', labels: {} },
+      spec: { ...prepareJob.spec, template: {} },
+    },
+  },
+  {
+    field: 'prepare Job: the pod but its containers',
+    from: 'job.go New: the one pod',
+    suc: { ...pod, containers: [] },
+    got: { ...preparePod, containers: [] },
+  },
+  {
+    field: 'prepare Job: pod.containers (names)',
+    from: 'job.go New: prepare is the first init container',
+    suc: ['prepare'],
+    got: preparePod?.containers.map((c) => c.name),
+  },
+  ...containerRows('prepare', preparePod?.containers[0], spec.prepare as NonNullable<typeof spec.prepare>),
   {
     field: 'pod.containers (names)',
     from: 'job.go New',
@@ -358,7 +411,7 @@ test("the Job for the same Plan in SUC's group is the same Job, owned in SUC's g
 
 test("the Plan's variables win over an envs entry of their name, as in SUC; nuo's twins carry the same values", () => {
   const env = (c: V1Container | undefined, name: string) => c?.env?.findLast((e) => e.name === name);
-  const prepare = pod?.initContainers?.[0];
+  const prepare = preparePod?.containers[0];
   const upgrade = pod?.containers[0];
   assert.equal(env(prepare, 'SYSTEM_UPGRADE_PLAN_NAME')?.value, 'os', 'not the envs entry "forged"');
   assert.equal(env(upgrade, 'SYSTEM_UPGRADE_PLAN_LATEST_VERSION')?.value, version, 'not the envs entry "v0"');
@@ -409,4 +462,110 @@ test('job names shortened as wrangler’s SafeConcatName: a cut at a dash keeps 
   }).metadata?.name;
   assert.equal(full[56], '-');
   assert.equal(name, `${full.slice(0, 56)}-${createHash('sha256').update(full).digest('hex').slice(0, 6)}`);
+});
+
+/** job.go New's context of each container on a node labelled kubernetes.io/os=windows. */
+const HOST_PROCESS = { windowsOptions: { hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM' } };
+
+const windowsInput = (upgrade: NonNullable<typeof spec.upgrade>) => ({
+  plan: { ...plan.metadata, uid: plan.metadata.uid ?? '', spec: { ...spec, upgrade } },
+  node: { name: 'node-1.example.com', hostname: 'node-1', os: 'windows', bootId: 'boot-1' },
+  version,
+  hash: HASH,
+});
+const windowsJob = (upgrade: NonNullable<typeof spec.upgrade>) => buildJob(windowsInput(upgrade));
+
+/** The pod without its containers' securityContexts: what a Windows node's Job shares with a Linux one's. */
+const withoutContexts = (j: ReturnType<typeof buildJob>) => {
+  const p = structuredClone(j.spec?.template.spec);
+  for (const c of [...(p?.initContainers ?? []), ...(p?.containers ?? [])]) delete c.securityContext;
+  return p;
+};
+
+test("the Job for a Windows node, field by field against SUC's job builder: HostProcess containers as SYSTEM, the rest as on Linux", () => {
+  const upgrade = spec.upgrade as NonNullable<typeof spec.upgrade>;
+  const { securityContext: _, ...noContext } = upgrade;
+  const own = windowsJob(upgrade);
+  const none = windowsJob(noContext);
+  const ownPod = own.spec?.template.spec;
+  const nonePod = none.spec?.template.spec;
+  const windowsRows: Row[] = [
+    {
+      field: 'prepare.securityContext',
+      from: "job.go New: on Windows, prepare's is replaced by HostProcess as NT AUTHORITY\\SYSTEM, the Plan's not used",
+      suc: HOST_PROCESS,
+      got: buildPrepareJob(windowsInput(upgrade)).spec?.template.spec?.containers[0]?.securityContext,
+    },
+    {
+      field: 'upgrade.securityContext (the Plan gives one)',
+      from: "job.go New: the Plan's, passed as is, on Windows too",
+      suc: EVERY_SECURITY_FIELD,
+      got: ownPod?.containers[0]?.securityContext,
+    },
+    {
+      field: 'upgrade.securityContext (the Plan gives none)',
+      from: 'job.go New: on Windows, HostProcess as NT AUTHORITY\\SYSTEM (no privileged, no CAP_SYS_BOOT)',
+      suc: HOST_PROCESS,
+      got: nonePod?.containers[0]?.securityContext,
+    },
+    {
+      field: 'upgrade.securityContext (the Plan gives none, Linux)',
+      from: 'job.go New: privileged (SYSTEM_UPGRADE_JOB_PRIVILEGED), CAP_SYS_BOOT added',
+      suc: { privileged: true, capabilities: { add: ['CAP_SYS_BOOT'] } },
+      got: buildJob({
+        plan: { ...plan.metadata, uid: 'u', spec: { ...spec, upgrade: noContext } },
+        node: { name: 'node-1.example.com', hostname: 'node-1', os: 'linux', bootId: 'boot-1' },
+        version,
+        hash: HASH,
+      }).spec?.template.spec?.containers[0]?.securityContext,
+    },
+    {
+      field: 'pod.hostNetwork, hostPID, hostIPC, dnsPolicy',
+      from: 'job.go New: the same on every node (a HostProcess pod must use the host network)',
+      suc: [true, true, true, 'ClusterFirstWithHostNet'],
+      got: [ownPod?.hostNetwork, ownPod?.hostPID, ownPod?.hostIPC, ownPod?.dnsPolicy],
+    },
+    {
+      field: 'pod.os, pod.securityContext, pod.nodeSelector',
+      from: 'job.go New: none set (the node is chosen by its hostname)',
+      suc: [undefined, undefined, undefined],
+      got: [ownPod?.os, ownPod?.securityContext, ownPod?.nodeSelector],
+    },
+    {
+      field: 'pod.volumes (host-root)',
+      from: 'job.go New: the host root as a Directory, on Windows too',
+      suc: { name: 'host-root', hostPath: { path: '/', type: 'Directory' } },
+      got: ownPod?.volumes?.[0],
+    },
+    {
+      field: 'pod.initContainers (names)',
+      from: 'job.go New: prepare, then a kubectl drain container (SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE_WINDOWS), HostProcess',
+      suc: ['prepare', 'drain'],
+      got: ownPod?.initContainers?.map((c) => c.name),
+      nuo: {
+        value: undefined,
+        why: 'nuo runs prepare in a Job of its own before, then cordons and drains in its engine, so it needs no Windows kubectl image (SUC refuses to start without one)',
+      },
+    },
+    {
+      field: 'everything else',
+      from: 'job.go New: only the securityContexts depend on the node being Windows',
+      suc: withoutContexts(job),
+      got: withoutContexts(own),
+    },
+    {
+      field: 'metadata and the Job spec',
+      from: 'job.go New',
+      suc: { ...job, spec: { ...job.spec, template: undefined } },
+      got: { ...own, spec: { ...own.spec, template: undefined } },
+    },
+  ];
+  for (const row of windowsRows) {
+    const want = row.nuo ? row.nuo.value : row.suc;
+    assert.deepEqual(
+      row.got,
+      want,
+      `${row.field} (SUC: ${row.from}${row.nuo ? `; nuo: ${row.nuo.why}` : ''})`,
+    );
+  }
 });

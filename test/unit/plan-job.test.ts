@@ -10,6 +10,7 @@ import { jobView } from '../../src/operator/plan-jobs.ts';
 import {
   activeDeadline,
   buildJob,
+  buildPrepareJob,
   imageAt,
   JOB_DEFAULTS,
   type JobInput,
@@ -61,7 +62,8 @@ const input: JobInput = {
 const job = buildJob(input);
 const pod = job.spec?.template.spec;
 const upgrade = pod?.containers[0];
-const prepare = pod?.initContainers?.[0];
+const prepareJob = buildPrepareJob(input);
+const prepare = prepareJob.spec?.template.spec?.containers[0];
 
 test('jobName: SUC-style, deterministic, at most 63 characters, a new hash a new name', () => {
   assert.equal(jobName('p', 'n', 'abc'), 'apply-p-on-n-with-abc');
@@ -90,6 +92,27 @@ test('a Plan name past 63 characters: labels shortened as SUC shortens names, th
   assert.equal(long.metadata?.annotations?.[JobAnnotations.plan], name);
   assert.equal(jobView(long)?.plan, `system-upgrade/${name}`, 'the Plan read back whole');
   assert.match(long.metadata?.name ?? '', /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+});
+
+test('jobView: the stage (a prepare Job is labelled so), and when the Job was created and finished', () => {
+  assert.equal(jobView(job)?.stage, 'upgrade');
+  const prepared = buildPrepareJob(input);
+  prepared.metadata = { ...prepared.metadata, creationTimestamp: new Date('2026-11-21T12:00:00Z') };
+  prepared.status = {
+    conditions: [
+      {
+        type: 'Failed',
+        status: 'True',
+        reason: 'DeadlineExceeded',
+        lastTransitionTime: new Date('2026-11-21T12:10:00Z'),
+      },
+    ],
+  };
+  const seen = jobView(prepared);
+  assert.equal(seen?.stage, 'prepare');
+  assert.equal(seen?.state, 'failed');
+  assert.equal(seen?.createdAt, Date.parse('2026-11-21T12:00:00Z'));
+  assert.equal(seen?.finishedAt, Date.parse('2026-11-21T12:10:00Z'), 'when its Failed condition turned True');
 });
 
 test('imageAt: the version as tag only for an image without tag or digest', () => {
@@ -217,7 +240,22 @@ test('anti-affinity: one Job of the Plan per node, or one exclusive Plan per nod
   assert.equal(exclusive.metadata?.labels?.[JobLabels.exclusive], 'true');
 });
 
-test('the containers: prepare as init container, the tag from the version, mounts and environment', () => {
+test('the containers: prepare alone in a Job of its own, upgrade in the attempt’s, the tag from the version, mounts and environment', () => {
+  assert.equal(pod?.initContainers, undefined, 'the attempt’s Job runs no prepare: it ran before');
+  assert.deepEqual(
+    prepareJob.spec?.template.spec?.containers.map((c) => c.name),
+    ['prepare'],
+    'the prepare Job runs prepare alone',
+  );
+  assert.equal(prepareJob.spec?.template.spec?.initContainers, undefined);
+  assert.equal(prepareJob.metadata?.labels?.[JobLabels.stage], 'prepare');
+  assert.equal(job.metadata?.labels?.[JobLabels.stage], undefined);
+  assert.equal(prepareJob.metadata?.name, jobName('k3s-server', 'node-1.example.com', HASH, 'prepare'));
+  assert.notEqual(prepareJob.metadata?.name, job.metadata?.name);
+  assert.throws(
+    () => buildPrepareJob({ ...input, plan: { ...input.plan, spec: { ...spec, prepare: undefined } } }),
+    /has no prepare container/,
+  );
   assert.equal(prepare?.name, 'prepare');
   assert.equal(prepare?.image, 'rancher/k3s-upgrade:v1.20.11-k3s1');
   assert.deepEqual(prepare?.args, ['prepare', 'k3s-server']);
@@ -314,6 +352,7 @@ test("the operator's Job settings (SUC's SYSTEM_UPGRADE_JOB_*) in every Plan's J
     podReplacementPolicy: 'Failed' as const,
   };
   const built = buildJob({ ...input, settings });
+  const builtPrepare = buildPrepareJob({ ...input, settings });
   assert.equal(built.spec?.activeDeadlineSeconds, 1200, 'a Plan without jobActiveDeadlineSecs');
   assert.equal(built.spec?.backoffLimit, 5);
   assert.equal(built.spec?.ttlSecondsAfterFinished, 3600);
@@ -321,7 +360,9 @@ test("the operator's Job settings (SUC's SYSTEM_UPGRADE_JOB_*) in every Plan's J
   assert.equal(built.spec?.podReplacementPolicy, 'Failed');
   const pod = built.spec?.template.spec;
   assert.deepEqual(
-    [...(pod?.initContainers ?? []), ...(pod?.containers ?? [])].map((c) => c.imagePullPolicy),
+    [...(builtPrepare.spec?.template.spec?.containers ?? []), ...(pod?.containers ?? [])].map(
+      (c) => c.imagePullPolicy,
+    ),
     ['Always', 'Always'],
   );
   assert.deepEqual(pod?.containers[0]?.securityContext, {
