@@ -181,7 +181,10 @@ export function evictedAgain(evictions: readonly ObservedEviction[]): EvictedAga
   return out.sort((a, b) => a.workload.localeCompare(b.workload));
 }
 
-/** Why a node did not finish: its host, its last attempt's end, its drains' waits, the operator's view. */
+/**
+ * Why a node did not finish: its host, its last attempt's end, the operator's reason for where it is now,
+ * its drains' waits, and the operator's view of what holds it.
+ */
 function stuckWhy(n: ObservedNode, waits: readonly DrainWait[]): string[] {
   const why: string[] = [];
   if (n.notReady) why.push('NotReady in the snapshot: the twin keeps it down, so it never returns');
@@ -191,6 +194,8 @@ function stuckWhy(n: ObservedNode, waits: readonly DrainWait[]): string[] {
   });
   const ended = lastEnd >= 0 ? n.phases[n.phases.length - 1 - lastEnd] : undefined;
   if (ended?.reason) why.push(`last attempt ended: ${ended.reason}`);
+  const current = n.phases.at(-1);
+  if (current?.reason && current !== ended) why.push(`now ${current.phase}: ${current.reason}`);
   for (const w of waits.filter((w) => w.node === n.name))
     why.push(`drain waited on PDB ${w.pdb} (${w.refusals} eviction(s) refused): ${w.why}`);
   why.push(...n.explain);

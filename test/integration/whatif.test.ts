@@ -493,9 +493,12 @@ test('nuo whatif twin stands the snapshot up on a local cluster, prints a KUBECO
   }
 });
 
-/** Nodes 0-3 in pool main, node-4 in none; api pinned to node-1 under a PDB that needs both; a bare pod on node-0. */
+/**
+ * Nodes 0-3 and 5 in pool main, node-4 in none; api pinned to node-1 under a PDB that needs both its pods;
+ * a bare pod on node-0; a pod on node-5 that asks not to be disrupted.
+ */
 function blockedDump(dir: string): void {
-  const nodes = [0, 1, 2, 3, 4].map((i) => ({
+  const nodes = [0, 1, 2, 3, 4, 5].map((i) => ({
     apiVersion: 'v1',
     kind: 'Node',
     metadata: {
@@ -503,7 +506,7 @@ function blockedDump(dir: string): void {
       labels: {
         [ZONE]: `zone-${i % 2}`,
         'kubernetes.io/hostname': `node-${i}`,
-        pool: i < 4 ? 'main' : 'other',
+        pool: i === 4 ? 'other' : 'main',
       },
     },
     status: {
@@ -512,36 +515,39 @@ function blockedDump(dir: string): void {
       conditions: [{ type: 'Ready', status: 'True' }],
     },
   }));
-  const apiPod = (name: string) => ({
+  const owned = (app: string, name: string, node: string, annotations?: Record<string, string>) => ({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
       name,
       namespace: 'shop',
-      labels: { app: 'api' },
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'api', controller: true }],
+      labels: { app },
+      ...(annotations ? { annotations } : {}),
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: app, controller: true }],
     },
-    spec: { nodeName: 'node-1', containers: [{ name: 'api', image: 'registry.internal/api:1' }] },
+    spec: { nodeName: node, containers: [{ name: app, image: `registry.internal/${app}:1` }] },
     status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
   });
-  const items = [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } },
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'api', namespace: 'shop' },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: 'api' } },
-        template: {
-          metadata: { labels: { app: 'api' } },
-          spec: {
-            nodeSelector: { 'kubernetes.io/hostname': 'node-1' },
-            containers: [{ name: 'api', image: 'registry.internal/api:1' }],
-          },
+  const pinned = (app: string, node: string, replicas: number, annotations?: Record<string, string>) => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: app, namespace: 'shop' },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app } },
+      template: {
+        metadata: { labels: { app }, ...(annotations ? { annotations } : {}) },
+        spec: {
+          nodeSelector: { 'kubernetes.io/hostname': node },
+          containers: [{ name: app, image: `registry.internal/${app}:1` }],
         },
       },
     },
+  });
+  const hold = { 'nuo.dev/do-not-disrupt': 'true' };
+  const items = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } },
+    pinned('api', 'node-1', 2),
     {
       apiVersion: 'policy/v1',
       kind: 'PodDisruptionBudget',
@@ -549,8 +555,10 @@ function blockedDump(dir: string): void {
       spec: { minAvailable: 2, selector: { matchLabels: { app: 'api' } } },
       status: { disruptionsAllowed: 0 },
     },
-    apiPod('api-1'),
-    apiPod('api-2'),
+    owned('api', 'api-1', 'node-1'),
+    owned('api', 'api-2', 'node-1'),
+    pinned('batch', 'node-5', 1, hold),
+    owned('batch', 'batch-1', 'node-5', hold),
     {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -572,10 +580,13 @@ function blockedDump(dir: string): void {
   ];
   mkdirSync(dir);
   writeFileSync(join(dir, 'nodes.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
-  writeFileSync(join(dir, 'workloads.yaml'), stringify({ apiVersion: 'v1', kind: 'List', items }));
+  writeFileSync(
+    join(dir, 'workloads.yaml'),
+    stringify({ apiVersion: 'v1', kind: 'List', items }, { aliasDuplicateObjects: false }),
+  );
 }
 
-test('nuo whatif run --from a dump directory names the blocking PDB, the undrainable node and the node in no pool', async () => {
+test('nuo whatif run --from a dump directory names the blocking PDB, the undrainable node, the held node and the node in no pool', async () => {
   const dump = join(dir, 'blocked');
   blockedDump(dump);
   const svg = join(dir, 'timeline.svg');
@@ -612,7 +623,7 @@ test('nuo whatif run --from a dump directory names the blocking PDB, the undrain
   );
   assert.deepEqual(
     report.stuck.map((s) => s.node),
-    ['node-0', 'node-1', 'node-4'],
+    ['node-0', 'node-1', 'node-4', 'node-5'],
   );
   const why = (node: string) => report.stuck.find((s) => s.node === node)?.why.join('\n') ?? '';
   assert.match(why('node-0'), /last attempt ended: drain refused: .*shop\/debug: declares no controller/);
@@ -625,12 +636,17 @@ test('nuo whatif run --from a dump directory names the blocking PDB, the undrain
     /last attempt ended: drain timed-out .*blocked by PodDisruptionBudget shop\/api/,
   );
   assert.match(why('node-4'), /pool: none — no UpdatePolicy selects it/);
+  assert.match(
+    why('node-5'),
+    /now Pending: waiting: pod shop\/batch-\S+ has nuo\.dev\/do-not-disrupt="true"/,
+  );
+  assert.equal(byName.get('node-5')?.attempts.length, 0, 'never admitted');
   assert.deepEqual(
     report.pools.map((p) => [p.name, p.nodes, p.finished, p.finishMs]),
-    [['main', 4, 2, undefined]],
+    [['main', 5, 2, undefined]],
   );
   assert.deepEqual(report.violations, []);
   const picture = readFileSync(svg, 'utf8');
-  assert.equal([...picture.matchAll(/<g class="node" data-node="node-\d"/g)].length, 5);
+  assert.equal([...picture.matchAll(/<g class="node" data-node="node-\d"/g)].length, 6);
   assert.match(picture, /data-node="node-1" data-finished="false"><title>[^<]*shop\/api/);
 });

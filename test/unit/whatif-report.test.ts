@@ -86,7 +86,10 @@ const node = (name: string, o: Partial<ObservedNode>): ObservedNode => ({
   ...o,
 });
 
-/** One pool of three nodes: a finished, b blocked by a PDB (two attempts), c in no pool, d NotReady. */
+/**
+ * One pool of three nodes: a finished, b blocked by a PDB (two attempts), d NotReady and held by a pod;
+ * c in no pool.
+ */
 const observations = (): RunObservations => ({
   elapsedMs: 30_000,
   timedOut: true,
@@ -126,7 +129,13 @@ const observations = (): RunObservations => ({
       ],
     }),
     node('c', { explain: ['pool: none — no UpdatePolicy selects it; it is left alone'] }),
-    node('d', { pool: 'main', notReady: true }),
+    node('d', {
+      pool: 'main',
+      notReady: true,
+      phases: [
+        { phase: 'Pending', atMs: 50, reason: 'waiting: pod shop/batch-1 has nuo.dev/do-not-disrupt="true"' },
+      ],
+    }),
   ],
   evictions: [
     { pod: 'shop/api-1', node: 'b', atMs: 400, code: 429, pdb: 'shop/api', workload: 'shop/Deployment/api' },
@@ -198,6 +207,11 @@ test('buildReport: timelines, waves, pools, drain waits with the PDB and why, un
   ]);
   assert.deepEqual(r.stuck[1]?.why, ['pool: none — no UpdatePolicy selects it; it is left alone']);
   assert.match(r.stuck[2]?.why[0] ?? '', /^NotReady in the snapshot/);
+  assert.equal(
+    r.stuck[2]?.why[1],
+    'now Pending: waiting: pod shop/batch-1 has nuo.dev/do-not-disrupt="true"',
+  );
+  assert.equal(r.stuck[2]?.why.length, 2);
   assert.deepEqual(r.windows, [{ pool: 'main', windows: ['inside window Sat 02:00-06:00'] }]);
   assert.deepEqual(r.evictedAgain, []);
 });
