@@ -69,7 +69,10 @@ function progressLine(nodes: readonly V1Node[], finished: number, elapsedMs: num
   return `${Math.round(elapsedMs / 1000)} s: ${finished} of ${nodes.length} nodes finished; ${phases}`;
 }
 
-/** Records the phases each node enters (its `nuo.dev/state`, since and reason), from `t0`. */
+/**
+ * Records the phases each node enters (its `nuo.dev/state`, since and reason), from `t0`, and each new
+ * reason the operator gives within a phase.
+ */
 class PhaseLog {
   readonly phases = new Map<string, ObservedNode['phases']>();
   t0 = Date.now();
@@ -81,8 +84,8 @@ class PhaseLog {
     const list = this.phases.get(node.metadata?.name ?? '') ?? [];
     const last = list.at(-1);
     const atMs = (Number.isNaN(since) ? Date.now() : since) - this.t0;
-    if (last && last.phase === phase && last.atMs === atMs) return;
     const reason = a[Annotations.stateReason];
+    if (last && last.phase === phase && last.atMs === atMs && last.reason === reason) return;
     list.push({ phase, atMs, ...(reason ? { reason } : {}) });
     this.phases.set(node.metadata?.name ?? '', list);
   }

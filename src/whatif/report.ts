@@ -4,7 +4,13 @@
  * that never finished and why, pods evicted again, the windows used. Pure.
  */
 import { type Phase, SLOT_PHASES } from '../api/phases.ts';
-import type { ObservedEviction, ObservedNode, ObservedPdb, RunObservations } from './observations.ts';
+import type {
+  ObservedEviction,
+  ObservedNode,
+  ObservedPdb,
+  ObservedPhase,
+  RunObservations,
+} from './observations.ts';
 
 /** Attempts that start within this long of the one before belong to one wave (one pass admits them). */
 export const WAVE_GAP_MS = 2000;
@@ -181,6 +187,23 @@ export function evictedAgain(evictions: readonly ObservedEviction[]): EvictedAga
   return out.sort((a, b) => a.workload.localeCompare(b.workload));
 }
 
+/** At most this many of the operator's reasons for where an unfinished node is now. */
+const NOW_REASONS = 3;
+
+/** The distinct reasons the operator gave, latest first, since the node entered the phase it ends in. */
+function nowReasons(phases: readonly ObservedPhase[], ended: ObservedPhase | undefined): string[] {
+  const current = phases.at(-1);
+  if (!current) return [];
+  let from = phases.length - 1;
+  while (from > 0 && phases[from - 1]?.phase === current.phase && phases[from - 1]?.atMs === current.atMs)
+    from--;
+  const reasons = phases
+    .slice(from)
+    .filter((p) => p !== ended && p.reason)
+    .map((p) => p.reason as string);
+  return [...new Set(reasons.reverse())].slice(0, NOW_REASONS).map((r) => `now ${current.phase}: ${r}`);
+}
+
 /**
  * Why a node did not finish: its host, its last attempt's end, the operator's reason for where it is now,
  * its drains' waits, and the operator's view of what holds it.
@@ -194,8 +217,7 @@ function stuckWhy(n: ObservedNode, waits: readonly DrainWait[]): string[] {
   });
   const ended = lastEnd >= 0 ? n.phases[n.phases.length - 1 - lastEnd] : undefined;
   if (ended?.reason) why.push(`last attempt ended: ${ended.reason}`);
-  const current = n.phases.at(-1);
-  if (current?.reason && current !== ended) why.push(`now ${current.phase}: ${current.reason}`);
+  why.push(...nowReasons(n.phases, ended));
   for (const w of waits.filter((w) => w.node === n.name))
     why.push(`drain waited on PDB ${w.pdb} (${w.refusals} eviction(s) refused): ${w.why}`);
   why.push(...n.explain);

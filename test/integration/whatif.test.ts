@@ -494,25 +494,23 @@ test('nuo whatif twin stands the snapshot up on a local cluster, prints a KUBECO
 });
 
 /**
- * Nodes 0-3 and 5 in pool main, node-4 in none; api pinned to node-1 under a PDB that needs both its pods;
- * a bare pod on node-0; a pod on node-5 that asks not to be disrupted.
+ * Nodes 0-3 and 5 in pool main, node-4 in none, node-6 NotReady alone in pool down; api pinned to node-1
+ * under a PDB that needs both its pods; a bare pod on node-0; a pod on node-5 that asks not to be
+ * disrupted.
  */
 function blockedDump(dir: string): void {
-  const nodes = [0, 1, 2, 3, 4, 5].map((i) => ({
+  const pools = ['main', 'main', 'main', 'main', 'other', 'main', 'down'];
+  const nodes = pools.map((pool, i) => ({
     apiVersion: 'v1',
     kind: 'Node',
     metadata: {
       name: `node-${i}`,
-      labels: {
-        [ZONE]: `zone-${i % 2}`,
-        'kubernetes.io/hostname': `node-${i}`,
-        pool: i === 4 ? 'other' : 'main',
-      },
+      labels: { [ZONE]: `zone-${i % 2}`, 'kubernetes.io/hostname': `node-${i}`, pool },
     },
     status: {
       capacity: { cpu: '8', memory: '32Gi', pods: '110' },
       allocatable: { cpu: '8', memory: '32Gi', pods: '110' },
-      conditions: [{ type: 'Ready', status: 'True' }],
+      conditions: [{ type: 'Ready', status: pool === 'down' ? 'Unknown' : 'True' }],
     },
   }));
   const owned = (app: string, name: string, node: string, annotations?: Record<string, string>) => ({
@@ -577,6 +575,12 @@ function blockedDump(dir: string): void {
         reboot: { soak: '1s' },
       },
     },
+    {
+      apiVersion: 'nuo.dev/v1alpha1',
+      kind: 'UpdatePolicy',
+      metadata: { name: 'down' },
+      spec: { nodeSelector: { matchLabels: { pool: 'down' } }, maxUnavailable: 1 },
+    },
   ];
   mkdirSync(dir);
   writeFileSync(join(dir, 'nodes.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
@@ -586,7 +590,7 @@ function blockedDump(dir: string): void {
   );
 }
 
-test('nuo whatif run --from a dump directory names the blocking PDB, the undrainable node, the held node and the node in no pool', async () => {
+test('nuo whatif run --from a dump directory names the blocking PDB and the nodes that cannot finish: undrainable, held, NotReady, in no pool', async () => {
   const dump = join(dir, 'blocked');
   blockedDump(dump);
   const svg = join(dir, 'timeline.svg');
@@ -623,7 +627,7 @@ test('nuo whatif run --from a dump directory names the blocking PDB, the undrain
   );
   assert.deepEqual(
     report.stuck.map((s) => s.node),
-    ['node-0', 'node-1', 'node-4', 'node-5'],
+    ['node-0', 'node-1', 'node-4', 'node-5', 'node-6'],
   );
   const why = (node: string) => report.stuck.find((s) => s.node === node)?.why.join('\n') ?? '';
   assert.match(why('node-0'), /last attempt ended: drain refused: .*shop\/debug: declares no controller/);
@@ -641,12 +645,19 @@ test('nuo whatif run --from a dump directory names the blocking PDB, the undrain
     /now Pending: waiting: pod shop\/batch-\S+ has nuo\.dev\/do-not-disrupt="true"/,
   );
   assert.equal(byName.get('node-5')?.attempts.length, 0, 'never admitted');
+  // Down, it fills its pool's budget of one: it is never admitted, and would not come back if it were.
+  assert.match(why('node-6'), /^NotReady in the snapshot: the twin keeps it down, so it never returns\n/);
+  assert.match(why('node-6'), /budget: 1 of 1 slot\(s\) in use in this pool/);
+  assert.equal(byName.get('node-6')?.attempts.length, 0, 'never admitted');
   assert.deepEqual(
     report.pools.map((p) => [p.name, p.nodes, p.finished, p.finishMs]),
-    [['main', 5, 2, undefined]],
+    [
+      ['down', 1, 0, undefined],
+      ['main', 5, 2, undefined],
+    ],
   );
   assert.deepEqual(report.violations, []);
   const picture = readFileSync(svg, 'utf8');
-  assert.equal([...picture.matchAll(/<g class="node" data-node="node-\d"/g)].length, 6);
+  assert.equal([...picture.matchAll(/<g class="node" data-node="node-\d"/g)].length, 7);
   assert.match(picture, /data-node="node-1" data-finished="false"><title>[^<]*shop\/api/);
 });
