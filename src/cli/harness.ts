@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { RunObservations } from '../whatif/observations.ts';
 import type { Snapshot } from '../whatif/snapshot.ts';
 import type { Twin } from '../whatif/twin.ts';
 import { err } from './command.ts';
@@ -45,6 +46,15 @@ export interface WhatifHarness {
     };
     result: { differences: string[]; unready: string[]; ms: number };
   }>;
+}
+
+/** What `nuo whatif run` needs of src/sim/whatif-run.ts (checked as DemoHarness is). */
+export interface WhatifRunHarness {
+  runWhatif: (
+    snapshot: Snapshot,
+    twin: Twin,
+    options: { rebootMs: number; standTimeoutMs: number; timeoutMs: number; log: (line: string) => void },
+  ) => Promise<{ observations: RunObservations; twin: { differences: string[]; unready: string[] } }>;
 }
 
 /**

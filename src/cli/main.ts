@@ -35,7 +35,7 @@ const commands: Entry[] = [
   },
   {
     name: 'whatif',
-    summary: 'snapshot a cluster (read-only), or make a snapshot again on a local twin, to predict a rollout',
+    summary: 'predict a rollout: snapshot a cluster (read-only), stand its twin up locally, roll it',
     load: async () => (await import('./whatif.ts')).whatifCommand,
   },
   {

@@ -1,4 +1,7 @@
-/** `nuo whatif snapshot`: what a rollout prediction starts from, read from a cluster or from files. */
+/**
+ * `nuo whatif`: a snapshot of a cluster (read from it or from files), its twin on a local cluster, and a
+ * rollout of the twin predicting the real one's (whatif-run.ts).
+ */
 import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { readSnapshotFiles } from '../whatif/parse.ts';
@@ -8,10 +11,12 @@ import { buildTwin } from '../whatif/twin.ts';
 import { durationFlag } from './args.ts';
 import { interrupted } from './cluster.ts';
 import { type Command, err, out, UsageError } from './command.ts';
-import { loadHarness, type WhatifHarness } from './harness.ts';
+import { loadHarness, type WhatifHarness, type WhatifRunHarness } from './harness.ts';
 import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
+import { RUN_FORMATS, type RunFlags, type RunFormat, runPrediction } from './whatif-run.ts';
 
 const FORMATS = ['yaml', 'json'] as const;
+const SUBCOMMANDS = ['snapshot', 'twin', 'run'] as const;
 type Format = (typeof FORMATS)[number];
 
 /** Reads the snapshot: from files when `from` is given, else from the kubeconfig's cluster. */
@@ -23,6 +28,60 @@ async function readSnapshot(
   const config = kc();
   const read = await readSnapshotFrom(clusterSources(config));
   return { ...read, source: `context ${config.getCurrentContext()} (${config.getCurrentCluster()?.server})` };
+}
+
+/** Reads the snapshot, or says why it cannot and returns the exit code. */
+async function readOrExplain(values: {
+  from?: string;
+  kubeconfig?: string;
+  context?: string;
+}): Promise<{ snapshot: Snapshot; notes: string[]; source: string } | number> {
+  let kc: KubeConfig | undefined;
+  try {
+    return await readSnapshot(values.from, () => {
+      kc = kubeconfigFrom(values);
+      return kc;
+    });
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    if (e instanceof SnapshotError) {
+      err(`nuo whatif: ${e.message}`);
+      return 1;
+    }
+    if (!kc) throw e;
+    err(explainApiError(e, kc));
+    return 1;
+  }
+}
+
+/** The longest rollout a run may wait for: its operator's token (a TokenRequest) lasts an hour. */
+const MAX_RUN_MS = 50 * 60_000;
+
+/** `nuo whatif run`'s flags, checked before anything is read. */
+function runFlags(values: {
+  output?: string;
+  timeout?: string;
+  policies?: string;
+  'reboot-time'?: string;
+  'stand-timeout'?: string;
+  svg?: string;
+}): RunFlags {
+  const format = (values.output ?? 'table') as RunFormat;
+  if (!RUN_FORMATS.includes(format))
+    throw new UsageError(`--output must be table or json, got "${values.output}"`);
+  const timeoutMs = durationFlag('timeout', values.timeout, '30m');
+  if (timeoutMs > MAX_RUN_MS)
+    throw new UsageError(
+      `--timeout must be at most 50m (the twin's operator token lasts an hour), got ${values.timeout}`,
+    );
+  return {
+    format,
+    timeoutMs,
+    rebootMs: durationFlag('reboot-time', values['reboot-time'], '1m'),
+    standTimeoutMs: durationFlag('stand-timeout', values['stand-timeout'], '5m'),
+    ...(values.svg !== undefined ? { svg: values.svg } : {}),
+    ...(values.policies !== undefined ? { policies: values.policies } : {}),
+  };
 }
 
 /** `nuo whatif twin`: the snapshot's twin on a local cluster, until Ctrl-C. */
@@ -78,10 +137,11 @@ async function runTwin(from: string, timeoutMs: number): Promise<number> {
 
 export const whatifCommand: Command = {
   name: 'whatif',
-  summary: 'snapshot a cluster (read-only), or make a snapshot again on a local twin, to predict a rollout',
+  summary: 'predict a rollout: snapshot a cluster (read-only), stand its twin up locally, roll it',
   usage: [
     'Usage: nuo whatif snapshot [--from PATH] [-o yaml|json] [flags]',
     '       nuo whatif twin --from PATH [--timeout D]',
+    '       nuo whatif run [--from PATH] [--policies FILE] [--reboot-time D] [--timeout D] [-o table|json] [--svg FILE]',
     '',
     'Writes a snapshot to stdout: the Nodes, Pods and their owners (Deployments, ReplicaSets,',
     'StatefulSets, DaemonSets, Jobs), PodDisruptionBudgets, PriorityClasses, Namespaces, UpdatePolicies and',
@@ -100,6 +160,18 @@ export const whatifCommand: Command = {
     'workloads placed by its scheduler, unready replicas, PDBs, policies, Plans), waits until it stands',
     'as the snapshot did, prints what it left out and a KUBECONFIG, and runs until Ctrl-C.',
     '  --timeout D         how long the twin may take to stand (default 5m)',
+    '',
+    'run: takes a snapshot (of the cluster, or --from PATH), stands its twin up, rolls it with the real',
+    "operator and simulated hosts running nuo's agent under the snapshot's UpdatePolicies, and reports",
+    "the predicted total and per-pool time, each node's timeline, drains that waited on a PDB and why,",
+    'nodes that did not finish and why, pods evicted again. Exits 3 when the rollout could not finish.',
+    "  --policies FILE     roll under the UpdatePolicies in FILE instead of the snapshot's",
+    '  --reboot-time D     how long a host is down for its reboot (default 1m)',
+    '  --timeout D         how long the rollout may run (default 30m, at most 50m); nodes unfinished then',
+    '                      are reported with why',
+    '  --stand-timeout D   how long the twin may take to stand (default 5m)',
+    '  -o, --output FMT    table (default) or json',
+    '  --svg FILE          also write the timeline as an SVG picture',
     'Runs from a source checkout only (npm install): the build leaves out the harness.',
   ].join('\n'),
   async run(argv) {
@@ -109,15 +181,21 @@ export const whatifCommand: Command = {
       allowPositionals: true,
       options: {
         from: { type: 'string' },
-        output: { type: 'string', short: 'o', default: 'yaml' },
+        output: { type: 'string', short: 'o' },
         timeout: { type: 'string' },
+        policies: { type: 'string' },
+        'reboot-time': { type: 'string' },
+        'stand-timeout': { type: 'string' },
+        svg: { type: 'string' },
         ...kubeFlags,
       },
     });
     const [sub, ...rest] = positionals;
-    if (sub !== 'snapshot' && sub !== 'twin')
+    if (!SUBCOMMANDS.includes(sub as (typeof SUBCOMMANDS)[number]))
       throw new UsageError(
-        sub ? `unknown subcommand "${sub}": use snapshot or twin` : 'missing subcommand: snapshot or twin',
+        sub
+          ? `unknown subcommand "${sub}": use snapshot, twin or run`
+          : 'missing subcommand: snapshot, twin or run',
       );
     if (rest.length > 0) throw new UsageError(`unexpected arguments: ${rest.join(' ')}`);
     if (sub === 'twin') {
@@ -125,34 +203,27 @@ export const whatifCommand: Command = {
         throw new UsageError('twin needs --from PATH: the snapshot to make again');
       return runTwin(values.from, durationFlag('timeout', values.timeout, '5m'));
     }
-    const format = values.output as Format;
-    if (!FORMATS.includes(format))
-      throw new UsageError(`--output must be yaml or json, got "${values.output}"`);
     if (values.from !== undefined && (values.kubeconfig !== undefined || values.context !== undefined))
       throw new UsageError(
         '--from reads files: --kubeconfig and --context name a cluster, so give one or the other',
       );
-    let kc: KubeConfig | undefined;
-    try {
-      const { snapshot, notes, source } = await readSnapshot(values.from, () => {
-        kc = kubeconfigFrom(values);
-        return kc;
-      });
-      const taken = new Date().toISOString();
-      const header = [`nuo whatif snapshot of ${source}, ${taken}`, snapshotCounts(snapshot)];
-      process.stdout.write(formatSnapshot(snapshot, format, header));
-      for (const note of notes) err(`note: ${note}`);
-      err(`snapshot of ${source}: ${snapshotCounts(snapshot)}`);
-      return 0;
-    } catch (e) {
-      if (e instanceof UsageError) throw e;
-      if (e instanceof SnapshotError) {
-        err(`nuo whatif: ${e.message}`);
-        return 1;
-      }
-      if (!kc) throw e;
-      err(explainApiError(e, kc));
-      return 1;
-    }
+    const flags = sub === 'run' ? runFlags(values) : undefined;
+    const format = (values.output ?? 'yaml') as Format;
+    if (!flags && !FORMATS.includes(format))
+      throw new UsageError(`--output must be yaml or json, got "${values.output}"`);
+    // The harness first: a build without it says so before reading a large cluster.
+    const harness = flags
+      ? await loadHarness<WhatifRunHarness>('whatif-run.ts', 'whatif run', 'nuo -- whatif run')
+      : undefined;
+    if (flags && !harness) return 2;
+    const read = await readOrExplain(values);
+    if (typeof read === 'number') return read;
+    if (flags && harness) return runPrediction(harness, read, flags);
+    const taken = new Date().toISOString();
+    const header = [`nuo whatif snapshot of ${read.source}, ${taken}`, snapshotCounts(read.snapshot)];
+    process.stdout.write(formatSnapshot(read.snapshot, format, header));
+    for (const note of read.notes) err(`note: ${note}`);
+    err(`snapshot of ${read.source}: ${snapshotCounts(read.snapshot)}`);
+    return 0;
   },
 };

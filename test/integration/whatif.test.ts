@@ -3,11 +3,13 @@
  * Deployment under a PDB with one unready replica; a DaemonSet; a StatefulSet under a PDB; an
  * UpdatePolicy; a Secret) snapshotted through the CLI as a ServiceAccount that may read everything, with
  * the API server's audit log proving it only listed and never touched a Secret or ConfigMap; then a twin
- * built from the snapshot file on a second cluster, compared with the source workload by workload.
+ * built from the snapshot file on a second cluster, compared with the source workload by workload; then
+ * `nuo whatif run`, against the source cluster and against a kubectl dump with known blockers, its report
+ * checked for the PDBs that held drains and why, and the nodes that did not finish and why.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, test } from 'node:test';
@@ -21,6 +23,8 @@ import {
   type V1Deployment,
   type V1StatefulSet,
 } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import type { RunOutput } from '../../src/cli/whatif-run.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { PooledKubeConfig } from '../../src/kube/pooled-kubeconfig.ts';
 import { readAuditLog } from '../../src/sim/cluster/audit.ts';
@@ -208,6 +212,8 @@ const dir = mkdtempSync(join(tmpdir(), 'nuo-whatif-test-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let snapshotFile = '';
 let source: Snapshot;
+/** The source cluster, kept up for the prediction against it, and its reader's kubeconfig. */
+let live: { cluster: LocalCluster; kubeconfig: string } | undefined;
 
 test('nuo whatif snapshot reads the cluster with list requests only, never a Secret or ConfigMap, and keeps no secret', async () => {
   const src = await cluster({ nodes: 6, zones: 3, audit: { users: [READER] } });
@@ -281,8 +287,57 @@ test('nuo whatif snapshot reads the cluster with list requests only, never a Sec
     7,
     podPages.join('\n'),
   );
-  await src.stop();
-  clusters.splice(clusters.indexOf(src), 1);
+  live = { cluster: src, kubeconfig };
+});
+
+test('nuo whatif run against a live cluster rolls its twin under a policy given on the command line', async () => {
+  assert.ok(live, 'the snapshot test ran');
+  // The source's policy soaks each node 30 s (the default) and allows one node down, which the cordoned
+  // node-5 takes for good: this one soaks 1 s and allows two, so drains begin within the run.
+  const policies = join(dir, 'policies.yaml');
+  writeFileSync(
+    policies,
+    stringify({
+      apiVersion: 'nuo.dev/v1alpha1',
+      kind: 'UpdatePolicy',
+      metadata: { name: 'fast' },
+      spec: { maxUnavailable: 2, reboot: { soak: '1s' } },
+    }),
+  );
+  const r = await nuo(
+    'whatif',
+    'run',
+    `--kubeconfig=${live.kubeconfig}`,
+    `--policies=${policies}`,
+    '--reboot-time=1s',
+    '--timeout=20s',
+    '-o',
+    'json',
+  );
+  await live.cluster.stop();
+  clusters.splice(clusters.indexOf(live.cluster), 1);
+  const report = JSON.parse(r.stdout) as RunOutput;
+  assert.equal(r.code, report.finished ? 0 : 3, r.stderr);
+  assert.match(r.stderr, /rolling the twin of context .* \(each reboot 1 s, at most 20 s\)/);
+  assert.deepEqual(
+    report.nodes.map((n) => [n.name, n.pool]),
+    [0, 1, 2, 3, 4, 5].map((i) => [`node-${i}`, 'fast']),
+    "every node, in the pool of the policy given rather than the snapshot's",
+  );
+  assert.ok(
+    report.nodes.some((n) => n.attempts.length > 0),
+    'the operator rolled the twin',
+  );
+  // Which drains meet web's PDB (one replica unready in the source) depends on where the twin's
+  // scheduler puts replacements; each wait is named, and a node left waiting says so.
+  for (const w of report.drainWaits) assert.match(w.pdb, new RegExp(`^${NS}/(web|db)$`));
+  for (const s of report.stuck)
+    for (const w of report.drainWaits.filter((w) => w.node === s.node))
+      assert.ok(
+        s.why.includes(`drain waited on PDB ${w.pdb} (${w.refusals} eviction(s) refused): ${w.why}`),
+        s.node,
+      );
+  assert.deepEqual(report.violations, []);
 });
 
 test('the twin of the snapshot stands as the source did: nodes, placement classes, unready replicas, PDB status; NotReady nodes stay so', async () => {
@@ -436,4 +491,173 @@ test('nuo whatif twin stands the snapshot up on a local cluster, prints a KUBECO
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
   }
+});
+
+/**
+ * Nodes 0-3 and 5 in pool main, node-4 in none, node-6 NotReady alone in pool down; api pinned to node-1
+ * under a PDB that needs both its pods; a bare pod on node-0; a pod on node-5 that asks not to be
+ * disrupted.
+ */
+function blockedDump(dir: string): void {
+  const pools = ['main', 'main', 'main', 'main', 'other', 'main', 'down'];
+  const nodes = pools.map((pool, i) => ({
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name: `node-${i}`,
+      labels: { [ZONE]: `zone-${i % 2}`, 'kubernetes.io/hostname': `node-${i}`, pool },
+    },
+    status: {
+      capacity: { cpu: '8', memory: '32Gi', pods: '110' },
+      allocatable: { cpu: '8', memory: '32Gi', pods: '110' },
+      conditions: [{ type: 'Ready', status: pool === 'down' ? 'Unknown' : 'True' }],
+    },
+  }));
+  const owned = (app: string, name: string, node: string, annotations?: Record<string, string>) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace: 'shop',
+      labels: { app },
+      ...(annotations ? { annotations } : {}),
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: app, controller: true }],
+    },
+    spec: { nodeName: node, containers: [{ name: app, image: `registry.internal/${app}:1` }] },
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+  });
+  const pinned = (app: string, node: string, replicas: number, annotations?: Record<string, string>) => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: app, namespace: 'shop' },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app } },
+      template: {
+        metadata: { labels: { app }, ...(annotations ? { annotations } : {}) },
+        spec: {
+          nodeSelector: { 'kubernetes.io/hostname': node },
+          containers: [{ name: app, image: `registry.internal/${app}:1` }],
+        },
+      },
+    },
+  });
+  const hold = { 'nuo.dev/do-not-disrupt': 'true' };
+  const items = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } },
+    pinned('api', 'node-1', 2),
+    {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'api', namespace: 'shop' },
+      spec: { minAvailable: 2, selector: { matchLabels: { app: 'api' } } },
+      status: { disruptionsAllowed: 0 },
+    },
+    owned('api', 'api-1', 'node-1'),
+    owned('api', 'api-2', 'node-1'),
+    pinned('batch', 'node-5', 1, hold),
+    owned('batch', 'batch-1', 'node-5', hold),
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'debug', namespace: 'shop' },
+      spec: { nodeName: 'node-0', containers: [{ name: 'sh', image: 'busybox' }] },
+      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+    },
+    {
+      apiVersion: 'nuo.dev/v1alpha1',
+      kind: 'UpdatePolicy',
+      metadata: { name: 'main' },
+      spec: {
+        nodeSelector: { matchLabels: { pool: 'main' } },
+        maxUnavailable: 1,
+        drain: { timeout: '5s' },
+        reboot: { soak: '1s' },
+      },
+    },
+    {
+      apiVersion: 'nuo.dev/v1alpha1',
+      kind: 'UpdatePolicy',
+      metadata: { name: 'down' },
+      spec: { nodeSelector: { matchLabels: { pool: 'down' } }, maxUnavailable: 1 },
+    },
+  ];
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'nodes.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
+  writeFileSync(
+    join(dir, 'workloads.yaml'),
+    stringify({ apiVersion: 'v1', kind: 'List', items }, { aliasDuplicateObjects: false }),
+  );
+}
+
+test('nuo whatif run --from a dump directory names the blocking PDB and the nodes that cannot finish: undrainable, held, NotReady, in no pool', async () => {
+  const dump = join(dir, 'blocked');
+  blockedDump(dump);
+  const svg = join(dir, 'timeline.svg');
+  const r = await nuo(
+    'whatif',
+    'run',
+    '--from',
+    dump,
+    '--reboot-time=1s',
+    '--timeout=30s',
+    '-o',
+    'json',
+    `--svg=${svg}`,
+  );
+  assert.equal(r.code, 3, `the rollout cannot finish: ${r.stderr}`);
+  const report = JSON.parse(r.stdout) as RunOutput;
+  const byName = new Map(report.nodes.map((n) => [n.name, n]));
+  assert.deepEqual(
+    report.nodes.filter((n) => n.finished).map((n) => n.name),
+    ['node-2', 'node-3'],
+    r.stdout,
+  );
+  for (const n of ['node-2', 'node-3']) {
+    const line = byName.get(n);
+    assert.ok(line?.startMs !== undefined && line.finishMs !== undefined && line.finishMs > line.startMs, n);
+    assert.ok(
+      line?.rebootMs !== undefined && line.rebootMs >= (line.drainedMs ?? Number.POSITIVE_INFINITY),
+      n,
+    );
+  }
+  assert.deepEqual(
+    report.drainWaits.map((w) => [w.node, w.pdb, w.why]),
+    [['node-1', 'shop/api', 'minAvailable 2 equals its 2 pod(s): it never allows a disruption']],
+  );
+  assert.deepEqual(
+    report.stuck.map((s) => s.node),
+    ['node-0', 'node-1', 'node-4', 'node-5', 'node-6'],
+  );
+  const why = (node: string) => report.stuck.find((s) => s.node === node)?.why.join('\n') ?? '';
+  assert.match(why('node-0'), /last attempt ended: drain refused: .*shop\/debug: declares no controller/);
+  assert.match(
+    why('node-1'),
+    /drain waited on PDB shop\/api \(\d+ eviction\(s\) refused\): minAvailable 2 equals/,
+  );
+  assert.match(
+    why('node-1'),
+    /last attempt ended: drain timed-out .*blocked by PodDisruptionBudget shop\/api/,
+  );
+  assert.match(why('node-4'), /pool: none — no UpdatePolicy selects it/);
+  assert.match(
+    why('node-5'),
+    /now Pending: waiting: pod shop\/batch-\S+ has nuo\.dev\/do-not-disrupt="true"/,
+  );
+  assert.equal(byName.get('node-5')?.attempts.length, 0, 'never admitted');
+  // Down, it fills its pool's budget of one: it is never admitted, and would not come back if it were.
+  assert.match(why('node-6'), /^NotReady in the snapshot: the twin keeps it down, so it never returns\n/);
+  assert.match(why('node-6'), /budget: 1 of 1 slot\(s\) in use in this pool/);
+  assert.equal(byName.get('node-6')?.attempts.length, 0, 'never admitted');
+  assert.deepEqual(
+    report.pools.map((p) => [p.name, p.nodes, p.finished, p.finishMs]),
+    [
+      ['down', 1, 0, undefined],
+      ['main', 5, 2, undefined],
+    ],
+  );
+  assert.deepEqual(report.violations, []);
+  const picture = readFileSync(svg, 'utf8');
+  assert.equal([...picture.matchAll(/<g class="node" data-node="node-\d"/g)].length, 7);
+  assert.match(picture, /data-node="node-1" data-finished="false"><title>[^<]*shop\/api/);
 });

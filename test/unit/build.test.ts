@@ -10,6 +10,7 @@ import {
   type DemoHarness,
   loadHarness,
   type WhatifHarness,
+  type WhatifRunHarness,
 } from '../../src/cli/harness.ts';
 import { checkoutRevision } from '../../tools/build-info.ts';
 
@@ -84,12 +85,16 @@ test('the built nuo demo and nuo cluster up fail at once, saying they need a sou
   }
 });
 
-test('the built nuo whatif twin fails at once, saying it needs a source checkout', () => {
+test('the built nuo whatif twin and run fail at once, saying it needs a source checkout', () => {
   const r = nuo('whatif', 'twin', '--from', 'cluster.yaml');
   assert.equal(r.status, 2, r.stderr);
   assert.equal(r.stdout, '');
   assert.match(r.stderr, /^nuo whatif twin runs from a source checkout of nuo, not from the build/);
   assert.match(r.stderr, /npm install && npm run nuo -- whatif twin --from PATH\n$/);
+  const run = nuo('whatif', 'run', '--from', 'cluster.yaml');
+  assert.equal(run.status, 2, run.stderr);
+  assert.match(run.stderr, /^nuo whatif run runs from a source checkout of nuo, not from the build/);
+  assert.match(run.stderr, /npm install && npm run nuo -- whatif run\n$/);
 });
 
 test('every other built command loads (its --help), so the build lacks nothing it needs', () => {
@@ -119,6 +124,11 @@ test('from the sources the harness loads, and its modules fit what src/cli decla
   assert.equal(
     (await loadHarness<WhatifHarness>('whatif-twin.ts', 'whatif twin', 'cluster'))?.startTwin,
     whatif.startTwin,
+  );
+  const run: WhatifRunHarness = await import('../../src/sim/whatif-run.ts');
+  assert.equal(
+    (await loadHarness<WhatifRunHarness>('whatif-run.ts', 'whatif run', 'cluster'))?.runWhatif,
+    run.runWhatif,
   );
   assert.equal((await loadHarness<DemoHarness>('demo.ts', 'demo', 'demo'))?.runDemo, demo.runDemo);
   assert.equal(

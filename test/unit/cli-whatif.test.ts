@@ -17,8 +17,15 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 test('nuo whatif: bad input exits 2 with a message that names the problem', () => {
   const cases: { args: string[]; message: RegExp }[] = [
-    { args: [], message: /nuo whatif: missing subcommand: snapshot or twin/ },
-    { args: ['predict'], message: /unknown subcommand "predict": use snapshot or twin/ },
+    { args: [], message: /nuo whatif: missing subcommand: snapshot, twin or run/ },
+    { args: ['predict'], message: /unknown subcommand "predict": use snapshot, twin or run/ },
+    { args: ['run', '--from', dir, '-o', 'yaml'], message: /--output must be table or json, got "yaml"/ },
+    { args: ['run', '--from', dir, '--reboot-time', 'soon'], message: /--reboot-time: / },
+    { args: ['run', '--from', dir, '--timeout', '2h'], message: /--timeout must be at most 50m/ },
+    {
+      args: ['run', '--from', dir, '--kubeconfig', 'k'],
+      message: /--from reads files: --kubeconfig and --context name a cluster/,
+    },
     { args: ['twin'], message: /twin needs --from PATH: the snapshot to make again/ },
     { args: ['twin', '--from', dir, '--timeout', 'soon'], message: /--timeout: / },
     { args: ['snapshot', 'extra'], message: /unexpected arguments: extra/ },
