@@ -49,6 +49,9 @@ export function explainNode(input: ExplainInput): string[] {
   const slot = ledger.slots[node.name];
   if (slot) {
     lines.push(`in an attempt: it holds a slot since ${slot.since}`);
+    const checks = pool.config.healthChecks;
+    const failing = checks && (checks.at === undefined ? 'not evaluated yet' : checks.failing);
+    if (failing) lines.push(`health checks: ${failing}; once back, it keeps its slot until they pass`);
     return lines;
   }
   if (!need || !outsideAttempt(node)) return lines;

@@ -1,0 +1,77 @@
+/**
+ * Reads what a policy's health checks judge: the objects of each object check (by name, or listed by
+ * selector; any kind, through the API's discovery) and the samples of each PromQL query. Every failure
+ * becomes the check's reading, never an exception: a check that cannot be read fails closed. The operator
+ * reads the objects with its own ServiceAccount, which the admin grants get and list on them.
+ */
+import type { KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
+import { describeError, statusCode } from '../kube/errors.ts';
+import {
+  type HealthReading,
+  type ObjectCheck,
+  type ObjectsRead,
+  objectVerdict,
+  prometheusVerdict,
+  type ResolvedHealthCheck,
+} from '../policy/health-checks.ts';
+import { queryPrometheus } from '../policy/prometheus-query.ts';
+
+/** The one method of the Kubernetes client the object checks use (KubernetesObjectApi's). */
+export type ObjectReader = Pick<KubernetesObjectApi, 'read' | 'list'>;
+
+export async function readHealth(
+  checks: readonly ResolvedHealthCheck[],
+  objects: ObjectReader,
+  signal: AbortSignal,
+  now: () => number = Date.now,
+): Promise<HealthReading> {
+  const results = await Promise.all(
+    checks.map(async (c) =>
+      c.type === 'object'
+        ? objectVerdict(c, await readObjects(c, objects))
+        : prometheusVerdict(c, await queryPrometheus(c.url, c.query, signal)),
+    ),
+  );
+  return { at: now(), checks: results };
+}
+
+async function readObjects(c: ObjectCheck, api: ObjectReader): Promise<ObjectsRead> {
+  try {
+    if ('name' in c.target) {
+      const header = {
+        apiVersion: c.apiVersion,
+        kind: c.kind,
+        metadata: { name: c.target.name, ...(c.namespace ? { namespace: c.namespace } : {}) },
+      };
+      return { objects: [await api.read<KubernetesObject>(header)] };
+    }
+    const list = await api.list<KubernetesObject>(
+      c.apiVersion,
+      c.kind,
+      c.namespace,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      c.target.selector,
+    );
+    return { objects: list.items };
+  } catch (err) {
+    return readError(c, statusCode(err), describeError(err));
+  }
+}
+
+/**
+ * A failed read in words: not found is a missing object (no error: the verdict says so); forbidden says
+ * what the admin must grant.
+ */
+export function readError(c: ObjectCheck, code: number | undefined, described: string): ObjectsRead {
+  if (code === 404 && 'name' in c.target) return { objects: [] };
+  if (code === 403) {
+    const where = c.namespace ? ` in namespace ${c.namespace}` : '';
+    return {
+      error: `forbidden: grant the operator's ServiceAccount get and list on ${c.kind} (${c.apiVersion})${where}: ${described}`,
+    };
+  }
+  return { error: described };
+}
