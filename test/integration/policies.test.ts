@@ -11,7 +11,9 @@ import {
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  KubernetesObjectApi,
   PolicyV1Api,
+  RbacAuthorizationV1Api,
 } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { Annotations, Labels } from '../../src/api/keys.ts';
@@ -19,6 +21,8 @@ import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { statusCode } from '../../src/kube/errors.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
+import { readHealth } from '../../src/operator/health-check-reads.ts';
+import { resolvePolicy } from '../../src/policy/resolve.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
@@ -133,6 +137,7 @@ const pool = (name: string, max: number, zones?: Budget['zones']): Budget => ({
 /** A tiny custom resource whose status a test flips: what a health check reads (as a CephCluster). */
 const WIDGETS = { group: 'test.nuo.dev', version: 'v1', plural: 'widgets' };
 const crds = cluster.kubeconfig.makeApiClient(ApiextensionsV1Api);
+const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api);
 
 async function installWidgetCrd(): Promise<void> {
   await crds.createCustomResourceDefinition({
@@ -376,7 +381,7 @@ describe('UpdatePolicies', () => {
     }
   });
 
-  test("a health check the API server refuses when it is not one kind of check; one on a custom resource holds the pool while its status is unhealthy, keeps a finished node's slot when it turns unhealthy after the reboot, and lets the rollout go on once it passes", async () => {
+  test("a health check the API server refuses when it is not one kind of check; one on a custom resource holds the pool while its status is unhealthy, keeps a finished node's slot when it turns unhealthy after the reboot, and lets the rollout go on once it passes; a ServiceAccount reads it once granted get and list", async () => {
     await installWidgetCrd();
     await setWidgetHealth('HEALTH_WARN');
     const object = {
@@ -467,6 +472,43 @@ describe('UpdatePolicies', () => {
     await rebooted(f, ['node-0', 'node-1']);
     await condition('checked', 'Blocked', { status: 'False', reason: 'NotBlocked' });
     await assertSafe(f);
+
+    // Read as a ServiceAccount: forbidden until granted get and list, as docs/policies.md says.
+    const resolved = resolvePolicy(await readPolicy('checked'));
+    assert.ok(resolved.ok);
+    const sa = await cluster.serviceAccountKubeconfig('default', 'health-reader');
+    const read = () =>
+      readHealth(
+        resolved.policy.healthChecks,
+        KubernetesObjectApi.makeApiClient(sa.kubeconfig),
+        AbortSignal.timeout(10_000),
+      );
+    const forbidden = await read();
+    assert.equal(forbidden.checks[0]?.healthy, false);
+    assert.match(
+      forbidden.checks[0]?.reading ?? '',
+      /^Widget default\/ceph could not be read: forbidden: grant the operator's ServiceAccount get and list on Widget \(test\.nuo\.dev\/v1\) in namespace default: /,
+    );
+    await rbac.createNamespacedRole({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'health-reader' },
+        rules: [{ apiGroups: [WIDGETS.group], resources: [WIDGETS.plural], verbs: ['get', 'list'] }],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'health-reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'health-reader' },
+        subjects: [{ kind: 'ServiceAccount', name: 'health-reader', namespace: 'default' }],
+      },
+    });
+    const granted = await pollUntil('the grant to take effect', async () => {
+      const r = await read();
+      return r.checks[0]?.healthy ? r : undefined;
+    });
+    assert.equal(granted.checks[0]?.reading, 'Widget default/ceph: true');
   });
 
   test('an undrainable node under onFailure Skip is labelled skipped after its failed drain, and the rollout finishes without it', async () => {
