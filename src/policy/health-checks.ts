@@ -73,7 +73,7 @@ export function resolveHealthCheck(spec: HealthCheck): ResolvedHealthCheck {
       ...(o.namespace !== undefined ? { namespace: o.namespace } : {}),
       target,
       expression: o.expression,
-      program: compiled('object.expression', o.expression),
+      program: compiled('object.expression', o.expression, ['object']),
     };
   }
   const p = spec.prometheus;
@@ -84,7 +84,7 @@ export function resolveHealthCheck(spec: HealthCheck): ResolvedHealthCheck {
     url: p.url,
     query: p.query,
     condition: p.condition,
-    program: compiled('prometheus.condition', conditionExpression(p.condition)),
+    program: compiled('prometheus.condition', conditionExpression(p.condition), ['value', 'labels']),
     emptyIsHealthy: p.whenEmpty === 'Healthy',
   };
 }
@@ -95,9 +95,9 @@ export function conditionExpression(condition: string): string {
   return m ? `value ${m[1]} ${m[2]}` : condition;
 }
 
-function compiled(field: string, expression: string): CelProgram {
+function compiled(field: string, expression: string, variables: readonly string[]): CelProgram {
   try {
-    return compileCel(expression);
+    return compileCel(expression, variables);
   } catch (err) {
     throw new Error(`${field} does not compile: ${(err as Error).message}`);
   }

@@ -76,6 +76,30 @@ test('an expression that does not parse is refused with the field and where, and
   assert.match(!r.ok ? (r.errors[0]?.message ?? '') : '', /^object\.expression does not compile: /);
 });
 
+test("an expression naming a variable it does not have is refused when it compiles, macros' own variables aside", () => {
+  const refused: [string, RegExp][] = [
+    [
+      "self.status.health == 'HEALTH_OK'",
+      /^Error: object\.expression does not compile: unknown name "self"; it may use object$/,
+    ],
+    ['has(obj.status)', /unknown name "obj"/],
+    ['object.items.exists(i, i.x == y)', /unknown name "y"/],
+    ["{'a': z}.a == 1", /unknown name "z"/],
+  ];
+  for (const [expression, want] of refused) assert.throws(() => objectCheck(expression), want, expression);
+  assert.throws(
+    () => promCheck('val > 1'),
+    /^Error: prometheus\.condition does not compile: unknown name "val"; it may use value, labels$/,
+  );
+  const accepted = [
+    'object.items.all(i, i.conditions.exists(c, c.ready && i.enabled))',
+    'object.items.map(i, i.n).filter(n, n > 1).size() == 0',
+    "type(object.status) == map && object.metadata.name.startsWith('x')",
+    "{'k': object.x}.k == [object.y][0]",
+  ];
+  for (const expression of accepted) assert.doesNotThrow(() => objectCheck(expression), expression);
+});
+
 test('a valid policy carries its health checks compiled, in order', () => {
   const r = resolvePolicy({
     metadata: { name: 'p' },
@@ -203,7 +227,7 @@ test("CEL reads Kubernetes JSON as Kubernetes does: whole numbers are ints, cond
   ];
   for (const [expression, object, want] of cases) {
     assert.deepEqual(
-      compileCel(expression)({ object: celValue(object) }),
+      compileCel(expression, ['object'])({ object: celValue(object) }),
       { ok: true, value: want },
       expression,
     );
