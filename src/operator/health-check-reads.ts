@@ -16,7 +16,7 @@ import {
 } from '../policy/health-checks.ts';
 import { queryPrometheus } from '../policy/prometheus-query.ts';
 
-/** The one method of the Kubernetes client the object checks use (KubernetesObjectApi's). */
+/** What the object checks use of the Kubernetes client (KubernetesObjectApi): read one, list by selector. */
 export type ObjectReader = Pick<KubernetesObjectApi, 'read' | 'list'>;
 
 export async function readHealth(

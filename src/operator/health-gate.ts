@@ -3,6 +3,7 @@
  * agent's report, the policy's health checks) and when the controller reads the DaemonSet pods for it.
  */
 import { Phase } from '../api/phases.ts';
+import type { CheckResult } from '../policy/health-checks.ts';
 import { ms } from './need.ts';
 import type { NodeView } from './node-view.ts';
 
@@ -51,11 +52,11 @@ export function missingHooks(n: NodeView, keys: readonly string[]): string[] {
 
 /**
  * What the pool's health checks read last (UpdatePolicy healthChecks), for its finished nodes: `at` is
- * when (absent: not evaluated yet), `failing` the first failing check and its reading.
+ * when (absent: not evaluated yet), `failing` the first failing check and what it read.
  */
 export interface ChecksReading {
   at?: number;
-  failing?: string;
+  failing?: CheckResult;
 }
 
 /** The wait for a reading of the health checks newer than the node's return (it comes within an interval). */
@@ -69,7 +70,8 @@ export const FRESH_CHECKS = 'a reading of the health checks taken after the node
 export function checksWait(checks: ChecksReading | undefined, since: number): string | undefined {
   if (!checks) return undefined;
   if (checks.at === undefined) return 'the health checks (not evaluated yet)';
-  if (checks.failing) return `the health checks (${checks.failing})`;
+  // The check's name only: its reading may change every round, and each change would be a node write.
+  if (checks.failing) return `the health checks (health check ${checks.failing.name} fails)`;
   if (checks.at < since) return FRESH_CHECKS;
   return undefined;
 }

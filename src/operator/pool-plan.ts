@@ -11,7 +11,7 @@
  */
 
 import { AgentProtocol, type CoreosProtocol, isCoreosProtocol } from '../api/keys.ts';
-import { failing, type HealthReading } from '../policy/health-checks.ts';
+import { firstFailing, type HealthReading } from '../policy/health-checks.ts';
 import { assignPools } from '../policy/pools.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
@@ -176,14 +176,19 @@ function healthHold(p: ResolvedPolicy, reading: HealthReading | undefined): Pool
   if (!gate) return undefined;
   if (gate.at === undefined)
     return { code: 'HealthCheck', reason: 'waiting: the health checks are not evaluated yet' };
-  return gate.failing ? { code: 'HealthCheck', reason: `waiting: ${gate.failing}` } : undefined;
+  if (!gate.failing) return undefined;
+  return {
+    code: 'HealthCheck',
+    reason: `waiting: health check ${gate.failing.name} fails`,
+    detail: gate.failing.reading,
+  };
 }
 
 /** What the health gate of a policy's finished nodes reads: nothing when it has no health checks. */
-export function healthGate(p: ResolvedPolicy, reading: HealthReading | undefined): ChecksReading | undefined {
+function healthGate(p: ResolvedPolicy, reading: HealthReading | undefined): ChecksReading | undefined {
   if (p.healthChecks.length === 0) return undefined;
   if (!reading) return {};
-  const bad = failing(reading);
+  const bad = firstFailing(reading);
   return { at: reading.at, ...(bad ? { failing: bad } : {}) };
 }
 

@@ -160,10 +160,9 @@ export function prometheusVerdict(c: PrometheusCheck, read: SamplesRead): CheckR
   return result(c, true, `${shownSamples}${more} meet "${c.condition}"`);
 }
 
-/** The first failing check of a reading, in one line for a status: `health check ceph fails: ...`. */
-export function failing(reading: HealthReading): string | undefined {
-  const bad = reading.checks.find((c) => !c.healthy);
-  return bad ? `health check ${bad.name} fails: ${bad.reading}` : undefined;
+/** The first failing check of a reading: the one a status names. */
+export function firstFailing(reading: HealthReading): CheckResult | undefined {
+  return reading.checks.find((c) => !c.healthy);
 }
 
 function result(c: ResolvedHealthCheck, healthy: boolean, reading: string): CheckResult {

@@ -10,6 +10,7 @@ import { PAUSED_HOLDER, stepHolder } from '../../src/operator/phase-steps.ts';
 import { decideConfig } from './operator-fixtures.ts';
 
 const NOW = new Date('2026-11-24T12:00:00Z');
+const WARN = { name: 'ceph', healthy: false, reading: 'Widget ceph: false' };
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
 const config: DecideConfig = {
   ...decideConfig,
@@ -191,7 +192,7 @@ const cases: Case[] = [
     age: 40,
     readyFor: 31,
     healthy: true,
-    checks: { at: NOW.getTime() - 1000, failing: 'health check ceph fails: HEALTH_WARN' },
+    checks: { at: NOW.getTime() - 1000, failing: WARN },
     want: ['explain'],
   },
   {
@@ -208,7 +209,7 @@ const cases: Case[] = [
     phase: Phase.afterReboot,
     age: 40,
     readyFor: 10,
-    checks: { at: NOW.getTime() - 1000, failing: 'health check ceph fails: HEALTH_WARN' },
+    checks: { at: NOW.getTime() - 1000, failing: WARN },
     want: ['explain'],
     wakeIn: 20_000,
   },
@@ -286,8 +287,8 @@ test('a finished node held by a failing health check names the check and what it
       wake: () => {},
       slotOf: () => undefined,
     }).map((a) => (a.type === 'explain' ? a.reason : a.type));
-  assert.deepEqual(reasons({ at: NOW.getTime(), failing: 'health check ceph fails: Widget ceph: false' }), [
-    'health gate: waiting for the health checks (health check ceph fails: Widget ceph: false)',
+  assert.deepEqual(reasons({ at: NOW.getTime(), failing: WARN }), [
+    'health gate: waiting for the health checks (health check ceph fails)',
   ]);
   assert.deepEqual(reasons({}), ['health gate: waiting for the health checks (not evaluated yet)']);
   assert.deepEqual(reasons(undefined), ['complete'], 'a pool without health checks is not held');

@@ -250,12 +250,10 @@ test("a pool's health checks: not evaluated or one failing holds it; its finishe
   const failing = planned(spec, () => ({ health: { at: 5, checks: [bad] } }));
   assert.deepEqual(failing?.hold, {
     code: 'HealthCheck',
-    reason: 'waiting: health check ceph fails: ConfigMap c: false',
+    reason: 'waiting: health check ceph fails',
+    detail: 'ConfigMap c: false',
   });
-  assert.deepEqual(failing?.config.healthChecks, {
-    at: 5,
-    failing: 'health check ceph fails: ConfigMap c: false',
-  });
+  assert.deepEqual(failing?.config.healthChecks, { at: 5, failing: bad });
   const passing = planned(spec, () => ({ health: { at: 7, checks: [{ ...bad, healthy: true }] } }));
   assert.equal(passing?.hold, undefined);
   assert.deepEqual(passing?.config.healthChecks, { at: 7 });

@@ -5,7 +5,7 @@ import { readError } from '../../src/operator/health-check-reads.ts';
 import { celValue, compileCel } from '../../src/policy/cel.ts';
 import {
   conditionExpression,
-  failing,
+  firstFailing,
   type ObjectCheck,
   type ObjectsRead,
   objectVerdict,
@@ -333,8 +333,8 @@ test('a long reading is clipped, and the first failing check is the one a status
       { name: 'c', healthy: false, reading: 'down' },
     ],
   };
-  assert.equal(failing(reading), 'health check b fails: HEALTH_WARN');
-  assert.equal(failing({ at: 1, checks: [{ name: 'a', healthy: true, reading: 'fine' }] }), undefined);
+  assert.deepEqual(firstFailing(reading), { name: 'b', healthy: false, reading: 'HEALTH_WARN' });
+  assert.equal(firstFailing({ at: 1, checks: [{ name: 'a', healthy: true, reading: 'fine' }] }), undefined);
 });
 
 test('parseQueryResponse takes vectors and scalars and says what is wrong with anything else', () => {
