@@ -1,8 +1,8 @@
 /**
- * Reads what a policy's health checks judge: the objects of each object check (by name, or listed by
- * selector; any kind, through the API's discovery) and the samples of each PromQL query. Every failure
- * becomes the check's reading, never an exception: a check that cannot be read fails closed. The operator
- * reads the objects with its own ServiceAccount, which the admin grants get and list on them.
+ * Reads what a policy's health checks judge: the objects of each object check (any kind, through the
+ * API's discovery) and the samples of each PromQL query. Every failure becomes the check's reading, never
+ * an exception: a check that cannot be read fails closed. The operator reads the objects with its own
+ * ServiceAccount, which the admin grants get and list on them.
  */
 import type { KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 import { describeError, statusCode } from '../kube/errors.ts';
@@ -16,8 +16,8 @@ import {
 } from '../policy/health-checks.ts';
 import { queryPrometheus } from '../policy/prometheus-query.ts';
 
-/** What the object checks use of the Kubernetes client (KubernetesObjectApi): read one, list by selector. */
-export type ObjectReader = Pick<KubernetesObjectApi, 'read' | 'list'>;
+/** What the object checks use of the Kubernetes client (KubernetesObjectApi). */
+export type ObjectReader = Pick<KubernetesObjectApi, 'list'>;
 
 export async function readHealth(
   checks: readonly ResolvedHealthCheck[],
@@ -35,16 +35,16 @@ export async function readHealth(
   return { at: now(), checks: results };
 }
 
+/**
+ * The objects a check names, listed: by name (a field selector) or by label selector, in its namespace, or
+ * in every namespace when it names none. A name is listed rather than read so that a namespaced kind
+ * without a namespace means the same to the operator and to `nuo policy explain` (a read would take each
+ * one's own default namespace), and a missing object is an empty list, not an error.
+ */
 async function readObjects(c: ObjectCheck, api: ObjectReader): Promise<ObjectsRead> {
+  const byName = 'name' in c.target ? `metadata.name=${c.target.name}` : undefined;
+  const byLabels = 'selector' in c.target ? c.target.selector : undefined;
   try {
-    if ('name' in c.target) {
-      const header = {
-        apiVersion: c.apiVersion,
-        kind: c.kind,
-        metadata: { name: c.target.name, ...(c.namespace ? { namespace: c.namespace } : {}) },
-      };
-      return { objects: [await api.read<KubernetesObject>(header)] };
-    }
     const list = await api.list<KubernetesObject>(
       c.apiVersion,
       c.kind,
@@ -52,8 +52,8 @@ async function readObjects(c: ObjectCheck, api: ObjectReader): Promise<ObjectsRe
       undefined,
       undefined,
       undefined,
-      undefined,
-      c.target.selector,
+      byName,
+      byLabels,
     );
     return { objects: list.items };
   } catch (err) {
@@ -61,12 +61,8 @@ async function readObjects(c: ObjectCheck, api: ObjectReader): Promise<ObjectsRe
   }
 }
 
-/**
- * A failed read in words: not found is a missing object (no error: the verdict says so); forbidden says
- * what the admin must grant.
- */
+/** A failed read in words: forbidden says what the admin must grant. */
 export function readError(c: ObjectCheck, code: number | undefined, described: string): ObjectsRead {
-  if (code === 404 && 'name' in c.target) return { objects: [] };
   if (code === 403) {
     const where = c.namespace ? ` in namespace ${c.namespace}` : '';
     return {

@@ -391,16 +391,11 @@ test('parseQueryResponse takes vectors and scalars and says what is wrong with a
   }
 });
 
-test('a failed read of checked objects: not found is a missing object, forbidden says what to grant', () => {
+test('a failed read of checked objects says what happened; forbidden, what the admin must grant', () => {
   const byName = objectCheck('true');
-  const bySelector = objectCheck('true', { selector: { matchLabels: { app: 'ceph' } } });
-  assert.deepEqual(readError(byName, 404, 'not found'), { objects: [] });
-  assert.deepEqual(
-    readError(bySelector, 404, 'the server could not find the requested resource (HTTP 404)'),
-    {
-      error: 'the server could not find the requested resource (HTTP 404)',
-    },
-  );
+  assert.deepEqual(readError(byName, 404, 'the server could not find the requested resource (HTTP 404)'), {
+    error: 'the server could not find the requested resource (HTTP 404)',
+  });
   assert.deepEqual(readError(byName, 403, 'widgets is forbidden (HTTP 403)'), {
     error:
       "forbidden: grant the operator's ServiceAccount get and list on Widget (test.nuo.dev/v1) in namespace rook: widgets is forbidden (HTTP 403)",
