@@ -137,13 +137,19 @@ export const Windows = Type.Object(
 );
 export type Windows = Type.Static<typeof Windows>;
 
+/** An http(s) URL of a Prometheus server, checked by the API server. */
+const prometheusUrl = (description: string) =>
+  Type.String({ maxLength: 2048, pattern: '^https?://', description });
+
+const PROMETHEUS_URL_RULE = {
+  rule: "isURL(self.url) && url(self.url).getScheme() in ['http', 'https'] && url(self.url).getHost() != ''",
+  message: 'url must be an http or https URL with a host, e.g. http://prometheus.monitoring:9090',
+  fieldPath: '.url',
+};
+
 export const PrometheusBlocker = Type.Object(
   {
-    url: Type.String({
-      maxLength: 2048,
-      pattern: '^https?://',
-      description: 'The Prometheus server, e.g. http://prometheus.monitoring:9090.',
-    }),
+    url: prometheusUrl('The Prometheus server, e.g. http://prometheus.monitoring:9090.'),
     alerts: Type.Optional(
       Type.String({
         maxLength: 1024,
@@ -155,15 +161,7 @@ export const PrometheusBlocker = Type.Object(
     ),
     ignoreAlerts: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: 64 })),
   },
-  {
-    'x-kubernetes-validations': [
-      {
-        rule: "isURL(self.url) && url(self.url).getScheme() in ['http', 'https'] && url(self.url).getHost() != ''",
-        message: 'url must be an http or https URL with a host, e.g. http://prometheus.monitoring:9090',
-        fieldPath: '.url',
-      },
-    ],
-  },
+  { 'x-kubernetes-validations': [PROMETHEUS_URL_RULE] },
 );
 export type PrometheusBlocker = Type.Static<typeof PrometheusBlocker>;
 
@@ -191,6 +189,87 @@ export const Blockers = Type.Object({
   ),
 });
 export type Blockers = Type.Static<typeof Blockers>;
+
+/**
+ * A health check on Kubernetes objects: the one named, or every one the selector matches, must exist and
+ * make the CEL expression true (`object` is the object as the API server returns it).
+ */
+export const ObjectHealthCheck = Type.Object(
+  {
+    apiVersion: Type.String({
+      minLength: 1,
+      maxLength: 317,
+      description: "The objects' apiVersion, e.g. ceph.rook.io/v1.",
+    }),
+    kind: Type.String({ minLength: 1, maxLength: 63, description: 'Their kind, e.g. CephCluster.' }),
+    namespace: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 63,
+        description: 'Their namespace; none for cluster-scoped kinds.',
+      }),
+    ),
+    name: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 253, description: 'The one object checked.' }),
+    ),
+    selector: Type.Optional(LabelSelector),
+    expression: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description:
+        "A CEL expression over `object`, true when healthy, e.g. object.status.ceph.health == 'HEALTH_OK'.",
+    }),
+  },
+  {
+    'x-kubernetes-validations': [
+      { rule: 'has(self.name) != has(self.selector)', message: 'set exactly one of name and selector' },
+    ],
+  },
+);
+export type ObjectHealthCheck = Type.Static<typeof ObjectHealthCheck>;
+
+export const PrometheusHealthCheck = Type.Object(
+  {
+    url: prometheusUrl('The Prometheus server, e.g. http://prometheus.monitoring:9090.'),
+    query: Type.String({ minLength: 1, maxLength: 4096, description: 'A PromQL instant query.' }),
+    condition: Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      description:
+        'Healthy when true for every sample: a comparison with the value ("== 0", "< 0.05") or a CEL expression over `value` (double) and `labels` (map).',
+    }),
+    whenEmpty: Type.Optional(
+      enumOf(['Unhealthy', 'Healthy'], {
+        default: 'Unhealthy',
+        description: 'What a query that returns no sample means.',
+      }),
+    ),
+  },
+  { 'x-kubernetes-validations': [PROMETHEUS_URL_RULE] },
+);
+export type PrometheusHealthCheck = Type.Static<typeof PrometheusHealthCheck>;
+
+export const HealthCheck = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 63,
+      pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+      description: 'Names the check in the status, Events and nuo policy explain.',
+    }),
+    object: Type.Optional(ObjectHealthCheck),
+    prometheus: Type.Optional(PrometheusHealthCheck),
+  },
+  {
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.object) != has(self.prometheus)',
+        message: 'set exactly one of object and prometheus',
+      },
+    ],
+  },
+);
+export type HealthCheck = Type.Static<typeof HealthCheck>;
 
 export const OnDrainFailure = Type.Object(
   {
@@ -397,6 +476,15 @@ export const UpdatePolicySpec = Type.Object(
     ),
     windows: Type.Optional(Windows),
     blockers: Type.Optional(Blockers),
+    healthChecks: Type.Optional(
+      Type.Array(HealthCheck, {
+        maxItems: 16,
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['name'],
+        description:
+          'Checks that must all pass before each admission and before a finished node frees its slot; one failing, or not evaluated, holds the pool.',
+      }),
+    ),
     drain: Type.Optional(Drain),
     reboot: Type.Optional(Reboot),
     notifications: Type.Optional(Type.Array(Notification, { maxItems: 8 })),

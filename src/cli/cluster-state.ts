@@ -1,7 +1,7 @@
 /**
  * What the people-facing commands read of the cluster, the way the operator reads it: every node, the
- * slot ledger, the UpdatePolicies resolved (a cluster without the CRD has none), planned into pools, and
- * the Plans with their Jobs.
+ * slot ledger, the UpdatePolicies resolved (a cluster without the CRD has none), planned into pools (with
+ * kured's locks and the health checks read now), and the Plans with their Jobs.
  */
 import {
   AppsV1Api,
@@ -9,6 +9,7 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
+  KubernetesObjectApi,
   type V1NodeCondition,
 } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
@@ -16,6 +17,7 @@ import { type CoreosProtocol, isCoreosProtocol } from '../api/keys.ts';
 import type { UpdatePolicy } from '../api/update-policy.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { type Decision, decide } from '../operator/decide.ts';
+import { readHealth } from '../operator/health-check-reads.ts';
 import { parseKuredLock, viewLock } from '../operator/kured-lock.ts';
 import { inPool, type Ledger, LedgerStore } from '../operator/ledger.ts';
 import { type NodeView, viewNode } from '../operator/node-view.ts';
@@ -29,8 +31,12 @@ import {
   planPools,
 } from '../operator/pool-plan.ts';
 import { lookForOperator } from '../operator/protocol-operators.ts';
+import type { HealthReading } from '../policy/health-checks.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import { type PlansRead, readPlans } from './plans.ts';
+
+/** How long the people-facing commands wait for the health checks they read (Prometheus's deadline is its own). */
+const HEALTH_READ_TIMEOUT_MS = 15_000;
 
 export interface ClusterState {
   nodes: NodeView[];
@@ -103,6 +109,18 @@ async function readKuredLocks(
   return out;
 }
 
+/** Each valid policy's health checks read now, as the operator reads them, with this command's credentials. */
+async function readHealthChecks(kc: KubeConfig, state: PolicyState): Promise<Map<string, HealthReading>> {
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  const signal = AbortSignal.timeout(HEALTH_READ_TIMEOUT_MS);
+  const out = new Map<string, HealthReading>();
+  for (const entry of state.policies) {
+    const checks = entry.current.ok ? entry.current.policy.healthChecks : [];
+    if (checks.length > 0) out.set(entry.name, await readHealth(checks, objects, signal));
+  }
+  return out;
+}
+
 /** Looks for CLUO's and FLUO's own update-operator, as the operator does, for the protocols policies use. */
 async function lookForOperators(
   kc: KubeConfig,
@@ -139,13 +157,17 @@ export async function readClusterState(
   const sightings = await lookForOperators(kc, state);
   // As an operator decides it when not paused cluster-wide (its flags are not in the cluster).
   const kured = await readKuredLocks(kc, state, now);
+  const health = await readHealthChecks(kc, state);
   const plan = planPools({
     state,
     paused: false,
     nodes,
     ledger,
     now,
-    blockers: (policy) => kured.get(policy),
+    blockers: (policy) => {
+      const reading = health.get(policy);
+      return reading ? { ...kured.get(policy), health: reading } : kured.get(policy);
+    },
     sighting: (p) => sightings.get(p),
   });
   for (const pool of plan.pools) pool.config = { ...pool.config, plans: ofPass.pass };

@@ -1,9 +1,10 @@
 /**
- * Asks, in the background, what blocks each policy's pool: its Prometheus (an alert firing) and its pod
- * blockers (a running pod the selectors match). Every `intervalMs`, one round at a time per policy, the
- * latest answers kept for the passes to read (a pass never waits on a blocker). An answer that changes
- * asks for a pass at once. Until its first round a policy with blockers is held (fail closed), and so it
- * is while Prometheus or the pods cannot be read.
+ * Asks, in the background, what blocks each policy's pool: its Prometheus (an alert firing), its pod
+ * blockers (a running pod the selectors match) and its health checks. Every `intervalMs`, one round at a
+ * time per policy, the latest answers kept for the passes to read (a pass never waits on a blocker). An
+ * answer that changes asks for a pass at once, and so does every fresh health reading (a finished node
+ * waits for one taken after its return). Until its first round a policy with blockers is held (fail
+ * closed), and so it is while Prometheus, the pods or a checked object cannot be read.
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { KubeLog } from '../kube/backoff.ts';
@@ -11,6 +12,7 @@ import { sleep } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
 import { PrometheusBlocker } from '../policy/prometheus.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
+import { type ObjectReader, readHealth } from './health-check-reads.ts';
 import type { PolicyEntry } from './policies.ts';
 import type { BlockingPod, PolicyBlockers } from './pool-plan.ts';
 
@@ -24,14 +26,26 @@ interface Watched {
  * What a policy's blockers are, compared between passes: a change starts a new watch. Every data field
  * counts (JSON drops only the parsed matchers), so no edit to a blocker can leave the old one running.
  */
-export const blockersKey = (p: Pick<ResolvedPolicy, 'prometheus' | 'podBlockers'>) =>
-  JSON.stringify([p.prometheus ?? null, p.podBlockers]);
+export const blockersKey = (p: Pick<ResolvedPolicy, 'prometheus' | 'podBlockers' | 'healthChecks'>) =>
+  JSON.stringify([p.prometheus ?? null, p.podBlockers, p.healthChecks]);
+
+/** An answer as logged and compared for a change: a health reading's time left out. */
+const withoutTime = (a: PolicyBlockers | undefined) =>
+  JSON.stringify(a?.health ? { ...a, health: a.health.checks } : (a ?? null));
+
+interface Options {
+  core: CoreV1Api;
+  objects: ObjectReader;
+  intervalMs: number;
+  onChange: () => void;
+  log: KubeLog;
+}
 
 export class BlockerWatch {
-  readonly #o: { core: CoreV1Api; intervalMs: number; onChange: () => void; log: KubeLog };
+  readonly #o: Options;
   readonly #watched = new Map<string, Watched>();
 
-  constructor(o: { core: CoreV1Api; intervalMs: number; onChange: () => void; log: KubeLog }) {
+  constructor(o: Options) {
     this.#o = o;
   }
 
@@ -40,7 +54,7 @@ export class BlockerWatch {
     const wanted = new Map<string, ResolvedPolicy>();
     for (const p of policies) {
       const r = p.current.ok ? p.current.policy : undefined;
-      if (r && (r.prometheus || r.podBlockers.length > 0)) wanted.set(p.name, r);
+      if (r && (r.prometheus || r.podBlockers.length > 0 || r.healthChecks.length > 0)) wanted.set(p.name, r);
     }
     for (const [name, w] of this.#watched) {
       const r = wanted.get(name);
@@ -71,14 +85,15 @@ export class BlockerWatch {
         const answer: PolicyBlockers = {
           ...(prometheus ? { prometheus: await prometheus.check(w.stop.signal) } : {}),
           ...(policy.podBlockers.length > 0 ? { pods: await this.#pods(policy, w.stop.signal) } : {}),
+          ...(policy.healthChecks.length > 0
+            ? { health: await readHealth(policy.healthChecks, this.#o.objects, w.stop.signal) }
+            : {}),
         };
         if (w.stop.signal.aborted) return;
-        const changed = JSON.stringify(answer) !== JSON.stringify(w.answer);
+        const changed = withoutTime(answer) !== withoutTime(w.answer);
         w.answer = answer;
-        if (changed) {
-          this.#o.log('info', 'blockers', { policy: name, ...answer });
-          this.#o.onChange();
-        }
+        if (changed) this.#o.log('info', 'blockers', { policy: name, ...answer });
+        if (changed || answer.health) this.#o.onChange();
         await sleep(this.#o.intervalMs, w.stop.signal);
       }
     })();

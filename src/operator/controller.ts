@@ -6,7 +6,13 @@
  * exactly where the last one stopped. This module only wires the parts and runs the loop under the
  * leader election.
  */
-import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  type V1Node,
+} from '@kubernetes/client-node';
 import { Drainer } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
@@ -142,6 +148,7 @@ export class Operator {
     this.#optOuts = new DoNotDisruptReads({ core, log, onRead: this.#wake.now });
     this.#blockers = new BlockerWatch({
       core,
+      objects: KubernetesObjectApi.makeApiClient(kubeconfig),
       intervalMs: c.blockerIntervalMs,
       onChange: this.#wake.now,
       log,

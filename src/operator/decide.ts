@@ -16,7 +16,7 @@ import { admit, outsideSlots } from './admission.ts';
 import { budgetSlots, type MaxUnavailable } from './budget.ts';
 import { revokeForeignGrants } from './foreign-grants.ts';
 import type { Wait } from './gates.ts';
-import type { Health } from './health-gate.ts';
+import type { ChecksReading, Health } from './health-gate.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import { stepHolder } from './phase-steps.ts';
@@ -63,6 +63,8 @@ export interface DecideConfig {
   nodeHold?: (node: string) => Wait | undefined;
   /** The Plans as this pass sees them (every pool's the same); absent: no Plan is known. */
   plans?: PlanPass;
+  /** The pool's health checks as last read: a finished node keeps its slot until they pass. */
+  healthChecks?: ChecksReading;
   /** Nodes of the pool another coordinator disrupts (kured's lock names them): they use slots. */
   disruptedElsewhere?: ReadonlySet<string>;
 }

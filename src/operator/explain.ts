@@ -49,6 +49,13 @@ export function explainNode(input: ExplainInput): string[] {
   const slot = ledger.slots[node.name];
   if (slot) {
     lines.push(`in an attempt: it holds a slot since ${slot.since}`);
+    const checks = pool.config.healthChecks;
+    const failing =
+      checks &&
+      (checks.at === undefined
+        ? 'not evaluated yet'
+        : checks.failing && `health check ${checks.failing.name} fails: ${checks.failing.reading}`);
+    if (failing) lines.push(`health checks: ${failing}; once back, it keeps its slot until they pass`);
     return lines;
   }
   if (!need || !outsideAttempt(node)) return lines;
@@ -71,7 +78,8 @@ function gateWaits(node: NodeView, config: GateInput['config'], ledger: Ledger, 
   return [...NODE_GATES, ...PASS_GATES].flatMap((g) => {
     const wait = g.wait(input);
     if (!wait) return [];
+    const detail = wait.detail === undefined ? '' : `: ${wait.detail}`;
     const until = wait.until === undefined ? '' : ` (until ${new Date(wait.until).toISOString()})`;
-    return [`${wait.reason}${until}`];
+    return [`${wait.reason}${detail}${until}`];
   });
 }

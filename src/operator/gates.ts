@@ -12,6 +12,11 @@ import type { NodeView } from './node-view.ts';
 export interface Wait {
   /** Why the node waits, for its state-reason. */
   reason: string;
+  /**
+   * What was read, for the policy's status and `nuo policy explain`; never in a node's reason, so a
+   * reading that changes every round does not rewrite every waiting node.
+   */
+  detail?: string;
   /** When this may change (ms since the epoch); absent when only an event can change it. */
   until?: number;
   /**

@@ -1,8 +1,9 @@
 /**
  * The health gate after a reboot: what it waits for (the soak, DaemonSet pods, after-reboot hooks, the
- * agent's report) and when the controller reads the DaemonSet pods for it.
+ * agent's report, the policy's health checks) and when the controller reads the DaemonSet pods for it.
  */
 import { Phase } from '../api/phases.ts';
+import type { CheckResult } from '../policy/health-checks.ts';
 import { ms } from './need.ts';
 import type { NodeView } from './node-view.ts';
 
@@ -47,4 +48,30 @@ export function healthRereadDue(last: { healthy: boolean; ageMs: number }): bool
 /** The hook annotations (keys) that do not read "true" on the node yet. */
 export function missingHooks(n: NodeView, keys: readonly string[]): string[] {
   return keys.filter((k) => n.annotations[k] !== 'true');
+}
+
+/**
+ * What the pool's health checks read last (UpdatePolicy healthChecks), for its finished nodes: `at` is
+ * when (absent: not evaluated yet), `failing` the first failing check and what it read.
+ */
+export interface ChecksReading {
+  at?: number;
+  failing?: CheckResult;
+}
+
+/** The wait for a reading of the health checks newer than the node's return (it comes within an interval). */
+export const FRESH_CHECKS = 'a reading of the health checks taken after the node came back';
+
+/**
+ * Why a finished node keeps its slot for the pool's health checks: one fails, or none was read since the
+ * node came back (`since`: Ready in the health gate), so a failure its reboot caused is caught before the
+ * next node is admitted.
+ */
+export function checksWait(checks: ChecksReading | undefined, since: number): string | undefined {
+  if (!checks) return undefined;
+  if (checks.at === undefined) return 'the health checks (not evaluated yet)';
+  // The check's name only: its reading may change every round, and each change would be a node write.
+  if (checks.failing) return `the health checks (health check ${checks.failing.name} fails)`;
+  if (checks.at < since) return FRESH_CHECKS;
+  return undefined;
 }

@@ -6,7 +6,7 @@
 import { Phase } from '../api/phases.ts';
 import { updateNotTaken } from './agent-protocol.ts';
 import type { Action } from './decide.ts';
-import { healthDue, missingHooks } from './health-gate.ts';
+import { checksWait, FRESH_CHECKS, healthDue, missingHooks } from './health-gate.ts';
 import { ms, needsWork } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { planFinished, rebootedBy, upgrading } from './plan-steps.ts';
@@ -152,11 +152,16 @@ const afterReboot: PhaseStep = (n, ctx, age) => {
   const due = healthDue(n, config, now);
   if (!health?.daemonSetPodsReady && due)
     waits.push(`DaemonSet pods: ${health?.detail ?? 'not checked yet'}`);
+  const back = Math.max(ms(n.readySince), n.stateSince ? ms(n.stateSince) : 0);
+  const checks = due ? checksWait(config.healthChecks, back) : undefined;
+  if (checks) waits.push(checks);
   if (n.rebootInProgress) waits.push('the agent to report after boot');
   if (waits.length === 0) return completion(n, ctx);
-  // Nothing is written while only the pods' first read is awaited: most nodes pass it, and their next
-  // write is the completion. The soak countdown changes every second: only entering the wait is written.
-  if (due && !health && waits.length === 1) return [];
+  // Nothing is written while only the first reads are awaited (the pods', the health checks' after the
+  // return): most nodes pass them, and their next write is the completion. The soak countdown changes
+  // every second: only entering the wait is written.
+  const reads = (due && !health ? 1 : 0) + (checks === FRESH_CHECKS ? 1 : 0);
+  if (reads > 0 && waits.length === reads) return [];
   return explain(
     n,
     `health gate: waiting for ${waits.map((w) => w.replace(/ \(Ready \d+s of/, ' (of')).join('; ')}`,

@@ -45,7 +45,8 @@ function blocked(pool: Pool | undefined): ConditionDraft {
     return { type: 'Blocked', status: 'True', reason: 'InvalidSpec', message: 'the policy never was valid' };
   if (!hold)
     return { type: 'Blocked', status: 'False', reason: 'NotBlocked', message: 'new attempts may start' };
-  return { type: 'Blocked', status: 'True', reason: hold.code, message: clip(hold.reason) };
+  const message = hold.detail ? `${hold.reason}: ${hold.detail}` : hold.reason;
+  return { type: 'Blocked', status: 'True', reason: hold.code, message: clip(message) };
 }
 
 function progressing(pool: { pool: Pool; decision: Decision } | undefined): ConditionDraft {

@@ -11,6 +11,7 @@
  */
 
 import { AgentProtocol, type CoreosProtocol, isCoreosProtocol } from '../api/keys.ts';
+import { firstFailing, type HealthReading } from '../policy/health-checks.ts';
 import { assignPools } from '../policy/pools.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
@@ -18,6 +19,7 @@ import { speaking } from './agent-protocol.ts';
 import { budgetSlots } from './budget.ts';
 import type { DecideConfig } from './decide.ts';
 import type { Wait } from './gates.ts';
+import type { ChecksReading } from './health-gate.ts';
 import { type KuredView, kuredDisrupted, kuredHold } from './kured-lock.ts';
 import type { Ledger } from './ledger.ts';
 import { poolOf } from './ledger.ts';
@@ -41,6 +43,7 @@ export type HoldCode =
   | 'AlertFiring'
   | 'PrometheusUnavailable'
   | 'PodBlocker'
+  | 'HealthCheck'
   | 'InvalidSpec'
   | 'PolicyGone'
   | 'PoliciesNotRead'
@@ -80,6 +83,8 @@ export interface BlockingPod {
 export interface PolicyBlockers {
   prometheus?: BlockerVerdict;
   pods?: BlockingPod[] | { error: string };
+  /** The health checks' last reading. */
+  health?: HealthReading;
   /** kured's lock as last read, for a policy with coexistence.kured (kured-keeper.ts). */
   kured?: KuredView | { error: string };
 }
@@ -138,7 +143,7 @@ export function policyConfig(p: ResolvedPolicy, paused: boolean): DecideConfig {
 /**
  * Why a valid policy's pool admits nothing now, if it does not, in this order: paused; the circuit
  * breaker (more of the pool NotReady than it allows); outside its windows; a blocker (Prometheus not
- * asked yet, unreachable or answering an alert: fail closed).
+ * asked yet, unreachable or answering an alert: fail closed); a health check failing or not evaluated.
  */
 export function policyHold(
   p: ResolvedPolicy,
@@ -160,8 +165,31 @@ export function policyHold(
   return (
     prometheusHold(p, blockers?.prometheus) ??
     podHold(p, nodes, blockers?.pods) ??
+    healthHold(p, blockers?.health) ??
     kuredPoolHold(p, blockers?.kured)
   );
+}
+
+/** A health check failing, or none evaluated yet, holds the pool (fail closed). */
+function healthHold(p: ResolvedPolicy, reading: HealthReading | undefined): PoolHold | undefined {
+  const gate = healthGate(p, reading);
+  if (!gate) return undefined;
+  if (gate.at === undefined)
+    return { code: 'HealthCheck', reason: 'waiting: the health checks are not evaluated yet' };
+  if (!gate.failing) return undefined;
+  return {
+    code: 'HealthCheck',
+    reason: `waiting: health check ${gate.failing.name} fails`,
+    detail: gate.failing.reading,
+  };
+}
+
+/** What the health gate of a policy's finished nodes reads: nothing when it has no health checks. */
+function healthGate(p: ResolvedPolicy, reading: HealthReading | undefined): ChecksReading | undefined {
+  if (p.healthChecks.length === 0) return undefined;
+  if (!reading) return {};
+  const bad = firstFailing(reading);
+  return { at: reading.at, ...(bad ? { failing: bad } : {}) };
 }
 
 function kuredPoolHold(p: ResolvedPolicy, view: PolicyBlockers['kured']): PoolHold | undefined {
@@ -309,6 +337,9 @@ function policyPool(
   const config = policyConfig(resolved, paused);
   if (entry.current.ok && resolved.podBlockers.some((b) => b.scope === 'Node'))
     config.podBlocked = nodeBlocks(resolved, blockers?.pods);
+  // Only a valid policy's checks are read (blocker-watch.ts): an invalid one's finished nodes are not held.
+  const checks = entry.current.ok ? healthGate(resolved, blockers?.health) : undefined;
+  if (checks) config.healthChecks = checks;
   // kured's holders use the pool's slots whether or not the policy is valid now: they are disrupted.
   const kured = blockers?.kured;
   if (resolved.kured && kured && !('error' in kured)) {

@@ -18,6 +18,7 @@
  */
 import type { PrometheusBlocker as PrometheusBlockerSpec } from '../api/update-policy.ts';
 import type { FieldError } from './field-error.ts';
+import { askPrometheus, excerpt, isRecord, truncate } from './prometheus-http.ts';
 
 /** `blockers.prometheus` as update-policy.ts defines it (this module's PrometheusBlocker is the checker). */
 export type { PrometheusBlockerSpec };
@@ -50,7 +51,6 @@ const DEFAULT_TIMEOUT_MS = 5000;
 const REASON_MAX_CHARS = 200;
 /** Alerts named in a reason before "and N more". */
 const REASON_MAX_ALERTS = 3;
-const BODY_EXCERPT_CHARS = 120;
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 const KNOWN_KEYS = new Set(['url', 'alerts', 'matchers', 'ignoreAlerts']);
 
@@ -227,12 +227,10 @@ function describeAlert(alert: PromAlert): string {
   return `alert ${alert.labels.alertname ?? '(no alertname)'}${set} firing`;
 }
 
-function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Asking Prometheus
+
+const ALERTS_PATH = '/api/v1/alerts';
 
 /** Asks a Prometheus server whether a matching alert fires. `check` never throws. */
 export class PrometheusBlocker {
@@ -249,27 +247,8 @@ export class PrometheusBlocker {
 
   async check(signal: AbortSignal): Promise<BlockerVerdict> {
     const url = this.#spec.url;
-    const answer = await fetchAlerts(
-      alertsUrl(url),
-      AbortSignal.any([signal, AbortSignal.timeout(this.#timeoutMs)]),
-    );
-    if (answer.kind === 'unreachable' && signal.aborted) {
-      return { blocked: true, unavailable: true, reason: `Prometheus check at ${url} aborted` };
-    }
-    if (answer.kind === 'unreachable') {
-      return {
-        blocked: true,
-        unavailable: true,
-        reason: `Prometheus unreachable at ${url}: ${causeOf(answer.error, this.#timeoutMs)}`,
-      };
-    }
-    if (answer.status < 200 || answer.status > 299) {
-      return {
-        blocked: true,
-        unavailable: true,
-        reason: `Prometheus at ${url} answered HTTP ${answer.status}: ${excerpt(answer.body)}`,
-      };
-    }
+    const answer = await askPrometheus(url, ALERTS_PATH, signal, this.#timeoutMs);
+    if ('error' in answer) return { blocked: true, unavailable: true, reason: answer.error };
     const alerts = parseAlertsResponse(answer.body);
     if (alerts instanceof Error) {
       return {
@@ -280,38 +259,6 @@ export class PrometheusBlocker {
     }
     return evaluateAlerts(alerts, this.#spec);
   }
-}
-
-type FetchAnswer =
-  | { kind: 'answered'; status: number; body: string }
-  | { kind: 'unreachable'; error: unknown };
-
-/** `<base>/api/v1/alerts`, keeping a path prefix such as http://host/prometheus. */
-export function alertsUrl(base: string): string {
-  return `${base.replace(/\/+$/, '')}/api/v1/alerts`;
-}
-
-async function fetchAlerts(url: string, signal: AbortSignal): Promise<FetchAnswer> {
-  try {
-    const res = await fetch(url, { signal, headers: { accept: 'application/json' } });
-    // The body is read under the same deadline: a server that sends headers and then stalls is unreachable.
-    return { kind: 'answered', status: res.status, body: await res.text() };
-  } catch (error) {
-    return { kind: 'unreachable', error };
-  }
-}
-
-/** A fetch failure in a few words: the socket error's code and message, or the deadline. */
-function causeOf(error: unknown, timeoutMs: number): string {
-  if (error instanceof DOMException && error.name === 'TimeoutError')
-    return `no answer within ${timeoutMs} ms`;
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause;
-  if (cause instanceof Error) {
-    const code = (cause as NodeJS.ErrnoException).code;
-    return code && !cause.message.includes(code) ? `${code} ${cause.message}` : cause.message;
-  }
-  return error.message;
 }
 
 /** The alerts of a /api/v1/alerts answer, or an Error saying what is wrong with its shape. */
@@ -340,14 +287,4 @@ function isPromAlert(value: unknown): value is PromAlert {
     isRecord(value.labels) &&
     Object.values(value.labels).every((v) => typeof v === 'string')
   );
-}
-
-/** The start of a body on one line, for a reason. */
-function excerpt(body: string): string {
-  const line = body.replace(/\s+/g, ' ').trim();
-  return line === '' ? '(empty body)' : truncate(line, BODY_EXCERPT_CHARS);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

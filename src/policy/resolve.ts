@@ -19,6 +19,7 @@ import { type MaxUnavailable, parseMaxUnavailable } from '../operator/budget.ts'
 import { KURED_LOCK_ANNOTATION, type KuredSettings } from '../operator/kured-lock.ts';
 import { parseDuration } from '../util/duration.ts';
 import type { FieldError } from './field-error.ts';
+import { type ResolvedHealthCheck, resolveHealthCheck } from './health-checks.ts';
 import { type PrometheusBlockerSpec, parsePrometheusSpec } from './prometheus.ts';
 import { type ParsedWindows, parseWindows } from './windows-parse.ts';
 
@@ -67,6 +68,8 @@ export interface ResolvedPolicy {
     pendingTaint: boolean;
   };
   circuitBreaker?: MaxUnavailable;
+  /** Checks that must pass before each admission and before a finished node frees its slot. */
+  healthChecks: ResolvedHealthCheck[];
   /** kured beside nuo on this pool (coexistence.kured), its TTL parsed. */
   kured?: KuredSettings;
   notifications: ResolvedNotification[];
@@ -178,6 +181,10 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
     ...optional('circuitBreaker', spec.circuitBreaker?.maxNotReady, (v) =>
       p.take('circuitBreaker.maxNotReady', () => countOrPercent(v)),
     ),
+    healthChecks: (spec.healthChecks ?? []).flatMap((c, i) => {
+      const resolved = p.take(`healthChecks[${i}]`, () => resolveHealthCheck(c));
+      return resolved ? [resolved] : [];
+    }),
     ...optional('kured', spec.coexistence?.kured, (k) => ({
       namespace: k.daemonSet.namespace,
       name: k.daemonSet.name,

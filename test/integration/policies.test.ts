@@ -1,17 +1,28 @@
 /**
  * UpdatePolicies on the real control plane: pools with budgets of their own rolling at once, a node two
- * policies select left alone, a per-zone cap, a window that holds a rollout until it opens, and an
- * invalid policy that admits nothing and says why; the independent checker holds nuo to each pool's
- * budget and each zone's cap.
+ * policies select left alone, a per-zone cap, a window that holds a rollout until it opens, a health
+ * check on a custom resource that holds it, and an invalid policy that admits nothing and says why; the
+ * independent checker holds nuo to each pool's budget and each zone's cap.
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, PolicyV1Api } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  PolicyV1Api,
+  RbacAuthorizationV1Api,
+} from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
+import { statusCode } from '../../src/kube/errors.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
+import { readHealth } from '../../src/operator/health-check-reads.ts';
+import { resolvePolicy } from '../../src/policy/resolve.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
@@ -122,6 +133,62 @@ const pool = (name: string, max: number, zones?: Budget['zones']): Budget => ({
   max,
   ...(zones ? { zones } : {}),
 });
+
+/** A tiny custom resource whose status a test flips: what a health check reads (as a CephCluster). */
+const WIDGETS = { group: 'test.nuo.dev', version: 'v1', plural: 'widgets' };
+const crds = cluster.kubeconfig.makeApiClient(ApiextensionsV1Api);
+const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api);
+
+async function installWidgetCrd(): Promise<void> {
+  await crds.createCustomResourceDefinition({
+    body: {
+      metadata: { name: `${WIDGETS.plural}.${WIDGETS.group}` },
+      spec: {
+        group: WIDGETS.group,
+        scope: 'Namespaced',
+        names: { kind: 'Widget', plural: WIDGETS.plural, singular: 'widget', listKind: 'WidgetList' },
+        versions: [
+          {
+            name: WIDGETS.version,
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: { status: { type: 'object', properties: { health: { type: 'string' } } } },
+              },
+            },
+          },
+        ],
+      },
+    },
+  });
+  await pollUntil('Widgets to be served', () =>
+    custom.listNamespacedCustomObject({ ...WIDGETS, namespace: 'default' }).then(
+      () => true,
+      () => undefined,
+    ),
+  );
+}
+
+/** Creates the Widget default/ceph with this health, or sets it. */
+async function setWidgetHealth(health: string): Promise<void> {
+  const body = {
+    apiVersion: `${WIDGETS.group}/${WIDGETS.version}`,
+    kind: 'Widget',
+    metadata: { name: 'ceph' },
+    status: { health },
+  };
+  await custom
+    .createNamespacedCustomObject({ ...WIDGETS, namespace: 'default', body })
+    .catch((err: unknown) => {
+      if (statusCode(err) !== 409) throw err;
+      return custom.patchNamespacedCustomObject(
+        { ...WIDGETS, namespace: 'default', name: 'ceph', body: { status: { health } } },
+        mergePatch,
+      );
+    });
+}
 
 describe('UpdatePolicies', () => {
   test('two pools roll at once, each within its own budget, and each policy reports its progress', async () => {
@@ -312,6 +379,137 @@ describe('UpdatePolicies', () => {
       stop.abort();
       await prometheus.stop();
     }
+  });
+
+  test("a health check the API server refuses when it is not one kind of check; one on a custom resource holds the pool while its status is unhealthy, keeps a finished node's slot when it turns unhealthy after the reboot, and lets the rollout go on once it passes; a ServiceAccount reads it once granted get and list", async () => {
+    await installWidgetCrd();
+    await setWidgetHealth('HEALTH_WARN');
+    const object = {
+      apiVersion: `${WIDGETS.group}/v1`,
+      kind: 'Widget',
+      namespace: 'default',
+      name: 'ceph',
+      expression: "object.status.health == 'HEALTH_OK'",
+    };
+    const refused: [string, UpdatePolicySpec['healthChecks'], RegExp][] = [
+      [
+        'both kinds',
+        [{ name: 'c', object, prometheus: { url: 'http://p:9090', query: 'up', condition: '== 1' } }],
+        /set exactly one of object and prometheus/,
+      ],
+      ['neither kind', [{ name: 'c' }], /set exactly one of object and prometheus/],
+      [
+        'name and selector',
+        [{ name: 'c', object: { ...object, selector: { matchLabels: { app: 'x' } } } }],
+        /set exactly one of name and selector/,
+      ],
+      [
+        'a name twice',
+        [
+          { name: 'c', object },
+          { name: 'c', object },
+        ],
+        /Duplicate value/,
+      ],
+    ];
+    for (const [what, healthChecks, message] of refused) {
+      await assert.rejects(createPolicy('refused', { healthChecks }), (err: Error & { body?: string }) => {
+        assert.match(String(err.body ?? err.message), message, what);
+        return true;
+      });
+    }
+    await createPolicy('checked', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      healthChecks: [{ name: 'ceph', object }],
+      // A soak long enough to turn the widget unhealthy while node-0 is in it.
+      reboot: { ...QUICK.reboot, soak: '4s' },
+    });
+    const f = await startFleet([pool('a', 1)], ['--blocker-interval=1s']);
+    const held = await condition(
+      'checked',
+      'Blocked',
+      { status: 'True', reason: 'HealthCheck' },
+      /health check ceph fails/,
+    );
+    assert.match(held.message, /Widget default\/ceph: false; its status: \{"health":"HEALTH_WARN"\}/);
+    const warned = await eventsAbout(core, 'UpdatePolicy', 'checked', ['HealthCheck']);
+    assert.equal(warned.find((e) => e.reason === 'HealthCheck')?.type, 'Warning');
+    f.stageUpdates(['node-0', 'node-1']);
+    await pollUntil('node-0 to say the health check holds it', async () =>
+      /health check ceph fails/.test(await stateReason('node-0')) ? true : undefined,
+    );
+    const explained = await runNuo(cluster, 'policy', 'explain', 'node-0');
+    assert.equal(explained.code, 0, explained.stderr);
+    assert.match(explained.stdout, /waits: waiting: health check ceph fails: Widget default\/ceph: false/);
+    assert.equal(f.checker.rebootsOf('node-0') + f.checker.rebootsOf('node-1'), 0, 'nothing starts');
+
+    await setWidgetHealth('HEALTH_OK');
+    const first = await pollUntil('a node admitted and back in the health gate', async () => {
+      for (const name of ['node-0', 'node-1']) {
+        const state = (await core.readNode({ name })).metadata?.annotations?.[Annotations.state];
+        if (state === Phase.afterReboot) return name;
+      }
+      return undefined;
+    });
+    await setWidgetHealth('HEALTH_ERR');
+    const second = first === 'node-0' ? 'node-1' : 'node-0';
+    await pollUntil(`${first} to keep its slot past its soak for the failing check`, async () =>
+      /health gate: waiting for the health checks \(health check ceph fails\)$/.test(await stateReason(first))
+        ? true
+        : undefined,
+    );
+    const inGate = await runNuo(cluster, 'policy', 'explain', first);
+    assert.match(
+      inGate.stdout,
+      /health checks: health check ceph fails: .*HEALTH_ERR.*; once back, it keeps its slot/,
+    );
+    assert.equal(f.checker.rebootsOf(second), 0, 'the next node waits while the finished one keeps its slot');
+    assert.equal(
+      (await core.readNode({ name: first })).metadata?.annotations?.[Annotations.state],
+      Phase.afterReboot,
+    );
+
+    await setWidgetHealth('HEALTH_OK');
+    await rebooted(f, ['node-0', 'node-1']);
+    await condition('checked', 'Blocked', { status: 'False', reason: 'NotBlocked' });
+    await assertSafe(f);
+
+    // Read as a ServiceAccount: forbidden until granted get and list, as docs/policies.md says.
+    const resolved = resolvePolicy(await readPolicy('checked'));
+    assert.ok(resolved.ok);
+    const sa = await cluster.serviceAccountKubeconfig('default', 'health-reader');
+    const read = () =>
+      readHealth(
+        resolved.policy.healthChecks,
+        KubernetesObjectApi.makeApiClient(sa.kubeconfig),
+        AbortSignal.timeout(10_000),
+      );
+    const forbidden = await read();
+    assert.equal(forbidden.checks[0]?.healthy, false);
+    assert.match(
+      forbidden.checks[0]?.reading ?? '',
+      /^Widget default\/ceph could not be read: forbidden: grant the operator's ServiceAccount get and list on Widget \(test\.nuo\.dev\/v1\) in namespace default: /,
+    );
+    await rbac.createNamespacedRole({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'health-reader' },
+        rules: [{ apiGroups: [WIDGETS.group], resources: [WIDGETS.plural], verbs: ['get', 'list'] }],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'health-reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'health-reader' },
+        subjects: [{ kind: 'ServiceAccount', name: 'health-reader', namespace: 'default' }],
+      },
+    });
+    const granted = await pollUntil('the grant to take effect', async () => {
+      const r = await read();
+      return r.checks[0]?.healthy ? r : undefined;
+    });
+    assert.equal(granted.checks[0]?.reading, 'Widget default/ceph: true');
   });
 
   test('an undrainable node under onFailure Skip is labelled skipped after its drain failed afterAttempts times in a row (other failures not counted), and the rollout finishes without it', async () => {

@@ -1,15 +1,23 @@
 /**
- * The Prometheus alert blocker against a real Prometheus (Debian's package `prometheus`): a target this
- * test controls serves a gauge, a rule fires NuoTestBlock while the gauge is 1, and PrometheusBlocker
- * reads the server's alerts. Also the fail-closed answers: an HTTP error, a malformed body, a server gone.
+ * The Prometheus alert blocker and the PromQL health checks against a real Prometheus (Debian's package
+ * `prometheus`): a target this test controls serves a gauge, a rule fires NuoTestBlock while the gauge is
+ * 1, PrometheusBlocker reads the server's alerts and a health check queries the gauge. Also the
+ * fail-closed answers: an HTTP error, a malformed body, a bad query, a server gone.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import {
+  type CheckResult,
+  type PrometheusCheck,
+  prometheusVerdict,
+  resolveHealthCheck,
+} from '../../src/policy/health-checks.ts';
 import {
   type BlockerVerdict,
   PrometheusBlocker,
   type PrometheusBlockerSpec,
 } from '../../src/policy/prometheus.ts';
+import { queryPrometheus } from '../../src/policy/prometheus-query.ts';
 import { get } from '../../src/sim/cluster/net.ts';
 import type { Component } from '../../src/sim/cluster/process.ts';
 import { pollUntil } from '../../src/util/poll.ts';
@@ -118,6 +126,72 @@ test('gauge back to 0: the alert resolves and nothing blocks again', async () =>
   assert.equal(verdict.reason, 'no matching alert firing');
 });
 
+/** A PromQL health check on the test's server. */
+const promQL = (query: string, condition: string, whenEmpty?: 'Healthy'): PrometheusCheck =>
+  resolveHealthCheck({
+    name: 'gauge',
+    prometheus: { url: promUrl, query, condition, ...(whenEmpty ? { whenEmpty } : {}) },
+  }) as PrometheusCheck;
+
+/** The check's verdict as the operator reaches it: the query asked, the condition judged. */
+async function judge(check: PrometheusCheck): Promise<CheckResult> {
+  return prometheusVerdict(check, await queryPrometheus(check.url, check.query, tests.signal));
+}
+
+function untilJudged(check: PrometheusCheck, healthy: boolean): Promise<CheckResult> {
+  return pollUntil(
+    `health check ${check.query} ${check.condition} to be ${healthy ? 'healthy' : 'unhealthy'}`,
+    async () => {
+      const result = await judge(check);
+      if (result.healthy !== healthy) throw new Error(result.reading);
+      return result;
+    },
+    { timeoutMs: DEADLINE_MS, intervalMs: 200, signal: tests.signal },
+  );
+}
+
+test('a PromQL health check passes while the gauge meets its condition and fails naming the sample when it does not', async () => {
+  const check = promQL('nuo_test_blocker', '== 0');
+  target.gauge = 0;
+  const passing = await untilJudged(check, true);
+  assert.match(
+    passing.reading,
+    /^nuo_test_blocker\{instance="127\.0\.0\.1:\d+", job="nuo-test"\} 0 meet "== 0"$/,
+  );
+  target.gauge = 1;
+  const failing = await untilJudged(check, false);
+  assert.match(failing.reading, /^nuo_test_blocker\{instance=.*, job="nuo-test"\} 1 fails "== 0"$/);
+  assert.equal(
+    (await judge(promQL('sum(nuo_test_blocker)', 'value >= 1.0'))).healthy,
+    true,
+    'a CEL condition',
+  );
+  target.gauge = 0;
+  await untilJudged(check, true);
+});
+
+test('a PromQL health check fails closed on a query the server refuses, a range vector, or no sample', async () => {
+  const refused = await judge(promQL('nuo_test_blocker[', '== 0'));
+  assert.equal(refused.healthy, false);
+  assert.match(refused.reading, new RegExp(`^Prometheus at ${promUrl} answered HTTP 400: .*parse error`));
+  assert.deepEqual(await judge(promQL('nuo_test_blocker[1m]', '== 0')), {
+    name: 'gauge',
+    healthy: false,
+    reading: `Prometheus at ${promUrl} answered the query with a matrix result; a health check takes an instant vector or a scalar`,
+  });
+  assert.deepEqual(await judge(promQL('nuo_no_such_metric', '== 0')), {
+    name: 'gauge',
+    healthy: false,
+    reading: 'the query returned no sample (whenEmpty: Unhealthy)',
+  });
+  assert.equal((await judge(promQL('nuo_no_such_metric', '== 0', 'Healthy'))).healthy, true);
+  assert.deepEqual(await judge(promQL('scalar(nuo_test_blocker)', '== 0')), {
+    name: 'gauge',
+    healthy: true,
+    reading: '0 meet "== 0"',
+  });
+});
+
 test('an HTTP error or a malformed answer blocks, saying so', async () => {
   const fake = blockerFor({ url: `${targetUrl()}/fake/` });
   const cases: { status: number; body: string; reason: RegExp }[] = [
@@ -173,7 +247,7 @@ test('a server that sends headers and then stalls blocks once the timeout passes
   });
 });
 
-test('Prometheus gone: blocked, saying it is unreachable', async () => {
+test('Prometheus gone: blocked and the health checks failing, saying it is unreachable', async () => {
   assert.ok(prometheus);
   await prometheus.stop();
   assert.notEqual(prometheus.exitCode, undefined);
@@ -181,4 +255,7 @@ test('Prometheus gone: blocked, saying it is unreachable', async () => {
   assert.equal(verdict.blocked, true);
   assert.equal(verdict.unavailable, true);
   assert.match(verdict.reason, new RegExp(`^Prometheus unreachable at ${promUrl}: .*ECONNREFUSED`));
+  const check = await judge(promQL('nuo_test_blocker', '== 0'));
+  assert.equal(check.healthy, false, 'a health check fails closed');
+  assert.match(check.reading, new RegExp(`^Prometheus unreachable at ${promUrl}: .*ECONNREFUSED`));
 });

@@ -32,6 +32,21 @@ test('a blocker watch is keyed on every field of the blockers: any edit starts a
   }
 });
 
+test("a health check's edit starts a new watch too", () => {
+  const key = (expression: string) => {
+    const r = resolvePolicy({
+      metadata: { name: 'p', generation: 1 },
+      spec: {
+        healthChecks: [{ name: 'c', object: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c', expression } }],
+      },
+    });
+    assert.ok(r.ok, JSON.stringify(!r.ok && r.errors));
+    return blockersKey(r.policy);
+  };
+  assert.notEqual(key('true'), key('false'));
+  assert.equal(key('true'), key('true'));
+});
+
 test('the same blockers give the same key, so a pass that changes nothing keeps the running watch', () => {
   assert.equal(keyOf(pods({ tier: 'hot' })), keyOf(pods({ tier: 'hot' })));
   assert.equal(keyOf(prometheus(['Watchdog'])), keyOf(prometheus(['Watchdog'])));

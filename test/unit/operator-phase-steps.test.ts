@@ -4,11 +4,13 @@ import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Action, DecideConfig } from '../../src/operator/decide.ts';
+import type { ChecksReading } from '../../src/operator/health-gate.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 import { PAUSED_HOLDER, stepHolder } from '../../src/operator/phase-steps.ts';
 import { decideConfig } from './operator-fixtures.ts';
 
 const NOW = new Date('2026-11-24T12:00:00Z');
+const WARN = { name: 'ceph', healthy: false, reading: 'Widget ceph: false' };
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
 const config: DecideConfig = {
   ...decideConfig,
@@ -28,6 +30,8 @@ interface Case {
   bootId?: string;
   draining?: boolean;
   healthy?: boolean;
+  /** The pool's health checks as last read (absent: it has none). */
+  checks?: ChecksReading;
   /** spec.unschedulable (default true: nuo's cordon stands from Draining on). */
   unschedulable?: boolean;
   /** A grant on the node (default: in RebootGranted). */
@@ -156,6 +160,59 @@ const cases: Case[] = [
     annotations: { [Annotations.bootIdBefore]: 'boot-1' },
     want: ['transition AfterReboot'],
   },
+  {
+    what: 'after reboot, healthy, health checks read since its return and passing',
+    phase: Phase.afterReboot,
+    age: 40,
+    readyFor: 31,
+    healthy: true,
+    checks: { at: NOW.getTime() - 10_000 },
+    want: ['complete'],
+  },
+  {
+    what: 'after reboot, healthy, health checks last read before its return: the next reading is awaited quietly',
+    phase: Phase.afterReboot,
+    age: 40,
+    readyFor: 31,
+    healthy: true,
+    checks: { at: NOW.getTime() - 35_000 },
+    want: [],
+  },
+  {
+    what: 'after reboot, soaked, neither the pods nor the health checks read since: awaited quietly',
+    phase: Phase.afterReboot,
+    age: 40,
+    readyFor: 31,
+    checks: { at: NOW.getTime() - 35_000 },
+    want: [],
+  },
+  {
+    what: 'after reboot, healthy, a health check failing: it keeps its slot and says why',
+    phase: Phase.afterReboot,
+    age: 40,
+    readyFor: 31,
+    healthy: true,
+    checks: { at: NOW.getTime() - 1000, failing: WARN },
+    want: ['explain'],
+  },
+  {
+    what: 'after reboot, healthy, the health checks never evaluated: it keeps its slot',
+    phase: Phase.afterReboot,
+    age: 40,
+    readyFor: 31,
+    healthy: true,
+    checks: {},
+    want: ['explain'],
+  },
+  {
+    what: 'after reboot, soaking while a health check fails: only the soak is waited for yet',
+    phase: Phase.afterReboot,
+    age: 40,
+    readyFor: 10,
+    checks: { at: NOW.getTime() - 1000, failing: WARN },
+    want: ['explain'],
+    wakeIn: 20_000,
+  },
 ];
 
 const node = (c: Case): V1Node => ({
@@ -189,7 +246,7 @@ test('a slot holder steps by its phase: phase × what it sees → its next actio
   for (const c of cases) {
     let wakeAt: number | undefined;
     const actions = stepHolder(viewNode(node(c)), {
-      config,
+      config: c.checks ? { ...config, healthChecks: c.checks } : config,
       now: NOW,
       draining: new Set(c.draining ? ['n'] : []),
       health: new Map(c.healthy ? [['n', { daemonSetPodsReady: true, detail: '1 ready' }]] : []),
@@ -217,4 +274,22 @@ test('a paused holder keeps its slot and only says so, once', () => {
   };
   assert.deepEqual(stepHolder(paused, ctx), [{ type: 'explain', node: 'n', reason: PAUSED_HOLDER }]);
   assert.deepEqual(stepHolder({ ...paused, stateReason: PAUSED_HOLDER }, ctx), []);
+});
+
+test('a finished node held by a failing health check names the check and what it read', () => {
+  const soaked = viewNode(node({ what: '', phase: Phase.afterReboot, age: 40, readyFor: 31, want: [] }));
+  const reasons = (checks: ChecksReading | undefined) =>
+    stepHolder(soaked, {
+      config: checks ? { ...config, healthChecks: checks } : config,
+      now: NOW,
+      draining: new Set<string>(),
+      health: new Map([['n', { daemonSetPodsReady: true, detail: '1 ready' }]]),
+      wake: () => {},
+      slotOf: () => undefined,
+    }).map((a) => (a.type === 'explain' ? a.reason : a.type));
+  assert.deepEqual(reasons({ at: NOW.getTime(), failing: WARN }), [
+    'health gate: waiting for the health checks (health check ceph fails)',
+  ]);
+  assert.deepEqual(reasons({}), ['health gate: waiting for the health checks (not evaluated yet)']);
+  assert.deepEqual(reasons(undefined), ['complete'], 'a pool without health checks is not held');
 });

@@ -23,7 +23,7 @@ function entry(spec: unknown, generation = 3): PolicyEntry {
   };
 }
 
-function pass(e: PolicyEntry, now = NOW) {
+function pass(e: PolicyEntry, now = NOW, blockers?: Parameters<typeof planPools>[0]['blockers']) {
   const nodes = [viewNode(node('a', { annotations: needs })), viewNode(node('b'))];
   const plan = planPools({
     state: { known: true, crdMissing: false, policies: [e] },
@@ -31,6 +31,7 @@ function pass(e: PolicyEntry, now = NOW) {
     nodes,
     ledger: { slots: {} },
     now,
+    ...(blockers ? { blockers } : {}),
   });
   const pool = plan.pools.find((p) => p.name === 'workers');
   if (!pool) return { status: policyStatus({ entry: e, conflicts: [], completed: false, now }) };
@@ -83,6 +84,24 @@ test('outside its window: Blocked OutsideWindow with the next window; paused: Bl
   assert.equal(windowed.nextWindow, '2026-11-22T01:00:00.000Z');
   const paused = pass(entry({ paused: true })).status;
   assert.equal(condition(paused, 'Blocked')?.reason, 'Paused');
+});
+
+test("a failing health check: Blocked HealthCheck, the check and what it read in the message; the node's reason names the check only", () => {
+  const check = {
+    name: 'ceph',
+    object: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c', expression: 'true' },
+  };
+  const reading = { at: 1, checks: [{ name: 'ceph', healthy: false, reading: 'ConfigMap c: false' }] };
+  const { status, decision } = pass(entry({ healthChecks: [check] }), NOW, () => ({ health: reading }));
+  assert.deepEqual(
+    [condition(status, 'Blocked')?.reason, condition(status, 'Blocked')?.message],
+    ['HealthCheck', 'waiting: health check ceph fails: ConfigMap c: false'],
+  );
+  const waiting = decision?.actions.find((a) => a.node === 'a');
+  assert.equal(
+    waiting && 'reason' in waiting ? waiting.reason : undefined,
+    'waiting: health check ceph fails',
+  );
 });
 
 test('invalid: Ready False InvalidSpec naming each field, and Blocked', () => {

@@ -265,3 +265,49 @@ test("a pool beside kured: kured's holders in it use its slots; its lock holds i
   assert.equal(plan(holding, view([], true))?.hold, undefined, 'held: admits');
   assert.equal(plan({}, undefined)?.config.disruptedElsewhere, undefined, 'no coexistence: nothing read');
 });
+
+test("a pool's health checks: not evaluated or one failing holds it; its finished nodes read the same reading", () => {
+  const check = {
+    name: 'ceph',
+    object: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c', expression: 'true' },
+  };
+  const spec = { nodeSelector: { matchLabels: { pool: 'workers' } }, healthChecks: [check] };
+  const planned = (s: unknown, blockers?: Parameters<typeof planPools>[0]['blockers']) =>
+    planPools({
+      state: state([entry('workers', s)]),
+      paused: false,
+      nodes,
+      ledger: empty,
+      now: NOW,
+      ...(blockers ? { blockers } : {}),
+    }).pools[0];
+  const unread = planned(spec);
+  assert.deepEqual(unread?.hold, {
+    code: 'HealthCheck',
+    reason: 'waiting: the health checks are not evaluated yet',
+  });
+  assert.deepEqual(unread?.config.healthChecks, {}, 'a finished node waits for a first reading too');
+  const bad = { name: 'ceph', healthy: false, reading: 'ConfigMap c: false' };
+  const failing = planned(spec, () => ({ health: { at: 5, checks: [bad] } }));
+  assert.deepEqual(failing?.hold, {
+    code: 'HealthCheck',
+    reason: 'waiting: health check ceph fails',
+    detail: 'ConfigMap c: false',
+  });
+  assert.deepEqual(failing?.config.healthChecks, { at: 5, failing: bad });
+  const passing = planned(spec, () => ({ health: { at: 7, checks: [{ ...bad, healthy: true }] } }));
+  assert.equal(passing?.hold, undefined);
+  assert.deepEqual(passing?.config.healthChecks, { at: 7 });
+  const none = planned({ nodeSelector: spec.nodeSelector });
+  assert.equal(none?.config.healthChecks, undefined, 'a pool without health checks has no such gate');
+  const invalid = planPools({
+    state: state([entry('workers', { ...spec, maxUnavailable: '0%' }, spec)]),
+    paused: false,
+    nodes,
+    ledger: empty,
+    now: NOW,
+    blockers: () => ({ health: { at: 5, checks: [bad] } }),
+  }).pools[0];
+  assert.equal(invalid?.hold?.code, 'InvalidSpec');
+  assert.equal(invalid?.config.healthChecks, undefined, "an invalid policy's checks are not read");
+});

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  alertsUrl,
   evaluateAlerts,
   type PromAlert,
   type PrometheusBlockerSpec,
   parseAlertsResponse,
   parsePrometheusSpec,
 } from '../../src/policy/prometheus.ts';
+import { apiUrl } from '../../src/policy/prometheus-http.ts';
 
 const URL_ = 'http://prometheus.monitoring:9090';
 
@@ -303,13 +303,13 @@ test('evaluateAlerts keeps the reason to 200 characters', () => {
   assert.ok(reason.endsWith('x…'), reason);
 });
 
-test('alertsUrl keeps a path prefix and drops trailing slashes', () => {
+test('apiUrl keeps a path prefix and drops trailing slashes', () => {
   const cases: [string, string][] = [
     ['http://p:9090', 'http://p:9090/api/v1/alerts'],
     ['http://p:9090/', 'http://p:9090/api/v1/alerts'],
     ['https://h/prometheus//', 'https://h/prometheus/api/v1/alerts'],
   ];
-  for (const [base, want] of cases) assert.equal(alertsUrl(base), want);
+  for (const [base, want] of cases) assert.equal(apiUrl(base, '/api/v1/alerts'), want);
 });
 
 test('parseAlertsResponse accepts the alerts API shape and says what is wrong with anything else', () => {
