@@ -34,6 +34,17 @@ const plan = (s: PolicyState, ledger = empty, now = NOW) =>
   planPools({ state: s, paused: false, nodes, ledger, now });
 const summary = (p: ReturnType<typeof plan>) =>
   p.pools.map((pool) => [pool.name, pool.nodes.map((n) => n.name), pool.config.hold?.reason ?? '']);
+type Blockers = Parameters<typeof planPools>[0]['blockers'];
+/** The pool of one policy `workers` (its spec, and its last valid one), with what the blockers read. */
+const workersPool = (spec: unknown, blockers?: Blockers, lastValid?: unknown) =>
+  planPools({
+    state: state([entry('workers', spec, lastValid)]),
+    paused: false,
+    nodes,
+    ledger: empty,
+    now: NOW,
+    ...(blockers ? { blockers } : {}),
+  }).pools[0];
 
 test('no UpdatePolicy: no pool, every node left alone; an attempt in progress only finishes', () => {
   const none = plan(state([]));
@@ -160,16 +171,7 @@ test("a pool's pod blockers: a matching running pod on a pool node holds it; els
     nodeSelector: { matchLabels: { pool: 'workers' } },
     blockers: { pods: [{ selector: { matchLabels: { app: 'backup' } } }] },
   };
-  const policies = state([entry('workers', spec)]);
-  const hold = (blockers: Parameters<typeof planPools>[0]['blockers']) =>
-    planPools({
-      state: policies,
-      paused: false,
-      nodes,
-      ledger: empty,
-      now: NOW,
-      ...(blockers ? { blockers } : {}),
-    }).pools[0]?.hold;
+  const hold = (blockers: Blockers) => workersPool(spec, blockers)?.hold;
   assert.deepEqual(hold(undefined), {
     code: 'PodBlocker',
     reason: 'waiting: the pod blockers are not read yet',
@@ -201,15 +203,7 @@ test('a node-scoped pod blocker holds only the node its pod runs on; a pool-scop
       ],
     },
   });
-  const pool = (scope: 'Pool' | 'Node', pods: Parameters<typeof planPools>[0]['blockers']) =>
-    planPools({
-      state: state([entry('workers', spec(scope))]),
-      paused: false,
-      nodes,
-      ledger: empty,
-      now: NOW,
-      blockers: pods,
-    }).pools[0];
+  const pool = (scope: 'Pool' | 'Node', pods: Blockers) => workersPool(spec(scope), pods);
   const on = (node: string, name: string, blocker: number) => ({ namespace: 'db', name, node, blocker });
   const running = pool('Node', () => ({
     pods: [on('w2', 'backup-1', 0), on('w2', 'etl-1', 1), on('w1', 'backup-2', 0)],
@@ -234,15 +228,8 @@ test('a node-scoped pod blocker holds only the node its pod runs on; a pool-scop
 
 test("a pool beside kured: kured's holders in it use its slots; its lock holds it, planned or unknown", () => {
   const kured = { daemonSet: { namespace: 'kube-system', name: 'kured' } };
-  const plan = (spec: UpdatePolicySpec, blockers: Parameters<typeof planPools>[0]['blockers']) =>
-    planPools({
-      state: state([entry('workers', { nodeSelector: { matchLabels: { pool: 'workers' } }, ...spec })]),
-      paused: false,
-      nodes,
-      ledger: empty,
-      now: NOW,
-      ...(blockers ? { blockers } : {}),
-    }).pools[0];
+  const plan = (spec: UpdatePolicySpec, blockers: Blockers) =>
+    workersPool({ nodeSelector: { matchLabels: { pool: 'workers' } }, ...spec }, blockers);
   const view =
     (holders: string[], held = false) =>
     () => ({ kured: { kured: holders, held, otherNuo: false } });
@@ -272,42 +259,30 @@ test("a pool's health checks: not evaluated or one failing holds it; its finishe
     object: { apiVersion: 'v1', kind: 'ConfigMap', name: 'c', expression: 'true' },
   };
   const spec = { nodeSelector: { matchLabels: { pool: 'workers' } }, healthChecks: [check] };
-  const planned = (s: unknown, blockers?: Parameters<typeof planPools>[0]['blockers']) =>
-    planPools({
-      state: state([entry('workers', s)]),
-      paused: false,
-      nodes,
-      ledger: empty,
-      now: NOW,
-      ...(blockers ? { blockers } : {}),
-    }).pools[0];
-  const unread = planned(spec);
+  const unread = workersPool(spec);
   assert.deepEqual(unread?.hold, {
     code: 'HealthCheck',
     reason: 'waiting: the health checks are not evaluated yet',
   });
   assert.deepEqual(unread?.config.healthChecks, {}, 'a finished node waits for a first reading too');
   const bad = { name: 'ceph', healthy: false, reading: 'ConfigMap c: false' };
-  const failing = planned(spec, () => ({ health: { at: 5, checks: [bad] } }));
+  const failing = workersPool(spec, () => ({ health: { at: 5, checks: [bad] } }));
   assert.deepEqual(failing?.hold, {
     code: 'HealthCheck',
     reason: 'waiting: health check ceph fails',
     detail: 'ConfigMap c: false',
   });
   assert.deepEqual(failing?.config.healthChecks, { at: 5, failing: bad });
-  const passing = planned(spec, () => ({ health: { at: 7, checks: [{ ...bad, healthy: true }] } }));
+  const passing = workersPool(spec, () => ({ health: { at: 7, checks: [{ ...bad, healthy: true }] } }));
   assert.equal(passing?.hold, undefined);
   assert.deepEqual(passing?.config.healthChecks, { at: 7 });
-  const none = planned({ nodeSelector: spec.nodeSelector });
+  const none = workersPool({ nodeSelector: spec.nodeSelector });
   assert.equal(none?.config.healthChecks, undefined, 'a pool without health checks has no such gate');
-  const invalid = planPools({
-    state: state([entry('workers', { ...spec, maxUnavailable: '0%' }, spec)]),
-    paused: false,
-    nodes,
-    ledger: empty,
-    now: NOW,
-    blockers: () => ({ health: { at: 5, checks: [bad] } }),
-  }).pools[0];
+  const invalid = workersPool(
+    { ...spec, maxUnavailable: '0%' },
+    () => ({ health: { at: 5, checks: [bad] } }),
+    spec,
+  );
   assert.equal(invalid?.hold?.code, 'InvalidSpec');
   assert.equal(invalid?.config.healthChecks, undefined, "an invalid policy's checks are not read");
 });
