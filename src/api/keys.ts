@@ -24,6 +24,13 @@ export const Annotations = {
   rebootRequested: 'nuo.dev/reboot-requested',
   /** person / CLI: "true" to leave this node alone. */
   paused: 'nuo.dev/paused',
+  /**
+   * person / CLI (`nuo release`): JSON `{"failedSince": <the Failed phase's state-since>, "reason": …}`,
+   * asks the operator to end that Failed attempt and free its slot; honoured only for the Failed phase it
+   * names (a stale request frees nothing), refused while the agent marks reboot-in-progress; removed by
+   * the operator in the write that ends the attempt.
+   */
+  release: 'nuo.dev/release',
   /** operator: the node's phase. */
   state: 'nuo.dev/state',
   /** operator: why the node is in its phase (or waits), human readable. */

@@ -338,6 +338,11 @@ export const Reboot = Type.Object(
     minGrantSpacing: Type.Optional(duration('Least time between two admissions in this pool.', '0s')),
     retryBackoff: Type.Optional(duration('Wait after a failed attempt; doubles per failure in a row.', '1m')),
     retryBackoffMax: Type.Optional(duration('Longest wait between attempts.', '1h')),
+    failedSlotTTL: Type.Optional(
+      duration(
+        "A Failed node's attempt is ended and its slot freed after this long, as by nuo release, unless its agent marks reboot-in-progress; absent, a Failed node keeps its slot until it returns or a person releases it.",
+      ),
+    ),
     maxIneffectiveReboots: Type.Optional(
       Type.Integer({
         minimum: 1,

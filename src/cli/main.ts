@@ -54,6 +54,11 @@ const commands: Entry[] = [
     load: async () => (await import('./nodes.ts')).resumeCommand,
   },
   {
+    name: 'release',
+    summary: "end a Failed node's attempt and free its slot (a reason required)",
+    load: async () => (await import('./release.ts')).releaseCommand,
+  },
+  {
     name: 'drain',
     summary: 'cordon a node and evict its pods through the Eviction API (like kubectl drain, bounded)',
     load: async () => (await import('./drain.ts')).drainCommand,

@@ -50,6 +50,8 @@ export interface DecideConfig {
   paused: boolean;
   /** Taint nodes that wait for a reboot PreferNoSchedule, so evicted pods prefer nodes already done. */
   pendingTaint: boolean;
+  /** A Failed node's attempt ends after this long (the policy's reboot.failedSlotTTL); absent: never. */
+  failedSlotTtlMs?: number;
   /**
    * Why the pool admits nothing now, and until when (a closed window, a blocker, an invalid policy):
    * evaluated once per pass by the caller, it is the first gate after the pauses.

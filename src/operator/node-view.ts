@@ -25,6 +25,8 @@ export interface NodeView {
   rebootNeededReason?: string;
   rebootRequested?: Date;
   paused: boolean;
+  /** A person's request to end the node's Failed attempt (`nuo release`): the Failed phase it names. */
+  release?: ReleaseRequest;
   state?: Phase;
   stateReason?: string;
   stateSince?: Date;
@@ -125,6 +127,7 @@ export function viewNode(node: V1Node): NodeView {
     rebootRequested: time(a[Annotations.rebootRequested], Annotations.rebootRequested, problems),
     // A person who wrote anything into paused meant to pause: fail closed.
     paused: bool(a[Annotations.paused], Annotations.paused, problems, true),
+    ...releaseOf(a[Annotations.release], problems),
     state,
     stateReason: a[Annotations.stateReason],
     stateSince,
@@ -189,5 +192,27 @@ function removal(taints: readonly V1Taint[]): { removedBy?: string } {
   if (by(AutoscalerTaints.clusterAutoscaler))
     return { removedBy: `the cluster autoscaler (taint ${AutoscalerTaints.clusterAutoscaler})` };
   if (by(AutoscalerTaints.karpenter)) return { removedBy: `Karpenter (taint ${AutoscalerTaints.karpenter})` };
+  return {};
+}
+
+/** `nuo.dev/release`, as `nuo release` writes it. */
+export interface ReleaseRequest {
+  /** The state-since of the Failed phase whose attempt it ends. */
+  failedSince: string;
+  reason: string;
+}
+
+/** The release request on the node, or a problem naming what is wrong with it (then: none). */
+function releaseOf(raw: string | undefined, problems: string[]): { release?: ReleaseRequest } {
+  if (raw === undefined) return {};
+  let v: Partial<ReleaseRequest> | undefined;
+  try {
+    v = JSON.parse(raw) as Partial<ReleaseRequest>;
+  } catch {
+    v = undefined;
+  }
+  if (typeof v?.failedSince === 'string' && typeof v.reason === 'string')
+    return { release: { failedSince: v.failedSince, reason: v.reason } };
+  problems.push(`${quote(Annotations.release, raw)} is not {"failedSince", "reason"} JSON; ignored`);
   return {};
 }

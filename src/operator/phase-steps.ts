@@ -3,6 +3,7 @@
  * One pure function per phase; the transitions that recur (a confirmed reboot, a timeout that fails
  * closed) are built once.
  */
+import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { updateNotTaken } from './agent-protocol.ts';
 import type { Action } from './decide.ts';
@@ -196,13 +197,43 @@ function completion(n: NodeView, ctx: StepContext): Action[] {
  * attempt that nuo did not reboot failed only at the health gate (not Ready in time after its Job): Ready
  * again, it resumes there.
  */
-const failedPhase: PhaseStep = (n, { slotOf }) => {
+const failedPhase: PhaseStep = (n, ctx, age) => {
   if (bootChanged(n) && n.ready) return [rebooted(n, 'came back after the timeout: boot ID changed')];
-  const plan = slotOf(n.name)?.plan;
+  const plan = ctx.slotOf(n.name)?.plan;
   if (plan && !plan.reboot && !n.bootIdBefore && n.ready)
     return [rebooted(n, `Plan ${plan.ref}: the node is Ready again after the timeout; health gate`)];
-  return [];
+  return released(n, ctx, age) ?? [];
 };
+
+/**
+ * A person's release of the node's Failed attempt (`nuo release`, naming this Failed phase), or the
+ * policy's failedSlotTTL passed: the attempt ends (grant withdrawn, nuo's cordon undone, the slot freed),
+ * unless the node may be rebooting now. The agent marks reboot-in-progress in a conditional write before
+ * it reboots, so a withdrawal and that mark cannot both land: the one that does decides.
+ */
+function released(n: NodeView, { config, wake }: StepContext, age: number): Action[] | undefined {
+  const named = n.release?.failedSince === n.annotations[Annotations.stateSince];
+  const ttl = config.failedSlotTtlMs;
+  if (ttl !== undefined && age < ttl) wake(ms(n.stateSince) + ttl + 1);
+  const why =
+    n.release && named
+      ? `released by a person: ${n.release.reason}`
+      : ttl !== undefined && age >= ttl
+        ? `released: Failed for longer than reboot.failedSlotTTL (${ttl / 1000}s)`
+        : undefined;
+  if (!why) return undefined;
+  if (n.protocol)
+    return explain(
+      n,
+      `${why}; refused: ${n.protocol}'s agent could still reboot on the grant; if the machine is gone for good, delete its Node object`,
+    );
+  if (n.rebootInProgress)
+    return explain(
+      n,
+      `${why}; refused while its agent marks reboot-in-progress (it may be rebooting now); if the machine is gone for good, delete its Node object`,
+    );
+  return [{ type: 'abort', node: n.name, reason: why }];
+}
 
 const STEPS: Record<Phase, PhaseStep> = {
   [Phase.idle]: admittedNotWritten,

@@ -128,6 +128,7 @@ export function policyConfig(p: ResolvedPolicy, paused: boolean): DecideConfig {
     maxIneffectiveReboots: p.reboot.maxIneffectiveReboots,
     paused,
     pendingTaint: p.reboot.pendingTaint,
+    ...(p.reboot.failedSlotTtlMs === undefined ? {} : { failedSlotTtlMs: p.reboot.failedSlotTtlMs }),
     ...(p.maxUnavailablePerZone || p.zoneOrder === 'OneAtATime'
       ? {
           zones: {

@@ -66,6 +66,8 @@ export interface ResolvedPolicy {
     beforeRebootAnnotations: string[];
     afterRebootAnnotations: string[];
     pendingTaint: boolean;
+    /** A Failed node's slot is released after this long (reboot.failedSlotTTL); absent: kept. */
+    failedSlotTtlMs?: number;
   };
   circuitBreaker?: MaxUnavailable;
   /** Checks that must pass before each admission and before a finished node frees its slot. */
@@ -177,6 +179,7 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
       beforeRebootAnnotations: reboot.beforeRebootAnnotations ?? [],
       afterRebootAnnotations: reboot.afterRebootAnnotations ?? [],
       pendingTaint: reboot.pendingTaint,
+      ...optional('failedSlotTtlMs', reboot.failedSlotTTL, (v) => d('reboot.failedSlotTTL', v)),
     },
     ...optional('circuitBreaker', spec.circuitBreaker?.maxNotReady, (v) =>
       p.take('circuitBreaker.maxNotReady', () => countOrPercent(v)),

@@ -5,7 +5,9 @@
  * independent checker holds nuo to each pool's budget and each zone's cap.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, afterEach, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import {
   ApiextensionsV1Api,
   AppsV1Api,
@@ -123,6 +125,8 @@ async function assertSafe(f: Fleet): Promise<void> {
   await f.checker.finalCheck();
   assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
 }
+
+const bin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
 
 const stateReason = async (name: string) =>
   (await core.readNode({ name })).metadata?.annotations?.[Annotations.stateReason] ?? '';
@@ -688,6 +692,57 @@ describe('UpdatePolicies', () => {
     } finally {
       await core.patchNode({ name: 'node-2', body: { spec: { taints: [] } } }, mergePatch);
     }
+  });
+
+  test("nuo release ends a Failed node's attempt and frees its slot for the pool, with its reason in an Event; a node not Failed is refused", async () => {
+    await createPolicy('release', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      reboot: { soak: '1s', retryBackoff: '1h', rebootTimeout: '3s' },
+    });
+    const f = await startFleet([pool('a', 1)]);
+    // node-0's agent is gone: a reboot a person asks for is granted, and nobody takes the grant.
+    await f.hosts.get('node-0')?.killAgent();
+    await core.patchNode(
+      {
+        name: 'node-0',
+        body: { metadata: { annotations: { [Annotations.rebootRequested]: new Date().toISOString() } } },
+      },
+      mergePatch,
+    );
+    await pollUntil('node-0 Failed in its slot', async () =>
+      (await core.readNode({ name: 'node-0' })).metadata?.annotations?.[Annotations.state] === Phase.failed
+        ? true
+        : undefined,
+    );
+    f.stageUpdates(['node-1']);
+    await pollUntil('node-1 to wait for the slot node-0 holds', async () =>
+      /waiting for a free slot/.test(await stateReason('node-1')) ? true : undefined,
+    );
+    const nuo = (...args: string[]) =>
+      spawnSync(process.execPath, [bin, ...args, '--kubeconfig', cluster.kubeconfigPath], {
+        encoding: 'utf8',
+      });
+    const idle = nuo('release', 'node-2', '--reason', 'x');
+    assert.equal(idle.status, 1);
+    assert.match(idle.stderr, /cannot release node\/node-2: it is Idle, not Failed/);
+    const released = nuo('release', 'node-0', '--reason', 'agent pod gone, ticket OPS-1');
+    assert.equal(released.status, 0, released.stderr);
+    await rebooted(f, ['node-1']);
+    const n0 = await core.readNode({ name: 'node-0' });
+    assert.equal(n0.metadata?.annotations?.[Annotations.state], Phase.pending);
+    const events = await eventsAbout(core, 'Node', 'node-0', ['AttemptAborted']);
+    assert.ok(
+      events.some(
+        (e) =>
+          e.reason === 'AttemptAborted' &&
+          /released by a person: agent pod gone, ticket OPS-1/.test(e.message ?? ''),
+      ),
+      events.map((e) => `${e.reason}: ${e.message}`).join(' | '),
+    );
+    assert.equal(n0.metadata?.annotations?.[Annotations.release], undefined, 'the request is consumed');
+    assert.equal(n0.spec?.unschedulable, undefined, "nuo's cordon undone");
+    assert.equal(f.checker.rebootsOf('node-0'), 0);
+    await assertSafe(f);
   });
 
   test('more of the pool NotReady than circuitBreaker.maxNotReady opens the circuit: nothing is admitted until enough nodes are Ready again', async () => {

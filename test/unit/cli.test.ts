@@ -34,6 +34,8 @@ test('bad input exits 2 with a message that names the problem', () => {
     },
     { args: ['drain', 'a', '--chunk-size', '0'], message: /--chunk-size must be an integer ≥ 1, got "0"/ },
     { args: ['pause', '--bogus', 'a'], message: /Unknown option '--bogus'/ },
+    { args: ['release', 'a'], message: /nuo release: --reason is required: say why the slot is freed/ },
+    { args: ['release', '--reason', 'gone'], message: /nuo release: expected exactly one NODE, got 0/ },
     { args: ['operator', '--bogus'], message: /Unknown option '--bogus'/ },
     {
       args: ['operator', '--max-unavailable=3'],

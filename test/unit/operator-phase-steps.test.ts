@@ -12,6 +12,8 @@ import { decideConfig } from './operator-fixtures.ts';
 const NOW = new Date('2026-11-24T12:00:00Z');
 const WARN = { name: 'ceph', healthy: false, reading: 'Widget ceph: false' };
 const ago = (s: number) => new Date(NOW.getTime() - s * 1000).toISOString();
+/** `nuo release`'s request for the Failed phase entered `age` seconds ago. */
+const release = (age: number) => JSON.stringify({ failedSince: ago(age), reason: 'machine replaced' });
 const config: DecideConfig = {
   ...decideConfig,
   drainTimeoutMs: 60_000,
@@ -36,6 +38,8 @@ interface Case {
   unschedulable?: boolean;
   /** A grant on the node (default: in RebootGranted). */
   grant?: boolean;
+  /** The pool's reboot.failedSlotTTL in ms (absent: none). */
+  ttl?: number;
   /** The action's type and, for a transition, where to. */
   want: string[];
   wakeIn?: number;
@@ -154,6 +158,46 @@ const cases: Case[] = [
     want: [],
   },
   {
+    what: 'failed, released by a person naming this Failed phase: the attempt ends',
+    phase: Phase.failed,
+    age: 100,
+    ready: false,
+    annotations: { [Annotations.release]: release(100) },
+    want: ['abort'],
+  },
+  {
+    what: 'failed, a release that names an earlier Failed phase frees nothing',
+    phase: Phase.failed,
+    age: 100,
+    ready: false,
+    annotations: { [Annotations.release]: release(5000) },
+    want: [],
+  },
+  {
+    what: 'failed, released while its agent marks reboot-in-progress: refused, and said',
+    phase: Phase.failed,
+    age: 100,
+    annotations: { [Annotations.release]: release(100), [Annotations.rebootInProgress]: 'true' },
+    want: ['explain'],
+  },
+  {
+    what: 'failed for longer than the policy failedSlotTTL: the attempt ends',
+    phase: Phase.failed,
+    age: 700,
+    ready: false,
+    ttl: 600_000,
+    want: ['abort'],
+  },
+  {
+    what: 'failed within failedSlotTTL: it looks again when the TTL ends',
+    phase: Phase.failed,
+    age: 100,
+    ready: false,
+    ttl: 600_000,
+    want: [],
+    wakeIn: 500_001,
+  },
+  {
     what: 'failed, came back',
     phase: Phase.failed,
     bootId: 'boot-2',
@@ -246,7 +290,11 @@ test('a slot holder steps by its phase: phase × what it sees → its next actio
   for (const c of cases) {
     let wakeAt: number | undefined;
     const actions = stepHolder(viewNode(node(c)), {
-      config: c.checks ? { ...config, healthChecks: c.checks } : config,
+      config: {
+        ...config,
+        ...(c.checks ? { healthChecks: c.checks } : {}),
+        ...(c.ttl === undefined ? {} : { failedSlotTtlMs: c.ttl }),
+      },
       now: NOW,
       draining: new Set(c.draining ? ['n'] : []),
       health: new Map(c.healthy ? [['n', { daemonSetPodsReady: true, detail: '1 ready' }]] : []),
