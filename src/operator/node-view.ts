@@ -177,11 +177,17 @@ export function withPendingTaint(taints: readonly V1Taint[], present: boolean): 
   return present ? [...others, { key: Taints.rebootPending, effect: 'PreferNoSchedule' }] : others;
 }
 
+/**
+ * A count as nuo writes one: digits, within Number.MAX_SAFE_INTEGER (past it, a value would read as a
+ * rounded number nuo never wrote).
+ */
+export const isCount = (raw: string) => /^\d+$/.test(raw) && Number.isSafeInteger(Number(raw));
+
 /** One of nuo's counts on the node; anything but a non-negative integer reads as 0, with a problem. */
 function count(a: Record<string, string>, key: string, problems: string[]): number {
   const raw = a[key];
   if (raw === undefined) return 0;
-  if (/^\d+$/.test(raw)) return Number(raw);
+  if (isCount(raw)) return Number(raw);
   problems.push(`${quote(key, raw)} is not a count; read as 0`);
   return 0;
 }

@@ -9,7 +9,7 @@ import { AgentProtocol, Annotations, Labels } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { type OperatorKeys, operatorKeys } from './agent-protocol.ts';
 import type { Action, DecideConfig } from './decide.ts';
-import type { NodeView } from './node-view.ts';
+import { isCount, type NodeView } from './node-view.ts';
 import type { PlanSlot } from './plan-work.ts';
 
 export interface NodeWrite {
@@ -61,7 +61,7 @@ const malformedCounts = (n: NodeView) =>
   cleared(
     [Annotations.failures, Annotations.drainFailures, Annotations.ineffectiveReboots].filter((k) => {
       const raw = n.annotations[k];
-      return raw !== undefined && !/^\d+$/.test(raw);
+      return raw !== undefined && !isCount(raw);
     }),
   );
 

@@ -216,6 +216,13 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
       { annotations: { ...phase(Phase.upgrading, 'drained; its Job starts'), [A.drainFailures]: null } },
     ],
     [
+      'Pending over a count past the largest safe integer (it would read rounded): named malformed, removed',
+      { type: 'pending', node: 'n', reason: 'waiting' },
+      node({ [A.failures]: '99999999999999999999' }),
+      none,
+      { annotations: { ...phase(Phase.pending, 'waiting'), [A.failures]: null } },
+    ],
+    [
       'Pending over a drain count nuo never wrote',
       { type: 'pending', node: 'n', reason: 'waiting' },
       node({ [A.drainFailures]: 'x' }),
