@@ -39,6 +39,9 @@ export const operatorCommand: Command = {
     '                                 on this port (default 8080; 0 disables)',
     "  --fleetlock-port N             serve FleetLock (Zincati's reboot lock) on this port for pools with",
     '                                 agentProtocol: fleetlock; only the leader answers (default 0: off)',
+    '  --lease-duration D             standbys take over this long after the last renewal they saw (default 15s)',
+    '  --renew-deadline D             the leader steps down when it could not renew for this long (default 10s)',
+    '  --retry-period D               between attempts to acquire or renew the Lease (default 2s)',
     configUsage(),
     ...kubeFlagsUsage,
   ].join('\n'),
@@ -48,7 +51,7 @@ export const operatorCommand: Command = {
       identity: { type: 'string' },
       'metrics-port': { type: 'string' },
       'fleetlock-port': { type: 'string' },
-      // Leader-election timings: for tests; production keeps client-go's 15 s / 10 s / 2 s.
+      // Leader-election timings, process settings (decision 37): client-go's 15 s / 10 s / 2 s by default.
       'lease-duration': { type: 'string' },
       'renew-deadline': { type: 'string' },
       'retry-period': { type: 'string' },

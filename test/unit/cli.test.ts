@@ -71,6 +71,19 @@ test('every node command shows its usage: one NODE and the kubeconfig flags', ()
   }
 });
 
+test("nuo operator --help shows every flag it takes, the leader election's timings among them", () => {
+  const r = nuo('operator', '--help');
+  assert.equal(r.status, 0);
+  for (const flag of [
+    '--identity',
+    '--lease-duration',
+    '--renew-deadline',
+    '--retry-period',
+    '--fleetlock-port',
+  ])
+    assert.match(r.stdout, new RegExp(`\\n {2}${flag} `), flag);
+});
+
 test('an operator that cannot reach its API server exits at once on SIGTERM, before its cache ever synced', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'nuo-cli-test-'));
   try {
