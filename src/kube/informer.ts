@@ -83,6 +83,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   transform?: (obj: T) => T;
   /** Name in log lines (default: the path). */
   name?: string;
+  /** A list or watch failure its owner expects and reports itself: retried as any, logged at debug. */
+  expectedFailure?: (err: unknown) => boolean;
   log?: KubeLog;
 }
 
@@ -236,6 +238,7 @@ export class ResilientInformer<T extends KubernetesObject> {
       healthyMs: Math.min(watchdogMs, HEALTHY_WATCH_MS),
       watchdog: { afterMs: watchdogMs, probe: () => this.#probeConnection() },
       describe: describeError,
+      ...(options.expectedFailure ? { expected: options.expectedFailure } : {}),
       log: this.#log,
     });
   }

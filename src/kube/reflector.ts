@@ -126,6 +126,8 @@ export interface ReflectorOptions<T extends Versioned> {
   watchdog?: { afterMs: number; probe?: () => Promise<boolean> };
   /** One line for a failure (default: its message). */
   describe?: (err: unknown) => string;
+  /** A failure its owner expects and reports itself (a CRD not installed): retried, logged at debug. */
+  expected?: (err: unknown) => boolean;
   log?: KubeLog;
 }
 
@@ -300,7 +302,11 @@ export class Reflector<T extends Versioned> {
         this.#log('info', `${name}: resourceVersion expired (410 Gone); ${again}`, fields);
         return;
       case 'failed':
-        this.#log('warn', `${name}: ${this.#describe(error)}; ${again} (failure ${next.failures})`, fields);
+        this.#log(
+          this.#o.expected?.(error) ? 'debug' : 'warn',
+          `${name}: ${this.#describe(error)}; ${again} (failure ${next.failures})`,
+          fields,
+        );
         return;
     }
   }

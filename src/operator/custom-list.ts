@@ -18,6 +18,15 @@ export interface CustomResources {
 
 type Page<T> = { metadata?: { resourceVersion?: string; _continue?: string }; items: T[] };
 
+/**
+ * The list's 404: the resource is not served, its CRD not installed. Its owner says so once (the
+ * informer retries quietly), and picks the resource up when the CRD appears.
+ */
+export class CrdNotInstalled extends Error {}
+
+/** For an informer's expectedFailure: a CRD not installed is no failure to warn about on every retry. */
+export const crdNotInstalled = (err: unknown) => err instanceof CrdNotInstalled;
+
 export async function listCustomPage<T>(
   api: CustomObjectsApi,
   what: CustomResources,
@@ -33,7 +42,10 @@ export async function listCustomPage<T>(
     answered(false);
     return page as Page<T>;
   } catch (err) {
-    if (statusCode(err) === 404) answered(true);
-    throw err;
+    if (statusCode(err) !== 404) throw err;
+    answered(true);
+    throw new CrdNotInstalled(`${plural}.${group}/${version} is not served: its CRD is not installed`, {
+      cause: err,
+    });
   }
 }

@@ -22,7 +22,7 @@ import { resolveChannel } from '../plan/channel.ts';
 import { planHash } from '../plan/hash.ts';
 import { type HashedSecret, sucPlanHash } from '../plan/suc-hash.ts';
 import { resolveVersion } from '../plan/version.ts';
-import { listCustomPage } from './custom-list.ts';
+import { crdNotInstalled, listCustomPage } from './custom-list.ts';
 import { type PlanEntry, planEntries, planRef } from './plan-resolve.ts';
 import { PlanSecretWatch, secretKey } from './plan-secrets.ts';
 
@@ -106,6 +106,7 @@ export class PlanSource {
         // Each Plan names its group: a ref tells the two groups' Plans apart.
         transform: (p) => (planGroupOf(p.apiVersion) === group ? p : ({ ...p, apiVersion } as Plan)),
         name: group === NUO_PLANS ? 'plans' : `plans.${group.group}`,
+        expectedFailure: crdNotInstalled,
         log: o.log,
       }),
     };
@@ -293,6 +294,9 @@ export class PlanSource {
 
   #answered(w: Watched, crdMissing: boolean): void {
     const changed = !w.listed || crdMissing !== w.crdMissing;
+    const crd = `the Plan CRD of ${w.group.group}`;
+    if (crdMissing && changed) this.#log('info', `${crd} is not installed: its Plans are off until it is`);
+    else if (changed && w.listed) this.#log('info', `${crd} is installed: its Plans are read`);
     w.listed = true;
     w.crdMissing = crdMissing;
     if (changed) {

@@ -14,7 +14,7 @@ import { ResilientInformer } from '../kube/informer.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import type { FieldError } from '../policy/field-error.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
-import { listCustomPage } from './custom-list.ts';
+import { crdNotInstalled, listCustomPage } from './custom-list.ts';
 
 export interface PolicyEntry {
   name: string;
@@ -43,6 +43,7 @@ export class PolicySource {
   #crdMissing = false;
   #listed = false;
   readonly #changed: (() => void)[] = [];
+  readonly #log: KubeLog;
 
   constructor(o: { kubeconfig: PooledKubeConfig; log: KubeLog }) {
     const api = o.kubeconfig.makeApiClient(CustomObjectsApi);
@@ -54,8 +55,10 @@ export class PolicySource {
           this.#answered(missing),
         ),
       name: 'updatepolicies',
+      expectedFailure: crdNotInstalled,
       log: o.log,
     });
+    this.#log = o.log;
   }
 
   /** Calls `fn` when a policy's spec or generation changes (not for its own status writes). */
@@ -91,6 +94,13 @@ export class PolicySource {
   /** A list answered: the first answer, and the CRD's coming or going, change what a pass sees. */
   #answered(crdMissing: boolean): void {
     const changed = !this.#listed || crdMissing !== this.#crdMissing;
+    if (crdMissing && changed)
+      this.#log(
+        'warn',
+        'the UpdatePolicy CRD is not installed: no node is touched until it is (kubectl apply -k deploy)',
+      );
+    else if (changed && this.#listed)
+      this.#log('info', 'the UpdatePolicy CRD is installed: policies are read');
     this.#listed = true;
     this.#crdMissing = crdMissing;
     if (changed) for (const fn of this.#changed) fn();

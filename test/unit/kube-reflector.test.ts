@@ -322,6 +322,26 @@ test('a failed list is listed again after a backoff, also when it was answered 4
   assert.match(logs[0]?.msg ?? '', /^things: 410 Gone; listing again in \d+ ms \(failure 1\)$/);
 });
 
+test('a failure its owner expects (a CRD not installed) is retried the same, logged at debug only', async () => {
+  const missing = new Error('not installed');
+  const fake = scripted([missing, missing, '10'], [{ end: 'hang' }]);
+  const { reflector, logs } = reflectorOver(fake, { expected: (err) => err === missing });
+  await play(reflector, fake);
+  assert.deepEqual(fake.trace, [
+    'list failed: not installed',
+    'list failed: not installed',
+    'list 10',
+    'watch 10',
+  ]);
+  assert.deepEqual(
+    logs.map((l) => [l.level, l.failures]),
+    [
+      ['debug', 1],
+      ['debug', 2],
+    ],
+  );
+});
+
 test('the list is applied once the reflector is at its version; an apply that throws fails the attempt', async () => {
   const applied: Array<string | undefined> = [];
   let throwOnce = true;
