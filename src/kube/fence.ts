@@ -21,6 +21,13 @@ export class FencedError extends Error {
   }
 }
 
+/** The error, or one of its causes (a client wraps what the dispatcher threw), is a FencedError. */
+export function isFenced(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++)
+    if (e instanceof FencedError) return true;
+  return false;
+}
+
 const READS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**

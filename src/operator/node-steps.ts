@@ -8,6 +8,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { Phase } from '../api/phases.ts';
 import { backoffDelay, type KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
+import { isFenced } from '../kube/fence.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { Limiter } from '../util/parallel.ts';
 import { type Decider, isLedgerChange, type NodeStep, type PassDecision } from './decider.ts';
@@ -166,12 +167,18 @@ export class NodeSteps {
     const delayMs = Math.round(backoffDelay(failures, HOLD_BACK));
     this.#heldBack.set(name, { failures, until: performance.now() + delayMs });
     if (refusal(err)) this.#o.metrics?.writesRefused.inc();
-    this.#o.log('error', `${what} failed; retrying this node after a backoff`, {
-      node: name,
-      error: describeError(err),
-      failures,
-      retryInMs: delayMs,
-    });
+    // A node deleted meanwhile needs nothing from a person: its next pass no longer sees it.
+    const gone = statusCode(err) === 404;
+    this.#o.log(
+      gone ? 'info' : 'error',
+      `${what} failed${gone ? ': the node is gone' : ''}; retrying this node after a backoff`,
+      {
+        node: name,
+        error: describeError(err),
+        failures,
+        retryInMs: delayMs,
+      },
+    );
     this.#o.wake.after(delayMs);
   }
 
@@ -228,6 +235,14 @@ export class NodeSteps {
   }
 
   #failed(name: string, action: NodeStep, err: unknown): void {
+    // Not leading any more: the step ends here, as it should; the new leader decides on the node.
+    if (isFenced(err)) {
+      this.#o.log('info', 'node step dropped: this replica does not lead now', {
+        node: name,
+        action: action.type,
+      });
+      return;
+    }
     if (refusal(err)) {
       this.holdBack(name, err, `node step ${action.type}`);
       return;

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { Agent, request } from 'undici';
-import { Fence, FencedError, fenceVerdict } from '../../src/kube/fence.ts';
+import { Fence, FencedError, fenceVerdict, isFenced } from '../../src/kube/fence.ts';
 
 test('fenceVerdict: an ended attempt drops everything; not leading drops every change, never a read', () => {
   const ended = AbortSignal.abort();
@@ -53,6 +53,18 @@ function release() {
   for (const answer of holding) answer();
   holding = [];
 }
+
+test('isFenced: a FencedError, or an error caused by one (a client wraps it), and nothing else', () => {
+  const fenced = new FencedError('not leading');
+  assert.equal(isFenced(fenced), true);
+  assert.equal(isFenced(new TypeError('fetch failed', { cause: fenced })), true);
+  assert.equal(isFenced(new Error('outer', { cause: new Error('inner', { cause: fenced }) })), true);
+  assert.equal(isFenced(new Error('request not sent: not leading')), false, 'by its class, not its words');
+  assert.equal(isFenced('not leading'), false);
+  const loop = new Error('a');
+  loop.cause = loop;
+  assert.equal(isFenced(loop), false, 'a cause that loops ends');
+});
 
 test('a change is not sent while the guard says this replica does not lead; reads are', async () => {
   seen.length = 0;
