@@ -35,6 +35,7 @@ test('bad input exits 2 with a message that names the problem', () => {
     { args: ['drain', 'a', '--chunk-size', '0'], message: /--chunk-size must be an integer ≥ 1, got "0"/ },
     { args: ['pause', '--bogus', 'a'], message: /Unknown option '--bogus'/ },
     { args: ['operator', '--bogus'], message: /Unknown option '--bogus'/ },
+    { args: ['operator', '--node-name=Node_1'], message: /--node-name: "Node_1" is not a node name/ },
     {
       args: ['operator', '--max-unavailable=3'],
       message: /--max-unavailable: "max-unavailable" is an UpdatePolicy setting now \(spec\.maxUnavailable\)/,
