@@ -15,7 +15,14 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { operatorLog as operatorLogOf, operatorUnder, resetNodes, runNuo, useCluster } from './support.ts';
+import {
+  FAST_LEASE,
+  operatorLog as operatorLogOf,
+  operatorUnder,
+  resetNodes,
+  runNuo,
+  useCluster,
+} from './support.ts';
 
 const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4'];
 const cluster = await useCluster({ nodes: NODES.length, zones: 2 });
@@ -352,6 +359,25 @@ describe("the operator's own node", () => {
     assert.equal(logged('op-h', 'completed', 'node-3').length, 1, 'op-h completed node-3');
     assert.equal(await leaseHolder(), 'op-h', 'op-g, its pause over, found op-h leading');
     assert.ok(alive(f, 'op-g'));
+  });
+
+  test('a single replica hands over, finds no standby after its pause, and drains its own node itself', async () => {
+    const f = await newFleet(1);
+    await f.applyPolicy({ maxUnavailable: 1, reboot: { soak: '1s' } });
+    f.startOperator('op-i', FAST_LEASE, { nodeName: 'node-1' });
+    assert.equal(await waitLeader(['op-i']), 'op-i');
+    f.stageUpdates(['node-1']);
+    await rolloutDone(f, ['node-1']);
+    await assertSafe(f);
+    const handover = logged('op-i', 'handing over the leadership: its own node is to be drained', 'node-1');
+    assert.equal(handover.length, 1, 'handed over once');
+    const drained = logged('op-i', 'draining', 'node-1');
+    assert.equal(drained.length, 1, 'then drained its own node');
+    assert.ok(
+      Number(drained[0]?.time) - Number(handover[0]?.time) >= 3000,
+      'only after its pause of one lease duration (3 s)',
+    );
+    assert.equal(logged('op-i', 'became leader').length, 2, 'it led again');
   });
 });
 
