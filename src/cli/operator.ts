@@ -25,7 +25,7 @@ function pinoLog(name: string): KubeLog {
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 /** The node the operator runs on: the flag, else $NODE_NAME (the downward API's spec.nodeName); '' is none. */
-export function ownNodeName(flag: string | undefined, env: string | undefined): string | undefined {
+function ownNodeName(flag: string | undefined, env: string | undefined): string | undefined {
   const name = flag ?? env ?? '';
   if (name === '') return undefined;
   if (!NODE_NAME.test(name)) {

@@ -416,13 +416,12 @@ export class Operator {
    * for a standby to drain the node; without one, this replica leads again after one lease duration.
    */
   #handOver(node: string): void {
-    const pauseMs = this.#o.lease?.leaseDurationMs ?? 15_000;
     this.#o.log('info', 'handing over the leadership: its own node is to be drained', {
       node,
       identity: this.#o.identity,
-      pauseMs,
+      pauseMs: this.#elector?.leaseDurationMs,
     });
-    this.#elector?.handOver(`its own node ${node} is to be drained`, pauseMs);
+    this.#elector?.handOver(`its own node ${node} is to be drained`);
   }
 
   /** A new leadership observes afresh: what was seen or cached before it may have changed unseen since. */
