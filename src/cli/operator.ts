@@ -22,6 +22,21 @@ function pinoLog(name: string): KubeLog {
   return (level, msg, fields = {}) => logger[level](fields, msg);
 }
 
+const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+/** The node the operator runs on: the flag, else $NODE_NAME (the downward API's spec.nodeName); '' is none. */
+function ownNodeName(flag: string | undefined, env: string | undefined): string | undefined {
+  const name = flag ?? env ?? '';
+  if (name === '') return undefined;
+  if (!NODE_NAME.test(name)) {
+    const from = flag === undefined ? 'NODE_NAME' : '--node-name';
+    throw new UsageError(
+      `${from}: "${name}" is not a node name (a DNS subdomain: lower-case letters, digits, '-', '.')`,
+    );
+  }
+  return name;
+}
+
 export const operatorCommand: Command = {
   name: 'operator',
   summary: 'run the operator (leader-elected; decides, drains, grants reboots)',
@@ -35,6 +50,8 @@ export const operatorCommand: Command = {
     'Flags:',
     '  --config FILE                  settings file',
     '  --identity NAME                leader-election identity (default: $POD_NAME or the host name)',
+    '  --node-name NAME               the node this process runs on: it goes last in its pool, and the leader',
+    '                                 hands over before draining it (default: $NODE_NAME; unset: neither)',
     '  --metrics-port N               serve /metrics, /healthz (live) and /readyz (node cache synced and fresh)',
     '                                 on this port (default 8080; 0 disables)',
     "  --fleetlock-port N             serve FleetLock (Zincati's reboot lock) on this port for pools with",
@@ -49,6 +66,7 @@ export const operatorCommand: Command = {
     const options: Record<string, { type: 'string' | 'boolean' }> = {
       config: { type: 'string' },
       identity: { type: 'string' },
+      'node-name': { type: 'string' },
       'metrics-port': { type: 'string' },
       'fleetlock-port': { type: 'string' },
       // Leader-election timings, process settings (decision 37): client-go's 15 s / 10 s / 2 s by default.
@@ -73,6 +91,7 @@ export const operatorCommand: Command = {
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
+    const nodeName = ownNodeName(values['node-name'] as string | undefined, process.env.NODE_NAME);
     const duration = (flag: string, fallback: number) => {
       const v = values[flag] as string | undefined;
       if (v === undefined) return fallback;
@@ -93,7 +112,15 @@ export const operatorCommand: Command = {
     const metrics = new OperatorMetrics(buildInfo());
     const port = positiveInt('metrics-port', values['metrics-port'] as string | undefined, 8080);
     const fleetLockPort = positiveInt('fleetlock-port', values['fleetlock-port'] as string | undefined, 0);
-    const operator = new Operator({ kubeconfig: kc, config, identity, log, metrics, lease });
+    const operator = new Operator({
+      kubeconfig: kc,
+      config,
+      identity,
+      log,
+      metrics,
+      lease,
+      ...(nodeName === undefined ? {} : { nodeName }),
+    });
     const fleetLock =
       fleetLockPort > 0 ? serveFleetLock(fleetLockPort, operator.fleetLock(), log) : undefined;
     const probe = (problems: string[], res: ServerResponse) =>

@@ -18,6 +18,8 @@
  *   deadline; otherwise it renews first, so a slow acquire cannot lead and step down moments later.
  * - When `run(signal)` is aborted, the leader steps down and releases the Lease (conditionally), so a
  *   standby can take over at once instead of waiting out the lease.
+ * - `handOver()` steps down and releases the same way, then waits a pause (one lease duration) before
+ *   it campaigns again: a standby takes over meanwhile; without one, this candidate leads again.
  *
  * The rules' pure part is lease-decision.ts. The elector stays one file over 400 lines on purpose: its
  * acquire, renew, step-down timer and release share the clock readings the rules above rest on.
@@ -107,6 +109,10 @@ export class LeaderElector {
   /** The same instant by the wall clock, for stats. */
   #lastRenewWall: number | undefined;
   #running = false;
+  /** Ends the current term at once (set while leading). */
+  #endTerm: ((reason: string) => void) | undefined;
+  /** A handover asked for: how long to wait before campaigning again. */
+  #handoverPauseMs: number | undefined;
   #lastError: string | undefined;
   #acquisitions = 0;
   #renewals = 0;
@@ -206,6 +212,18 @@ export class LeaderElector {
   }
 
   /**
+   * Steps down at once (isLeader() is false on return, the leader signal aborted), releases the Lease
+   * and campaigns again only after `pauseMs`, so that a standby takes over. False when not leading.
+   */
+  handOver(reason: string, pauseMs = this.leaseDurationMs): boolean {
+    const end = this.#endTerm;
+    if (!this.#leading || !end) return false;
+    this.#handoverPauseMs = pauseMs;
+    end(`handing over: ${reason}`);
+    return true;
+  }
+
+  /**
    * Campaigns, leads, and campaigns again after losing the lease, until `signal` aborts; then steps
    * down, releases the Lease if it holds it (unless releaseOnCancel is false) and resolves.
    */
@@ -218,12 +236,25 @@ export class LeaderElector {
         this.#startLeading();
         const reason = await this.#renewUntilLost(signal);
         this.#stepDown(reason);
+        if (this.#handoverPauseMs !== undefined) await this.#pauseAfterHandover(signal);
       }
     } finally {
       this.#stepDown('shutdown');
       if (this.releaseOnCancel) await this.#release();
       this.#running = false;
     }
+  }
+
+  /** Releases the Lease (the renew loop has exited: no write of ours is in flight) and waits the pause. */
+  async #pauseAfterHandover(signal: AbortSignal): Promise<void> {
+    const pauseMs = this.#handoverPauseMs ?? 0;
+    this.#handoverPauseMs = undefined;
+    await this.#release();
+    this.#log(
+      'info',
+      `leader election: ${this.identity} campaigns again for ${this.#leaseName()} in ${pauseMs} ms, so that a standby takes over`,
+    );
+    await sleep(pauseMs, signal);
   }
 
   /** Tries every retryPeriod until it holds the Lease (true) or `signal` aborts (false). */
@@ -278,6 +309,7 @@ export class LeaderElector {
         );
       };
       signal.addEventListener('abort', onAbort, { once: true });
+      this.#endTerm = end;
       armDeadline();
       void (async () => {
         // Attempts start retryPeriod after the previous one started (the first, after the acquiring
@@ -295,7 +327,10 @@ export class LeaderElector {
             end(`the lease is now held by ${this.#leader || 'nobody'}`);
           }
         }
-      })().finally(() => resolve(why));
+      })().finally(() => {
+        this.#endTerm = undefined;
+        resolve(why);
+      });
     });
   }
 
@@ -453,7 +488,7 @@ export class LeaderElector {
     const scope = this.#leaderScope;
     this.#leaderScope = undefined;
     this.#log(
-      reason === 'shutdown' ? 'info' : 'warn',
+      reason === 'shutdown' || this.#handoverPauseMs !== undefined ? 'info' : 'warn',
       `leader election: ${this.identity} stopped leading: ${reason}`,
     );
     scope?.abort(new Error(`leadership lost: ${reason}`));

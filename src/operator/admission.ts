@@ -18,6 +18,7 @@ import {
   withProblems,
 } from './need.ts';
 import type { NodeView } from './node-view.ts';
+import { ownNodeLast } from './own-node.ts';
 import { prepareWait } from './plan-prepare.ts';
 import { planSlot } from './plan-work.ts';
 import { byNodeName } from './slots.ts';
@@ -84,7 +85,8 @@ export function admit(input: AdmissionInput): Admission {
   const pass: PassState = { lastGrant: input.lastGrant, admitted: 0 };
   let used = input.used;
   const ordered = admissionOrder(input.waiting, input.successors);
-  for (const n of input.zones?.order(ordered) ?? ordered) {
+  // The operator's own node goes last, after any zone order: its drain hands the leadership over.
+  for (const n of ownNodeLast(input.zones?.order(ordered) ?? ordered, c.ownNode)) {
     const gate = { node: n, config: c, now: t, pass };
     const plan = nextPlan(n, t);
     let wait: Wait | undefined = firstWait(NODE_GATES, gate);

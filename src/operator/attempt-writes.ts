@@ -24,6 +24,7 @@ import { CONFLICT_RETRIES, type NodeSteps } from './node-steps.ts';
 import type { NodeView } from './node-view.ts';
 import { Conflict, type NodeCache, type NodeWriter } from './node-writer.ts';
 import { type NodeWrite, patchFor, type WriteAction } from './node-writes.ts';
+import type { OwnNode } from './own-node.ts';
 import { UNCORDONED_DURING_DRAIN } from './phase-steps.ts';
 import type { PlanJobWriter } from './plan-jobs.ts';
 import { planFailurePrefix } from './plan-pass.ts';
@@ -34,6 +35,8 @@ export interface AttemptWritesOptions {
   nodes: NodeCache;
   decider: Decider;
   drains: DrainRunner;
+  /** This process's own node: its drain is handed over to a standby rather than started. */
+  own: OwnNode;
   grants: GrantSigner;
   ledger: LedgerCache;
   events: EventRecorder;
@@ -67,6 +70,8 @@ export class AttemptWrites {
     const { writer, log } = this.#o;
     switch (action.type) {
       case 'drain': {
+        // This process's own node: the leadership is handed over, a standby drains it.
+        if (this.#o.own.yields(view)) return false;
         // A drain this process did not start (a new leader's, a drain again): the node says so first.
         await this.#o.lifecycle.announce(view, Phase.draining, this.#o.ledger.last?.slots[view.name], core);
         this.#o.drains.start(view.name);
@@ -290,6 +295,9 @@ export class AttemptWrites {
   /** Starts the drain of a node just written Draining, once the node says so (DrainInProgress). */
   async #drain(written: V1Node, core: CoreV1Api): Promise<void> {
     const view = this.#o.decider.view(written);
+    // This process's own node: the next pass's drain step hands the leadership over, once what goes
+    // with this write (Events, notifications) is sent.
+    if (this.#o.own.due(view)) return;
     // The ledger as last read (no request): the slot names a Plan's attempt, if it is one.
     await this.#o.lifecycle.announce(view, Phase.draining, this.#o.ledger.last?.slots[view.name], core);
     this.#o.drains.start(view.name, { cordoned: true });

@@ -40,6 +40,7 @@ import type { OperatorMetrics } from './metrics.ts';
 import { NodeSteps, type Wake } from './node-steps.ts';
 import { sameView, slimNode } from './node-view.ts';
 import { NodeWriter } from './node-writer.ts';
+import { OwnNode } from './own-node.ts';
 import { PlanWatch } from './plan-watch.ts';
 import { PolicySource } from './policies.ts';
 import { PolicyStatusWriter } from './policy-status-writer.ts';
@@ -56,6 +57,8 @@ export interface OperatorOptions {
   metrics?: OperatorMetrics;
   /** Leader election timings (defaults 15 s / 10 s / 2 s). */
   lease?: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
+  /** The node this process runs on: it goes last, and its drain is handed over (own-node.ts). */
+  nodeName?: string;
 }
 
 /**
@@ -94,6 +97,7 @@ export class Operator {
   #elector: LeaderElector | undefined;
   /** The leader election loop has ended (a live process whose election ended is wedged). */
   #electionEnded = false;
+  readonly #own: OwnNode;
   readonly #progress = new Progress();
   /** Drops requests that would change something while this replica does not lead (fence.ts). */
   readonly #fence = new Fence(() => (this.#acting() ? undefined : 'this replica does not lead now'));
@@ -110,6 +114,7 @@ export class Operator {
 
   constructor(options: OperatorOptions) {
     this.#o = options;
+    this.#own = new OwnNode(options.nodeName, (node) => this.#handOver(node));
     const c = options.config;
     const { kubeconfig, log, metrics } = options;
     // Before any request: every pool is made with the fence in place (the leader election's excepted).
@@ -187,6 +192,7 @@ export class Operator {
       plans: () => this.#plans.passPlans(Date.now()),
       jobs: () => this.#plans.jobs.byNode(),
       planDrain: (ref, pool) => this.#plans.drain(ref, pool),
+      ...(options.nodeName === undefined ? {} : { ownNode: options.nodeName }),
     });
     this.#drains = new DrainRunner({
       drainer: new Drainer(kubeconfig.separatePool({ requestConnections: DRAIN_CONNECTIONS })),
@@ -225,6 +231,7 @@ export class Operator {
       nodes: this.#informer,
       decider: this.#decider,
       drains: this.#drains,
+      own: this.#own,
       grants: this.#grants,
       ledger: this.#ledger,
       events,
@@ -320,6 +327,7 @@ export class Operator {
       this.#queue.add(KEY);
     });
     if (!(await this.#sync(signal))) return;
+    this.#sayOwnNode();
     this.#policies.onChange(() => {
       if (!this.#acting()) return;
       this.#blockers.sync(this.#policies.state().policies);
@@ -386,6 +394,34 @@ export class Operator {
     }
     this.#o.log('info', 'node cache synced', { nodes: this.#informer.list().length });
     return true;
+  }
+
+  /** Says whether this process knows its node, and whether the cluster has that node. */
+  #sayOwnNode(): void {
+    const { log, nodeName } = this.#o;
+    if (nodeName === undefined) {
+      log(
+        'info',
+        "own node unknown (--node-name, or NODE_NAME from the downward API's spec.nodeName, unset): it is not ordered last, and the leader drains it without handing over first",
+      );
+    } else if (!this.#informer.get(nodeName)) {
+      log('warn', 'own node not in the cluster: check --node-name (or NODE_NAME); no node goes last', {
+        node: nodeName,
+      });
+    } else log('info', 'own node known: it goes last in its pool, its drain handed over', { node: nodeName });
+  }
+
+  /**
+   * Steps down before the drain of this process's own node, which would evict it: the Lease is released
+   * for a standby to drain the node; without one, this replica leads again after one lease duration.
+   */
+  #handOver(node: string): void {
+    this.#o.log('info', 'handing over the leadership: its own node is to be drained', {
+      node,
+      identity: this.#o.identity,
+      pauseMs: this.#elector?.leaseDurationMs,
+    });
+    this.#elector?.handOver(`its own node ${node} is to be drained`);
   }
 
   /** A new leadership observes afresh: what was seen or cached before it may have changed unseen since. */

@@ -69,6 +69,8 @@ export interface DecideConfig {
   healthChecks?: ChecksReading;
   /** Nodes of the pool another coordinator disrupts (kured's lock names them): they use slots. */
   disruptedElsewhere?: ReadonlySet<string>;
+  /** The node the operator's leader runs on, when known: it goes last in its pool (own-node.ts). */
+  ownNode?: string;
 }
 
 export interface Snapshot {

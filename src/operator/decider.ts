@@ -65,6 +65,8 @@ export interface DeciderOptions {
   planDrain: (ref: string, pool: DrainSettings) => DrainSettings | undefined;
   /** Told after each pass whether a pool beside kured wants to hold kured's lock (kured-keeper.ts). */
   kuredWant?: (policy: string, want: boolean) => void;
+  /** The node this process runs on, when known: it goes last in its pool (own-node.ts). */
+  ownNode?: string;
 }
 
 /** One pool's decision in a pass. */
@@ -165,7 +167,8 @@ export class Decider {
     this.#plan = plan;
     const holds = this.#o.nodeHolds(waitingNodes(plan, now), now.getTime());
     const nodeHold = (name: string) => holds.get(name);
-    for (const pool of plan.pools) pool.config = { ...pool.config, nodeHold, plans: plans.pass };
+    const own = this.#o.ownNode === undefined ? {} : { ownNode: this.#o.ownNode };
+    for (const pool of plan.pools) pool.config = { ...pool.config, nodeHold, plans: plans.pass, ...own };
     this.#configs = new Map(plan.pools.map((p) => [p.name, p.config]));
     this.#poolOfNode = new Map(plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));
     this.#protocolOfNode = new Map(

@@ -158,6 +158,21 @@ const spacing: Gate = {
   },
 };
 
+/**
+ * The operator's own node, ordered last, waits while another node of its pool was admitted this pass:
+ * it goes once nothing else can (its drain hands the leadership over, own-node.ts).
+ */
+const ownNodeLast: Gate = {
+  name: 'own-node-last',
+  wait: ({ node, config, pass }) =>
+    node.name === config.ownNode && pass.admitted > 0
+      ? {
+          reason:
+            "waiting: the operator's leader runs on this node; it goes after the other nodes of its pool",
+        }
+      : undefined,
+};
+
 /** Conditions of the node itself, checked before the budget: the reason a node shows comes first from these. */
 export const NODE_GATES: readonly Gate[] = [
   paused,
@@ -176,7 +191,7 @@ export const NODE_GATES: readonly Gate[] = [
 ];
 
 /** Conditions of the pass, checked once a slot is free for the node. */
-export const PASS_GATES: readonly Gate[] = [spacing];
+export const PASS_GATES: readonly Gate[] = [spacing, ownNodeLast];
 
 /** The first gate's wait, in list order; undefined when every gate lets the node start. */
 export function firstWait(gates: readonly Gate[], input: GateInput): Wait | undefined {

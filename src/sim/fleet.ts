@@ -224,17 +224,28 @@ export class Fleet {
   /**
    * Starts `nuo operator` as a child process; its log goes to the cluster's log directory. `clockSkewS`
    * runs it with its wall clock that many seconds off (Debian's libfaketime; the monotonic clock is left
-   * alone, as NTP would leave it). `env` is added to the operator's environment.
+   * alone, as NTP would leave it). `env` is added to the operator's environment. `nodeName`: the node of
+   * the fleet it runs on, given as the downward API gives it (NODE_NAME); its drain evicts nothing of it.
    */
   startOperator(
     identity: string,
     args: string[],
-    { clockSkewS, env }: { clockSkewS?: number; env?: Record<string, string> } = {},
+    {
+      clockSkewS,
+      env,
+      nodeName,
+    }: { clockSkewS?: number; env?: Record<string, string>; nodeName?: string } = {},
   ): ChildProcess {
+    if (nodeName !== undefined && this.hosts.size > 0 && !this.hosts.has(nodeName)) {
+      throw new Error(`startOperator ${identity}: the fleet has no node ${nodeName}`);
+    }
     const logs = join(this.#cluster.dir, 'logs');
     const logPath = join(logs, `operator-${identity}.log`);
     const log = openSync(logPath, 'a');
     const report = `operator-${identity}-report.json`;
+    // A NODE_NAME the test runner has (a CI pod's own) names no node of the fleet.
+    const { NODE_NAME: _runnerNode, ...inherited } =
+      clockSkewS === undefined ? process.env : skewedEnv(clockSkewS);
     const child = spawn(
       process.execPath,
       [
@@ -250,7 +261,7 @@ export class Fleet {
       ],
       {
         stdio: ['ignore', log, log],
-        env: { ...(clockSkewS === undefined ? process.env : skewedEnv(clockSkewS)), ...env },
+        env: { ...inherited, ...(nodeName === undefined ? {} : { NODE_NAME: nodeName }), ...env },
       },
     );
     killWithHarness(child);

@@ -324,6 +324,37 @@ test('a clean shutdown releases the Lease and the other takes over without waiti
   assert.equal(lease.spec?.leaseTransitions, 1);
 });
 
+test('a leader that hands over steps down at once and releases: the standby leads without waiting the lease out', async (t) => {
+  const long = 30_000;
+  const a = candidate(t, 'handover', 'a', { leaseDurationMs: long });
+  await until('a leads', () => (leading(a) ? true : undefined));
+  const b = candidate(t, 'handover', 'b', { leaseDurationMs: long });
+  await until('b sees a as leader', () => (b.elector.leader === 'a' ? true : undefined));
+  assert.equal(b.elector.handOver('not leading'), false, 'a standby has nothing to hand over');
+  assert.equal(a.elector.handOver('its node is drained next'), true);
+  assert.equal(a.elector.isLeader(), false, 'stepped down before handOver returned');
+  assert.equal(a.stopped.length, 1);
+  assert.ok(a.abortedBeforeStop[0], 'the leadership signal was aborted');
+  const lastRenew = a.lastRenewAtStop[0] as number;
+  const takeover = await until('b takes over', () => b.started[0], long);
+  assert.ok(takeover < lastRenew + long, 'b did not wait for the lease to expire');
+  assert.equal((await readLease('handover')).spec?.holderIdentity, 'b');
+  assert.ok(a.logs.some((l) => l.includes('stopped leading: handing over: its node is drained next')));
+  assert.ok(a.logs.some((l) => l.includes('released')));
+  assert.equal(a.started.length, 1, 'a waits its pause out and does not lead again');
+});
+
+test('a leader that hands over with no standby leads again once its pause is over', async (t) => {
+  const pauseMs = 1_000;
+  const a = candidate(t, 'handover-alone', 'a');
+  await until('a leads', () => (leading(a) ? true : undefined));
+  assert.equal(a.elector.handOver('its node is drained next', pauseMs), true);
+  const stoppedAt = a.stopped[0] as number;
+  const again = await until('a leads again', () => a.started[1]);
+  assert.ok(again >= stoppedAt + pauseMs, `led again ${again - stoppedAt} ms after handing over`);
+  assert.equal((await readLease('handover-alone')).spec?.holderIdentity, 'a');
+});
+
 test('RBAC: get/update on its one Lease is enough; without rights it reports why and never leads', async (t) => {
   const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api);
   // create cannot be limited by resourceNames, so the Lease exists beforehand (as a deployment would

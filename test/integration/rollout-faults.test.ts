@@ -15,7 +15,14 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { operatorLog as operatorLogOf, operatorUnder, resetNodes, runNuo, useCluster } from './support.ts';
+import {
+  FAST_LEASE,
+  operatorLog as operatorLogOf,
+  operatorUnder,
+  resetNodes,
+  runNuo,
+  useCluster,
+} from './support.ts';
 
 const NODES = ['node-0', 'node-1', 'node-2', 'node-3', 'node-4'];
 const cluster = await useCluster({ nodes: NODES.length, zones: 2 });
@@ -306,6 +313,71 @@ describe('operator faults', () => {
       [],
       `${follower} never led and never acted`,
     );
+  });
+});
+
+describe("the operator's own node", () => {
+  test("the leader's node is admitted last, and the other replica drains it after the leader hands over", async () => {
+    const f = await newFleet(1);
+    const spec = { maxUnavailable: 1, reboot: { soak: '1s' } };
+    // Paused while the needs are reported, so that the leader's node waits longest: first in line but
+    // for being the leader's.
+    await f.applyPolicy({ ...spec, paused: true });
+    // Generous lease timings: a release hands over at once, and no takeover on a busy machine muddles it.
+    const args = ['--lease-duration=15s', '--renew-deadline=10s', '--retry-period=1s'];
+    f.startOperator('op-g', args, { nodeName: 'node-3' });
+    assert.equal(await waitLeader(['op-g']), 'op-g');
+    f.startOperator('op-h', args, { nodeName: 'node-4' });
+    await pollUntil('op-h synced its cache', () =>
+      operatorLog('op-h').some((l) => l.msg === 'node cache synced') ? true : undefined,
+    );
+    f.stageUpdates(['node-3']);
+    await waitPhase('node-3', [Phase.pending]);
+    const rolled = ['node-2', 'node-3', 'node-4'];
+    f.stageUpdates(['node-2', 'node-4']);
+    await waitPhase('node-2', [Phase.pending]);
+    await waitPhase('node-4', [Phase.pending]);
+    await f.applyPolicy(spec);
+
+    await rolloutDone(f, rolled);
+    await assertSafe(f);
+    assert.ok(f.checker.maxDisrupted <= 1);
+    const admitted = [...logged('op-g', 'admitted'), ...logged('op-h', 'admitted')]
+      .sort((a, b) => Number(a.time) - Number(b.time))
+      .map((l) => l.node);
+    assert.deepEqual(admitted.slice(2), ['node-3'], `the leader's node went last: ${admitted.join(', ')}`);
+    assert.deepEqual(admitted.slice(0, 2).sort(), ['node-2', 'node-4']);
+    assert.equal(
+      logged('op-g', 'own node known: it goes last in its pool, its drain handed over', 'node-3').length,
+      1,
+    );
+    const handovers = logged('op-g', 'handing over the leadership: its own node is to be drained', 'node-3');
+    assert.equal(handovers.length, 1, 'op-g handed over once, before the drain of its node');
+    assert.equal(logged('op-g', 'draining', 'node-3').length, 0, 'op-g never drained its own node');
+    assert.ok(logged('op-h', 'became leader').length > 0, 'op-h took over');
+    assert.ok(logged('op-h', 'draining', 'node-3').length > 0, 'op-h drained node-3');
+    assert.equal(logged('op-h', 'completed', 'node-3').length, 1, 'op-h completed node-3');
+    assert.equal(await leaseHolder(), 'op-h', 'op-g, its pause over, found op-h leading');
+    assert.ok(alive(f, 'op-g'));
+  });
+
+  test('a single replica hands over, finds no standby after its pause, and drains its own node itself', async () => {
+    const f = await newFleet(1);
+    await f.applyPolicy({ maxUnavailable: 1, reboot: { soak: '1s' } });
+    f.startOperator('op-i', FAST_LEASE, { nodeName: 'node-1' });
+    assert.equal(await waitLeader(['op-i']), 'op-i');
+    f.stageUpdates(['node-1']);
+    await rolloutDone(f, ['node-1']);
+    await assertSafe(f);
+    const handover = logged('op-i', 'handing over the leadership: its own node is to be drained', 'node-1');
+    assert.equal(handover.length, 1, 'handed over once');
+    const drained = logged('op-i', 'draining', 'node-1');
+    assert.equal(drained.length, 1, 'then drained its own node');
+    assert.ok(
+      Number(drained[0]?.time) - Number(handover[0]?.time) >= 3000,
+      'only after its pause of one lease duration (3 s)',
+    );
+    assert.equal(logged('op-i', 'became leader').length, 2, 'it led again');
   });
 });
 

@@ -37,6 +37,7 @@ test('bad input exits 2 with a message that names the problem', () => {
     { args: ['release', 'a'], message: /nuo release: --reason is required: say why the slot is freed/ },
     { args: ['release', '--reason', 'gone'], message: /nuo release: expected exactly one NODE, got 0/ },
     { args: ['operator', '--bogus'], message: /Unknown option '--bogus'/ },
+    { args: ['operator', '--node-name=Node_1'], message: /--node-name: "Node_1" is not a node name/ },
     {
       args: ['operator', '--max-unavailable=3'],
       message: /--max-unavailable: "max-unavailable" is an UpdatePolicy setting now \(spec\.maxUnavailable\)/,

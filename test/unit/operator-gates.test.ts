@@ -123,3 +123,26 @@ test('pass gates: grants spaced by minGrantSpacing, one a pass', () => {
     'one admission a pass',
   );
 });
+
+test("pass gates: the operator's own node waits while another node of its pool went this pass", () => {
+  const own = { ...config, ownNode: 'n' };
+  const input = (c: DecideConfig, admitted: number) => ({
+    node: viewNode(node()),
+    config: c,
+    now: NOW,
+    pass: { lastGrant: Number.NEGATIVE_INFINITY, admitted },
+  });
+  const table: Array<[string, DecideConfig, number, string | undefined]> = [
+    ['its own node, first of the pass', own, 0, undefined],
+    [
+      'its own node, after another was admitted',
+      own,
+      1,
+      "waiting: the operator's leader runs on this node; it goes after the other nodes of its pool",
+    ],
+    ['another node', { ...config, ownNode: 'other' }, 1, undefined],
+    ['own node unknown', config, 1, undefined],
+  ];
+  for (const [what, c, admitted, reason] of table)
+    assert.equal(firstWait(PASS_GATES, input(c, admitted))?.reason, reason, what);
+});
