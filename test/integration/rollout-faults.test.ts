@@ -268,10 +268,14 @@ describe('operator faults', () => {
     await rolloutDone(f, rolled);
     await assertSafe(f);
     assert.ok(f.checker.maxDisrupted <= 1);
-    for (const node of rolled) {
-      const grants = [...logged('op-c', 'reboot granted', node), ...logged('op-d', 'reboot granted', node)];
-      assert.equal(grants.length, 1, `${node} was granted exactly once`);
-    }
+    // A SIGKILL can land between the grant's write and its log line: the killed replica's log may lack
+    // it, so the reboots are counted by the checker, and the next leader must not have granted again.
+    for (const node of rolled) assert.equal(f.checker.rebootsOf(node), 1, `${node} rebooted once`);
+    assert.equal(
+      logged(second, 'reboot granted', victim).length,
+      0,
+      `${second} did not grant ${victim} again`,
+    );
     assert.equal(logged(first, 'completed', victim).length, 0, `${first} died before completing ${victim}`);
     assert.equal(logged(second, 'completed', victim).length, 1, `${second} completed ${victim}`);
     assert.ok(
