@@ -66,13 +66,23 @@ export interface ResolvedPolicy {
     beforeRebootAnnotations: string[];
     afterRebootAnnotations: string[];
     pendingTaint: boolean;
+    /** Reboot nodes up longer than this (plus their spread); absent: never. */
+    maxUptimeMs?: number;
   };
+  /** Reboots for Node conditions (spec.remediation), when asked for. */
+  remediation?: ResolvedRemediation;
   circuitBreaker?: MaxUnavailable;
   /** Checks that must pass before each admission and before a finished node frees its slot. */
   healthChecks: ResolvedHealthCheck[];
   /** kured beside nuo on this pool (coexistence.kured), its TTL parsed. */
   kured?: KuredSettings;
   notifications: ResolvedNotification[];
+}
+
+/** A policy's `remediation`, defaults filled in and durations parsed. */
+export interface ResolvedRemediation {
+  conditions: { type: string; status: string; forMs: number }[];
+  maxPerHour: number;
 }
 
 /** Where a pool's news goes, and which (policy `notifications[]`). */
@@ -177,7 +187,16 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
       beforeRebootAnnotations: reboot.beforeRebootAnnotations ?? [],
       afterRebootAnnotations: reboot.afterRebootAnnotations ?? [],
       pendingTaint: reboot.pendingTaint,
+      ...optional('maxUptimeMs', reboot.maxUptime, (v) => d('reboot.maxUptime', v)),
     },
+    ...optional('remediation', spec.remediation, (r) => ({
+      conditions: r.conditions.map((c, i) => ({
+        type: c.type,
+        status: c.status ?? 'True',
+        forMs: d(`remediation.conditions[${i}].for`, c.for ?? '5m'),
+      })),
+      maxPerHour: r.maxPerHour ?? 1,
+    })),
     ...optional('circuitBreaker', spec.circuitBreaker?.maxNotReady, (v) =>
       p.take('circuitBreaker.maxNotReady', () => countOrPercent(v)),
     ),
