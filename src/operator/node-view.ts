@@ -3,7 +3,14 @@
  * the node and in status) and the safe reading (paused when unsure; not needed; no request).
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
-import { Annotations, AutoscalerTaints, type ForeignProtocol, Labels, Taints } from '../api/keys.ts';
+import {
+  Annotations,
+  AutoscalerTaints,
+  type ForeignProtocol,
+  Labels,
+  LIFECYCLE_CONDITIONS,
+  Taints,
+} from '../api/keys.ts';
 import { isPhase, type Phase } from '../api/phases.ts';
 import type { PlanWork } from './plan-work.ts';
 import type { PolicyReading } from './policy-need.ts';
@@ -33,7 +40,10 @@ export interface NodeView {
   rebootNeeded: boolean;
   rebootNeededReason?: string;
   rebootRequested?: Date;
-  /** The node's conditions but Ready (read in `ready`), for a policy's remediation. */
+  /**
+   * The node's conditions but Ready (read in `ready`) and nuo's own lifecycle ones (its writes must not
+   * make a pass of their own), for a policy's remediation.
+   */
   conditions: NodeCondition[];
   /** `nuo.dev/boot-time`: when the node's current boot began, as its agent reports it. */
   bootTime?: Date;
@@ -155,7 +165,7 @@ export function viewNode(node: V1Node): NodeView {
     rebootNeededReason: a[Annotations.rebootNeededReason],
     rebootRequested: time(a[Annotations.rebootRequested], Annotations.rebootRequested, problems),
     conditions: (node.status?.conditions ?? [])
-      .filter((c) => c.type !== 'Ready')
+      .filter((c) => c.type !== 'Ready' && !(LIFECYCLE_CONDITIONS as readonly string[]).includes(c.type))
       .map((c) => ({
         type: c.type,
         status: c.status,

@@ -231,7 +231,7 @@ test('the agent reports its boot time with its need, once; the kernel says it in
   assert.equal(shortDuration(90 * MIN), '90m');
 });
 
-test("a node's view keeps its conditions but Ready without heartbeats, and its boot and remediation times", () => {
+test("a node's view keeps its conditions but Ready and nuo's lifecycle ones, without heartbeats, and its boot and remediation times", () => {
   const v = viewNode({
     metadata: {
       name: 'n',
@@ -240,6 +240,7 @@ test("a node's view keeps its conditions but Ready without heartbeats, and its b
     status: {
       conditions: [
         { type: 'Ready', status: 'True' },
+        { type: 'MaintenancePlanned', status: 'True', reason: 'NuoRebootNeeded' },
         {
           type: 'KernelDeadlock',
           status: 'True',
