@@ -5,6 +5,7 @@ import { agentStep } from '../../src/agent/step.ts';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { decide } from '../../src/operator/decide.ts';
+import { remediationOnly } from '../../src/operator/need.ts';
 import { type NodeView, viewNode } from '../../src/operator/node-view.ts';
 import { patchFor } from '../../src/operator/node-writes.ts';
 import { stepHolder } from '../../src/operator/phase-steps.ts';
@@ -277,4 +278,16 @@ test('a policy resolves its remediation with defaults, and its maxUptime', () =>
   assert.equal(r.policy.reboot.maxUptimeMs, 168 * HOUR);
   const none = resolvePolicy({ metadata: { name: 'p' }, spec: {} });
   assert.ok(none.ok && none.policy.remediation === undefined && none.policy.reboot.maxUptimeMs === undefined);
+});
+
+test('a remediation is all the node needs only when no agent, request or Plan asks for a reboot too', () => {
+  const base = remediable('a');
+  const table: Array<[string, NodeView, boolean]> = [
+    ['the condition alone', base, true],
+    ["the agent's need too", { ...base, rebootNeeded: true }, false],
+    ['a request due', { ...base, rebootRequested: new Date(t - MIN) }, false],
+    ['a request for later', { ...base, rebootRequested: new Date(t + MIN) }, true],
+    ['a refresh', { ...base, policyAsks: { need: { kind: 'refresh', reason: 'refresh' } } }, false],
+  ];
+  for (const [what, n, want] of table) assert.equal(remediationOnly(n, t), want, what);
 });
