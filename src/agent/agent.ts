@@ -9,7 +9,7 @@ import type { BackoffOptions } from '../kube/backoff.ts';
 import { LeanApiError, type LeanClient, type LeanNode } from '../kube/lean-client.ts';
 import { Reflector } from '../kube/reflector.ts';
 import type { GrantVerifier } from './grant-key.ts';
-import { type BootId, type Detection, type Detector, Need, type Rebooter } from './os.ts';
+import { type BootId, type BootTime, type Detection, type Detector, Need, type Rebooter } from './os.ts';
 import { agentStep } from './step.ts';
 
 /** Retries of the Node watch: 500 ms doubling to 30 s, jittered so agents that failed together spread out. */
@@ -23,6 +23,8 @@ export interface AgentOptions {
   detector: Detector;
   rebooter: Rebooter;
   bootId: BootId;
+  /** When the boot began, reported as `nuo.dev/boot-time`; absent: not reported. */
+  bootTime?: BootTime;
   /** Checks `nuo.dev/reboot-ok` against the operator's key: only a grant it gave is obeyed. */
   grants: GrantVerifier;
   /** Labels the agent keeps on its node (os-id, os-version). */
@@ -41,10 +43,11 @@ export interface AgentOptions {
 }
 
 export class NodeAgent {
-  readonly #o: Required<AgentOptions>;
+  readonly #o: Required<Omit<AgentOptions, 'bootTime'>> & Pick<AgentOptions, 'bootTime'>;
   #node: LeanNode | undefined;
   #detection: Detection = { need: Need.unknown, reason: 'not checked yet' };
   #bootId = '';
+  #bootTime: string | undefined;
   /** The last line agentStep asked to log: a node seen again in the same state does not repeat it. */
   #lastStepLog = '';
   #rebootRequested = false;
@@ -80,6 +83,7 @@ export class NodeAgent {
   async run(signal: AbortSignal): Promise<void> {
     this.#stopped = signal;
     this.#bootId = await this.#o.bootId.read();
+    this.#bootTime = await this.#readBootTime();
     const stopWatching = this.#o.detector.watch?.(() => this.#schedule(() => this.#check()));
     const timer = setInterval(() => this.#schedule(() => this.#check()), this.#o.checkIntervalMs);
     try {
@@ -89,6 +93,16 @@ export class NodeAgent {
       clearInterval(timer);
       clearTimeout(this.#reportTimer);
       stopWatching?.();
+    }
+  }
+
+  /** The boot's start as RFC 3339; one that cannot be read is logged and not reported (no refresh then). */
+  async #readBootTime(): Promise<string | undefined> {
+    try {
+      return (await this.#o.bootTime?.read())?.toISOString();
+    } catch (err) {
+      this.#o.log('warn', `${this.#o.nodeName}: boot time not reported: ${(err as Error).message}`);
+      return undefined;
     }
   }
 
@@ -205,6 +219,7 @@ export class NodeAgent {
       detection: this.#detection,
       rebootRequested: this.#rebootRequested,
       unschedulable: node.spec?.unschedulable === true,
+      ...(this.#bootTime === undefined ? {} : { bootTime: this.#bootTime }),
     });
     if (!this.#acting()) return;
     const line = step.log ? `${this.#o.nodeName}: ${step.log.message}` : '';

@@ -1,6 +1,7 @@
 /**
  * The agent's view of its host OS, one small interface per concern (as kured does): a Detector says
- * whether a reboot is needed, a Rebooter reboots, a BootId identifies the current boot. The agent core
+ * whether a reboot is needed, a Rebooter reboots, a BootId identifies the current boot, a BootTime says
+ * when it began. The agent core
  * depends only on these; real implementations (D-Bus, files, commands) and the simulated node host
  * implement them.
  */
@@ -49,4 +50,9 @@ export interface Rebooter {
 export interface BootId {
   /** The current boot's ID (Linux: /proc/sys/kernel/random/boot_id); grants name the boot they are for. */
   read(): Promise<string>;
+}
+
+export interface BootTime {
+  /** When the current boot began (Linux: btime in /proc/stat), for a policy's reboot.maxUptime. */
+  read(): Promise<Date>;
 }

@@ -18,6 +18,8 @@ export interface StepInput {
   rebootRequested: boolean;
   /** The node is cordoned (`spec.unschedulable`): a drained node stays so until its attempt ends. */
   unschedulable: boolean;
+  /** When the current boot began (RFC 3339), reported with the need; absent: not known, not reported. */
+  bootTime?: string;
 }
 
 export interface Step {
@@ -34,11 +36,16 @@ const REBOOT_PHASES: ReadonlySet<string> = new Set([Phase.rebootGranted, Phase.r
 /** Marks a grant the node outlived without rebooting for it: the operator sees a changed boot ID. */
 export const REBOOTED_BEFORE_GRANT = 'rebooted-before-grant';
 
-function needPatch(a: Record<string, string>, d: Detection): Record<string, string | null> {
+function needPatch(
+  a: Record<string, string>,
+  d: Detection,
+  bootTime: string | undefined,
+): Record<string, string | null> {
   const patch: Record<string, string | null> = {};
   const set = (key: string, value: string | null) => {
     if ((a[key] ?? null) !== value) patch[key] = value;
   };
+  if (bootTime !== undefined) set(Annotations.bootTime, bootTime);
   // Unknown changes nothing: an error is never a reason to reboot, nor to forget a real need.
   if (d.need === Need.needed) {
     set(Annotations.rebootNeeded, 'true');
@@ -75,7 +82,7 @@ export function agentStep(input: StepInput): Step {
         [Annotations.bootIdBefore]: null,
         // A problem reported about the reboot (it did not happen in time) is over: the node rebooted.
         ...(a[Annotations.agentProblem] === undefined ? {} : { [Annotations.agentProblem]: null }),
-        ...needPatch(a, input.detection),
+        ...needPatch(a, input.detection, input.bootTime),
       },
       log: { level: 'info', message: `back after reboot (boot ${input.bootId}, before ${before})` },
     };
@@ -120,7 +127,7 @@ export function agentStep(input: StepInput): Step {
     };
   }
   // A grant the operator did not give is no grant: the need is reported as if it were not there.
-  const patch = needPatch(a, input.detection);
+  const patch = needPatch(a, input.detection, input.bootTime);
   const forged =
     input.grant?.check === GrantCheck.forged
       ? { log: { level: 'warn' as const, message: `ignoring nuo.dev/reboot-ok: ${input.grant.why}` } }

@@ -73,6 +73,16 @@ export const Annotations = {
   /** agent: when the update engine last checked for updates. */
   lastCheckedTime: 'nuo.dev/last-checked-time',
   /**
+   * agent: RFC 3339 time the node's current boot began (the kernel's btime); a policy's reboot.maxUptime
+   * refreshes nodes up longer than that.
+   */
+  bootTime: 'nuo.dev/boot-time',
+  /**
+   * operator: RFC 3339 time nuo admitted the node for a remediation (a policy's `remediation`): counted
+   * over the pool for its maxPerHour, so a new leader honours the rate limit too.
+   */
+  remediatedAt: 'nuo.dev/remediated-at',
+  /**
    * operator: the Plan ("namespace/name"; "upgrade.cattle.io:namespace/name" for SUC's own) whose
    * attempt holds the node's slot; written with the admission, removed in the write that ends the attempt.
    */
@@ -189,6 +199,7 @@ export const AGENT_ANNOTATIONS: readonly string[] = [
   Annotations.status,
   Annotations.newVersion,
   Annotations.lastCheckedTime,
+  Annotations.bootTime,
 ];
 export const AGENT_LABELS: readonly string[] = [Labels.osId, Labels.osVersion];
 

@@ -363,10 +363,67 @@ export const Reboot = Type.Object(
         description: 'Taint waiting nodes PreferNoSchedule, so evicted pods prefer nodes already done.',
       }),
     ),
+    maxUptime: Type.Optional(
+      Type.String({
+        pattern: DURATION_PATTERN,
+        maxLength: 32,
+        description:
+          "Reboot a node whose current boot (its agent's nuo.dev/boot-time) is older than this, plus a spread of up to a tenth of it that each node's name fixes, so nodes booted together come due at different times. Unset: never.",
+        'x-kubernetes-validations': [
+          {
+            rule: "self != '0' && duration(self) >= duration('1h')",
+            message: 'maxUptime must be at least 1h',
+          },
+        ],
+      }),
+    ),
   },
   { default: {}, description: 'The reboot and the return: timeouts, soak, retries and hooks.' },
 );
 export type Reboot = Type.Static<typeof Reboot>;
+
+/** A Node condition that, held long enough, asks for a reboot (as node-problem-detector sets them). */
+export const RemediationCondition = Type.Object({
+  type: Type.String({
+    minLength: 1,
+    maxLength: 316,
+    description: 'The Node condition type, e.g. KernelDeadlock (node-problem-detector).',
+  }),
+  status: Type.Optional(
+    enumOf(['True', 'False', 'Unknown'], {
+      default: 'True',
+      description: 'The status that asks for a reboot.',
+    }),
+  ),
+  for: Type.Optional(
+    duration('How long the condition must have held that status (since its lastTransitionTime).', '5m'),
+  ),
+});
+
+export const Remediation = Type.Object(
+  {
+    conditions: Type.Array(RemediationCondition, {
+      minItems: 1,
+      maxItems: 16,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['type'],
+      description: 'A node with any of these conditions held long enough needs a reboot.',
+    }),
+    maxPerHour: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1000,
+        default: 1,
+        description: 'Remediation reboots the pool starts in any hour, at most.',
+      }),
+    ),
+  },
+  {
+    description:
+      "Reboot nodes whose conditions say so, through the pool's budget, windows and gates, at most maxPerHour an hour.",
+  },
+);
+export type Remediation = Type.Static<typeof Remediation>;
 
 export const NOTIFY_ON = ['Admitted', 'Completed', 'Failed', 'Blocked', 'Finished'] as const;
 export type NotifyOn = (typeof NOTIFY_ON)[number];
@@ -492,6 +549,7 @@ export const UpdatePolicySpec = Type.Object(
     ),
     drain: Type.Optional(Drain),
     reboot: Type.Optional(Reboot),
+    remediation: Type.Optional(Remediation),
     notifications: Type.Optional(Type.Array(Notification, { maxItems: 8 })),
     circuitBreaker: Type.Optional(
       Type.Object({

@@ -14,7 +14,7 @@ import {
 } from '../agent/detect/sentinel-file.ts';
 import { UpdateEngineDetector } from '../agent/detect/update-engine.ts';
 import { OperatorGrants } from '../agent/grant-key.ts';
-import { LinuxBootId } from '../agent/linux.ts';
+import { LinuxBootId, LinuxBootTime } from '../agent/linux.ts';
 import type { Detector, Rebooter } from '../agent/os.ts';
 import { readOsRelease } from '../agent/os-release.ts';
 import { CommandRebooter, DEFAULT_REBOOT_COMMAND } from '../agent/reboot/command.ts';
@@ -169,6 +169,7 @@ export const agentCommand: Command = {
       detector: detectors.length === 1 ? (detectors[0] as Detector) : new AnyDetector(detectors),
       rebooter: guarded,
       bootId: new LinuxBootId(),
+      bootTime: new LinuxBootTime(),
       grants: new OperatorGrants(client, values.namespace ?? process.env.POD_NAMESPACE ?? DEFAULT_NAMESPACE),
       labels,
       checkIntervalMs: durationFlag('check-interval', values['check-interval'], '60s'),

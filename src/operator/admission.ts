@@ -14,6 +14,7 @@ import {
   nextPlan,
   outsideAttempt,
   REQUESTED_LATER,
+  remediationOnly,
   unavailableWithoutSlot,
   withProblems,
 } from './need.ts';
@@ -27,6 +28,7 @@ import type { ZoneBudget } from './zones.ts';
 /** A node that needs nothing: back to Idle, and its reason kept true (a request for later, problems). */
 function idleStep(n: NodeView, wake: (at: number) => void): Action[] {
   if (n.rebootRequested) wake(n.rebootRequested.getTime());
+  if (n.policyAsks?.dueAt !== undefined) wake(n.policyAsks.dueAt);
   if ((n.state !== undefined && n.state !== Phase.idle) || n.ownKeysMalformed) {
     // Out of an attempt, or nuo's own keys overwritten with nonsense: written Idle afresh, the reason
     // naming what was found.
@@ -82,7 +84,7 @@ export function admit(input: AdmissionInput): Admission {
   const { config: c, t, wake } = input;
   const actions: Action[] = [];
   const nextInLine: NodeView[] = [];
-  const pass: PassState = { lastGrant: input.lastGrant, admitted: 0 };
+  const pass: PassState = { lastGrant: input.lastGrant, admitted: 0, remediated: 0 };
   let used = input.used;
   const ordered = admissionOrder(input.waiting, input.successors);
   // The operator's own node goes last, after any zone order: its drain hands the leadership over.
@@ -126,13 +128,16 @@ export function admit(input: AdmissionInput): Admission {
       else if (n.stateReason !== reason) actions.push({ type: 'explain', node: n.name, reason });
       continue;
     }
+    const remediation = remediationOnly(n, t);
     actions.push({
       type: 'admit',
       node: n.name,
       reason: needsWork(n, t) ?? 'admitted',
       ...(plan ? { plan: planSlot(plan) } : {}),
       ...(n.protocol ? { protocol: n.protocol } : {}),
+      ...(remediation ? { remediation } : {}),
     });
+    if (remediation) pass.remediated++;
     if (plan) c.plans?.take(plan, n.name);
     // A node cordoned by someone else already counts as unavailable; admitting it uses no new slot.
     if (takesSlot) used++;

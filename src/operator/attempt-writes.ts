@@ -340,6 +340,9 @@ export class AttemptWrites {
     const plan = (action.type === 'admit' || action.type === 'transition') && action.plan;
     const what = plan ? `Plan ${plan.ref}` : 'reboot';
     this.#o.events.normal(view.name, 'Admitted', `admitted for ${what}: ${action.reason}`);
+    // A reboot nobody asked for by hand: the node's own Event says which condition asked for it.
+    if ((action.type === 'admit' || action.type === 'transition') && action.remediation)
+      this.#o.events.warning(view.name, 'Remediation', `rebooting to remediate: ${action.reason}`);
     this.#notify(view.name, 'Admitted', action.reason, plan ? plan.ref : undefined);
     this.#o.log('info', 'admitted', { node: view.name, reason: action.reason });
   }

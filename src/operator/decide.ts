@@ -21,6 +21,7 @@ import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import { stepHolder } from './phase-steps.ts';
 import type { PlanPass, PlanSlot } from './plan-work.ts';
+import type { RemediationRate } from './policy-need.ts';
 import { promiseEnding, releaseStale, settlePromises, unavailable, withdrawUnstarted } from './slots.ts';
 import { pendingTaints } from './taints.ts';
 import { ZoneBudget, type ZonePolicy } from './zones.ts';
@@ -71,6 +72,8 @@ export interface DecideConfig {
   disruptedElsewhere?: ReadonlySet<string>;
   /** The node the operator's leader runs on, when known: it goes last in its pool (own-node.ts). */
   ownNode?: string;
+  /** The pool's remediations within the hour and their limit, when its policy asks for remediations. */
+  remediationRate?: RemediationRate;
 }
 
 export interface Snapshot {
@@ -98,7 +101,15 @@ export type Action =
    * Reserve a slot in the ledger, then start the attempt on the node: a reboot's (BeforeReboot or
    * Draining), or a Plan's (Draining, or Upgrading when the Plan does not drain).
    */
-  | { type: 'admit'; node: string; reason: string; plan?: PlanSlot; protocol?: ForeignProtocol }
+  | {
+      type: 'admit';
+      node: string;
+      reason: string;
+      plan?: PlanSlot;
+      protocol?: ForeignProtocol;
+      /** Admitted for its policy's remediation: the write records when (nuo.dev/remediated-at). */
+      remediation?: true;
+    }
   /** Change the node's phase (and reason), with the protocol keys that go with it. */
   | {
       type: 'transition';
@@ -111,6 +122,8 @@ export type Action =
       taint?: boolean;
       /** The Plan of an attempt whose admission's node write is redone (to BeforeReboot). */
       plan?: PlanSlot;
+      /** A remediation's admission whose node write is redone: it records the time too. */
+      remediation?: true;
     }
   /** Create the Job of the node's Plan attempt (deterministic name: an existing one is this one). */
   | { type: 'job'; node: string }

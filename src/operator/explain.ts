@@ -74,7 +74,12 @@ export function explainNode(input: ExplainInput): string[] {
 /** Every gate's wait for the node now (the pool's hold among them), in the order they are checked. */
 function gateWaits(node: NodeView, config: GateInput['config'], ledger: Ledger, now: Date): string[] {
   const lastGrant = ledger.lastGrant ? Date.parse(ledger.lastGrant) : Number.NEGATIVE_INFINITY;
-  const input: GateInput = { node, config, now: now.getTime(), pass: { lastGrant, admitted: 0 } };
+  const input: GateInput = {
+    node,
+    config,
+    now: now.getTime(),
+    pass: { lastGrant, admitted: 0, remediated: 0 },
+  };
   return [...NODE_GATES, ...PASS_GATES].flatMap((g) => {
     const wait = g.wait(input);
     if (!wait) return [];

@@ -6,8 +6,9 @@
  */
 import { Annotations, Labels } from '../api/keys.ts';
 import type { DecideConfig } from './decide.ts';
-import { ms, nextPlan } from './need.ts';
+import { ms, nextPlan, remediationOnly } from './need.ts';
 import type { NodeView } from './node-view.ts';
+import { rateWait } from './policy-need.ts';
 
 export interface Wait {
   /** Why the node waits, for its state-reason. */
@@ -32,6 +33,8 @@ export interface PassState {
   lastGrant: number;
   /** Nodes admitted so far in this pass. */
   admitted: number;
+  /** Of those, admitted for a remediation (the pool's rate limit counts them). */
+  remediated: number;
 }
 
 export interface GateInput {
@@ -145,6 +148,15 @@ const rebootLoop: Gate = {
   },
 };
 
+/** A remediation waits while the pool has started its policy's maxPerHour of them within the hour. */
+const remediationRate: Gate = {
+  name: 'remediation-rate',
+  wait: ({ node, config, now, pass }) =>
+    config.remediationRate && remediationOnly(node, now)
+      ? rateWait(config.remediationRate, pass.remediated)
+      : undefined,
+};
+
 const spacing: Gate = {
   name: 'spacing',
   wait: ({ config, now, pass }) => {
@@ -187,6 +199,7 @@ export const NODE_GATES: readonly Gate[] = [
   podOptOut,
   backoff,
   rebootLoop,
+  remediationRate,
   planConcurrency,
 ];
 

@@ -25,6 +25,10 @@ export const NuoReason = {
   rebootRequested: 'NuoRebootRequested',
   /** A Plan's upgrade. */
   plan: 'NuoPlan',
+  /** The node's policy reboots it for a Node condition held too long (`remediation`). */
+  remediation: 'NuoRemediation',
+  /** The node's policy reboots it for a boot older than its `reboot.maxUptime`. */
+  refresh: 'NuoRefresh',
 } as const;
 
 /** A condition nuo wants on the node: status True (one nuo does not want is removed). */
@@ -53,9 +57,13 @@ const want = (type: LifecycleCondition, reason: string, message: string): Wanted
   message,
 });
 
-/** A reboot's cause: the need the agent reported, else a person's request. */
-const rebootReason = (n: NodeView): string =>
-  !n.rebootNeeded && n.rebootRequested ? NuoReason.rebootRequested : NuoReason.rebootNeeded;
+/** A reboot's cause: the need the agent reported, else a person's request, else what its policy asks. */
+function rebootReason(n: NodeView): string {
+  if (n.rebootNeeded) return NuoReason.rebootNeeded;
+  if (n.rebootRequested) return NuoReason.rebootRequested;
+  const kind = n.policyAsks?.need?.kind;
+  return kind ? NuoReason[kind] : NuoReason.rebootNeeded;
+}
 
 /**
  * A node outside an attempt: MaintenancePlanned while it needs an attempt (or has a reboot requested for

@@ -13,8 +13,9 @@ export const ms = (d: Date | undefined) => d?.getTime() ?? Number.NaN;
 const NEED_REASON_MAX = 200;
 
 /**
- * Why the node needs a reboot at `t`, or undefined. A `reboot-requested` time still to come asks for a
- * reboot not before then (a request written ahead, like `at`): until then the node needs nothing.
+ * Why the node needs a reboot at `t`, or undefined: its agent's need, a person's request, then what its
+ * policy asks (a remediation, a refresh). A `reboot-requested` time still to come asks for a reboot not
+ * before then (a request written ahead, like `at`): until then the node needs nothing because of it.
  */
 export function needsReboot(n: NodeView, t: number): string | undefined {
   if (n.rebootNeeded) {
@@ -24,7 +25,20 @@ export function needsReboot(n: NodeView, t: number): string | undefined {
   }
   if (n.rebootRequested && n.rebootRequested.getTime() <= t)
     return `reboot requested at ${n.rebootRequested.toISOString()}`;
-  return undefined;
+  return n.policyAsks?.need?.reason;
+}
+
+/**
+ * The node's next attempt is a remediation: its policy's condition is all it needs a reboot for (an
+ * agent's need, a request or a Plan would reboot it anyway, and take no remediation of the pool's).
+ */
+export function remediationOnly(n: NodeView, t: number): boolean {
+  return (
+    n.policyAsks?.need?.kind === 'remediation' &&
+    !n.rebootNeeded &&
+    !(n.rebootRequested && n.rebootRequested.getTime() <= t) &&
+    n.work === undefined
+  );
 }
 
 /**

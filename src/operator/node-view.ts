@@ -3,9 +3,25 @@
  * the node and in status) and the safe reading (paused when unsure; not needed; no request).
  */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
-import { Annotations, AutoscalerTaints, type ForeignProtocol, Labels, Taints } from '../api/keys.ts';
+import {
+  Annotations,
+  AutoscalerTaints,
+  type ForeignProtocol,
+  Labels,
+  LIFECYCLE_CONDITIONS,
+  Taints,
+} from '../api/keys.ts';
 import { isPhase, type Phase } from '../api/phases.ts';
 import type { PlanWork } from './plan-work.ts';
+import type { PolicyReading } from './policy-need.ts';
+
+/** A Node condition as decisions read it: no heartbeat, so a kubelet's status update changes nothing. */
+export interface NodeCondition {
+  type: string;
+  status: string;
+  /** Its lastTransitionTime: since when it holds this status. */
+  since?: Date;
+}
 
 export interface NodeView {
   name: string;
@@ -24,6 +40,20 @@ export interface NodeView {
   rebootNeeded: boolean;
   rebootNeededReason?: string;
   rebootRequested?: Date;
+  /**
+   * The node's conditions but Ready (read in `ready`) and nuo's own lifecycle ones (its writes must not
+   * make a pass of their own), for a policy's remediation.
+   */
+  conditions: NodeCondition[];
+  /** `nuo.dev/boot-time`: when the node's current boot began, as its agent reports it. */
+  bootTime?: Date;
+  /** `nuo.dev/remediated-at`: when nuo last admitted the node for a remediation. */
+  remediatedAt?: Date;
+  /**
+   * What its pool's policy asks of it (a remediation, a refresh: policy-need.ts), set for each pass from
+   * the policy (pool-plan.ts); absent when the policy asks for neither.
+   */
+  policyAsks?: PolicyReading;
   paused: boolean;
   /** A person's request to end the node's Failed attempt (`nuo release`): the Failed phase it names. */
   release?: ReleaseRequest;
@@ -86,6 +116,17 @@ function time(value: string | undefined, key: string, problems: string[]): Date 
   return t;
 }
 
+/** `{ [field]: time }` when the key holds one, else nothing (a malformed value is a problem). */
+function optionalTime<K extends string>(
+  field: K,
+  value: string | undefined,
+  key: string,
+  problems: string[],
+): Partial<Record<K, Date>> {
+  const t = time(value, key, problems);
+  return (t ? { [field]: t } : {}) as Partial<Record<K, Date>>;
+}
+
 function bool(value: string | undefined, key: string, problems: string[], whenMalformed: boolean): boolean {
   if (value === undefined || value === 'false') return false;
   if (value === 'true') return true;
@@ -125,6 +166,15 @@ export function viewNode(node: V1Node): NodeView {
     rebootNeeded: bool(a[Annotations.rebootNeeded], Annotations.rebootNeeded, problems, false),
     rebootNeededReason: a[Annotations.rebootNeededReason],
     rebootRequested: time(a[Annotations.rebootRequested], Annotations.rebootRequested, problems),
+    conditions: (node.status?.conditions ?? [])
+      .filter((c) => c.type !== 'Ready' && !(LIFECYCLE_CONDITIONS as readonly string[]).includes(c.type))
+      .map((c) => ({
+        type: c.type,
+        status: c.status,
+        ...(c.lastTransitionTime ? { since: new Date(c.lastTransitionTime) } : {}),
+      })),
+    ...optionalTime('bootTime', a[Annotations.bootTime], Annotations.bootTime, problems),
+    ...optionalTime('remediatedAt', a[Annotations.remediatedAt], Annotations.remediatedAt, problems),
     // A person who wrote anything into paused meant to pause: fail closed.
     paused: bool(a[Annotations.paused], Annotations.paused, problems, true),
     ...releaseOf(a[Annotations.release], problems),

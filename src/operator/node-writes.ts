@@ -118,6 +118,12 @@ function attemptStart(k: OperatorKeys, c: HookConfig, now: Date, plan?: PlanSlot
   };
 }
 
+/** An attempt's start for a remediation records when, for the pool's rate limit (policy-need.ts). */
+function remediated(w: NodeWrite, remediation: true | undefined, now: Date): NodeWrite {
+  if (!remediation) return w;
+  return { ...w, annotations: { ...w.annotations, [Annotations.remediatedAt]: now.toISOString() } };
+}
+
 function transition(
   a: Extract<Action, { type: 'transition' }>,
   n: NodeView,
@@ -125,7 +131,7 @@ function transition(
   now: Date,
 ): NodeWrite {
   const k = keysOf(n);
-  if (a.to === Phase.beforeReboot) return attemptStart(k, c, now, a.plan);
+  if (a.to === Phase.beforeReboot) return remediated(attemptStart(k, c, now, a.plan), a.remediation, now);
   const annotations: Record<string, string | null> = phase(a.to, a.reason, now);
   const labels: Record<string, string | null> = {};
   if (a.clearGrant) Object.assign(annotations, noGrant(k));
@@ -184,7 +190,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
     case 'revoke':
       return { annotations: noGrant(k) };
     case 'admit':
-      return attemptStart(k, c, now, a.plan);
+      return remediated(attemptStart(k, c, now, a.plan), a.remediation, now);
     case 'transition':
       return transition(a, n, c, now);
     case 'grant':

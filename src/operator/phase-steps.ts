@@ -8,7 +8,7 @@ import { Phase } from '../api/phases.ts';
 import { updateNotTaken } from './agent-protocol.ts';
 import type { Action } from './decide.ts';
 import { checksWait, FRESH_CHECKS, healthDue, missingHooks } from './health-gate.ts';
-import { ms, needsWork } from './need.ts';
+import { ms, needsWork, remediationOnly } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { planFinished, rebootedBy, upgrading } from './plan-steps.ts';
 import { planDoneLabel } from './plan-work.ts';
@@ -67,6 +67,7 @@ const admittedNotWritten: PhaseStep = (n, { now, slotOf }) => {
       to: Phase.beforeReboot,
       reason: `${needsWork(n, now.getTime()) ?? 'holds a slot'} (its admission's node write redone)`,
       ...(plan ? { plan } : {}),
+      ...(!plan && remediationOnly(n, now.getTime()) ? { remediation: true as const } : {}),
     },
   ];
 };
@@ -174,7 +175,9 @@ function completion(n: NodeView, ctx: StepContext): Action[] {
   const slot = ctx.slotOf(n.name);
   const p = slot?.plan;
   if (!p) {
-    const survived = n.rebootNeeded || updateNotTaken(n) ? { needSurvived: true } : {};
+    // A remediation's condition still in its status after the boot: the reboot did not help either.
+    const survived =
+      n.rebootNeeded || updateNotTaken(n) || n.policyAsks?.faulty ? { needSurvived: true } : {};
     return [{ type: 'complete', node: n.name, reason: 'rebooted and healthy', ...survived }];
   }
   const done = ctx.config.plans?.completion(p.ref);

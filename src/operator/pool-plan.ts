@@ -25,6 +25,7 @@ import type { Ledger } from './ledger.ts';
 import { poolOf } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import type { PolicyEntry, PolicyState } from './policies.ts';
+import { policyReading, remediationRate } from './policy-need.ts';
 
 /** The pool of a ledger entry that names none (written by an operator older than policies). */
 export const DEFAULT_POOL = '';
@@ -349,8 +350,26 @@ function policyPool(
       nodes.map((n) => n.name),
     );
   }
-  const spoken = nodes.map((n) => speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)));
+  if (resolved.remediation)
+    config.remediationRate = remediationRate(nodes, resolved.remediation.maxPerHour, now.getTime());
+  const spoken = nodes.map((n) =>
+    withPolicyAsks(speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)), resolved, now),
+  );
   return pool(entry.name, config, spoken, hold, entry);
+}
+
+/** The node with what its policy's remediation and maxUptime ask of it this pass, if anything. */
+function withPolicyAsks(n: NodeView, p: ResolvedPolicy, now: Date): NodeView {
+  if (!p.remediation && p.reboot.maxUptimeMs === undefined) return n;
+  const asks = policyReading(
+    n,
+    {
+      ...(p.remediation ? { remediation: p.remediation } : {}),
+      ...(p.reboot.maxUptimeMs === undefined ? {} : { maxUptimeMs: p.reboot.maxUptimeMs }),
+    },
+    now.getTime(),
+  );
+  return Object.keys(asks).length > 0 ? { ...n, policyAsks: asks } : n;
 }
 
 export function planPools(input: {

@@ -125,7 +125,7 @@ export function settlePromises(
   t: number,
 ): Promises {
   const out: Promises = { actions: [], promised: new Map(), successors: new Set(), reserved: 0 };
-  const pass: PassState = { lastGrant: Number.NEGATIVE_INFINITY, admitted: 0 };
+  const pass: PassState = { lastGrant: Number.NEGATIVE_INFINITY, admitted: 0, remediated: 0 };
   for (const [name, s] of Object.entries(ledger.next ?? {})) {
     const n = byName.get(name);
     if (holders.has(name)) {

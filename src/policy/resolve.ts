@@ -68,13 +68,23 @@ export interface ResolvedPolicy {
     pendingTaint: boolean;
     /** A Failed node's slot is released after this long (reboot.failedSlotTTL); absent: kept. */
     failedSlotTtlMs?: number;
+    /** Reboot nodes up longer than this (plus their spread); absent: never. */
+    maxUptimeMs?: number;
   };
+  /** Reboots for Node conditions (spec.remediation), when asked for. */
+  remediation?: ResolvedRemediation;
   circuitBreaker?: MaxUnavailable;
   /** Checks that must pass before each admission and before a finished node frees its slot. */
   healthChecks: ResolvedHealthCheck[];
   /** kured beside nuo on this pool (coexistence.kured), its TTL parsed. */
   kured?: KuredSettings;
   notifications: ResolvedNotification[];
+}
+
+/** A policy's `remediation`, defaults filled in and durations parsed. */
+export interface ResolvedRemediation {
+  conditions: { type: string; status: string; forMs: number }[];
+  maxPerHour: number;
 }
 
 /** Where a pool's news goes, and which (policy `notifications[]`). */
@@ -180,7 +190,16 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
       afterRebootAnnotations: reboot.afterRebootAnnotations ?? [],
       pendingTaint: reboot.pendingTaint,
       ...optional('failedSlotTtlMs', reboot.failedSlotTTL, (v) => d('reboot.failedSlotTTL', v)),
+      ...optional('maxUptimeMs', reboot.maxUptime, (v) => d('reboot.maxUptime', v)),
     },
+    ...optional('remediation', spec.remediation, (r) => ({
+      conditions: r.conditions.map((c, i) => ({
+        type: c.type,
+        status: c.status ?? 'True',
+        forMs: d(`remediation.conditions[${i}].for`, c.for ?? '5m'),
+      })),
+      maxPerHour: r.maxPerHour ?? 1,
+    })),
     ...optional('circuitBreaker', spec.circuitBreaker?.maxNotReady, (v) =>
       p.take('circuitBreaker.maxNotReady', () => countOrPercent(v)),
     ),

@@ -76,6 +76,8 @@ export interface FleetOptions {
    */
   agentReportSpreadMs?: number;
   behaviours?: Record<string, RebootBehaviour>;
+  /** When named hosts' current boot began, as their agents report it (default: when the fleet starts). */
+  bootedAt?: Record<string, Date>;
   /**
    * Nodes whose hosts run FLUO's real update-agent instead of nuo's (fluo-agent.ts): it speaks FLUO's
    * protocol, and reboots through the host's logind when its node's reboot-ok annotation says so.
@@ -174,6 +176,7 @@ export class Fleet {
           client: this.#client,
           rebootMs: this.options.rebootMsByNode?.[nodeName] ?? this.options.rebootMs,
           behaviour: this.options.behaviours?.[nodeName],
+          bootedAt: this.options.bootedAt?.[nodeName],
           agentCheckIntervalMs: this.options.agentCheckIntervalMs,
           agentReportSpreadMs: this.options.agentReportSpreadMs,
           log: this.options.log,

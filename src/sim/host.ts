@@ -8,7 +8,14 @@ import { randomUUID } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { NodeAgent } from '../agent/agent.ts';
 import { OperatorGrants } from '../agent/grant-key.ts';
-import { type BootId, type Detection, type Detector, Need, type Rebooter } from '../agent/os.ts';
+import {
+  type BootId,
+  type BootTime,
+  type Detection,
+  type Detector,
+  Need,
+  type Rebooter,
+} from '../agent/os.ts';
 import { DEFAULT_NAMESPACE } from '../api/keys.ts';
 import type { LeanClient } from '../kube/lean-client.ts';
 import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
@@ -43,6 +50,8 @@ export interface SimHostOptions {
   client: LeanClient;
   rebootMs: number;
   behaviour?: RebootBehaviour;
+  /** When the host's first boot began (default: now); each reboot's begins when it comes back. */
+  bootedAt?: Date | undefined;
   agentCheckIntervalMs?: number;
   agentReportSpreadMs?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -58,6 +67,9 @@ export class SimHost implements Detector, Rebooter, BootId {
   needsReboot = false;
   behaviour: RebootBehaviour;
   #bootId = randomUUID();
+  #bootedAt: Date;
+  /** When the current boot began, as the kernel's btime says it (the agent reports it). */
+  readonly bootTime: BootTime = { read: async () => this.#bootedAt };
   #agentStop: AbortController | undefined;
   #agentDone: Promise<void> = Promise.resolve();
   #pendingBoot: ReturnType<typeof setTimeout> | undefined;
@@ -72,6 +84,7 @@ export class SimHost implements Detector, Rebooter, BootId {
     this.#o = options;
     this.nodeName = options.nodeName;
     this.behaviour = options.behaviour ?? RebootBehaviour.normal;
+    this.#bootedAt = options.bootedAt ?? new Date();
   }
 
   /** False from the moment the host goes down for a reboot until its boot is complete. */
@@ -129,6 +142,7 @@ export class SimHost implements Detector, Rebooter, BootId {
     await down;
     if (this.#stopped) return;
     this.#bootId = randomUUID();
+    this.#bootedAt = new Date();
     this.needsReboot = this.behaviour === RebootBehaviour.needSurvives;
     await this.#postStatus(true);
     if (this.#stopped) return;
@@ -228,6 +242,7 @@ export class SimHost implements Detector, Rebooter, BootId {
       detector: this,
       rebooter: this,
       bootId: this,
+      bootTime: this.bootTime,
       grants: new OperatorGrants(this.#o.client, DEFAULT_NAMESPACE),
       checkIntervalMs: this.#o.agentCheckIntervalMs ?? 10_000,
       reportSpreadMs: this.#o.agentReportSpreadMs ?? 0,

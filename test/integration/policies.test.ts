@@ -22,11 +22,11 @@ import { Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { statusCode } from '../../src/kube/errors.ts';
-import { mergePatch } from '../../src/kube/patch.ts';
+import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
 import { readHealth } from '../../src/operator/health-check-reads.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import type { Budget } from '../../src/sim/checker.ts';
-import { Fleet } from '../../src/sim/fleet.ts';
+import { Fleet, type FleetOptions } from '../../src/sim/fleet.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
 import { deployment, undrainablePod, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
@@ -111,8 +111,12 @@ async function condition(
   });
 }
 
-async function startFleet(budget: Budget[], args: string[] = []): Promise<Fleet> {
-  fleet = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000 });
+async function startFleet(
+  budget: Budget[],
+  args: string[] = [],
+  options: Partial<FleetOptions> = {},
+): Promise<Fleet> {
+  fleet = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000, ...options });
   await fleet.start();
   fleet.startOperator('op-a', [...FAST_LEASE, ...args]);
   return fleet;
@@ -982,6 +986,97 @@ describe('UpdatePolicies', () => {
       await assertSafe(f);
     } finally {
       await core.deleteNamespace({ name: 'late' });
+    }
+  });
+
+  test("a node's condition held for `for` gets one remediation reboot through the budget, with its reason and Event, and the pool's next waits for the rate limit; a node up longer than maxUptime is refreshed, a young one is not", async () => {
+    const HOUR = 3_600_000;
+    const kernelDeadlock = (name: string, minutesAgo: number) =>
+      core.patchNodeStatus(
+        {
+          name,
+          body: {
+            // As node-problem-detector writes it: its own condition type beside the kubelet's.
+            status: {
+              conditions: [
+                {
+                  type: 'KernelDeadlock',
+                  status: 'True',
+                  reason: 'DockerHung',
+                  message: 'task docker:7 blocked for more than 120 seconds.',
+                  lastHeartbeatTime: new Date(),
+                  lastTransitionTime: new Date(Date.now() - minutesAgo * 60_000),
+                },
+              ],
+            },
+          },
+        },
+        strategicMergePatch,
+      );
+    const refused = await createPolicy('short', {
+      nodeSelector: { matchLabels: { pool: 'none' } },
+      reboot: { maxUptime: '30m' },
+    }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    assert.equal(statusCode(refused), 422, 'a maxUptime under an hour is refused by the API server');
+    await createPolicy('fix', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      remediation: { conditions: [{ type: 'KernelDeadlock' }] },
+      ...QUICK,
+    });
+    await createPolicy('fresh', {
+      nodeSelector: { matchLabels: { pool: 'b' } },
+      reboot: { ...QUICK.reboot, maxUptime: '1h' },
+    });
+    const mark = await eventsMark(core);
+    const f = await startFleet([pool('a', 1), pool('b', 1)], [], {
+      bootedAt: { 'node-3': new Date(Date.now() - 3 * HOUR) },
+    });
+    // One reboot each and no more: a remediation that loops is a double reboot to the checker.
+    f.checker.allowReboots('node-0');
+    f.checker.allowReboots('node-3');
+    try {
+      await kernelDeadlock('node-0', 10);
+      await rebooted(f, ['node-3']);
+      // Its condition outlived the reboot: counted ineffective at once, so it is Idle only for an instant.
+      await pollUntil('node-0 remediated once, its reboot counted ineffective', async () => {
+        const a = (await core.readNode({ name: 'node-0' })).metadata?.annotations ?? {};
+        return f.checker.rebootsOf('node-0') === 1 && a[Annotations.ineffectiveReboots] === '1'
+          ? true
+          : undefined;
+      });
+      const event = (await eventsAbout(core, 'Node', 'node-0', ['Remediation'], mark)).find(
+        (e) => e.reason === 'Remediation',
+      );
+      assert.match(event?.message ?? '', /remediation: KernelDeadlock=True since .* \(for 5m or more\)/);
+      const fixed = (await core.readNode({ name: 'node-0' })).metadata?.annotations ?? {};
+      assert.ok(fixed[Annotations.remediatedAt], 'the remediation is recorded on the node');
+      const refresh = (await eventsAbout(core, 'Node', 'node-3', ['Admitted'], mark)).find(
+        (e) => e.reason === 'Admitted',
+      );
+      assert.match(refresh?.message ?? '', /refresh: up since .* \(maxUptime 1h\)/);
+      const bootTime = (await core.readNode({ name: 'node-3' })).metadata?.annotations?.[
+        Annotations.bootTime
+      ];
+      assert.ok(Date.parse(bootTime ?? '') > Date.now() - HOUR, `node-3 reports its new boot (${bootTime})`);
+
+      await kernelDeadlock('node-1', 10);
+      for (const name of ['node-0', 'node-1'])
+        await pollUntil(`${name} to wait for the remediation rate limit`, async () =>
+          /remediation rate limit \(1 an hour in the pool/.test(await stateReason(name)) ? true : undefined,
+        );
+      assert.equal(f.checker.rebootsOf('node-0'), 1, 'no second remediation within the hour');
+      assert.equal(f.checker.rebootsOf('node-1'), 0);
+      for (const name of ['node-4', 'node-5']) assert.equal(f.checker.rebootsOf(name), 0, `${name} is young`);
+      await assertSafe(f);
+    } finally {
+      for (const name of ['node-0', 'node-1'])
+        await core.patchNodeStatus(
+          { name, body: { status: { conditions: [{ type: 'KernelDeadlock', $patch: 'delete' }] } } },
+          strategicMergePatch,
+        );
     }
   });
 });

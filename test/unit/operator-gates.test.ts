@@ -17,7 +17,7 @@ const tainted = (taint: { key: string; value?: string; effect: string }): V1Node
   ...node(),
   spec: { taints: [taint] },
 });
-const fresh: PassState = { lastGrant: Number.NEGATIVE_INFINITY, admitted: 0 };
+const fresh: PassState = { lastGrant: Number.NEGATIVE_INFINITY, admitted: 0, remediated: 0 };
 const since = (s: number) => new Date(NOW - s * 1000).toISOString();
 
 test('node gates: each says why and until when, the first in order wins', () => {
@@ -112,13 +112,16 @@ test('pass gates: grants spaced by minGrantSpacing, one a pass', () => {
   const input = (pass: PassState, c = spaced) => ({ node: viewNode(node()), config: c, now: NOW, pass });
   assert.equal(firstWait(PASS_GATES, input(fresh, config)), undefined, 'no spacing configured');
   assert.equal(firstWait(PASS_GATES, input(fresh)), undefined, 'never granted');
-  assert.equal(firstWait(PASS_GATES, input({ lastGrant: NOW - 31_000, admitted: 0 })), undefined);
-  assert.deepEqual(firstWait(PASS_GATES, input({ lastGrant: NOW - 10_000, admitted: 0 })), {
+  assert.equal(
+    firstWait(PASS_GATES, input({ lastGrant: NOW - 31_000, admitted: 0, remediated: 0 })),
+    undefined,
+  );
+  assert.deepEqual(firstWait(PASS_GATES, input({ lastGrant: NOW - 10_000, admitted: 0, remediated: 0 })), {
     reason: 'waiting: minimum spacing between grants (30s)',
     until: NOW + 20_000,
   });
   assert.equal(
-    firstWait(PASS_GATES, input({ lastGrant: NOW - 31_000, admitted: 1 }))?.reason,
+    firstWait(PASS_GATES, input({ lastGrant: NOW - 31_000, admitted: 1, remediated: 0 }))?.reason,
     'waiting: minimum spacing between grants (30s)',
     'one admission a pass',
   );

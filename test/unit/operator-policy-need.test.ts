@@ -1,0 +1,293 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseBtime } from '../../src/agent/linux.ts';
+import { agentStep } from '../../src/agent/step.ts';
+import { Annotations } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { decide } from '../../src/operator/decide.ts';
+import { remediationOnly } from '../../src/operator/need.ts';
+import { type NodeView, viewNode } from '../../src/operator/node-view.ts';
+import { patchFor } from '../../src/operator/node-writes.ts';
+import { stepHolder } from '../../src/operator/phase-steps.ts';
+import {
+  type PolicyReading,
+  policyReading,
+  RATE_WINDOW_MS,
+  rateWait,
+  refreshReading,
+  refreshSpread,
+  remediationRate,
+  remediationReading,
+  shortDuration,
+} from '../../src/operator/policy-need.ts';
+import { resolvePolicy } from '../../src/policy/resolve.ts';
+import { ago, decideConfig, NOW, node } from './operator-fixtures.ts';
+
+const t = NOW.getTime();
+const MIN = 60_000;
+const HOUR = 3_600_000;
+const KERNEL = { conditions: [{ type: 'KernelDeadlock', status: 'True', forMs: 5 * MIN }], maxPerHour: 1 };
+const cond = (type: string, status: string, sinceMin?: number) => ({
+  type,
+  status,
+  ...(sinceMin === undefined ? {} : { since: new Date(t - sinceMin * MIN) }),
+});
+
+test('a condition asks for a remediation once it has held its status for `for`, and says since when', () => {
+  const table: Array<[string, NodeView['conditions'], PolicyReading]> = [
+    ['no such condition', [cond('DiskPressure', 'True', 60)], {}],
+    ['the condition, not in its status', [cond('KernelDeadlock', 'False', 60)], {}],
+    [
+      'held 4 of 5 minutes: due in one',
+      [cond('KernelDeadlock', 'True', 4)],
+      { dueAt: t + MIN, faulty: true },
+    ],
+    [
+      'held 6 minutes: due',
+      [cond('KernelDeadlock', 'True', 6)],
+      {
+        need: {
+          kind: 'remediation',
+          reason: `remediation: KernelDeadlock=True since ${new Date(t - 6 * MIN).toISOString()} (for 5m or more)`,
+        },
+        faulty: true,
+      },
+    ],
+    ['no transition time: faulty, never due on a guess', [cond('KernelDeadlock', 'True')], { faulty: true }],
+  ];
+  for (const [what, conditions, want] of table)
+    assert.deepEqual(remediationReading({ conditions }, KERNEL, t), want, what);
+});
+
+test('a boot older than maxUptime plus its spread asks for a refresh; a younger one says when it will', () => {
+  const max = 24 * HOUR;
+  const spread = refreshSpread('node-a', max);
+  const boot = (msAgo: number) => ({ name: 'node-a', bootTime: new Date(t - msAgo) });
+  assert.deepEqual(refreshReading({ name: 'node-a' }, max, t), {}, 'no boot time reported: never');
+  assert.deepEqual(refreshReading(boot(HOUR), max, t), { dueAt: t - HOUR + max + spread }, 'young');
+  assert.deepEqual(refreshReading(boot(max + spread - 1), max, t), { dueAt: t + 1 }, 'within its spread');
+  assert.deepEqual(refreshReading(boot(max + spread), max, t), {
+    need: {
+      kind: 'refresh',
+      reason: `refresh: up since ${new Date(t - max - spread).toISOString()} (maxUptime 1d)`,
+    },
+  });
+});
+
+test("each node's refresh spread is its own, fixed by its name, within a tenth of maxUptime", () => {
+  const max = 7 * 24 * HOUR;
+  const spreads = Array.from({ length: 50 }, (_, i) => refreshSpread(`node-${i}`, max));
+  for (const s of spreads) assert.ok(s >= 0 && s < max / 10, `${s} within [0, max/10)`);
+  assert.ok(new Set(spreads).size >= 45, 'nodes booted together come due at different times');
+  assert.equal(refreshSpread('node-7', max), refreshSpread('node-7', max), 'the same on every operator');
+});
+
+test('a remediation comes before a refresh; the earliest moment either comes due is kept', () => {
+  const n = {
+    name: 'n',
+    conditions: [cond('KernelDeadlock', 'True', 6)],
+    bootTime: new Date(t - 100 * HOUR),
+  };
+  assert.equal(policyReading(n, { remediation: KERNEL, maxUptimeMs: HOUR }, t).need?.kind, 'remediation');
+  assert.equal(
+    policyReading({ ...n, conditions: [] }, { remediation: KERNEL, maxUptimeMs: HOUR }, t).need?.kind,
+    'refresh',
+  );
+  const young = { name: 'n', conditions: [cond('KernelDeadlock', 'True', 1)], bootTime: new Date(t) };
+  assert.deepEqual(policyReading(young, { remediation: KERNEL, maxUptimeMs: 10 * HOUR }, t), {
+    dueAt: t + 4 * MIN,
+    faulty: true,
+  });
+  assert.deepEqual(policyReading(n, {}, t), {}, 'a policy that asks for neither');
+});
+
+test('the rate limit counts the pool’s remediations within the hour, and those of the pass', () => {
+  const at = (minAgo: number) => ({ remediatedAt: new Date(t - minAgo * MIN) });
+  const rate = remediationRate([at(90), at(30), {}, at(10)], 2, t);
+  assert.deepEqual(
+    rate,
+    { maxPerHour: 2, recent: [t - 30 * MIN, t - 10 * MIN] },
+    'older than an hour left out',
+  );
+  const table: Array<[string, number, number, number | undefined | 'none']> = [
+    ['none within the hour', 1, 0, 'none'],
+    ['one of two used', 2, 0, 'none'],
+    ['one of one used: until it leaves the hour', 1, 0, t - 10 * MIN + RATE_WINDOW_MS],
+  ];
+  for (const [what, max, pass, until] of table) {
+    const recent = what === 'none within the hour' ? [] : [t - 10 * MIN];
+    const wait = rateWait({ maxPerHour: max, recent }, pass);
+    if (until === 'none') assert.equal(wait, undefined, what);
+    else assert.equal(wait?.until, until, what);
+  }
+  const passOnly = rateWait({ maxPerHour: 1, recent: [] }, 1);
+  assert.match(passOnly?.reason ?? '', /^waiting: remediation rate limit \(1 an hour in the pool/);
+  assert.equal(passOnly?.until, undefined, 'taken this pass: the next pass knows when');
+  assert.equal(
+    rateWait({ maxPerHour: 2, recent: [t - 50 * MIN, t - 20 * MIN] }, 1)?.until,
+    t - 20 * MIN + HOUR,
+  );
+});
+
+/** A node outside an attempt whose policy asks for a remediation. */
+const remediable = (name: string, annotations: Record<string, string> = {}): NodeView => ({
+  ...viewNode(node(name, { annotations })),
+  policyAsks: {
+    need: { kind: 'remediation', reason: 'remediation: KernelDeadlock=True since then' },
+    faulty: true,
+  },
+});
+
+test('decide admits one remediation an hour through the budget; the others wait for the rate limit', () => {
+  const snapshot = (nodes: NodeView[]) => ({
+    nodes,
+    ledger: { slots: {} },
+    draining: new Set<string>(),
+    admitting: new Set<string>(),
+    health: new Map(),
+  });
+  const cfg = { ...decideConfig, maxUnavailable: { kind: 'count' as const, value: 3 } };
+  const first = decide(
+    snapshot([remediable('a'), remediable('b')]),
+    { ...cfg, remediationRate: { maxPerHour: 1, recent: [] } },
+    NOW,
+  );
+  const admit = first.actions.find((a) => a.type === 'admit');
+  assert.deepEqual(admit, {
+    type: 'admit',
+    node: 'a',
+    reason: 'remediation: KernelDeadlock=True since then',
+    remediation: true,
+  });
+  const b = first.actions.find((a) => a.node === 'b');
+  assert.equal(b?.type, 'pending');
+  assert.match(b && 'reason' in b ? b.reason : '', /remediation rate limit/);
+
+  const recent = t - 20 * MIN;
+  const later = decide(
+    snapshot([remediable('b'), { ...remediable('c'), rebootNeeded: true }]),
+    { ...cfg, remediationRate: { maxPerHour: 1, recent: [recent] } },
+    NOW,
+  );
+  assert.deepEqual(
+    later.actions.filter((a) => a.type === 'admit').map((a) => a.node),
+    ['c'],
+    "an agent's need takes no remediation of the pool's",
+  );
+  assert.equal(later.wakeAt, recent + HOUR, 'looks again when the rate limit lets the next one go');
+});
+
+test('a remediation admission records its time; a completion that leaves the condition counts an ineffective reboot', () => {
+  const n = remediable('a');
+  const write = patchFor({ type: 'admit', node: 'a', reason: 'r', remediation: true }, n, decideConfig, NOW);
+  assert.equal(write.annotations[Annotations.remediatedAt], NOW.toISOString());
+  assert.equal(
+    patchFor({ type: 'admit', node: 'a', reason: 'r' }, n, decideConfig, NOW).annotations[
+      Annotations.remediatedAt
+    ],
+    undefined,
+  );
+  const back = (faulty: boolean): NodeView => ({
+    ...viewNode(
+      node('a', {
+        annotations: { [Annotations.state]: Phase.afterReboot, [Annotations.stateSince]: ago(600) },
+        readySince: ago(300),
+      }),
+    ),
+    ...(faulty ? { policyAsks: { faulty: true } } : {}),
+  });
+  const step = (n: NodeView) =>
+    stepHolder(n, {
+      config: decideConfig,
+      now: NOW,
+      draining: new Set(),
+      health: new Map([[n.name, { daemonSetPodsReady: true, detail: 'ready' }]]),
+      wake: () => {},
+      slotOf: () => undefined,
+    });
+  assert.deepEqual(step(back(true)), [
+    { type: 'complete', node: 'a', reason: 'rebooted and healthy', needSurvived: true },
+  ]);
+  assert.deepEqual(step(back(false)), [{ type: 'complete', node: 'a', reason: 'rebooted and healthy' }]);
+});
+
+test('the agent reports its boot time with its need, once; the kernel says it in /proc/stat', () => {
+  const boot = '2026-11-20T08:00:00.000Z';
+  const input = {
+    bootId: 'b',
+    grant: undefined,
+    detection: { need: 'not-needed' as const, reason: 'up to date' },
+    rebootRequested: false,
+    unschedulable: false,
+    bootTime: boot,
+  };
+  assert.deepEqual(agentStep({ ...input, annotations: {} }).patch, { [Annotations.bootTime]: boot });
+  assert.deepEqual(agentStep({ ...input, annotations: { [Annotations.bootTime]: boot } }), {});
+  assert.equal(
+    parseBtime('cpu  1 2 3\nbtime 1795161600\nprocesses 9\n', '/proc/stat').toISOString(),
+    '2026-11-20T08:00:00.000Z',
+  );
+  assert.throws(() => parseBtime('cpu 1\n', '/proc/stat'), /\/proc\/stat has no btime line/);
+  assert.equal(shortDuration(168 * HOUR), '7d');
+  assert.equal(shortDuration(90 * MIN), '90m');
+});
+
+test("a node's view keeps its conditions but Ready and nuo's lifecycle ones, without heartbeats, and its boot and remediation times", () => {
+  const v = viewNode({
+    metadata: {
+      name: 'n',
+      annotations: { [Annotations.bootTime]: '2026-11-20T08:00:00Z', [Annotations.remediatedAt]: 'soon' },
+    },
+    status: {
+      conditions: [
+        { type: 'Ready', status: 'True' },
+        { type: 'MaintenancePlanned', status: 'True', reason: 'NuoRebootNeeded' },
+        {
+          type: 'KernelDeadlock',
+          status: 'True',
+          lastTransitionTime: '2026-11-21T11:00:00Z' as never,
+          lastHeartbeatTime: '2026-11-21T11:59:00Z' as never,
+        },
+      ],
+    },
+  });
+  assert.deepEqual(v.conditions, [
+    { type: 'KernelDeadlock', status: 'True', since: new Date('2026-11-21T11:00:00Z') },
+  ]);
+  assert.deepEqual(v.bootTime, new Date('2026-11-20T08:00:00Z'));
+  assert.equal(v.remediatedAt, undefined);
+  assert.match(v.problems.join('; '), /nuo.dev\/remediated-at="soon" is not an RFC 3339 time/);
+});
+
+test('a policy resolves its remediation with defaults, and its maxUptime', () => {
+  const r = resolvePolicy({
+    metadata: { name: 'p' },
+    spec: {
+      remediation: { conditions: [{ type: 'KernelDeadlock' }, { type: 'X', status: 'False', for: '1h' }] },
+      reboot: { maxUptime: '168h' },
+    },
+  });
+  assert.ok(r.ok);
+  assert.deepEqual(r.policy.remediation, {
+    conditions: [
+      { type: 'KernelDeadlock', status: 'True', forMs: 5 * MIN },
+      { type: 'X', status: 'False', forMs: HOUR },
+    ],
+    maxPerHour: 1,
+  });
+  assert.equal(r.policy.reboot.maxUptimeMs, 168 * HOUR);
+  const none = resolvePolicy({ metadata: { name: 'p' }, spec: {} });
+  assert.ok(none.ok && none.policy.remediation === undefined && none.policy.reboot.maxUptimeMs === undefined);
+});
+
+test('a remediation is all the node needs only when no agent, request or Plan asks for a reboot too', () => {
+  const base = remediable('a');
+  const table: Array<[string, NodeView, boolean]> = [
+    ['the condition alone', base, true],
+    ["the agent's need too", { ...base, rebootNeeded: true }, false],
+    ['a request due', { ...base, rebootRequested: new Date(t - MIN) }, false],
+    ['a request for later', { ...base, rebootRequested: new Date(t + MIN) }, true],
+    ['a refresh', { ...base, policyAsks: { need: { kind: 'refresh', reason: 'refresh' } } }, false],
+  ];
+  for (const [what, n, want] of table) assert.equal(remediationOnly(n, t), want, what);
+});
