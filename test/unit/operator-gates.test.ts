@@ -133,7 +133,7 @@ test("pass gates: the operator's own node waits while another node of its pool w
     node: viewNode(node()),
     config: c,
     now: NOW,
-    pass: { lastGrant: Number.NEGATIVE_INFINITY, admitted },
+    pass: { ...fresh, admitted },
   });
   const table: Array<[string, DecideConfig, number, string | undefined]> = [
     ['its own node, first of the pass', own, 0, undefined],
