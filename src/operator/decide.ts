@@ -23,6 +23,7 @@ import { stepHolder } from './phase-steps.ts';
 import type { PlanPass, PlanSlot } from './plan-work.ts';
 import { promiseEnding, releaseStale, settlePromises, unavailable, withdrawUnstarted } from './slots.ts';
 import { pendingTaints } from './taints.ts';
+import type { SlotCap } from './waves.ts';
 import { ZoneBudget, type ZonePolicy } from './zones.ts';
 
 /** A pool's settings as decide() reads them (its UpdatePolicy's, parsed; pool-plan.ts policyConfig). */
@@ -67,6 +68,8 @@ export interface DecideConfig {
   healthChecks?: ChecksReading;
   /** Nodes of the pool another coordinator disrupts (kured's lock names them): they use slots. */
   disruptedElsewhere?: ReadonlySet<string>;
+  /** Caps on the pool's slots beside its budget (its rollout's wave): the tightest one counts. */
+  slotCaps?: readonly SlotCap[];
 }
 
 export interface Snapshot {
@@ -180,6 +183,11 @@ export interface Decision {
   wakeAt?: number;
 }
 
+/** The cap with the fewest slots: the budget's, unless another is tighter. */
+function tightest(budget: SlotCap, others: readonly SlotCap[]): SlotCap {
+  return others.reduce((min, c) => (c.slots < min.slots ? c : min), budget);
+}
+
 /** The earliest future moment a step asked to look again at. */
 function wakeUp(t: number) {
   let earliest = Number.POSITIVE_INFINITY;
@@ -203,7 +211,11 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const inFlight = new Set([...snapshot.admitting].filter((name) => !holders.has(name) && byName.has(name)));
   const promises = settlePromises(snapshot.ledger, byName, holders, inFlight, c, t);
   actions.push(...stale.actions, ...promises.actions);
-  const slots = budgetSlots(c.maxUnavailable, eligible.length);
+  const cap = tightest(
+    { slots: budgetSlots(c.maxUnavailable, eligible.length), name: 'maxUnavailable' },
+    c.slotCaps ?? [],
+  );
+  const slots = cap.slots;
   const disrupted = unavailable(eligible, holders, inFlight, c.disruptedElsewhere);
   const excess = holders.size + disrupted.length + promises.reserved + inFlight.size - slots;
   actions.push(
@@ -237,6 +249,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     ...(zones ? { zones } : {}),
     successors: promises.successors,
     slots,
+    slotsBy: cap.name === 'maxUnavailable' ? `maxUnavailable ${slots}` : cap.name,
     used: holders.size + disrupted.length + promises.reserved + inFlight.size,
     lastGrant: snapshot.ledger.lastGrant ? Date.parse(snapshot.ledger.lastGrant) : Number.NEGATIVE_INFINITY,
     config: c,
