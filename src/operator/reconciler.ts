@@ -147,7 +147,7 @@ export class Reconciler {
         pool.rollout?.changed
           ? [{ type: 'rollout', ...(pool.rollout.record ? { record: pool.rollout.record } : {}) }]
           : [];
-      const changes = new Map(
+      const changes = new Map<string, readonly LedgerChange[]>(
         decision.pools
           .map(
             ({ pool, decision: d }) =>
@@ -155,6 +155,8 @@ export class Reconciler {
           )
           .filter(([, list]) => list.length > 0),
       );
+      for (const pool of this.#goneRollouts(ledger.ledger, decision))
+        changes.set(pool, [{ type: 'rollout' }]);
       if (changes.size === 0 || !this.#o.acting()) return ledger;
       const written = await this.#o.ledger.write(ledger, changes, now.toISOString());
       for (const a of [...changes.values()].flat()) {
@@ -164,6 +166,17 @@ export class Reconciler {
     } finally {
       for (const name of unmark) admitting.delete(name);
     }
+  }
+
+  /**
+   * Rollouts the ledger keeps for pools that no longer exist (their policy deleted, nothing held): ended,
+   * so a policy made again under the name starts afresh. Only once the policies are read: before, no
+   * pool is known to exist.
+   */
+  #goneRollouts(ledger: Ledger, decision: PassDecision): string[] {
+    if (!this.#o.policies().known) return [];
+    const pools = new Set(decision.pools.map(({ pool }) => pool.name));
+    return Object.keys(ledger.rollouts ?? {}).filter((name) => !pools.has(name));
   }
 
   /**
