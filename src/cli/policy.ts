@@ -35,7 +35,7 @@ export const policyCommand: Command = {
       options: { namespace: { type: 'string', default: 'nuo-system' }, ...sucPlansFlag, ...kubeFlags },
     });
     const [sub, ...rest] = positionals;
-    if (sub === 'resume') return resume(rest, kubeconfigFrom(values));
+    if (sub === 'resume') return resume(rest, values);
     if (sub !== 'explain')
       throw new UsageError(
         sub
@@ -69,10 +69,11 @@ export const policyCommand: Command = {
   },
 };
 
-async function resume(positionals: string[], kc: ReturnType<typeof kubeconfigFrom>): Promise<number> {
+async function resume(positionals: string[], flags: Parameters<typeof kubeconfigFrom>[0]): Promise<number> {
   if (positionals.length !== 1)
     throw new UsageError(`expected exactly one UpdatePolicy NAME, got ${positionals.length}`);
   const name = positionals[0] as string;
+  const kc = kubeconfigFrom(flags);
   try {
     const { by, at } = await resumePolicy(kc, name, new Date());
     out(`updatepolicy/${name} resumed at ${at} by ${by}`);

@@ -298,6 +298,7 @@ describe('UpdatePolicies', () => {
     );
     await rebooted(f, ['node-0']);
     await condition('w', 'Blocked', { status: 'False', reason: 'NotBlocked' });
+    assert.equal((await readPolicy('w')).status?.nextWindow, undefined, 'no next window once it is open');
     await assertSafe(f);
     // What happened is told in Events too: the policy's block and its end, the node's attempt.
     const told = await eventsAbout(core, 'UpdatePolicy', 'w', ['OutsideWindow', 'Unblocked'], mark);
