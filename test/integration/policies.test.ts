@@ -932,7 +932,7 @@ describe('UpdatePolicies', () => {
     }
   });
 
-  test('waves 1, 2, 4: the first wave disrupts one node, each next one twice as many after a pause, and the checker holds nuo to each wave', async () => {
+  test('waves 1, 2, 4: the first wave disrupts one node, each next one twice as many after a pause, a new leader continues the wave, and the checker holds nuo to each wave', async () => {
     await createPolicy('waves', {
       maxUnavailable: 3,
       rollout: { waves: { initial: 1, growth: 2, pauseBetween: '3s' } },
@@ -942,6 +942,8 @@ describe('UpdatePolicies', () => {
     const f = await startFleet([
       { name: 'waves', selects: () => true, max: 3, waves: { initial: 1, growth: 2 } },
     ]);
+    // A standby, ready to take over.
+    f.startOperator('op-b', FAST_LEASE);
     const mark = await eventsMark(core);
     f.stageUpdates();
     const first = await pollUntil('wave 1 in the status', async () => {
@@ -949,6 +951,12 @@ describe('UpdatePolicies', () => {
       return s?.rollout?.wave === 1 && s.holders?.length === 1 ? s : undefined;
     });
     assert.equal(first.budget, 1, 'wave 1 caps the slots at 1 while maxUnavailable allows 3');
+    // The leader dies in the middle of wave 2: the next one goes on with wave 2 from the ledger, then 3.
+    await pollUntil('wave 2 under way', async () => {
+      const s = (await readPolicy('waves')).status;
+      return s?.rollout?.wave === 2 && (s.holders?.length ?? 0) > 0 ? true : undefined;
+    });
+    await f.killOperator('op-a', 'SIGKILL');
     await rebooted(f, all);
     await assertSafe(f);
     assert.ok(
@@ -957,6 +965,11 @@ describe('UpdatePolicies', () => {
     );
     const paused = await eventsAbout(core, 'UpdatePolicy', 'waves', ['WavePause'], mark);
     assert.match(paused[0]?.message ?? '', /wave 2 starts at .* \(rollout\.waves\.pauseBetween\)/);
+    const third = await eventsAbout(core, 'UpdatePolicy', 'waves', ['WavePause'], mark);
+    assert.ok(
+      third.some((e) => /wave 3 starts/.test(e.message ?? '')),
+      `the new leader paused before wave 3: ${third.map((e) => e.message).join(' | ')}`,
+    );
     await condition('waves', 'Progressing', { status: 'False', reason: 'UpToDate' });
     const done = await pollUntil('the rollout gone from the status', async () => {
       const s = (await readPolicy('waves')).status;
