@@ -347,7 +347,9 @@ function policyPool(
 ): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
   if (!resolved) return undefined;
-  const rollout = poolRollout(entry, resolved, nodes, ledger, now);
+  const spoken = nodes.map((n) => speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)));
+  // Read through the pool's protocol: a need is the protocol's reboot-needed.
+  const rollout = poolRollout(entry, resolved, spoken, ledger, now);
   const standDown = foreignOperatorHold(resolved, sighting);
   const hold: PoolHold | undefined = standDown
     ? standDown
@@ -379,7 +381,6 @@ function policyPool(
       nodes.map((n) => n.name),
     );
   }
-  const spoken = nodes.map((n) => speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)));
   return {
     ...pool(entry.name, config, spoken, hold, entry),
     ...(rollout.settings || rollout.changed ? { rollout } : {}),
