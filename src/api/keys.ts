@@ -212,6 +212,17 @@ export const PodAnnotations = {
   doNotDisrupt: 'nuo.dev/do-not-disrupt',
 } as const;
 
+/**
+ * UpdatePolicy annotations, both written by a person through `nuo policy resume`: the record of who let a
+ * halted pool go on, and when. Failed attempts seen before that time no longer count.
+ */
+export const PolicyAnnotations = {
+  /** person / CLI: RFC 3339 time of the last resume. */
+  resumedAt: 'nuo.dev/resumed-at',
+  /** person / CLI: who resumed, as the API server authenticated them. */
+  resumedBy: 'nuo.dev/resumed-by',
+} as const;
+
 /** Node taints. */
 export const Taints = {
   /**

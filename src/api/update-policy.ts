@@ -425,7 +425,7 @@ export const Remediation = Type.Object(
 );
 export type Remediation = Type.Static<typeof Remediation>;
 
-export const NOTIFY_ON = ['Admitted', 'Completed', 'Failed', 'Blocked', 'Finished'] as const;
+export const NOTIFY_ON = ['Admitted', 'Completed', 'Failed', 'Blocked', 'Finished', 'Halted'] as const;
 export type NotifyOn = (typeof NOTIFY_ON)[number];
 
 /** The Secret, in the operator's namespace, whose keys hold the receivers' URLs (RBAC names it alone). */
@@ -456,7 +456,7 @@ export const Notification = Type.Object({
       'x-kubernetes-list-type': 'set',
       default: [...NOTIFY_ON],
       description:
-        'Admitted, Completed, Failed (a node failed or was skipped), Blocked (for longer than blockedFor), Finished (no node of the pool waits any more).',
+        'Admitted, Completed, Failed (a node failed or was skipped), Blocked (for longer than blockedFor), Finished (no node of the pool waits any more), Halted (the rollout spent its failure budget).',
     }),
   ),
   blockedFor: Type.Optional(duration('How long the pool must be blocked before Blocked is sent.', '1h')),
@@ -507,6 +507,61 @@ export const KuredCoexistence = Type.Object(
 );
 export type KuredCoexistence = Type.Static<typeof KuredCoexistence>;
 
+/**
+ * A rollout in waves: the first admits `initial` nodes, each next one `growth` times as many, each wave
+ * starting once every node of the one before has completed (and `pauseBetween` has passed); and a failure
+ * budget that halts the pool until a person resumes it.
+ */
+export const Rollout = Type.Object(
+  {
+    waves: Type.Optional(
+      Type.Object(
+        {
+          initial: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 10_000,
+              default: 1,
+              description: 'Nodes of the first wave.',
+            }),
+          ),
+          growth: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 100,
+              default: 2,
+              description:
+                'Each wave has this many times the nodes of the one before (1: waves of one size).',
+            }),
+          ),
+          pauseBetween: Type.Optional(
+            duration('Wait after a wave has completed before the next one starts.', '0s'),
+          ),
+        },
+        {
+          description:
+            'A wave admits at most its size, and the next starts when that many nodes have completed in it; maxUnavailable still caps how many are disrupted at once.',
+        },
+      ),
+    ),
+    failureBudget: Type.Optional(
+      Type.Object({
+        maxFailedAttempts: Type.Integer({
+          minimum: 1,
+          maximum: 1000,
+          description:
+            'Failed attempts (aborted, or Failed) in one rollout after which the pool admits nothing (Halted) until nuo policy resume.',
+        }),
+      }),
+    ),
+  },
+  {
+    description:
+      'Progressive waves and a failure budget. A rollout lasts from the first node of the pool needing work to the last one done.',
+  },
+);
+export type Rollout = Type.Static<typeof Rollout>;
+
 export const UpdatePolicySpec = Type.Object(
   {
     nodeSelector: Type.Optional(LabelSelector),
@@ -551,6 +606,7 @@ export const UpdatePolicySpec = Type.Object(
     reboot: Type.Optional(Reboot),
     remediation: Type.Optional(Remediation),
     notifications: Type.Optional(Type.Array(Notification, { maxItems: 8 })),
+    rollout: Type.Optional(Rollout),
     circuitBreaker: Type.Optional(
       Type.Object({
         maxNotReady: countOrPercent('More nodes of the pool NotReady than this: admit nothing.'),
@@ -578,6 +634,22 @@ export const Condition = Type.Object({
 });
 export type Condition = Type.Static<typeof Condition>;
 
+/** The pool's rollout as the operator counts it (recorded in the slot ledger). */
+export const RolloutStatus = Type.Object({
+  started: Type.String({ format: 'date-time', description: 'When the rollout started.' }),
+  wave: Type.Integer({ minimum: 1, description: 'The current wave, from 1.' }),
+  waveSize: Type.Integer({ minimum: 1, description: 'Nodes the current wave admits.' }),
+  completedInWave: Type.Integer({ minimum: 0, description: 'Attempts completed in the current wave.' }),
+  failedAttempts: Type.Integer({
+    minimum: 0,
+    description: 'Failed attempts in this rollout since it started or was last resumed.',
+  }),
+  nextWave: Type.Optional(
+    Type.String({ format: 'date-time', description: 'When the current wave may start (its pause).' }),
+  ),
+});
+export type RolloutStatus = Type.Static<typeof RolloutStatus>;
+
 export const UpdatePolicyStatus = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
   conditions: Type.Optional(
@@ -601,13 +673,28 @@ export const UpdatePolicyStatus = Type.Object({
   holders: Type.Optional(Type.Array(Type.String({ maxLength: 253 }), { maxItems: 5000 })),
   nextWindow: Type.Optional(Type.String({ format: 'date-time' })),
   lastCompletion: Type.Optional(Type.String({ format: 'date-time' })),
+  /** The rollout in progress, with spec.rollout; absent when no node of the pool needs work. */
+  rollout: Type.Optional(RolloutStatus),
+  /** The last `nuo policy resume`: when, and by whom (copied from the policy's annotations). */
+  resumed: Type.Optional(
+    Type.Object({
+      at: Type.String({ format: 'date-time' }),
+      by: Type.Optional(Type.String({ maxLength: 1024 })),
+    }),
+  ),
 });
 export type UpdatePolicyStatus = Type.Static<typeof UpdatePolicyStatus>;
 
 export interface UpdatePolicy {
   apiVersion: 'nuo.dev/v1alpha1';
   kind: 'UpdatePolicy';
-  metadata: { name: string; generation?: number; resourceVersion?: string; uid?: string };
+  metadata: {
+    name: string;
+    generation?: number;
+    resourceVersion?: string;
+    uid?: string;
+    annotations?: Record<string, string>;
+  };
   spec: UpdatePolicySpec;
   status?: UpdatePolicyStatus;
 }

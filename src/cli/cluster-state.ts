@@ -23,7 +23,7 @@ import { inPool, type Ledger, LedgerStore } from '../operator/ledger.ts';
 import { type NodeView, viewNode } from '../operator/node-view.ts';
 import { type PassPlan, plansOfPass } from '../operator/plan-pass.ts';
 import { passPlan } from '../operator/plan-resolve.ts';
-import type { PolicyEntry, PolicyState } from '../operator/policies.ts';
+import { type PolicyEntry, type PolicyState, resumeOf } from '../operator/policies.ts';
 import {
   type OperatorSighting,
   type PolicyBlockers,
@@ -64,6 +64,7 @@ async function readPolicies(kc: KubeConfig): Promise<{ state: PolicyState; raw: 
     const policies = list.items
       .map((p): PolicyEntry => {
         const current = resolvePolicy(p);
+        const resumed = resumeOf(p.metadata.annotations);
         return {
           name: p.metadata.name,
           uid: p.metadata.uid ?? '',
@@ -71,6 +72,7 @@ async function readPolicies(kc: KubeConfig): Promise<{ state: PolicyState; raw: 
           current,
           ...(current.ok ? { lastValid: current.policy } : {}),
           ...(p.status ? { status: p.status } : {}),
+          ...(resumed ? { resumed } : {}),
         };
       })
       .sort((a, b) => (a.name < b.name ? -1 : 1));

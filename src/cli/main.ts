@@ -25,7 +25,8 @@ const commands: Entry[] = [
   },
   {
     name: 'policy',
-    summary: 'explain which UpdatePolicy holds a node and every condition that keeps it waiting now',
+    summary:
+      'explain which UpdatePolicy holds a node and every condition that keeps it waiting now; resume a halted one',
     load: async () => (await import('./policy.ts')).policyCommand,
   },
   {

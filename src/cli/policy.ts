@@ -1,16 +1,26 @@
-/** `nuo policy explain NODE`: which pool holds a node and everything that keeps it waiting now. */
+/**
+ * `nuo policy explain NODE`: which pool holds a node and everything that keeps it waiting now;
+ * `nuo policy resume NAME`: lets a pool halted by its failure budget go on.
+ */
 import { parseArgs } from 'node:util';
 import { explainNode } from '../operator/explain.ts';
 import { readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
 import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage, singleNode } from './kube.ts';
 import { sucPlansFlag, sucPlansNamespace, sucPlansUsage } from './plans.ts';
+import { isNotFound, resumePolicy } from './policy-resume.ts';
 
 export const policyCommand: Command = {
   name: 'policy',
-  summary: 'explain which UpdatePolicy holds a node and every condition that keeps it waiting now',
+  summary:
+    'explain which UpdatePolicy holds a node and every condition that keeps it waiting now; resume a halted one',
   usage: [
     'Usage: nuo policy explain NODE [flags]',
+    '       nuo policy resume NAME [flags]',
+    '',
+    'explain: which UpdatePolicy holds NODE and every condition that keeps it waiting now.',
+    'resume:  let the pool of UpdatePolicy NAME, halted by its failure budget, go on: failed attempts',
+    '         until now no longer count. Records when and who in its nuo.dev/resumed-at and -by.',
     '',
     'Flags:',
     '  --namespace NS   where the operator keeps its ledger and lease (default nuo-system)',
@@ -25,9 +35,12 @@ export const policyCommand: Command = {
       options: { namespace: { type: 'string', default: 'nuo-system' }, ...sucPlansFlag, ...kubeFlags },
     });
     const [sub, ...rest] = positionals;
+    if (sub === 'resume') return resume(rest, values);
     if (sub !== 'explain')
       throw new UsageError(
-        sub ? `unknown subcommand "${sub}": use explain` : 'missing subcommand: explain NODE',
+        sub
+          ? `unknown subcommand "${sub}": use explain or resume`
+          : 'missing subcommand: explain NODE or resume NAME',
       );
     const name = singleNode(rest);
     const kc = kubeconfigFrom(values);
@@ -55,3 +68,22 @@ export const policyCommand: Command = {
     }
   },
 };
+
+async function resume(positionals: string[], flags: Parameters<typeof kubeconfigFrom>[0]): Promise<number> {
+  if (positionals.length !== 1)
+    throw new UsageError(`expected exactly one UpdatePolicy NAME, got ${positionals.length}`);
+  const name = positionals[0] as string;
+  const kc = kubeconfigFrom(flags);
+  try {
+    const { by, at } = await resumePolicy(kc, name, new Date());
+    out(`updatepolicy/${name} resumed at ${at} by ${by}`);
+    return 0;
+  } catch (e) {
+    err(
+      isNotFound(e)
+        ? `Error from server (NotFound): updatepolicies.nuo.dev "${name}" not found`
+        : explainApiError(e, kc),
+    );
+    return 1;
+  }
+}

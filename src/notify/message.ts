@@ -28,6 +28,8 @@ function headline(e: NotifyEvent): string {
       return 'blocked';
     case 'Finished':
       return 'rollout finished';
+    case 'Halted':
+      return 'rollout halted';
   }
 }
 

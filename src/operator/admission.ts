@@ -51,6 +51,8 @@ export interface AdmissionInput {
   /** The pool's per-zone budget, if it has one. */
   zones?: ZoneBudget;
   slots: number;
+  /** What limits the slots, as a waiting node's reason names it ("maxUnavailable 2", "wave 1 of 1 node(s)"). */
+  slotsBy?: string;
   used: number;
   lastGrant: number;
   config: DecideConfig;
@@ -106,7 +108,7 @@ export function admit(input: AdmissionInput): Admission {
     // takes no new slot, so it fits while the budget is not exceeded.
     const takesSlot = !unavailableWithoutSlot(n);
     if (!wait && (takesSlot ? used + 1 : used) > input.slots) {
-      wait = { reason: `waiting for a free slot (maxUnavailable ${input.slots})` };
+      wait = { reason: `waiting for a free slot (${input.slotsBy ?? `maxUnavailable ${input.slots}`})` };
       // A Plan's attempt is never promised a slot: a handover's admission records no Plan in the ledger.
       if (n.state === Phase.pending && !input.successors.has(n.name) && !nextPlan(n, t)) nextInLine.push(n);
     }

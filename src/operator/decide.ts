@@ -24,6 +24,7 @@ import type { PlanPass, PlanSlot } from './plan-work.ts';
 import type { RemediationRate } from './policy-need.ts';
 import { promiseEnding, releaseStale, settlePromises, unavailable, withdrawUnstarted } from './slots.ts';
 import { pendingTaints } from './taints.ts';
+import type { SlotCap } from './waves.ts';
 import { ZoneBudget, type ZonePolicy } from './zones.ts';
 
 /** A pool's settings as decide() reads them (its UpdatePolicy's, parsed; pool-plan.ts policyConfig). */
@@ -74,6 +75,8 @@ export interface DecideConfig {
   ownNode?: string;
   /** The pool's remediations within the hour and their limit, when its policy asks for remediations. */
   remediationRate?: RemediationRate;
+  /** Caps on the pool's slots beside its budget (its rollout's wave): the tightest one counts. */
+  slotCaps?: readonly SlotCap[];
 }
 
 export interface Snapshot {
@@ -197,6 +200,11 @@ export interface Decision {
   wakeAt?: number;
 }
 
+/** The cap with the fewest slots: the budget's, unless another is tighter. */
+function tightest(budget: SlotCap, others: readonly SlotCap[]): SlotCap {
+  return others.reduce((min, c) => (c.slots < min.slots ? c : min), budget);
+}
+
 /** The earliest future moment a step asked to look again at. */
 function wakeUp(t: number) {
   let earliest = Number.POSITIVE_INFINITY;
@@ -220,7 +228,11 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const inFlight = new Set([...snapshot.admitting].filter((name) => !holders.has(name) && byName.has(name)));
   const promises = settlePromises(snapshot.ledger, byName, holders, inFlight, c, t);
   actions.push(...stale.actions, ...promises.actions);
-  const slots = budgetSlots(c.maxUnavailable, eligible.length);
+  const cap = tightest(
+    { slots: budgetSlots(c.maxUnavailable, eligible.length), name: 'maxUnavailable' },
+    c.slotCaps ?? [],
+  );
+  const slots = cap.slots;
   const disrupted = unavailable(eligible, holders, inFlight, c.disruptedElsewhere);
   const excess = holders.size + disrupted.length + promises.reserved + inFlight.size - slots;
   actions.push(
@@ -254,6 +266,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     ...(zones ? { zones } : {}),
     successors: promises.successors,
     slots,
+    slotsBy: cap.name === 'maxUnavailable' ? `maxUnavailable ${slots}` : cap.name,
     used: holders.size + disrupted.length + promises.reserved + inFlight.size,
     lastGrant: snapshot.ledger.lastGrant ? Date.parse(snapshot.ledger.lastGrant) : Number.NEGATIVE_INFINITY,
     config: c,

@@ -8,6 +8,7 @@ import { AGENT_PROTOCOLS, type AgentProtocol, type ForeignProtocol, LEDGER } fro
 import { statusCode } from '../kube/errors.ts';
 import type { Action } from './decide.ts';
 import type { PlanSlot } from './plan-work.ts';
+import type { RolloutRecord } from './waves.ts';
 
 /** The budget a slot counts in: a pool's name; absent for the default pool (''). */
 type InPool = { pool?: string };
@@ -46,6 +47,10 @@ export interface Ledger {
   lastGrant?: string;
   /** When each named pool last admitted a node. */
   poolGrants?: Record<string, string>;
+  /** The default pool's rollout in waves (waves.ts). */
+  rollout?: RolloutRecord;
+  /** Each named pool's rollout in progress, for a policy with spec.rollout. */
+  rollouts?: Record<string, RolloutRecord>;
 }
 
 /**
@@ -58,10 +63,12 @@ export function inPool(ledger: Ledger, pool: string): Ledger {
   const slots = Object.fromEntries(Object.entries(ledger.slots).filter(([, s]) => mine(s)));
   const next = Object.entries(ledger.next ?? {}).filter(([, s]) => mine(s));
   const lastGrant = pool === '' ? ledger.lastGrant : ledger.poolGrants?.[pool];
+  const rollout = pool === '' ? ledger.rollout : ledger.rollouts?.[pool];
   return {
     slots,
     ...(next.length > 0 ? { next: Object.fromEntries(next) } : {}),
     ...(lastGrant === undefined ? {} : { lastGrant }),
+    ...(rollout === undefined ? {} : { rollout }),
   };
 }
 
@@ -82,6 +89,22 @@ function isPlanSlot(p: unknown): p is PlanSlot {
     typeof s.version === 'string' &&
     PREPARES.has(s.prepare) &&
     typeof s.reboot === 'boolean'
+  );
+}
+
+function isRolloutRecord(r: unknown): r is RolloutRecord {
+  if (typeof r !== 'object' || r === null) return false;
+  const o = r as Record<string, unknown>;
+  return (
+    typeof o.since === 'string' &&
+    Number.isInteger(o.wave) &&
+    typeof o.waveSince === 'string' &&
+    Number.isInteger(o.completed) &&
+    Array.isArray(o.counted) &&
+    o.counted.every((d) => typeof d === 'string') &&
+    typeof o.failed === 'object' &&
+    o.failed !== null &&
+    Object.values(o.failed).every((f) => typeof f === 'string')
   );
 }
 
@@ -133,6 +156,13 @@ export function parseLedger(cm: V1ConfigMap): Ledger {
         Object.values(grants).some((g) => typeof g !== 'string'))
     ) {
       throw new Error('"poolGrants" must map pools to times');
+    }
+    const rollouts = [
+      ...(doc.rollout === undefined ? [] : [doc.rollout]),
+      ...Object.values(doc.rollouts ?? {}),
+    ];
+    if (rollouts.some((r) => !isRolloutRecord(r))) {
+      throw new Error('a rollout that is not { since, wave, waveSince, completed, counted, failed }');
     }
     return doc;
   } catch (err) {
@@ -197,8 +227,19 @@ export class LedgerStore {
   }
 }
 
-/** decide()'s actions that change the ledger: the slots a pass takes, frees, promises and records. */
-export type LedgerChange = Extract<Action, { type: 'admit' | 'release' | 'promise' | 'unpromise' | 'claim' }>;
+/** A pool's rollout record as this pass leaves it: absent, the rollout has ended. */
+export interface RolloutChange {
+  type: 'rollout';
+  record?: RolloutRecord;
+}
+
+/**
+ * decide()'s actions that change the ledger: the slots a pass takes, frees, promises and records, and
+ * its pool's rollout record.
+ */
+export type LedgerChange =
+  | Extract<Action, { type: 'admit' | 'release' | 'promise' | 'unpromise' | 'claim' }>
+  | RolloutChange;
 
 /**
  * The ledger after `changes` to `pool`'s budget (default ''), made at `at` (RFC 3339): a new object, the
@@ -208,7 +249,8 @@ export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at
   const l = structuredClone(ledger);
   const tag = pool === '' ? {} : { pool };
   for (const a of changes) {
-    if (a.type === 'release') delete l.slots[a.node];
+    if (a.type === 'rollout') setRollout(l, pool, a.record);
+    else if (a.type === 'release') delete l.slots[a.node];
     else if (a.type === 'promise') l.next = { ...l.next, [a.node]: { after: a.after, since: at, ...tag } };
     else if (a.type === 'unpromise') delete l.next?.[a.node];
     else {
@@ -225,6 +267,18 @@ export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at
     else l.poolGrants = { ...l.poolGrants, [pool]: at };
   }
   return l;
+}
+
+/** Records (or, with none, removes) `pool`'s rollout in `l`. */
+function setRollout(l: Ledger, pool: string, record: RolloutRecord | undefined): void {
+  if (pool === '') {
+    if (record) l.rollout = record;
+    else delete l.rollout;
+    return;
+  }
+  const { [pool]: _, ...others } = l.rollouts ?? {};
+  l.rollouts = record ? { ...others, [pool]: record } : others;
+  if (Object.keys(l.rollouts).length === 0) delete l.rollouts;
 }
 
 /** Each pool's changes of a pass (pool → its changes), applied in one write. */

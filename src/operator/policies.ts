@@ -8,6 +8,7 @@
  */
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
+import { PolicyAnnotations } from '../api/keys.ts';
 import type { UpdatePolicy } from '../api/update-policy.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { ResilientInformer } from '../kube/informer.ts';
@@ -26,6 +27,21 @@ export interface PolicyEntry {
   lastValid?: ResolvedPolicy;
   /** The status as last read (written only when it changes). */
   status?: UpdatePolicy['status'];
+  /** The last `nuo policy resume` (its annotations); a time that does not parse is no resume. */
+  resumed?: Resume;
+}
+
+export interface Resume {
+  at: Date;
+  by?: string;
+}
+
+/** The resume a policy's annotations record, if any. */
+export function resumeOf(annotations: Record<string, string> | undefined): Resume | undefined {
+  const at = new Date(annotations?.[PolicyAnnotations.resumedAt] ?? Number.NaN);
+  if (Number.isNaN(at.getTime())) return undefined;
+  const by = annotations?.[PolicyAnnotations.resumedBy];
+  return { at, ...(by ? { by } : {}) };
 }
 
 export interface PolicyState {
@@ -61,11 +77,17 @@ export class PolicySource {
     this.#log = o.log;
   }
 
-  /** Calls `fn` when a policy's spec or generation changes (not for its own status writes). */
+  /** Calls `fn` when a policy's spec or generation, or its resume, changes (not for its own status writes). */
   onChange(fn: () => void): void {
     this.#changed.push(fn);
     this.#informer.onEvent((type, p, old) => {
-      if (type === 'update' && old?.metadata.generation === p.metadata.generation) return;
+      const resumed = (q: UpdatePolicy | undefined) => q?.metadata.annotations?.[PolicyAnnotations.resumedAt];
+      if (
+        type === 'update' &&
+        old?.metadata.generation === p.metadata.generation &&
+        resumed(old) === resumed(p)
+      )
+        return;
       fn();
     });
   }
@@ -113,8 +135,11 @@ export class PolicySource {
     const generation = p.metadata.generation ?? 0;
     // A policy deleted and created again under its name is a new policy: nothing of the old one is kept.
     const known = this.#entries.get(name)?.uid === uid ? this.#entries.get(name) : undefined;
+    const resumed = resumeOf(p.metadata.annotations);
     if (known?.generation === generation) {
       known.status = p.status;
+      if (resumed) known.resumed = resumed;
+      else delete known.resumed;
       return known;
     }
     const current = resolvePolicy(p);
@@ -126,6 +151,7 @@ export class PolicySource {
       current,
       ...(lastValid ? { lastValid } : {}),
       ...(p.status ? { status: p.status } : {}),
+      ...(resumed ? { resumed } : {}),
     };
     this.#entries.set(name, entry);
     return entry;

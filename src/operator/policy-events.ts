@@ -12,10 +12,10 @@ export interface PolicyEvent {
 }
 
 /**
- * Holds a person planned (a window, a pause, taking turns with kured): Normal. Anything else holding a
+ * Holds a person planned (a window, a pause, taking turns with kured, the pause between two waves): Normal. Anything else holding a
  * pool is a Warning.
  */
-const PLANNED: ReadonlySet<string> = new Set(['OutsideWindow', 'Paused', 'KuredLock']);
+const PLANNED: ReadonlySet<string> = new Set(['OutsideWindow', 'Paused', 'KuredLock', 'WavePause']);
 
 const blocked = (s: UpdatePolicyStatus | undefined) =>
   s?.conditions?.find((c) => c.type === 'Blocked' && c.status === 'True');
@@ -39,6 +39,18 @@ const progressing = (s: UpdatePolicyStatus | undefined) =>
 /** The pool's rollout has just finished: it was updating, and now no node of it waits. */
 export function rolloutFinished(previous: UpdatePolicyStatus | undefined, next: UpdatePolicyStatus): boolean {
   return progressing(previous) === 'Updating' && progressing(next) === 'UpToDate';
+}
+
+const isHalted = (s: UpdatePolicyStatus | undefined) =>
+  s?.conditions?.some((c) => c.type === 'Halted' && c.status === 'True') ?? false;
+
+/** The pool's rollout has just halted: its failure budget is spent (the Halted condition's message says how). */
+export function rolloutHalted(
+  previous: UpdatePolicyStatus | undefined,
+  next: UpdatePolicyStatus,
+): string | undefined {
+  if (isHalted(previous) || !isHalted(next)) return undefined;
+  return next.conditions?.find((c) => c.type === 'Halted')?.message ?? 'halted';
 }
 
 /** Since when the pool has been blocked, and why, when it is. */

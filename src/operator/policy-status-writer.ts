@@ -16,8 +16,8 @@ import type { PassDecision } from './decider.ts';
 import type { EventRecorder } from './events.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { PolicyEntry } from './policies.ts';
-import { blockedEvent, blockedSince, rolloutFinished } from './policy-events.ts';
-import { policyStatus, statusChanged } from './policy-status.ts';
+import { blockedEvent, blockedSince, rolloutFinished, rolloutHalted } from './policy-events.ts';
+import { policyStatus, statusChanged, statusPatch } from './policy-status.ts';
 
 export class PolicyStatusWriter {
   readonly #api: CustomObjectsApi;
@@ -79,7 +79,13 @@ export class PolicyStatusWriter {
     this.#writing.add(name);
     this.#api
       .patchClusterCustomObjectStatus(
-        { group: API_GROUP, version: API_VERSION, plural: UPDATE_POLICY.plural, name, body: { status } },
+        {
+          group: API_GROUP,
+          version: API_VERSION,
+          plural: UPDATE_POLICY.plural,
+          name,
+          body: { status: statusPatch(previous, status) },
+        },
         mergePatch,
       )
       .then(() => {
@@ -87,6 +93,15 @@ export class PolicyStatusWriter {
         this.#metrics?.policyStatusWrites.inc();
         const event = blockedEvent(previous, status);
         if (event) this.#events.policy(entry, event.type, event.reason, event.message);
+        const halted = rolloutHalted(previous, status);
+        if (halted) {
+          this.#notifier.notify(receivers(entry), {
+            kind: 'Halted',
+            policy: name,
+            message: halted,
+            at: new Date(),
+          });
+        }
         if (rolloutFinished(previous, status)) {
           const message = 'no node of the pool waits for a reboot any more';
           this.#notifier.notify(receivers(entry), {

@@ -5,10 +5,11 @@
  * status and nothing is written.
  */
 import { PHASES, Phase } from '../api/phases.ts';
-import type { Condition, UpdatePolicyStatus } from '../api/update-policy.ts';
+import type { Condition, RolloutStatus, UpdatePolicyStatus } from '../api/update-policy.ts';
 import type { Decision } from './decide.ts';
 import type { PolicyEntry } from './policies.ts';
-import type { Pool } from './pool-plan.ts';
+import type { Pool, PoolRollout } from './pool-plan.ts';
+import { failedAttempts, waveSize } from './waves.ts';
 
 /** Longest list of holders written (the schema's bound). */
 const MAX_HOLDERS = 5000;
@@ -70,6 +71,38 @@ function progressing(pool: { pool: Pool; decision: Decision } | undefined): Cond
   };
 }
 
+function halted(pool: Pool | undefined, entry: PolicyEntry): ConditionDraft {
+  const max = pool?.rollout?.settings?.maxFailedAttempts;
+  const record = pool?.rollout?.record;
+  const failed = record ? failedAttempts(record) : 0;
+  if (max !== undefined && failed >= max) {
+    const hold = pool?.hold?.code === 'Halted' ? pool.hold.reason : `halted: ${failed} failed attempt(s)`;
+    return { type: 'Halted', status: 'True', reason: 'FailureBudgetSpent', message: clip(hold) };
+  }
+  const resumed = entry.resumed
+    ? `; resumed at ${entry.resumed.at.toISOString()}${entry.resumed.by ? ` by ${entry.resumed.by}` : ''}`
+    : '';
+  const budget = max === undefined ? 'no failure budget' : `${failed} of ${max} failed attempt(s) allowed`;
+  return { type: 'Halted', status: 'False', reason: 'NotHalted', message: clip(`${budget}${resumed}`) };
+}
+
+/** The rollout in progress as the status shows it. */
+function rolloutStatus(r: PoolRollout | undefined): RolloutStatus | undefined {
+  const record = r?.record;
+  if (!record || !r.settings) return undefined;
+  const pause = r.settings.waves?.pauseBetweenMs ?? 0;
+  return {
+    started: record.since,
+    wave: record.wave,
+    waveSize: Math.min(waveSize(r.settings, record.wave), 2 ** 31 - 1),
+    completedInWave: record.completed,
+    failedAttempts: failedAttempts(record),
+    ...(record.wave > 1 && pause > 0
+      ? { nextWave: new Date(Date.parse(record.waveSince) + pause).toISOString() }
+      : {}),
+  };
+}
+
 function conflict(conflicts: [string, string[]][]): ConditionDraft {
   if (conflicts.length === 0) {
     return {
@@ -111,13 +144,20 @@ export function policyStatus(input: StatusInput): UpdatePolicyStatus {
   for (const n of nodes) phases[n.state ?? Phase.idle] = (phases[n.state ?? Phase.idle] ?? 0) + 1;
   const budget = pool?.decision.budget;
   const conditions = stamp(
-    [ready(entry, nodes.length), blocked(pool?.pool), progressing(pool), conflict(input.conflicts)],
+    [
+      ready(entry, nodes.length),
+      blocked(pool?.pool),
+      progressing(pool),
+      conflict(input.conflicts),
+      halted(pool?.pool, entry),
+    ],
     previous.conditions ?? [],
     entry.generation,
     now,
   );
   const lastCompletion = input.completed ? now.toISOString() : previous.lastCompletion;
   const hold = pool?.pool.hold;
+  const rollout = rolloutStatus(pool?.pool.rollout);
   return {
     observedGeneration: entry.generation,
     conditions,
@@ -130,8 +170,40 @@ export function policyStatus(input: StatusInput): UpdatePolicyStatus {
       ? { nextWindow: new Date(hold.until).toISOString() }
       : {}),
     ...(lastCompletion ? { lastCompletion } : {}),
+    ...(rollout ? { rollout } : {}),
+    ...(entry.resumed
+      ? {
+          resumed: {
+            at: entry.resumed.at.toISOString(),
+            ...(entry.resumed.by ? { by: entry.resumed.by } : {}),
+          },
+        }
+      : {}),
   };
 }
+
+/**
+ * The merge patch that turns `previous` into `next`: a field `next` leaves out is written null, so the
+ * API server removes it rather than keep its old value (a merge patch keeps what it does not name).
+ */
+export function statusPatch(
+  previous: UpdatePolicyStatus | undefined,
+  next: UpdatePolicyStatus,
+): Record<string, unknown> {
+  return removals(previous ?? {}, next) as Record<string, unknown>;
+}
+
+function removals(before: unknown, after: unknown): unknown {
+  if (!isObject(after) || !isObject(before)) return after;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(before)) if (after[key] === undefined) out[key] = null;
+  for (const [key, value] of Object.entries(after))
+    if (value !== undefined) out[key] = removals(before[key], value);
+  return out;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Whether writing `next` would change anything (the API server returns what it stored: compare as JSON). */
 export function statusChanged(previous: UpdatePolicyStatus | undefined, next: UpdatePolicyStatus): boolean {

@@ -22,10 +22,18 @@ import type { Wait } from './gates.ts';
 import type { ChecksReading } from './health-gate.ts';
 import { type KuredView, kuredDisrupted, kuredHold } from './kured-lock.ts';
 import type { Ledger } from './ledger.ts';
-import { poolOf } from './ledger.ts';
+import { inPool, poolOf } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import type { PolicyEntry, PolicyState } from './policies.ts';
 import { policyReading, remediationRate } from './policy-need.ts';
+import {
+  nextRollout,
+  type RolloutHold,
+  type RolloutRecord,
+  type RolloutSettings,
+  rolloutHold,
+  waveCap,
+} from './waves.ts';
 
 /** The pool of a ledger entry that names none (written by an operator older than policies). */
 export const DEFAULT_POOL = '';
@@ -51,7 +59,8 @@ export type HoldCode =
   | 'Superseded'
   | 'KuredLock'
   | 'KuredLockUnknown'
-  | 'ForeignOperator';
+  | 'ForeignOperator'
+  | RolloutHold['code'];
 
 /**
  * What nuo saw of CLUO's or FLUO's own update-operator (protocol-operators.ts): `standDown` says why nuo
@@ -103,6 +112,16 @@ export interface Pool {
   nodes: NodeView[];
   /** The policy that makes this pool now, if any. */
   policy?: PolicyEntry;
+  /** Its rollout in waves (spec.rollout): the record after this look, and whether the ledger must take it. */
+  rollout?: PoolRollout;
+}
+
+export interface PoolRollout {
+  settings?: RolloutSettings;
+  /** Absent: no rollout in progress (or none kept: the policy has no spec.rollout). */
+  record?: RolloutRecord;
+  /** The record differs from the ledger's: the pass writes it. */
+  changed: boolean;
 }
 
 export interface PoolPlan {
@@ -143,7 +162,8 @@ export function policyConfig(p: ResolvedPolicy, paused: boolean): DecideConfig {
 }
 
 /**
- * Why a valid policy's pool admits nothing now, if it does not, in this order: paused; the circuit
+ * Why a valid policy's pool admits nothing now, if it does not, in this order: paused; its rollout
+ * (halted by its failure budget, or pausing between waves); the circuit
  * breaker (more of the pool NotReady than it allows); outside its windows; a blocker (Prometheus not
  * asked yet, unreachable or answering an alert: fail closed); a health check failing or not evaluated.
  */
@@ -152,8 +172,10 @@ export function policyHold(
   nodes: readonly NodeView[],
   now: Date,
   blockers?: PolicyBlockers,
+  rollout?: RolloutHold,
 ): PoolHold | undefined {
   if (p.paused) return { code: 'Paused', reason: `waiting: UpdatePolicy ${p.name} is paused` };
+  if (rollout) return rollout;
   const circuit = circuitHold(p, nodes);
   if (circuit) return circuit;
   const window = windowState(p.windows, now);
@@ -327,16 +349,29 @@ function policyPool(
 ): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
   if (!resolved) return undefined;
+  // Read through the pool's protocol (a need is the protocol's reboot-needed), with what the policy asks.
+  const spoken = nodes.map((n) =>
+    withPolicyAsks(speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)), resolved, now),
+  );
+  const rollout = poolRollout(entry, resolved, spoken, ledger, now);
   const standDown = foreignOperatorHold(resolved, sighting);
   const hold: PoolHold | undefined = standDown
     ? standDown
     : entry.current.ok
-      ? policyHold(resolved, nodes, now, blockers)
+      ? policyHold(
+          resolved,
+          nodes,
+          now,
+          blockers,
+          rollout.settings && rolloutHold(rollout.record, rollout.settings, entry.name, now.getTime()),
+        )
       : {
           code: 'InvalidSpec',
           reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
         };
   const config = policyConfig(resolved, paused);
+  const cap = rollout.settings && waveCap(rollout.record, rollout.settings);
+  if (cap) config.slotCaps = [cap];
   if (entry.current.ok && resolved.podBlockers.some((b) => b.scope === 'Node'))
     config.podBlocked = nodeBlocks(resolved, blockers?.pods);
   // Only a valid policy's checks are read (blocker-watch.ts): an invalid one's finished nodes are not held.
@@ -352,10 +387,36 @@ function policyPool(
   }
   if (resolved.remediation)
     config.remediationRate = remediationRate(nodes, resolved.remediation.maxPerHour, now.getTime());
-  const spoken = nodes.map((n) =>
-    withPolicyAsks(speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)), resolved, now),
-  );
-  return pool(entry.name, config, spoken, hold, entry);
+  return {
+    ...pool(entry.name, config, spoken, hold, entry),
+    ...(rollout.settings || rollout.changed ? { rollout } : {}),
+  };
+}
+
+/** The pool's rollout after this look; a policy without spec.rollout keeps no record. */
+function poolRollout(
+  entry: PolicyEntry,
+  p: ResolvedPolicy,
+  nodes: readonly NodeView[],
+  ledger: Ledger,
+  now: Date,
+): PoolRollout {
+  const mine = inPool(ledger, entry.name);
+  const record =
+    p.rollout &&
+    nextRollout({
+      previous: mine.rollout,
+      settings: p.rollout,
+      nodes,
+      slots: mine.slots,
+      now,
+      ...(entry.resumed ? { resumedAt: entry.resumed.at } : {}),
+    });
+  return {
+    ...(p.rollout ? { settings: p.rollout } : {}),
+    ...(record ? { record } : {}),
+    changed: JSON.stringify(record) !== JSON.stringify(mine.rollout),
+  };
 }
 
 /** The node with what its policy's remediation and maxUptime ask of it this pass, if anything. */

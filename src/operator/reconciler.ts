@@ -15,6 +15,7 @@ import {
   type LedgerChange,
   LedgerConflict,
   type LedgerVersion,
+  type RolloutChange,
 } from './ledger.ts';
 import type { LifecycleWriter } from './lifecycle-writer.ts';
 import type { OperatorMetrics } from './metrics.ts';
@@ -22,6 +23,7 @@ import type { NodeSteps } from './node-steps.ts';
 import type { NodeView } from './node-view.ts';
 import type { PolicyState } from './policies.ts';
 import type { PolicyStatusWriter } from './policy-status-writer.ts';
+import type { Pool } from './pool-plan.ts';
 import type { ProblemReports } from './problem-reports.ts';
 
 const RESYNC_ACTIVE_MS = 1000;
@@ -138,13 +140,23 @@ export class Reconciler {
     const unmark = admits.filter((name) => !admitting.has(name));
     for (const name of unmark) admitting.add(name);
     try {
-      const isChange = (a: Action): a is LedgerChange =>
+      const isChange = (a: Action): a is Exclude<LedgerChange, RolloutChange> =>
         a.type === 'admit' || (isLedgerChange(a) && !(a.type === 'unpromise' && this.#o.steps.has(a.node)));
-      const changes = new Map(
+      // A pool's rollout record rides on the same write: it counts the attempts whose slots it frees.
+      const rollout = (pool: Pool): LedgerChange[] =>
+        pool.rollout?.changed
+          ? [{ type: 'rollout', ...(pool.rollout.record ? { record: pool.rollout.record } : {}) }]
+          : [];
+      const changes = new Map<string, readonly LedgerChange[]>(
         decision.pools
-          .map(({ pool, decision: d }) => [pool.name, d.actions.filter(isChange)] as const)
+          .map(
+            ({ pool, decision: d }) =>
+              [pool.name, [...d.actions.filter(isChange), ...rollout(pool)]] as const,
+          )
           .filter(([, list]) => list.length > 0),
       );
+      for (const pool of this.#goneRollouts(ledger.ledger, decision))
+        changes.set(pool, [{ type: 'rollout' }]);
       if (changes.size === 0 || !this.#o.acting()) return ledger;
       const written = await this.#o.ledger.write(ledger, changes, now.toISOString());
       for (const a of [...changes.values()].flat()) {
@@ -154,6 +166,17 @@ export class Reconciler {
     } finally {
       for (const name of unmark) admitting.delete(name);
     }
+  }
+
+  /**
+   * Rollouts the ledger keeps for pools that no longer exist (their policy deleted, nothing held): ended,
+   * so a policy made again under the name starts afresh. Only once the policies are read: before, no
+   * pool is known to exist.
+   */
+  #goneRollouts(ledger: Ledger, decision: PassDecision): string[] {
+    if (!this.#o.policies().known) return [];
+    const pools = new Set(decision.pools.map(({ pool }) => pool.name));
+    return Object.keys(ledger.rollouts ?? {}).filter((name) => !pools.has(name));
   }
 
   /**

@@ -17,6 +17,7 @@ import {
 } from '../kube/selector.ts';
 import { type MaxUnavailable, parseMaxUnavailable } from '../operator/budget.ts';
 import { KURED_LOCK_ANNOTATION, type KuredSettings } from '../operator/kured-lock.ts';
+import type { RolloutSettings } from '../operator/waves.ts';
 import { parseDuration } from '../util/duration.ts';
 import type { FieldError } from './field-error.ts';
 import { type ResolvedHealthCheck, resolveHealthCheck } from './health-checks.ts';
@@ -74,6 +75,8 @@ export interface ResolvedPolicy {
   /** Reboots for Node conditions (spec.remediation), when asked for. */
   remediation?: ResolvedRemediation;
   circuitBreaker?: MaxUnavailable;
+  /** Waves and a failure budget (spec.rollout); absent: the pool rolls as maxUnavailable allows. */
+  rollout?: RolloutSettings;
   /** Checks that must pass before each admission and before a finished node frees its slot. */
   healthChecks: ResolvedHealthCheck[];
   /** kured beside nuo on this pool (coexistence.kured), its TTL parsed. */
@@ -203,6 +206,7 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
     ...optional('circuitBreaker', spec.circuitBreaker?.maxNotReady, (v) =>
       p.take('circuitBreaker.maxNotReady', () => countOrPercent(v)),
     ),
+    ...optional('rollout', spec.rollout, (r) => rolloutOf(r, d)),
     healthChecks: (spec.healthChecks ?? []).flatMap((c, i) => {
       const resolved = p.take(`healthChecks[${i}]`, () => resolveHealthCheck(c));
       return resolved ? [resolved] : [];
@@ -223,6 +227,21 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
     })),
   };
   return p.errors.length > 0 ? { ok: false, errors: p.errors } : { ok: true, policy: resolved };
+}
+
+/** Waves (defaults filled in) and the failure budget, when either is set. */
+function rolloutOf(
+  r: NonNullable<UpdatePolicySpec['rollout']>,
+  d: (field: string, text: string) => number,
+): RolloutSettings | undefined {
+  const waves = r.waves && {
+    initial: r.waves.initial ?? 1,
+    growth: r.waves.growth ?? 2,
+    pauseBetweenMs: d('rollout.waves.pauseBetween', r.waves.pauseBetween ?? '0s'),
+  };
+  const max = r.failureBudget?.maxFailedAttempts;
+  if (!waves && max === undefined) return undefined;
+  return { ...(waves ? { waves } : {}), ...(max === undefined ? {} : { maxFailedAttempts: max }) };
 }
 
 /** A label selector's query text, once it parses (the server filters with it). */

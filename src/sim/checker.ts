@@ -55,6 +55,7 @@ import {
   planNodes,
 } from './checker-plans.ts';
 import { protocolGrantMissing, rebootMarkOf } from './checker-protocols.ts';
+import { completedAttempt, rolloutOver, type WaveBudget, waveLimit } from './checker-waves.ts';
 import { isReady } from './cluster/nodes.ts';
 
 export type { PlanBudget } from './checker-plans.ts';
@@ -108,6 +109,8 @@ export interface Budget {
   max: number;
   zones?: { label: string; max: number };
   protocol?: AgentProtocol;
+  /** The pool's rollout in waves (spec.rollout.waves): at once, no more than the current wave allows. */
+  waves?: WaveBudget;
 }
 
 export interface CheckerOptions {
@@ -157,6 +160,8 @@ export class SafetyChecker {
    * late from before it.
    */
   readonly #adminCordoned = new Map<string, string>();
+  /** Attempts completed in each waved budget's rollout so far (by budget name). */
+  readonly #completed = new Map<string, number>();
   /** performance.now() since when each disrupted node has been disrupted, as this watch saw it. */
   readonly #disruptedSince = new Map<string, number>();
   #grantKey: KeyObject | undefined;
@@ -507,10 +512,27 @@ export class SafetyChecker {
       this.#markedCordoned.add(name);
     const planPodNodes = this.#planPodNodes();
     this.#track(node, planPodNodes);
+    this.#countWaves(node, type === 'update' ? old : undefined);
     if (type === 'update' && inAttempt(node, planPodNodes) && !inAttempt(old, planPodNodes)) {
       this.#checkAdmission(name);
     }
     this.#count();
+  }
+
+  /** A completed attempt counts in its waved pool's rollout; a rollout with nothing left starts over. */
+  #countWaves(node: V1Node, old: V1Node | undefined): void {
+    for (const b of this.#budgets) {
+      if (!b.waves || !b.selects(labelsOf(node))) continue;
+      const mine = this.#informer.list().filter((n) => b.selects(labelsOf(n)));
+      if (rolloutOver(mine)) this.#completed.delete(b.name);
+      else if (completedAttempt(node, old))
+        this.#completed.set(b.name, (this.#completed.get(b.name) ?? 0) + 1);
+    }
+  }
+
+  /** The most of a budget's nodes in attempts at once now: its max, or less in a wave. */
+  #max(b: Budget): number {
+    return b.waves ? Math.min(b.max, waveLimit(b.waves, this.#completed.get(b.name) ?? 0)) : b.max;
   }
 
   /**
@@ -566,7 +588,7 @@ export class SafetyChecker {
     const out: Breach[] = [];
     for (const b of this.#budgets) {
       if (!started || !b.selects(labelsOf(started))) continue;
-      for (const { scope, max, over } of scopes(b, started, counted)) {
+      for (const { scope, max, over } of scopes(b, this.#max(b), started, counted)) {
         if (over.length > max)
           out.push({
             rule: 'budget',
@@ -594,10 +616,11 @@ export class SafetyChecker {
     const out: Breach[] = [];
     for (const b of this.#budgets) {
       const mine = attempts.filter((n) => b.selects(labelsOf(n)));
-      if (mine.length > b.max) {
+      const max = this.#max(b);
+      if (mine.length > max) {
         out.push({
           rule: 'budget',
-          detail: `${mine.length} nodes in ${whose} attempts at once${b.name ? ` in ${b.name}` : ''} (budget ${b.max}): ${mine.map((n) => n.metadata?.name).join(', ')}`,
+          detail: `${mine.length} nodes in ${whose} attempts at once${b.name ? ` in ${b.name}` : ''} (budget ${max}${max < b.max ? ', its wave' : ''}): ${mine.map((n) => n.metadata?.name).join(', ')}`,
         });
       }
       if (!b.zones) continue;
@@ -686,12 +709,15 @@ function podNodes(pods: readonly V1Pod[]): Set<string> {
   return out;
 }
 
-/** The scopes an admission is checked in: the budget's pool, and the started node's zone if capped. */
-function scopes(b: Budget, started: V1Node, counted: V1Node[]) {
+/**
+ * The scopes an admission is checked in: the budget's pool (at most `max`, its wave's limit when less),
+ * and the started node's zone if capped.
+ */
+function scopes(b: Budget, max: number, started: V1Node, counted: V1Node[]) {
   const inPool = counted.filter((n) => b.selects(labelsOf(n)));
   const names = (list: V1Node[]) => list.map((n) => n.metadata?.name ?? '');
   const of = b.name ? ` of ${b.name}` : '';
-  const out = [{ scope: b.name ? ` in ${b.name}` : '', max: b.max, over: names(inPool) }];
+  const out = [{ scope: b.name ? ` in ${b.name}` : '', max, over: names(inPool) }];
   if (b.zones) {
     const zone = labelsOf(started)[b.zones.label] ?? '';
     const inZone = inPool.filter((n) => (labelsOf(n)[b.zones?.label ?? ''] ?? '') === zone);

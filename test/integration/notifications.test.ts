@@ -1,7 +1,8 @@
 /**
  * Notifications on the real control plane, to real HTTP receivers on this machine: a pool's news in JSON
  * and in Slack's format, with URLs from the Secret nuo-notifications; a receiver that is down at first
- * gets its messages once it is up; a receiver that hangs holds up neither the rollout nor the others.
+ * gets its messages once it is up; a receiver that hangs holds up neither the rollout nor the others; a
+ * rollout halted by its failure budget is told.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -224,5 +225,30 @@ describe('notifications', () => {
     );
     assert.match(gaveUp, /Secret nuo-system\/nuo-notifications has no key absent/);
     assert.equal(fleet.operator('op-a')?.exitCode, null, 'still running');
+  });
+
+  test('a rollout that spends its failure budget is told as Halted', async () => {
+    const json = await receiver();
+    await secret({ ops: json.url });
+    fleet = new Fleet(cluster, { rebootMs: 300, budget: 1, agentCheckIntervalMs: 2000 });
+    await fleet.start();
+    // A before-reboot hook nobody answers: each attempt is aborted when the drain timeout ends it.
+    await operatorUnder(fleet, 'op-a', {
+      maxUnavailable: 1,
+      drain: { timeout: '1s' },
+      reboot: { beforeRebootAnnotations: ['test.nuo.dev/never'] },
+      rollout: { failureBudget: { maxFailedAttempts: 1 } },
+      notifications: [{ secretKey: 'ops', events: ['Halted'] }],
+    });
+    fleet.stageUpdates(['node-0']);
+    const halted = await pollUntil('the receiver told of the halt', () =>
+      json.receiver.bodies.find((b) => b.kind === 'Halted'),
+    );
+    assert.equal(halted.policy, 'fleet');
+    assert.match(
+      String(halted.message),
+      /halted: 1 failed attempt\(s\) in this rollout reached failureBudget\.maxFailedAttempts 1.*nuo policy resume fleet/,
+    );
+    assert.deepEqual(kinds(json.receiver), ['Halted'], 'only the kind it asked for');
   });
 });

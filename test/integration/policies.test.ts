@@ -1,8 +1,9 @@
 /**
  * UpdatePolicies on the real control plane: pools with budgets of their own rolling at once, a node two
  * policies select left alone, a per-zone cap, a window that holds a rollout until it opens, a health
- * check on a custom resource that holds it, and an invalid policy that admits nothing and says why; the
- * independent checker holds nuo to each pool's budget and each zone's cap.
+ * check on a custom resource that holds it, an invalid policy that admits nothing and says why, a
+ * rollout in waves and one halted by its failure budget until `nuo policy resume`; the independent
+ * checker holds nuo to each pool's budget, each zone's cap and each wave.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -48,7 +49,7 @@ const cluster = await useCluster({ nodes: 6, zones: 3 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
-const _pdbs = cluster.kubeconfig.makeApiClient(PolicyV1Api);
+const pdbs = cluster.kubeconfig.makeApiClient(PolicyV1Api);
 /** Settings every test policy shares: seconds-long soaks and timeouts. */
 const QUICK = { reboot: { soak: '1s', retryBackoff: '5s' } };
 const POOL_A = ['node-0', 'node-1', 'node-2'];
@@ -305,6 +306,7 @@ describe('UpdatePolicies', () => {
     );
     await rebooted(f, ['node-0']);
     await condition('w', 'Blocked', { status: 'False', reason: 'NotBlocked' });
+    assert.equal((await readPolicy('w')).status?.nextWindow, undefined, 'no next window once it is open');
     await assertSafe(f);
     // What happened is told in Events too: the policy's block and its end, the node's attempt.
     const told = await eventsAbout(core, 'UpdatePolicy', 'w', ['OutsideWindow', 'Unblocked'], mark);
@@ -1077,6 +1079,118 @@ describe('UpdatePolicies', () => {
           { name, body: { status: { conditions: [{ type: 'KernelDeadlock', $patch: 'delete' }] } } },
           strategicMergePatch,
         );
+    }
+  });
+
+  test('waves 1, 2, 4: the first wave disrupts one node, each next one twice as many after a pause, a new leader continues the wave, and the checker holds nuo to each wave', async () => {
+    await createPolicy('waves', {
+      maxUnavailable: 3,
+      rollout: { waves: { initial: 1, growth: 2, pauseBetween: '3s' } },
+      ...QUICK,
+    });
+    const all = [...POOL_A, ...POOL_B];
+    const f = await startFleet([
+      { name: 'waves', selects: () => true, max: 3, waves: { initial: 1, growth: 2 } },
+    ]);
+    // A standby, ready to take over.
+    f.startOperator('op-b', FAST_LEASE);
+    const mark = await eventsMark(core);
+    f.stageUpdates();
+    const first = await pollUntil('wave 1 in the status', async () => {
+      const s = (await readPolicy('waves')).status;
+      return s?.rollout?.wave === 1 && s.holders?.length === 1 ? s : undefined;
+    });
+    assert.equal(first.budget, 1, 'wave 1 caps the slots at 1 while maxUnavailable allows 3');
+    // The leader dies in the middle of wave 2: the next one goes on with wave 2 from the ledger, then 3.
+    await pollUntil('wave 2 under way', async () => {
+      const s = (await readPolicy('waves')).status;
+      return s?.rollout?.wave === 2 && (s.holders?.length ?? 0) > 0 ? true : undefined;
+    });
+    await f.killOperator('op-a', 'SIGKILL');
+    await rebooted(f, all);
+    await assertSafe(f);
+    assert.ok(
+      f.checker.maxDisrupted >= 2,
+      `the waves grew (max ${f.checker.maxDisrupted} disrupted at once)`,
+    );
+    const paused = await eventsAbout(core, 'UpdatePolicy', 'waves', ['WavePause'], mark);
+    assert.match(paused[0]?.message ?? '', /wave 2 starts at .* \(rollout\.waves\.pauseBetween\)/);
+    const third = await eventsAbout(core, 'UpdatePolicy', 'waves', ['WavePause'], mark);
+    assert.ok(
+      third.some((e) => /wave 3 starts/.test(e.message ?? '')),
+      `the new leader paused before wave 3: ${third.map((e) => e.message).join(' | ')}`,
+    );
+    await condition('waves', 'Progressing', { status: 'False', reason: 'UpToDate' });
+    const done = await pollUntil('the rollout gone from the status', async () => {
+      const s = (await readPolicy('waves')).status;
+      return s && s.rollout === undefined ? s : undefined;
+    });
+    assert.equal(done.budget, 3, 'no rollout: maxUnavailable alone');
+  });
+
+  test('a failure budget of 2: two failed attempts halt the pool (Halted, an Event), nothing starts until nuo policy resume, which records who; then the rollout finishes', async () => {
+    // node-0 and node-1 each run a pod their PDB never lets go: their drains can only time out.
+    await undrainablePod(cluster.kubeconfig, 'stuck0', 'node-0');
+    await undrainablePod(cluster.kubeconfig, 'stuck1', 'node-1');
+    try {
+      await createPolicy('halts', {
+        nodeSelector: { matchLabels: { pool: 'a' } },
+        drain: { timeout: '2s' },
+        reboot: { soak: '1s', retryBackoff: '1s' },
+        rollout: { failureBudget: { maxFailedAttempts: 2 } },
+      });
+      const f = await startFleet([pool('a', 1)]);
+      const mark = await eventsMark(core);
+      f.stageUpdates(POOL_A);
+      const halted = await condition('halts', 'Halted', { status: 'True', reason: 'FailureBudgetSpent' });
+      assert.match(halted.message, /2 failed attempt\(s\) .*run "nuo policy resume halts" to go on/);
+      await condition('halts', 'Blocked', { status: 'True', reason: 'Halted' });
+      const events = await eventsAbout(core, 'UpdatePolicy', 'halts', ['Halted'], mark);
+      assert.equal(events[0]?.type, 'Warning');
+      assert.equal((await readPolicy('halts')).status?.rollout?.failedAttempts, 2);
+      // Halted, nothing starts: node-0 and node-1 still need their reboots, past their backoff, and wait
+      // (an absence cannot be awaited: watched for 4 s).
+      const inAttempt = async () =>
+        (await core.listNode({ labelSelector: 'pool=a' })).items.filter((n) =>
+          [Phase.draining, Phase.rebootGranted, Phase.rebooting, Phase.afterReboot].includes(
+            (n.metadata?.annotations?.[Annotations.state] ?? '') as never,
+          ),
+        );
+      await pollUntil('the last attempt to end', async () =>
+        (await inAttempt()).length === 0 ? true : undefined,
+      );
+      for (const until = Date.now() + 4000; Date.now() < until; ) {
+        assert.deepEqual(
+          (await inAttempt()).map((n) => n.metadata?.name),
+          [],
+          'nothing admitted while halted',
+        );
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      assert.match(await stateReason('node-0'), /halted: 2 failed attempt/);
+      // The pods may go now; the resume lets the pool go on.
+      for (const ns of ['stuck0', 'stuck1'])
+        await pdbs.deleteNamespacedPodDisruptionBudget({ name: 'pinned', namespace: ns });
+      const resumed = await runNuo(cluster, 'policy', 'resume', 'halts');
+      assert.equal(resumed.code, 0, resumed.stderr);
+      assert.match(resumed.stdout, /^updatepolicy\/halts resumed at \S+ by \S+/);
+      const cleared = await condition(
+        'halts',
+        'Halted',
+        { status: 'False', reason: 'NotHalted' },
+        /resumed at/,
+      );
+      const status = (await readPolicy('halts')).status;
+      assert.ok(
+        status?.resumed?.by && !status.resumed.by.endsWith('(kubeconfig user)'),
+        JSON.stringify(status?.resumed),
+      );
+      assert.ok(cleared.message.includes(`by ${status?.resumed?.by}`), cleared.message);
+      await rebooted(f, POOL_A);
+      await assertSafe(f);
+    } finally {
+      await core.deleteNamespace({ name: 'stuck0' });
+      await core.deleteNamespace({ name: 'stuck1' });
     }
   });
 });

@@ -51,6 +51,8 @@ test('bad input exits 2 with a message that names the problem', () => {
       args: ['demo', '--max-unavailable-per-zone', '0'],
       message: /--max-unavailable-per-zone must be an integer ≥ 1/,
     },
+    { args: ['policy', 'resume'], message: /nuo policy: expected exactly one UpdatePolicy NAME, got 0/ },
+    { args: ['policy', 'frob'], message: /nuo policy: unknown subcommand "frob": use explain or resume/ },
     {
       args: ['resume', 'a', '--kubeconfig', '/nonexistent/kc'],
       message: /nuo resume: kubeconfig \/nonexistent\/kc does not exist/,

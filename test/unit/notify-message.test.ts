@@ -33,6 +33,12 @@ test('a notification as JSON names its kind, policy, node and time; as Slack, on
       },
     ],
     [
+      'the rollout halted, Slack: no node',
+      'Slack',
+      { kind: 'Halted', policy: 'workers', message: 'halted: 3 failed attempt(s)', at },
+      { text: 'nuo: UpdatePolicy workers rollout halted: halted: 3 failed attempt(s)' },
+    ],
+    [
       'a node failed, Slack',
       'Slack',
       { kind: 'Failed', policy: 'gpu', node: 'g2', message: 'not Ready within 10m', at },

@@ -136,3 +136,32 @@ test('a pool that is not a string, or pool grants that are not times, make the l
   const ok = { slots: { a: { since: 'x', pool: 'gpu' } }, poolGrants: { gpu: 'y' } };
   assert.deepEqual(parseLedger(cm(JSON.stringify(ok))), ok);
 });
+
+test("each pool's rollout record: read, seen only by its pool, replaced and removed by its pass; malformed is corrupt", () => {
+  const rec = { since: 'S', wave: 2, waveSince: 'W', completed: 1, counted: ['a@S'], failed: { 'b@S': 'F' } };
+  const ledger = {
+    slots: {},
+    rollouts: { gpu: rec, web: { ...rec, wave: 1 } },
+    rollout: { ...rec, wave: 5 },
+  };
+  assert.deepEqual(parseLedger(cm(JSON.stringify(ledger))), ledger);
+  assert.deepEqual(inPool(ledger, 'gpu'), { slots: {}, rollout: rec });
+  assert.deepEqual(inPool(ledger, ''), { slots: {}, rollout: { ...rec, wave: 5 } });
+  assert.deepEqual(inPool(ledger, 'none'), { slots: {} });
+  const next = { ...rec, wave: 3 };
+  assert.deepEqual(withChanges(ledger, [{ type: 'rollout', record: next }], 'T', 'gpu').rollouts, {
+    gpu: next,
+    web: { ...rec, wave: 1 },
+  });
+  const ended = withChanges(
+    withChanges(ledger, [{ type: 'rollout' }], 'T', 'gpu'),
+    [{ type: 'rollout' }],
+    'T',
+    'web',
+  );
+  assert.equal(ended.rollouts, undefined);
+  assert.equal(withChanges(ledger, [{ type: 'rollout' }], 'T').rollout, undefined);
+  for (const bad of [{ ...rec, wave: '2' }, { ...rec, counted: [1] }, { ...rec, failed: null }, 'x']) {
+    assert.throws(() => parseLedger(cm(JSON.stringify({ slots: {}, rollouts: { gpu: bad } }))), /is corrupt/);
+  }
+});

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { UpdatePolicyStatus } from '../../src/api/update-policy.ts';
-import { blockedEvent, blockedSince, rolloutFinished } from '../../src/operator/policy-events.ts';
+import {
+  blockedEvent,
+  blockedSince,
+  rolloutFinished,
+  rolloutHalted,
+} from '../../src/operator/policy-events.ts';
 
 const status = (reason?: string, message = 'why'): UpdatePolicyStatus => ({
   conditions: [
@@ -86,4 +91,28 @@ test('a rollout finishes when its pool goes from Updating to UpToDate; a block i
     message: 'a',
   });
   assert.equal(blockedSince(status()), undefined);
+});
+
+test('a rollout halts when its Halted condition turns True: told once, with its message', () => {
+  const halted = (status: 'True' | 'False'): UpdatePolicyStatus => ({
+    conditions: [
+      {
+        type: 'Halted',
+        status,
+        reason: status === 'True' ? 'FailureBudgetSpent' : 'NotHalted',
+        message: status === 'True' ? 'halted: 2 failed attempt(s)' : '0 of 2',
+        lastTransitionTime: '2026-11-25T09:00:00Z',
+      },
+    ],
+  });
+  assert.equal(rolloutHalted(halted('False'), halted('True')), 'halted: 2 failed attempt(s)');
+  assert.equal(rolloutHalted(undefined, halted('True')), 'halted: 2 failed attempt(s)', 'a first status');
+  assert.equal(rolloutHalted(halted('True'), halted('True')), undefined, 'already told');
+  assert.equal(rolloutHalted(halted('True'), halted('False')), undefined, 'resumed');
+  assert.deepEqual(blockedEvent(status(), status('WavePause', 'w')), {
+    type: 'Normal',
+    reason: 'WavePause',
+    message: 'w',
+  });
+  assert.equal(blockedEvent(status(), status('Halted', 'h'))?.type, 'Warning');
 });

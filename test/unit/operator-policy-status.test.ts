@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { decide } from '../../src/operator/decide.ts';
+import type { Ledger } from '../../src/operator/ledger.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 import type { PolicyEntry } from '../../src/operator/policies.ts';
-import { policyStatus, statusChanged } from '../../src/operator/policy-status.ts';
+import { policyStatus, statusChanged, statusPatch } from '../../src/operator/policy-status.ts';
 import { planPools } from '../../src/operator/pool-plan.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { NOW, needs, node } from './operator-fixtures.ts';
@@ -23,13 +24,18 @@ function entry(spec: unknown, generation = 3): PolicyEntry {
   };
 }
 
-function pass(e: PolicyEntry, now = NOW, blockers?: Parameters<typeof planPools>[0]['blockers']) {
+function pass(
+  e: PolicyEntry,
+  now = NOW,
+  blockers?: Parameters<typeof planPools>[0]['blockers'],
+  ledger: Ledger = { slots: {} },
+) {
   const nodes = [viewNode(node('a', { annotations: needs })), viewNode(node('b'))];
   const plan = planPools({
     state: { known: true, crdMissing: false, policies: [e] },
     paused: false,
     nodes,
-    ledger: { slots: {} },
+    ledger,
     now,
     ...(blockers ? { blockers } : {}),
   });
@@ -62,8 +68,10 @@ test('a valid, open policy: Ready, not Blocked, Progressing while a node needs a
       ['Blocked', 'False', 'NotBlocked'],
       ['Progressing', 'True', 'Updating'],
       ['NodesConflict', 'False', 'NoOverlap'],
+      ['Halted', 'False', 'NotHalted'],
     ],
   );
+  assert.equal(condition(status, 'Halted')?.message, 'no failure budget');
   assert.equal(condition(status, 'Progressing')?.message, '1 node(s) in an attempt, 0 waiting');
   assert.equal(status.nodes, 2);
   assert.equal(status.budget, 2);
@@ -125,4 +133,80 @@ test('a second pass that changes nothing builds the same status: nothing to writ
     condition(after, 'Blocked')?.lastTransitionTime,
     condition(status, 'Blocked')?.lastTransitionTime,
   );
+});
+
+test('waves: the rollout in the status; its first wave of 1 caps the slots below maxUnavailable', () => {
+  const { status, decision } = pass(entry({ maxUnavailable: 2, rollout: { waves: { initial: 1 } } }));
+  assert.deepEqual(status.rollout, {
+    started: NOW.toISOString(),
+    wave: 1,
+    waveSize: 1,
+    completedInWave: 0,
+    failedAttempts: 0,
+  });
+  assert.equal(status.budget, 1, 'the wave is the tighter cap');
+  assert.deepEqual(
+    decision?.actions.filter((a) => a.type === 'admit').map((a) => a.node),
+    ['a'],
+  );
+});
+
+test('a spent failure budget: Halted True, Blocked Halted, nothing admitted; a resume after the failures clears it', () => {
+  const failed = {
+    since: NOW.toISOString(),
+    wave: 1,
+    waveSince: NOW.toISOString(),
+    completed: 0,
+    counted: [],
+  };
+  const ledger: Ledger = {
+    slots: {},
+    rollouts: {
+      workers: {
+        ...failed,
+        failed: { 'x@1': '2026-11-21T11:00:00.000Z', 'y@1': '2026-11-21T11:10:00.000Z' },
+      },
+    },
+  };
+  const spec = { maxUnavailable: 2, rollout: { failureBudget: { maxFailedAttempts: 2 } } };
+  const { status, decision } = pass(entry(spec), NOW, undefined, ledger);
+  assert.equal(condition(status, 'Halted')?.status, 'True');
+  assert.equal(condition(status, 'Halted')?.reason, 'FailureBudgetSpent');
+  assert.match(condition(status, 'Halted')?.message ?? '', /2 failed attempt.*nuo policy resume workers/);
+  assert.equal(condition(status, 'Blocked')?.reason, 'Halted');
+  assert.equal(status.rollout?.failedAttempts, 2);
+  assert.deepEqual(
+    decision?.actions.filter((a) => a.type === 'admit'),
+    [],
+  );
+  const resumed = { at: new Date('2026-11-21T11:30:00Z'), by: 'alice' };
+  const after = pass({ ...entry(spec), resumed }, NOW, undefined, ledger);
+  assert.equal(condition(after.status, 'Halted')?.status, 'False');
+  assert.equal(
+    condition(after.status, 'Halted')?.message,
+    '0 of 2 failed attempt(s) allowed; resumed at 2026-11-21T11:30:00.000Z by alice',
+  );
+  assert.deepEqual(after.status.resumed, { at: '2026-11-21T11:30:00.000Z', by: 'alice' });
+  assert.deepEqual(
+    after.decision?.actions.filter((a) => a.type === 'admit').map((a) => a.node),
+    ['a'],
+  );
+});
+
+test('statusPatch: a field the new status leaves out is written null, at any depth', () => {
+  const before = {
+    nodes: 2,
+    nextWindow: 'T',
+    rollout: { started: 'S', wave: 2, waveSize: 2, completedInWave: 0, failedAttempts: 0, nextWave: 'W' },
+  };
+  const next = {
+    nodes: 3,
+    rollout: { started: 'S', wave: 3, waveSize: 4, completedInWave: 0, failedAttempts: 0 },
+  };
+  assert.deepEqual(statusPatch(before, next), {
+    nodes: 3,
+    nextWindow: null,
+    rollout: { started: 'S', wave: 3, waveSize: 4, completedInWave: 0, failedAttempts: 0, nextWave: null },
+  });
+  assert.deepEqual(statusPatch(before, { nodes: 1 }), { nodes: 1, nextWindow: null, rollout: null });
 });

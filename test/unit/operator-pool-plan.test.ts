@@ -286,3 +286,30 @@ test("a pool's health checks: not evaluated or one failing holds it; its finishe
   assert.equal(invalid?.hold?.code, 'InvalidSpec');
   assert.equal(invalid?.config.healthChecks, undefined, "an invalid policy's checks are not read");
 });
+
+test("a pool's rollout is read through its agents' protocol: FLUO's reboot-needed starts it", () => {
+  const fluo = viewNode(
+    node('f1', {
+      labels: { pool: 'workers' },
+      annotations: { 'flatcar-linux-update.v1.flatcar-linux.net/reboot-needed': 'true' },
+    }),
+  );
+  const p = planPools({
+    state: state([
+      entry('workers', {
+        nodeSelector: { matchLabels: { pool: 'workers' } },
+        agentProtocol: 'flatcar-update-operator',
+        rollout: { waves: { initial: 1 } },
+      }),
+    ]),
+    paused: false,
+    nodes: [fluo],
+    ledger: empty,
+    now: NOW,
+    sighting: () => ({}),
+  });
+  const rollout = p.pools[0]?.rollout;
+  assert.equal(rollout?.record?.wave, 1, 'the need its agent reports starts the rollout');
+  assert.equal(rollout?.changed, true, 'and the pass records it');
+  assert.deepEqual(p.pools[0]?.config.slotCaps, [{ slots: 1, name: 'wave 1 of 1 node(s)' }]);
+});

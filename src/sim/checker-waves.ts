@@ -1,0 +1,43 @@
+/**
+ * The waves of a pool's rollout as the independent checker counts them (checker.ts), from what it sees
+ * of the nodes alone: a rollout starts when a node of the pool needs work and ends when none is in an
+ * attempt or waits; each attempt that ends with its node Idle is one completed. Pure.
+ */
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations } from '../api/keys.ts';
+import { Phase } from '../api/phases.ts';
+import { inAttemptPhase } from './checker-phases.ts';
+
+/** A pool's waves: the first of `initial` nodes, each next `growth` times as many. */
+export interface WaveBudget {
+  initial: number;
+  growth: number;
+}
+
+/**
+ * How many of the pool's nodes may be in an attempt at once after `completed` attempts of its rollout
+ * completed: the current wave's size less those of it already completed (a wave admits its size in all).
+ */
+export function waveLimit(w: WaveBudget, completed: number): number {
+  let size = w.initial;
+  let before = 0;
+  while (completed >= before + size) {
+    before += size;
+    size *= w.growth;
+  }
+  return size - (completed - before);
+}
+
+/** An attempt of `node` just completed: it left an attempt's phase for Idle. */
+export const completedAttempt = (node: V1Node, old: V1Node | undefined): boolean =>
+  inAttemptPhase(old) && (node.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle;
+
+/** Nothing of the pool's rollout is left: no node in an attempt, waiting, or needing a reboot. */
+export function rolloutOver(nodes: readonly V1Node[]): boolean {
+  return nodes.every((n) => {
+    const a = n.metadata?.annotations ?? {};
+    return (
+      !inAttemptPhase(n) && a[Annotations.state] !== Phase.pending && a[Annotations.rebootNeeded] !== 'true'
+    );
+  });
+}

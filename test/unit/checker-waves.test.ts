@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Annotations } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
+import { completedAttempt, rolloutOver, waveLimit } from '../../src/sim/checker-waves.ts';
+import { node } from './operator-fixtures.ts';
+
+test("the checker's wave limit: the current wave's size less its completed attempts", () => {
+  // Waves 1, 2, 4, 8: completions 0 | 1 2 | 3 4 5 6 | 7 ...
+  const table: [number, number][] = [
+    [0, 1],
+    [1, 2],
+    [2, 1],
+    [3, 4],
+    [5, 2],
+    [6, 1],
+    [7, 8],
+  ];
+  for (const [completed, limit] of table)
+    assert.equal(waveLimit({ initial: 1, growth: 2 }, completed), limit, `${completed}`);
+  assert.equal(waveLimit({ initial: 3, growth: 1 }, 4), 2);
+});
+
+test('a completion is an attempt phase left for Idle; a rollout is over when no node waits or needs a reboot', () => {
+  const at = (phase?: string, extra: Record<string, string> = {}) =>
+    node('a', { annotations: { ...(phase ? { [Annotations.state]: phase } : {}), ...extra } });
+  assert.equal(completedAttempt(at(Phase.idle), at(Phase.afterReboot)), true);
+  assert.equal(completedAttempt(at(Phase.pending), at(Phase.draining)), false, 'aborted');
+  assert.equal(completedAttempt(at(Phase.idle), at(Phase.pending)), false, 'never admitted');
+  assert.equal(completedAttempt(at(Phase.idle), undefined), false);
+  assert.equal(rolloutOver([at(Phase.idle), at()]), true);
+  assert.equal(rolloutOver([at(Phase.idle), at(Phase.pending)]), false);
+  assert.equal(rolloutOver([at(undefined, { [Annotations.rebootNeeded]: 'true' })]), false);
+  assert.equal(rolloutOver([at(Phase.rebooting)]), false);
+});
