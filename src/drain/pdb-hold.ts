@@ -5,6 +5,9 @@
  */
 import type { V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
 
+/** How a draining node's reason starts while PDBs hold its drain (the policy's status repeats it). */
+export const DRAIN_WAITING = 'draining, waiting on ';
+
 /** A blocking PDB as read when the drain gave up: the object, and the pods its selector covers. */
 export interface PdbReading {
   /** "namespace/name". */

@@ -8,6 +8,7 @@ import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import type { NotifyOn } from '../api/update-policy.ts';
 import { DrainOutcome, type DrainResult } from '../drain/evict.ts';
+import { DRAIN_WAITING } from '../drain/pdb-hold.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import type { Notifier } from '../notify/notifier.ts';
 import { PROTOCOL_GRANT } from './agent-protocol.ts';
@@ -150,7 +151,7 @@ export class AttemptWrites {
     if (!node || !this.#o.acting()) return;
     const view = this.#o.decider.view(node);
     if (view.state !== Phase.draining) return;
-    const reason = `draining, waiting on ${holds.join('; ')}`;
+    const reason = `${DRAIN_WAITING}${holds.join('; ')}`;
     await this.#o.writer.patch(
       view,
       this.#write({ type: 'explain', node: name, reason }, view, new Date()),

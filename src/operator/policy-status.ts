@@ -6,6 +6,7 @@
  */
 import { PHASES, Phase } from '../api/phases.ts';
 import type { Condition, RolloutStatus, UpdatePolicyStatus } from '../api/update-policy.ts';
+import { DRAIN_WAITING } from '../drain/pdb-hold.ts';
 import type { Decision } from './decide.ts';
 import type { PolicyEntry } from './policies.ts';
 import type { Pool, PoolRollout } from './pool-plan.ts';
@@ -63,11 +64,17 @@ function progressing(pool: { pool: Pool; decision: Decision } | undefined): Cond
       message: 'no node waits for a reboot',
     };
   }
+  // A drain PDBs hold is where a rollout stalls: the status names the first such node and what holds it.
+  const stuck = pool?.pool.nodes.find(
+    (n) => n.state === Phase.draining && n.stateReason?.startsWith(DRAIN_WAITING),
+  );
   return {
     type: 'Progressing',
     status: 'True',
     reason: 'Updating',
-    message: `${holders} node(s) in an attempt, ${waiting} waiting`,
+    message: clip(
+      `${holders} node(s) in an attempt, ${waiting} waiting${stuck ? `; ${stuck.name} is ${stuck.stateReason}` : ''}`,
+    ),
   };
 }
 

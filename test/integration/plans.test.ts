@@ -542,9 +542,18 @@ describe('Plans', () => {
               : undefined;
           },
           { timeoutMs: 240_000, intervalMs: 250 },
-        ).catch((err: Error) => {
+        ).catch(async (err: Error) => {
+          const states = (await nodesNow())
+            .filter((n) => nodes.includes(n.metadata?.name ?? ''))
+            .map((n) => {
+              const a = n.metadata?.annotations ?? {};
+              return `${n.metadata?.name}: ${a[Annotations.state] ?? 'Idle'} (${a[Annotations.stateReason] ?? ''}) label ${label(n, plan)}`;
+            });
+          const jobs = (await batch.listNamespacedJob({ namespace: SUC })).items.map(
+            (j) => `${j.metadata?.name}: ${JSON.stringify(j.status?.conditions?.map((c) => c.type) ?? [])}`,
+          );
           throw new Error(
-            `${err.message}; prepare waits: ${JSON.stringify([...image.waiting])}; last error: ${image.lastError}`,
+            `${err.message}; prepare waits: ${JSON.stringify([...image.waiting])}; last error: ${image.lastError}; nodes: ${states.join(' | ')}; Jobs: ${jobs.join(' | ')}`,
           );
         });
       };

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { Annotations } from '../../src/api/keys.ts';
+import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { decide } from '../../src/operator/decide.ts';
 import type { Ledger } from '../../src/operator/ledger.ts';
@@ -29,8 +32,13 @@ function pass(
   now = NOW,
   blockers?: Parameters<typeof planPools>[0]['blockers'],
   ledger: Ledger = { slots: {} },
+  extra: V1Node[] = [],
 ) {
-  const nodes = [viewNode(node('a', { annotations: needs })), viewNode(node('b'))];
+  const nodes = [
+    viewNode(node('a', { annotations: needs })),
+    viewNode(node('b')),
+    ...extra.map((n) => viewNode(n)),
+  ];
   const plan = planPools({
     state: { known: true, crdMissing: false, policies: [e] },
     paused: false,
@@ -43,7 +51,7 @@ function pass(
   if (!pool) return { status: policyStatus({ entry: e, conflicts: [], completed: false, now }) };
   const snapshot = {
     nodes: pool.nodes,
-    ledger: { slots: {} },
+    ledger,
     draining: new Set<string>(),
     admitting: new Set<string>(),
     health: new Map(),
@@ -209,4 +217,22 @@ test('statusPatch: a field the new status leaves out is written null, at any dep
     rollout: { started: 'S', wave: 3, waveSize: 4, completedInWave: 0, failedAttempts: 0, nextWave: null },
   });
   assert.deepEqual(statusPatch(before, { nodes: 1 }), { nodes: 1, nextWindow: null, rollout: null });
+});
+
+test('Progressing names a drain that PodDisruptionBudgets hold, with what holds it', () => {
+  const reason =
+    'draining, waiting on shop/web: 3 of 3 pod(s) healthy, 3 needed (minAvailable 3), 0 disruption(s) allowed';
+  const draining = node('c', {
+    annotations: {
+      [Annotations.state]: Phase.draining,
+      [Annotations.stateReason]: reason,
+      [Annotations.stateSince]: NOW.toISOString(),
+    },
+  });
+  const ledger: Ledger = { slots: { c: { since: NOW.toISOString(), pool: 'workers' } } };
+  const { status } = pass(entry({ maxUnavailable: 2 }), NOW, undefined, ledger, [draining]);
+  assert.equal(
+    condition(status, 'Progressing')?.message,
+    `2 node(s) in an attempt, 0 waiting; c is ${reason}`,
+  );
 });
