@@ -562,6 +562,33 @@ export const Rollout = Type.Object(
 );
 export type Rollout = Type.Static<typeof Rollout>;
 
+/** Why an attempt disrupts a node: what a budget of spec.budgets may apply to. */
+export const ATTEMPT_REASONS = ['Reboot', 'Plan', 'Remediation', 'Refresh'] as const;
+export type AttemptReason = (typeof ATTEMPT_REASONS)[number];
+
+export const ReasonBudget = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' }),
+    nodes: countOrPercent(
+      'Nodes of the pool disrupted at once while this budget applies (all reasons count).',
+    ),
+    reasons: Type.Optional(
+      Type.Array(enumOf(ATTEMPT_REASONS), {
+        minItems: 1,
+        maxItems: 4,
+        'x-kubernetes-list-type': 'set',
+        description: 'The attempts it limits (all when absent): Reboot, Plan, Remediation, Refresh.',
+      }),
+    ),
+    windows: Type.Optional(Windows),
+  },
+  {
+    description:
+      'A limit on admissions for some reasons, while its windows are open (always without windows); the tightest one that applies, and maxUnavailable, hold.',
+  },
+);
+export type ReasonBudget = Type.Static<typeof ReasonBudget>;
+
 export const UpdatePolicySpec = Type.Object(
   {
     nodeSelector: Type.Optional(LabelSelector),
@@ -569,6 +596,15 @@ export const UpdatePolicySpec = Type.Object(
       countOrPercent('Nodes of the pool disrupted at once (NotReady and cordoned nodes count).', 1),
     ),
     maxUnavailablePerZone: Type.Optional(countOrPercent('Nodes disrupted at once in any one zone.')),
+    budgets: Type.Optional(
+      Type.Array(ReasonBudget, {
+        // Few, as Karpenter's: the API server prices each one's CEL rules by the list's length.
+        maxItems: 4,
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['name'],
+        description: 'Karpenter-style budgets per reason and schedule, beside maxUnavailable.',
+      }),
+    ),
     zoneLabel: Type.Optional(
       Type.String({
         minLength: 1,

@@ -22,6 +22,7 @@ import type { NodeView } from './node-view.ts';
 import { ownNodeLast } from './own-node.ts';
 import { prepareWait } from './plan-prepare.ts';
 import { planSlot } from './plan-work.ts';
+import { reasonLimit } from './reason-budgets.ts';
 import { byNodeName } from './slots.ts';
 import type { ZoneBudget } from './zones.ts';
 
@@ -84,6 +85,7 @@ export function admissionOrder(waiting: NodeView[], successors: ReadonlySet<stri
  */
 export function admit(input: AdmissionInput): Admission {
   const { config: c, t, wake } = input;
+  if (c.reasonBudgetsChangeAt !== undefined) wake(c.reasonBudgetsChangeAt);
   const actions: Action[] = [];
   const nextInLine: NodeView[] = [];
   const pass: PassState = { lastGrant: input.lastGrant, admitted: 0, remediated: 0 };
@@ -107,10 +109,14 @@ export function admit(input: AdmissionInput): Admission {
     // A node unavailable already (cordoned by someone else, NotReady) is counted in `used`: its admission
     // takes no new slot, so it fits while the budget is not exceeded.
     const takesSlot = !unavailableWithoutSlot(n);
-    if (!wait && (takesSlot ? used + 1 : used) > input.slots) {
-      wait = { reason: `waiting for a free slot (${input.slotsBy ?? `maxUnavailable ${input.slots}`})` };
+    const pool = { slots: input.slots, name: input.slotsBy ?? `maxUnavailable ${input.slots}` };
+    const limit = reasonLimit(n, t, c.reasonBudgets, pool);
+    if (!wait && (takesSlot ? used + 1 : used) > limit.slots) {
+      wait = { reason: `waiting for a free slot (${limit.name})` };
       // A Plan's attempt is never promised a slot: a handover's admission records no Plan in the ledger.
-      if (n.state === Phase.pending && !input.successors.has(n.name) && !nextPlan(n, t)) nextInLine.push(n);
+      // Nor is one its reason's budget holds: a slot the pool frees may still be over that budget.
+      const promisable = limit === pool && !input.successors.has(n.name) && !nextPlan(n, t);
+      if (n.state === Phase.pending && promisable) nextInLine.push(n);
     }
     wait ??= input.zones?.wait(n, takesSlot);
     wait ??= firstWait(PASS_GATES, gate);

@@ -22,6 +22,7 @@ import type { NodeView } from './node-view.ts';
 import { stepHolder } from './phase-steps.ts';
 import type { PlanPass, PlanSlot } from './plan-work.ts';
 import type { RemediationRate } from './policy-need.ts';
+import type { ActiveBudget } from './reason-budgets.ts';
 import { promiseEnding, releaseStale, settlePromises, unavailable, withdrawUnstarted } from './slots.ts';
 import { pendingTaints } from './taints.ts';
 import type { SlotCap } from './waves.ts';
@@ -77,6 +78,9 @@ export interface DecideConfig {
   remediationRate?: RemediationRate;
   /** Caps on the pool's slots beside its budget (its rollout's wave): the tightest one counts. */
   slotCaps?: readonly SlotCap[];
+  /** spec.budgets that apply now, each for its reasons (reason-budgets.ts); and when that changes. */
+  reasonBudgets?: readonly ActiveBudget[];
+  reasonBudgetsChangeAt?: number;
 }
 
 export interface Snapshot {

@@ -26,6 +26,7 @@ import { inPool, poolOf } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import type { PolicyEntry, PolicyState } from './policies.ts';
 import { policyReading, remediationRate } from './policy-need.ts';
+import { activeBudgets } from './reason-budgets.ts';
 import {
   nextRollout,
   type RolloutHold,
@@ -372,6 +373,11 @@ function policyPool(
   const config = policyConfig(resolved, paused);
   const cap = rollout.settings && waveCap(rollout.record, rollout.settings);
   if (cap) config.slotCaps = [cap];
+  if (resolved.budgets.length > 0) {
+    const budgets = activeBudgets(resolved.budgets, nodes.length, now);
+    config.reasonBudgets = budgets.active;
+    if (budgets.changesAt !== undefined) config.reasonBudgetsChangeAt = budgets.changesAt;
+  }
   if (entry.current.ok && resolved.podBlockers.some((b) => b.scope === 'Node'))
     config.podBlocked = nodeBlocks(resolved, blockers?.pods);
   // Only a valid policy's checks are read (blocker-watch.ts): an invalid one's finished nodes are not held.

@@ -6,7 +6,7 @@
  */
 import { Default, Errors } from 'typebox/value';
 import type { AgentProtocol } from '../api/keys.ts';
-import type { NotifyOn, UpdatePolicy } from '../api/update-policy.ts';
+import type { AttemptReason, NotifyOn, UpdatePolicy } from '../api/update-policy.ts';
 import { NOTIFY_ON, UpdatePolicySpec } from '../api/update-policy.ts';
 import {
   type LabelSelectorSpec,
@@ -24,12 +24,24 @@ import { type ResolvedHealthCheck, resolveHealthCheck } from './health-checks.ts
 import { type PrometheusBlockerSpec, parsePrometheusSpec } from './prometheus.ts';
 import { type ParsedWindows, parseWindows } from './windows-parse.ts';
 
+/** A budget of spec.budgets, parsed. */
+export interface ResolvedBudget {
+  name: string;
+  nodes: MaxUnavailable;
+  /** The reasons it limits; absent: every reason. */
+  reasons?: ReadonlySet<AttemptReason>;
+  /** When it applies (no window: always). */
+  windows: ParsedWindows;
+}
+
 export interface ResolvedPolicy {
   name: string;
   generation: number;
   selects: Selector;
   maxUnavailable: MaxUnavailable;
   maxUnavailablePerZone?: MaxUnavailable;
+  /** spec.budgets: each a size, the reasons it limits (all when absent) and when it applies. */
+  budgets: ResolvedBudget[];
   zoneLabel: string;
   zoneOrder: 'Parallel' | 'OneAtATime';
   paused: boolean;
@@ -153,6 +165,21 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
       kind: 'count',
       value: 1,
     },
+    budgets: (spec.budgets ?? []).flatMap((b, i) => {
+      const nodes = p.take(`budgets[${i}].nodes`, () => countOrPercent(b.nodes));
+      const windows = parseWindows(b.windows ?? {});
+      if (!windows.ok)
+        p.errors.push(...windows.errors.map((e) => ({ ...e, field: `budgets[${i}].${e.field}` })));
+      if (!nodes || !windows.ok) return [];
+      return [
+        {
+          name: b.name,
+          nodes,
+          ...(b.reasons ? { reasons: new Set(b.reasons) } : {}),
+          windows: windows.windows,
+        },
+      ];
+    }),
     ...optional('maxUnavailablePerZone', spec.maxUnavailablePerZone, (v) =>
       p.take('maxUnavailablePerZone', () => countOrPercent(v)),
     ),

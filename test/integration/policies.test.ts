@@ -751,6 +751,26 @@ describe('UpdatePolicies', () => {
     await assertSafe(f);
   });
 
+  test('a budget for reboots of 1 beside maxUnavailable 3: one reboot at a time, the waiting nodes naming it, the checker holding nuo to 1', async () => {
+    await createPolicy('budgeted', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      maxUnavailable: 3,
+      budgets: [{ name: 'reboots', nodes: 1, reasons: ['Reboot'] }],
+      ...QUICK,
+    });
+    const f = await startFleet([pool('a', 1)]);
+    f.stageUpdates(POOL_A);
+    await pollUntil('a node waiting on the reboots budget', async () => {
+      const reasons = await Promise.all(POOL_A.map(stateReason));
+      return reasons.some((r) => r.includes('waiting for a free slot (budget reboots: 1 for Reboot)'))
+        ? true
+        : undefined;
+    });
+    await rebooted(f, POOL_A);
+    assert.equal(f.checker.maxDisrupted, 1);
+    await assertSafe(f);
+  });
+
   test('more of the pool NotReady than circuitBreaker.maxNotReady opens the circuit: nothing is admitted until enough nodes are Ready again', async () => {
     const setReady = (name: string, ready: boolean) => setNodeReady(core, name, ready);
     await createPolicy('breaker', {
