@@ -89,6 +89,8 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
         cordon: true,
       },
     ],
+    // The annotation as the cluster autoscaler reads it (cluster-autoscaler/core/scaledown/eligibility/
+    // eligibility.go, HasNoScaleDownAnnotation: `"true"` only), written by a person.
     [
       "admitted where a person disabled the cluster autoscaler's scale-down: theirs kept, not recorded as nuo's",
       { type: 'admit', node: 'n', reason: 'r' },
