@@ -60,6 +60,9 @@ export class Karpenter {
         METRICS_PORT: String(await freePort()),
         HEALTH_PROBE_PORT: String(healthPort),
         LOG_LEVEL: 'debug',
+        // A pod Karpenter places in its own simulation keeps that node from consolidation for twice this
+        // (its nomination, 20 s at the default 10 s): a test's rollout churns pods, so it is kept short.
+        BATCH_MAX_DURATION: '5s',
       },
     });
     killWithHarness(child);
