@@ -1,5 +1,6 @@
 /**
- * What the Go-built tools share (tools/cluster/build.ts, tools/helm/build.ts, tools/fluo/build.ts): the cache outside the
+ * What the Go-built tools share (tools/cluster/build.ts, tools/helm/build.ts, tools/fluo/build.ts,
+ * tools/karpenter/build.ts): the cache outside the
  * repository, the pinned version read from a go.mod, a locked `go build` of one command with progress.
  */
 import { spawn } from 'node:child_process';
@@ -15,6 +16,12 @@ export interface GoTarget {
   ldflags: string;
   /** How the go command finds the module's dependencies (default `-mod=readonly`: the module cache). */
   mod?: '-mod=readonly' | '-mod=vendor';
+  /**
+   * The go command's GOTOOLCHAIN (default: the environment's). `auto`: a module whose go.mod requires a
+   * newer Go than the one installed is built with that release, which the go command fetches from the
+   * Go module proxy (checked against the checksum database) into its module cache.
+   */
+  toolchain?: 'auto';
 }
 
 /** $NUO_CACHE_DIR, else $XDG_CACHE_HOME/nuo or ~/.cache/nuo: outside the checkout, shared by worktrees. */
@@ -55,6 +62,7 @@ export async function goBuild(target: GoTarget, out: string, log: (line: string)
           ...process.env,
           CGO_ENABLED: '0',
           GOFLAGS: `${target.mod ?? '-mod=readonly'} -buildvcs=false`,
+          ...(target.toolchain ? { GOTOOLCHAIN: target.toolchain } : {}),
         },
       });
       child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));

@@ -92,6 +92,12 @@ export const Annotations = {
    * given on (that grant cannot name it): a different boot ID later confirms the reboot.
    */
   grantedBootId: 'nuo.dev/granted-boot-id',
+  /**
+   * operator: the autoscalers' protection annotations (ScaleDownProtection) nuo set on the node for its
+   * attempt, comma separated; written with the admission, removed with them in the write that ends the
+   * attempt. A protection someone else set is never named here, so nuo never removes it.
+   */
+  scaleDownProtection: 'nuo.dev/scale-down-protection',
 } as const;
 
 /**
@@ -247,6 +253,25 @@ export const AutoscalerTaints = {
   /** Karpenter's, on a node it is disrupting (pkg/apis/v1/taints.go, DisruptedTaintKey). */
   karpenter: 'karpenter.sh/disrupted',
 } as const;
+
+/**
+ * Not nuo's: the Node annotations, value "true", with which an autoscaler is told to leave a node alone.
+ * operator: set on a node for its attempt unless already there (its drain empties the node, which an
+ * autoscaler would otherwise remove mid-attempt), recorded in Annotations.scaleDownProtection.
+ */
+export const ScaleDownProtection = {
+  /**
+   * The cluster autoscaler's (cluster-autoscaler/core/scaledown/eligibility/eligibility.go,
+   * ScaleDownDisabledKey): it never scales such a node down.
+   */
+  clusterAutoscaler: 'cluster-autoscaler.kubernetes.io/scale-down-disabled',
+  /**
+   * Karpenter's (pkg/apis/v1/labels.go, DoNotDisruptAnnotationKey): it disrupts no such node by
+   * consolidation, drift or emptiness (pkg/controllers/state/statenode.go, ValidateNodeDisruptable).
+   */
+  karpenter: 'karpenter.sh/do-not-disrupt',
+} as const;
+export const SCALE_DOWN_PROTECTION: readonly string[] = Object.values(ScaleDownProtection);
 
 /**
  * operator: the Node conditions of KEP-5683 (node lifecycle conditions, `k8s.io/api` core/v1

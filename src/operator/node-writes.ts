@@ -5,7 +5,7 @@
  * annotations cleared with the label that asks for them, as CLUO did, so a stale "true" never lets a
  * later attempt skip its hooks).
  */
-import { AgentProtocol, Annotations, Labels } from '../api/keys.ts';
+import { AgentProtocol, Annotations, Labels, SCALE_DOWN_PROTECTION } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { type OperatorKeys, operatorKeys } from './agent-protocol.ts';
 import type { Action, DecideConfig } from './decide.ts';
@@ -73,6 +73,33 @@ const drainSucceeded = (n: NodeView): Record<string, null> =>
 const noPlan = (n: NodeView): Record<string, null> =>
   n.plan === undefined ? {} : { [Annotations.plan]: null };
 
+/** The autoscalers' protection annotations the node's record names as nuo's (unknown names ignored). */
+const ownProtection = (n: NodeView): string[] => {
+  const named = (n.annotations[Annotations.scaleDownProtection] ?? '').split(',');
+  return SCALE_DOWN_PROTECTION.filter((k) => named.includes(k));
+};
+
+/**
+ * The autoscalers told to leave the node alone for the attempt (its drain empties it, and an empty node
+ * is the first they remove): each protection annotation set unless someone else's is there, with the
+ * record of those nuo set. A redone admission keeps the ones it set as its own.
+ */
+function protect(n: NodeView): Record<string, string> {
+  const ours = ownProtection(n);
+  const set = SCALE_DOWN_PROTECTION.filter((k) => ours.includes(k) || n.annotations[k] === undefined);
+  if (set.length === 0) return {};
+  return {
+    ...Object.fromEntries(set.map((k) => [k, 'true'])),
+    [Annotations.scaleDownProtection]: set.join(','),
+  };
+}
+
+/** The end of an attempt removes the protection nuo set, and nothing else. */
+const unprotect = (n: NodeView): Record<string, null> =>
+  n.annotations[Annotations.scaleDownProtection] === undefined
+    ? {}
+    : cleared([...ownProtection(n), Annotations.scaleDownProtection]);
+
 const allHooks = (c: HookConfig) => cleared([...c.beforeRebootAnnotations, ...c.afterRebootAnnotations]);
 const noHookLabels = (k: OperatorKeys) => ({ [k.beforeReboot]: null, [k.afterReboot]: null });
 
@@ -99,8 +126,16 @@ function planStart(p: PlanSlot, now: Date): NodeWrite {
   };
 }
 
-/** The write that starts an attempt: BeforeReboot with its hooks asked for, or straight to Draining. */
-function attemptStart(k: OperatorKeys, c: HookConfig, now: Date, plan?: PlanSlot): NodeWrite {
+/**
+ * The write that starts an attempt, the node protected from the autoscalers in it: BeforeReboot with its
+ * hooks asked for, or straight to Draining.
+ */
+function attemptStart(n: NodeView, c: HookConfig, now: Date, plan?: PlanSlot): NodeWrite {
+  const write = unprotectedStart(keysOf(n), c, now, plan);
+  return { ...write, annotations: { ...write.annotations, ...protect(n) } };
+}
+
+function unprotectedStart(k: OperatorKeys, c: HookConfig, now: Date, plan?: PlanSlot): NodeWrite {
   if (plan) return planStart(plan, now);
   const hooks = c.beforeRebootAnnotations;
   if (hooks.length === 0)
@@ -131,7 +166,7 @@ function transition(
   now: Date,
 ): NodeWrite {
   const k = keysOf(n);
-  if (a.to === Phase.beforeReboot) return remediated(attemptStart(k, c, now, a.plan), a.remediation, now);
+  if (a.to === Phase.beforeReboot) return remediated(attemptStart(n, c, now, a.plan), a.remediation, now);
   const annotations: Record<string, string | null> = phase(a.to, a.reason, now);
   const labels: Record<string, string | null> = {};
   if (a.clearGrant) Object.assign(annotations, noGrant(k));
@@ -145,7 +180,7 @@ function transition(
     labels[k.afterReboot] = 'true';
     Object.assign(annotations, cleared(c.afterRebootAnnotations));
   }
-  if (a.to === Phase.idle || a.to === Phase.pending) Object.assign(annotations, noPlan(n));
+  if (a.to === Phase.idle || a.to === Phase.pending) Object.assign(annotations, noPlan(n), unprotect(n));
   if (a.to === Phase.idle) {
     Object.assign(annotations, malformedCounts(n));
     annotations[Annotations.failures] = null;
@@ -190,7 +225,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
     case 'revoke':
       return { annotations: noGrant(k) };
     case 'admit':
-      return remediated(attemptStart(k, c, now, a.plan), a.remediation, now);
+      return remediated(attemptStart(n, c, now, a.plan), a.remediation, now);
     case 'transition':
       return transition(a, n, c, now);
     case 'grant':
@@ -217,6 +252,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
           ...(n.annotations[Annotations.release] === undefined ? {} : { [Annotations.release]: null }),
           ...noGrant(k),
           ...noPlan(n),
+          ...unprotect(n),
           ...allHooks(c),
         },
         labels: { ...noHookLabels(k), ...(a.skip ? { [Labels.skipped]: 'true' } : {}) },
@@ -237,6 +273,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
           ...(n.annotations[Annotations.release] === undefined ? {} : { [Annotations.release]: null }),
           ...(a.plan && !a.plan.rebooted ? {} : rebootAnswered(a, n, now)),
           ...noPlan(n),
+          ...unprotect(n),
           ...allHooks(c),
         },
         // A Plan's own labels first: its hash label, which says it is applied, is nuo's alone.

@@ -3,7 +3,7 @@
  * every run starts from.
  */
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
-import { AgentProtocol, Annotations, Labels, protocolKeys } from '../api/keys.ts';
+import { AgentProtocol, Annotations, Labels, protocolKeys, SCALE_DOWN_PROTECTION } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
 import { pollUntil } from '../util/poll.ts';
@@ -70,8 +70,8 @@ export async function prepare(cluster: LocalCluster, names: string[]): Promise<E
 }
 
 /**
- * A clean slate before each run (as rollout-faults.test.ts does): no nuo key, hook label or nuo cordon on
- * any node, nor FLUO's grant or hook labels, nor a cordon FLUO's agent made; no ledger, no Lease; and every node Ready under KWOK again — a node that never returned in
+ * A clean slate before each run (as rollout-faults.test.ts does): no nuo key, autoscaler protection, hook
+ * label or nuo cordon on any node, nor FLUO's grant or hook labels, nor a cordon FLUO's agent made; no ledger, no Lease; and every node Ready under KWOK again — a node that never returned in
  * the last run is still NotReady with its status held by its simulated host.
  */
 export async function resetNodes(env: Env): Promise<void> {
@@ -104,7 +104,13 @@ export async function resetNodes(env: Env): Promise<void> {
     }
     const clear: Record<string, null> = {};
     for (const key of Object.keys(a))
-      if (key.includes('nuo.dev/') || key === KWOK_CUSTOM_STATUS || key === FLUO.rebootOk) clear[key] = null;
+      if (
+        key.includes('nuo.dev/') ||
+        key === KWOK_CUSTOM_STATUS ||
+        key === FLUO.rebootOk ||
+        SCALE_DOWN_PROTECTION.includes(key)
+      )
+        clear[key] = null;
     const uncordon = a[Annotations.cordonedByNuo] === 'true' || a[FLUO.agentMadeUnschedulable] === 'true';
     await core.patchNode(
       {

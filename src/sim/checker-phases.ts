@@ -1,6 +1,12 @@
 /** The phases the independent checker reads from `nuo.dev/state`, as it judges them (checker.ts). */
 import type { V1Node } from '@kubernetes/client-node';
-import { Annotations, LIFECYCLE_CONDITIONS, LifecycleConditions, NUO_REASON_PREFIX } from '../api/keys.ts';
+import {
+  Annotations,
+  LIFECYCLE_CONDITIONS,
+  LifecycleConditions,
+  NUO_REASON_PREFIX,
+  SCALE_DOWN_PROTECTION,
+} from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 
 /**
@@ -42,4 +48,16 @@ export function lifecycleLeft(n: V1Node): string[] {
     .filter((c) => c.reason?.startsWith(NUO_REASON_PREFIX))
     .filter((c) => !(waits && c.type === LifecycleConditions.maintenancePlanned))
     .map((c) => `${c.type}=${c.status} (${c.reason})`);
+}
+
+/**
+ * The autoscalers' protection left on a node outside an attempt: nuo's record of what it set, and each
+ * protection annotation the node did not carry when the checker first saw it (`before`: someone else's).
+ */
+export function protectionLeft(n: V1Node, before: ReadonlySet<string>): string[] {
+  if (inAttemptPhase(n)) return [];
+  const a = n.metadata?.annotations ?? {};
+  return [Annotations.scaleDownProtection, ...SCALE_DOWN_PROTECTION].filter(
+    (k) => a[k] !== undefined && !before.has(k),
+  );
 }

@@ -4,7 +4,7 @@
  * without a grant nuo gave or of a node left schedulable (so never drained), a node rebooted twice for
  * one need, an admin's cordon removed, nuo's cordon on a node outside an attempt or left behind after
  * the rollout, more nodes in a Plan's attempts at once than its concurrency, and nuo's node lifecycle
- * conditions left behind after an attempt ended.
+ * conditions or the autoscalers' protection it set left behind after an attempt ended.
  *
  * A node whose pool's agents speak CLUO's or FLUO's protocol (its Budget says so) has no signed grant: its
  * reboot is nuo's when the protocol's `reboot-ok` is "true" in a grant phase for the boot it rebooted from
@@ -40,12 +40,13 @@ import {
   isCoreosProtocol,
   JobLabels,
   protocolKeys,
+  SCALE_DOWN_PROTECTION,
 } from '../api/keys.ts';
 import { isPhase } from '../api/phases.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
 import { type KuredLockRef, kuredHolders } from './checker-kured.ts';
-import { CORDONED_PHASES, inAttemptPhase, lifecycleLeft } from './checker-phases.ts';
+import { CORDONED_PHASES, inAttemptPhase, lifecycleLeft, protectionLeft } from './checker-phases.ts';
 import {
   isPlanReboot,
   nodeOfPlanPod,
@@ -71,6 +72,7 @@ export interface Violation {
     | 'cordon-outside-attempt'
     | 'plan-concurrency'
     | 'conditions-left'
+    | 'protection-left'
     | 'not-finished';
   at: Date;
   detail: string;
@@ -164,6 +166,8 @@ export class SafetyChecker {
   readonly #completed = new Map<string, number>();
   /** performance.now() since when each disrupted node has been disrupted, as this watch saw it. */
   readonly #disruptedSince = new Map<string, number>();
+  /** The autoscalers' protection annotations each node carried when first seen: someone else's. */
+  readonly #protectionBefore = new Map<string, Set<string>>();
   #grantKey: KeyObject | undefined;
   readonly #reboots = new Map<string, number>();
   readonly #allowedReboots = new Map<string, number>();
@@ -238,6 +242,7 @@ export class SafetyChecker {
     await Promise.all([this.#informer.start(), this.#planPods.start(), this.#kured?.informer.start()]);
     const planPodNodes = this.#planPodNodes();
     for (const n of this.#informer.list()) {
+      this.#firstSeen(n);
       // Disrupted before the checker looked: long enough for any admission to have seen it.
       if (disruptedNow(n, planPodNodes))
         this.#disruptedSince.set(n.metadata?.name ?? '', Number.NEGATIVE_INFINITY);
@@ -246,6 +251,14 @@ export class SafetyChecker {
       }
     }
     this.#count();
+  }
+
+  /** Records the autoscalers' protection a node carries when the checker first sees it. */
+  #firstSeen(n: V1Node): void {
+    const name = n.metadata?.name ?? '';
+    if (this.#protectionBefore.has(name)) return;
+    const a = n.metadata?.annotations ?? {};
+    this.#protectionBefore.set(name, new Set(SCALE_DOWN_PROTECTION.filter((k) => a[k] !== undefined)));
   }
 
   /**
@@ -431,8 +444,9 @@ export class SafetyChecker {
   }
 
   /**
-   * After the rollout: every cordon nuo made is gone, every admin cordon still there. `failedClosed`
-   * names nodes expected to keep nuo's cordon (a node that never came back is Failed and fails closed).
+   * After the rollout: every cordon nuo made is gone, every admin cordon still there, and outside an
+   * attempt no protection from the autoscalers that nuo set. `failedClosed` names nodes expected to keep
+   * nuo's cordon (a node that never came back is Failed and fails closed).
    * Judged on a fresh list, not on the watch: the write that ended the last attempt may not have reached
    * the watch yet when the caller saw it in its own read.
    */
@@ -447,6 +461,9 @@ export class SafetyChecker {
       ) {
         this.#violate('cordon-left', `${name} is still cordoned by nuo after the rollout`);
       }
+      const left = protectionLeft(n, this.#protectionBefore.get(name) ?? new Set());
+      if (left.length > 0)
+        this.#violate('protection-left', `${name} still carries ${left.join(', ')} after the rollout`);
     }
     await this.#lifecycleCheck(exempt);
   }
@@ -486,9 +503,11 @@ export class SafetyChecker {
       this.#adminCordoned.delete(name);
       this.#markedCordoned.delete(name);
       this.#disruptedSince.delete(name);
+      this.#protectionBefore.delete(name);
       this.#count();
       return;
     }
+    if (type === 'add') this.#firstSeen(node);
     if (type === 'update' && undoesAdminCordon(this.#adminCordoned.get(name), node, old)) {
       this.#violate('admin-cordon-removed', `${name}: an admin's cordon was removed`);
     }

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, beforeEach, describe, test } from 'node:test';
 import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { GRANT_KEY_NAME, generateGrantKey, PUBLIC_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
-import { Annotations, JobLabels, PREPARE_STAGE } from '../../src/api/keys.ts';
+import { Annotations, JobLabels, PREPARE_STAGE, ScaleDownProtection } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { type PlanBudget, SafetyChecker, type Violation } from '../../src/sim/checker.ts';
@@ -47,6 +47,9 @@ beforeEach(async () => {
               [Annotations.cordonedByNuo]: null,
               [Annotations.rebootOk]: null,
               [Annotations.plan]: null,
+              [Annotations.scaleDownProtection]: null,
+              [ScaleDownProtection.clusterAutoscaler]: null,
+              [ScaleDownProtection.karpenter]: null,
             },
           },
           spec: { unschedulable: false },
@@ -259,6 +262,37 @@ describe('the safety checker reports each rule broken', () => {
     assert.deepEqual(rules(c), ['cordon-left']);
     // Undone, and judged at once: no wait for the checker's watch to see it.
     await patch('node-0', { [Annotations.state]: Phase.idle, [Annotations.cordonedByNuo]: null }, false);
+    c.violations.length = 0;
+    await c.finalCheck();
+    assert.deepEqual(c.violations, []);
+  });
+
+  test("protection-left: the autoscalers' protection nuo set, outside an attempt after the rollout; a person's is theirs", async () => {
+    const ca = ScaleDownProtection.clusterAutoscaler;
+    await patch('node-1', { [ca]: 'true' });
+    const c = await startChecker();
+    const set = { [ca]: 'true', [ScaleDownProtection.karpenter]: 'true' };
+    const record = { [Annotations.scaleDownProtection]: `${ca},${ScaleDownProtection.karpenter}` };
+    await patch('node-0', { [Annotations.state]: Phase.rebooting, ...set, ...record });
+    await c.finalCheck();
+    assert.deepEqual(rules(c), [], 'in an attempt, protected');
+    await patch('node-0', { [Annotations.state]: Phase.idle });
+    await c.finalCheck();
+    assert.deepEqual(
+      c.violations.map((v) => [v.rule, v.detail]),
+      [
+        [
+          'protection-left',
+          `node-0 still carries nuo.dev/scale-down-protection, ${ca}, ${ScaleDownProtection.karpenter} after the rollout`,
+        ],
+      ],
+    );
+    // Removed with its record: nothing left but the person's, which the checker saw before the rollout.
+    await patch('node-0', {
+      [ca]: null,
+      [ScaleDownProtection.karpenter]: null,
+      [Annotations.scaleDownProtection]: null,
+    });
     c.violations.length = 0;
     await c.finalCheck();
     assert.deepEqual(c.violations, []);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, afterEach } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ApiException, type CoreV1Api, type CoreV1Event } from '@kubernetes/client-node';
-import { Annotations, Labels } from '../../src/api/keys.ts';
+import { Annotations, Labels, SCALE_DOWN_PROTECTION } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
@@ -165,14 +165,16 @@ export async function statusOf(call: Promise<unknown>): Promise<number> {
 }
 
 /**
- * A clean slate for the next rollout: no nuo key or test hook (any key with nuo.dev/ in it) and no hook
- * label on any node, nuo's cordons undone (every cordon with `uncordonAll`), no ledger.
+ * A clean slate for the next rollout: no nuo key or test hook (any key with nuo.dev/ in it), no
+ * autoscaler protection and no hook label on any node, nuo's cordons undone (every cordon with
+ * `uncordonAll`), no ledger.
  */
 export async function resetNodes(core: CoreV1Api, { uncordonAll = false } = {}): Promise<void> {
   for (const n of (await core.listNode()).items) {
     const a = n.metadata?.annotations ?? {};
     const clear: Record<string, null> = {};
-    for (const key of Object.keys(a)) if (key.includes('nuo.dev/')) clear[key] = null;
+    for (const key of Object.keys(a))
+      if (key.includes('nuo.dev/') || SCALE_DOWN_PROTECTION.includes(key)) clear[key] = null;
     const uncordon = uncordonAll || a[Annotations.cordonedByNuo] === 'true';
     await core.patchNode(
       {

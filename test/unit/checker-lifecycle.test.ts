@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
-import { Annotations as A, LifecycleConditions as C } from '../../src/api/keys.ts';
+import { Annotations as A, LifecycleConditions as C, ScaleDownProtection as P } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { lifecycleLeft } from '../../src/sim/checker-phases.ts';
+import { lifecycleLeft, protectionLeft } from '../../src/sim/checker-phases.ts';
 
 const node = (annotations: Record<string, string>, ...conditions: [string, string][]): V1Node => ({
   metadata: { name: 'node-0', annotations },
@@ -47,4 +47,33 @@ test("the checker finds nuo's lifecycle conditions left outside an attempt, and 
     ],
   ];
   for (const [what, n, want] of cases) assert.deepEqual(lifecycleLeft(n), want, what);
+});
+
+test("the checker finds the autoscalers' protection nuo set left outside an attempt, and nothing else", () => {
+  const ca = P.clusterAutoscaler;
+  const both = { [ca]: 'true', [P.karpenter]: 'true', [A.scaleDownProtection]: `${ca},${P.karpenter}` };
+  const cases: [string, Record<string, string>, Set<string>, string[]][] = [
+    ['in an attempt: nuo protects it', { [A.state]: Phase.draining, ...both }, new Set(), []],
+    ['Idle, none', { [A.state]: Phase.idle }, new Set(), []],
+    [
+      'Idle after the attempt: left behind, with the record',
+      { [A.state]: Phase.idle, ...both },
+      new Set(),
+      [A.scaleDownProtection, ca, P.karpenter],
+    ],
+    [
+      'Pending after an abort: an annotation left without its record',
+      { [A.state]: Phase.pending, [P.karpenter]: 'true' },
+      new Set(),
+      [P.karpenter],
+    ],
+    [
+      "a person's, there before the rollout: not nuo's",
+      { [A.state]: Phase.idle, [ca]: 'true' },
+      new Set([ca]),
+      [],
+    ],
+  ];
+  for (const [what, annotations, before, want] of cases)
+    assert.deepEqual(protectionLeft(node(annotations), before), want, what);
 });

@@ -13,6 +13,8 @@ import {
   PROTOCOL_OPERATOR,
   protocolAgentKeys,
   protocolKeys,
+  SCALE_DOWN_PROTECTION,
+  ScaleDownProtection,
 } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
@@ -119,13 +121,16 @@ test("each write in the protocol's keys: action → patch", () => {
   const noHookLabels = { [F.beforeReboot]: null, [F.afterReboot]: null };
   const table: Array<[string, WriteAction, typeof hooks | DecideConfig, ReturnType<typeof patchFor>]> = [
     [
-      "admitted with hooks: the protocol's before-reboot label",
+      "admitted with hooks: the protocol's before-reboot label, the autoscalers' protection as for nuo's agent",
       { type: 'admit', node: 'n', reason: 'r' },
       hooks,
       {
         annotations: {
           ...phase(Phase.beforeReboot, 'waiting for before-reboot hooks: hook/b'),
           'hook/b': null,
+          [ScaleDownProtection.clusterAutoscaler]: 'true',
+          [ScaleDownProtection.karpenter]: 'true',
+          [A.scaleDownProtection]: SCALE_DOWN_PROTECTION.join(','),
         },
         labels: { [F.beforeReboot]: 'true' },
       },

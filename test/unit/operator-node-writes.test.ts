@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
-import { Annotations as A, Labels as L, Taints } from '../../src/api/keys.ts';
+import { Annotations as A, Labels as L, ScaleDownProtection as P, Taints } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 import { type NodeWrite, patchFor, type WriteAction } from '../../src/operator/node-writes.ts';
@@ -16,6 +16,10 @@ const node = (annotations: Record<string, string> = {}, tainted = false): V1Node
 });
 const phase = (to: string, reason: string) => ({ [A.state]: to, [A.stateReason]: reason, [A.stateSince]: T });
 const noHookLabels = { [L.beforeReboot]: null, [L.afterReboot]: null };
+/** Both autoscalers told to leave the node alone, recorded as nuo's. */
+const BOTH = `${P.clusterAutoscaler},${P.karpenter}`;
+const guarded = { [P.clusterAutoscaler]: 'true', [P.karpenter]: 'true', [A.scaleDownProtection]: BOTH };
+const unguarded = { [P.clusterAutoscaler]: null, [P.karpenter]: null, [A.scaleDownProtection]: null };
 
 test('each step writes exactly its keys: action × node × hooks → one patch', () => {
   const table: Array<[string, WriteAction, V1Node, typeof hooks, NodeWrite]> = [
@@ -80,7 +84,65 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
       { type: 'admit', node: 'n', reason: 'r' },
       node(),
       none,
+      {
+        annotations: { ...phase(Phase.draining, 'admitted, no before-reboot hooks; draining'), ...guarded },
+        cordon: true,
+      },
+    ],
+    // The annotation as the cluster autoscaler reads it (cluster-autoscaler/core/scaledown/eligibility/
+    // eligibility.go, HasNoScaleDownAnnotation: `"true"` only), written by a person.
+    [
+      "admitted where a person disabled the cluster autoscaler's scale-down: theirs kept, not recorded as nuo's",
+      { type: 'admit', node: 'n', reason: 'r' },
+      node({ [P.clusterAutoscaler]: 'true' }),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.draining, 'admitted, no before-reboot hooks; draining'),
+          [P.karpenter]: 'true',
+          [A.scaleDownProtection]: P.karpenter,
+        },
+        cordon: true,
+      },
+    ],
+    [
+      'admitted where both are someone else\'s (even Karpenter\'s "false"): nothing of them written',
+      { type: 'admit', node: 'n', reason: 'r' },
+      node({ [P.clusterAutoscaler]: 'true', [P.karpenter]: 'false' }),
+      none,
       { annotations: phase(Phase.draining, 'admitted, no before-reboot hooks; draining'), cordon: true },
+    ],
+    [
+      "an admission's write redone: the protection nuo set is still its own",
+      { type: 'transition', node: 'n', to: Phase.beforeReboot, reason: 'redone' },
+      node({ [P.clusterAutoscaler]: 'true', [P.karpenter]: 'true', [A.scaleDownProtection]: P.karpenter }),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.draining, 'admitted, no before-reboot hooks; draining'),
+          [P.karpenter]: 'true',
+          [A.scaleDownProtection]: P.karpenter,
+        },
+        cordon: true,
+      },
+    ],
+    [
+      'a Plan that neither drains nor cordons still protects its node from the autoscalers',
+      {
+        type: 'admit',
+        node: 'n',
+        reason: 'r',
+        plan: { ref: 'ns/p', hash: 'h', version: 'v', reboot: false, prepare: 'none' },
+      },
+      node(),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.upgrading, 'admitted for Plan ns/p; its Job starts'),
+          [A.plan]: 'ns/p',
+          ...guarded,
+        },
+      },
     ],
     [
       'admitted with hooks: their label set, stale hook values cleared',
@@ -91,6 +153,7 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
         annotations: {
           ...phase(Phase.beforeReboot, 'waiting for before-reboot hooks: hook/before'),
           'hook/before': null,
+          ...guarded,
         },
         labels: { [L.beforeReboot]: 'true' },
       },
@@ -151,15 +214,16 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
       },
     ],
     [
-      'aborted: Pending, one more failure, grant and hooks gone',
+      'aborted: Pending, one more failure, grant, hooks and the protection nuo set gone',
       { type: 'abort', node: 'n', reason: 'drain timed out' },
-      node({ [A.failures]: '1' }),
+      node({ [A.failures]: '1', ...guarded }),
       hooks,
       {
         annotations: {
           ...phase(Phase.pending, 'drain timed out; retrying after backoff'),
           [A.failures]: '2',
           [A.rebootOk]: null,
+          ...unguarded,
           'hook/before': null,
           'hook/after': null,
         },
@@ -250,13 +314,14 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
       },
     ],
     [
-      'completed: Idle, every protocol key of the attempt gone, the taint off',
+      'completed: Idle, every protocol key of the attempt gone, the taint off, the protection nuo set gone',
       { type: 'complete', node: 'n', reason: 'rebooted and healthy' },
-      node({ [A.rebootRequested]: '2026-11-24T11:00:00Z', [A.ineffectiveReboots]: '1' }, true),
+      node({ [A.rebootRequested]: '2026-11-24T11:00:00Z', [A.ineffectiveReboots]: '1', ...guarded }, true),
       hooks,
       {
         annotations: {
           ...phase(Phase.idle, 'rebooted and healthy'),
+          ...unguarded,
           [A.rebootOk]: null,
           [A.failures]: null,
           [A.rebootRequested]: null,
@@ -279,6 +344,35 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
           [A.rebootOk]: null,
           [A.failures]: null,
           [A.ineffectiveReboots]: '2',
+        },
+        labels: noHookLabels,
+      },
+    ],
+    [
+      "an attempt ended (Pending): only the protection nuo set removed, a person's left",
+      { type: 'end', node: 'n', reason: 'no slot', to: Phase.pending },
+      node({ [P.clusterAutoscaler]: 'true', [P.karpenter]: 'true', [A.scaleDownProtection]: P.karpenter }),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.pending, 'no slot'),
+          [A.rebootOk]: null,
+          [P.karpenter]: null,
+          [A.scaleDownProtection]: null,
+        },
+      },
+    ],
+    [
+      'an attempt ended (Idle): a record naming a key that is no protection removes only the record',
+      { type: 'end', node: 'n', reason: 'need gone', to: Phase.idle },
+      node({ [A.scaleDownProtection]: 'example.com/other' }),
+      none,
+      {
+        annotations: {
+          ...phase(Phase.idle, 'need gone'),
+          [A.rebootOk]: null,
+          [A.scaleDownProtection]: null,
+          [A.failures]: null,
         },
         labels: noHookLabels,
       },
