@@ -133,20 +133,25 @@ export function workOf(
 export const jobRunning = (j: JobView) => j.stage === 'upgrade' && (j.state === 'active' || j.deleting);
 
 /**
- * The nodes starting each Plan: those holding a slot of its attempt, anywhere in the ledger, and those
- * whose prepare of it runs or succeeded for the next attempt (plan-prepare.ts).
+ * The nodes starting each Plan, in the order its concurrency admits them: those holding a slot of its
+ * attempt, anywhere in the ledger, then by name those whose prepare of it runs or succeeded for the next
+ * attempt (plan-prepare.ts).
  */
 export function startingNodes(
   plans: readonly PassPlan[],
   ledger: Ledger,
   jobs: ReadonlyMap<string, readonly JobView[]>,
-): Map<string, Set<string>> {
-  const out = new Map<string, Set<string>>();
-  const add = (ref: string, node: string) => out.set(ref, (out.get(ref) ?? new Set()).add(node));
+): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const add = (ref: string, node: string) => {
+    const nodes = out.get(ref) ?? [];
+    if (!nodes.includes(node)) out.set(ref, [...nodes, node]);
+  };
   for (const [node, slot] of Object.entries(ledger.slots)) if (slot.plan) add(slot.plan.ref, node);
   for (const p of plans) {
     if (!p.ready || !p.runsPrepare) continue;
-    for (const [node, js] of jobs) if (preparing(js, p.ref, p.hash)) add(p.ref, node);
+    const prepared = [...jobs].filter(([, js]) => preparing(js, p.ref, p.hash)).map(([node]) => node);
+    for (const node of prepared.sort()) add(p.ref, node);
   }
   return out;
 }
@@ -173,15 +178,19 @@ export function plansOfPass(
     },
     wait: (work, node) => {
       const p = byRef.get(work.ref);
-      const nodes = starting.get(work.ref);
-      const n = (nodes?.size ?? 0) - (nodes?.has(node) ? 1 : 0);
+      const nodes = starting.get(work.ref) ?? [];
+      // A node counted already goes if it is among the first `concurrency` (more were counted when two
+      // passes both started a prepare): the rest wait behind it, so an over-count never stalls the Plan.
+      const at = nodes.indexOf(node);
+      const n = at >= 0 ? at : nodes.length;
       if (!p || n < p.concurrency) return undefined;
       if (p.concurrency === 0)
         return { reason: `waiting: Plan ${p.ref} has concurrency 0: it starts on no node` };
       return { reason: `waiting: Plan ${p.ref} runs on ${n} node(s), its concurrency` };
     },
     take: (work, node) => {
-      starting.set(work.ref, (starting.get(work.ref) ?? new Set()).add(node));
+      const nodes = starting.get(work.ref) ?? [];
+      if (!nodes.includes(node)) starting.set(work.ref, [...nodes, node]);
     },
     jobs: (node) => jobs.get(node) ?? [],
   };

@@ -744,3 +744,20 @@ test('Upgrading: the prepare Job that ran before the attempt is not the attemptâ
   });
   assert.deepEqual(kinds(actions, 'a'), ['job'], 'its Job is created; the prepare Job is left as it is');
 });
+
+test('more nodes prepared than the concurrency (two passes each started one): the first by name go, the rest wait, never all', () => {
+  const two = plan({ runsPrepare: true, concurrency: 2 });
+  const prepared = (n: string) =>
+    job({ name: `prepare-os-on-${n}-with-h2`, stage: 'prepare', attempt: undefined, state: 'succeeded' });
+  const jobs = new Map(['d', 'a', 'c'].map((n) => [n, [prepared(n)]] as const));
+  const p = plansOfPass([two], { slots: {} }, jobs);
+  assert.equal(p.pass.wait(slotOf(two), 'a'), undefined, 'a is first');
+  assert.equal(p.pass.wait(slotOf(two), 'c'), undefined, 'c is second');
+  assert.match(p.pass.wait(slotOf(two), 'd')?.reason ?? '', /runs on 2 node\(s\), its concurrency/);
+  assert.match(p.pass.wait(slotOf(two), 'b')?.reason ?? '', /runs on 3 node\(s\), its concurrency/);
+  // One of them in its attempt (a slot of the Plan) comes first: the next by name after it goes.
+  const slot: Ledger = { slots: { d: { since: ago(10), plan: slotOf(two) } } };
+  const q = plansOfPass([two], slot, jobs);
+  assert.equal(q.pass.wait(slotOf(two), 'a'), undefined);
+  assert.match(q.pass.wait(slotOf(two), 'c')?.reason ?? '', /runs on 2 node\(s\)/);
+});
