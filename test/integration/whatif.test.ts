@@ -318,7 +318,7 @@ test('nuo whatif run against a live cluster rolls its twin under a policy given 
   clusters.splice(clusters.indexOf(live.cluster), 1);
   const report = JSON.parse(r.stdout) as RunOutput;
   assert.equal(r.code, report.finished ? 0 : 3, r.stderr);
-  assert.match(r.stderr, /rolling the twin of context .* \(each reboot 1 s, at most 20 s\)/);
+  assert.match(r.stderr, /rolling the twin of context .* \(each host down 1 s, at most 20 s\)/);
   assert.deepEqual(
     report.nodes.map((n) => [n.name, n.pool]),
     [0, 1, 2, 3, 4, 5].map((i) => [`node-${i}`, 'fast']),
