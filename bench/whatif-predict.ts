@@ -312,7 +312,7 @@ publish({
   id: 'whatif-predict',
   title: '`nuo whatif run` against the rollout it predicts',
   body: [
-    `Each source cluster is built on the local control plane and rolled for real by nuo's operator with simulated hosts (each down ${REBOOT_MS / 1000} s per reboot); before that, \`nuo whatif run --reboot-time ${REBOOT_MS / 1000}s --speed N\` predicts it from a snapshot of it. "Last finish" is the total when every node finished; a source with stuck nodes runs to its deadline. The per-node error is over the nodes that finished in both. Blocked PDBs: those that refused evictions from nodes that never finished. The machine's 2 cores were shared with other workers' builds and tests throughout.`,
+    `Each source cluster is built on the local control plane and rolled for real by nuo's operator with simulated hosts (each down ${REBOOT_MS / 1000} s per reboot); before that, \`nuo whatif run --reboot-time ${REBOOT_MS / 1000}s --speed N\` predicts it from a snapshot of it. "Last finish" is the total when every node finished; a source with stuck nodes runs to its deadline. The per-node error is over the nodes that finished in both. Blocked PDBs: for each node that never finished, the PDB that refused its drain last. The machine's 2 cores were shared with other workers' builds and tests throughout.`,
     '',
     ...table,
     '',
