@@ -590,7 +590,7 @@ function blockedDump(dir: string): void {
   );
 }
 
-test('nuo whatif run --from a dump directory names the blocking PDB and the nodes that cannot finish: undrainable, held, NotReady, in no pool', async () => {
+test('nuo whatif run --from a dump directory, twice as fast, names the blocking PDB and the nodes that cannot finish: undrainable, held, NotReady, in no pool', async () => {
   const dump = join(dir, 'blocked');
   blockedDump(dump);
   const svg = join(dir, 'timeline.svg');
@@ -600,13 +600,20 @@ test('nuo whatif run --from a dump directory names the blocking PDB and the node
     '--from',
     dump,
     '--reboot-time=1s',
-    '--timeout=30s',
+    '--return-time=1s',
+    '--speed=2',
+    '--timeout=60s',
     '-o',
     'json',
     `--svg=${svg}`,
   );
   assert.equal(r.code, 3, `the rollout cannot finish: ${r.stderr}`);
+  assert.match(r.stderr, /\(each host down 1 s, at most 30 s, 2× faster than real time\)/);
   const report = JSON.parse(r.stdout) as RunOutput;
+  // The twin ran 30 s with every duration halved; the report reads in real-rollout time.
+  assert.equal(report.speed, 2);
+  assert.equal(report.rebootMs, 2000);
+  assert.ok(report.elapsedMs >= 60_000, `elapsed ${report.elapsedMs} ms, mapped back`);
   const byName = new Map(report.nodes.map((n) => [n.name, n]));
   assert.deepEqual(
     report.nodes.filter((n) => n.finished).map((n) => n.name),
