@@ -5,6 +5,7 @@ import { buildReport, type WhatifReport } from '../whatif/report.ts';
 import { reportSvg } from '../whatif/report-svg.ts';
 import { reportTable } from '../whatif/report-table.ts';
 import { type Snapshot, SnapshotError } from '../whatif/snapshot.ts';
+import { observedAtSpeed, TimingError, twinTiming } from '../whatif/timing.ts';
 import { buildTwin } from '../whatif/twin.ts';
 import { err, out, UsageError } from './command.ts';
 import type { WhatifRunHarness } from './harness.ts';
@@ -16,7 +17,12 @@ export const RUN_FORMATS = ['table', 'json'] as const;
 export type RunFormat = (typeof RUN_FORMATS)[number];
 
 export interface RunFlags {
+  /** From the agent's reboot until the host boots again. */
   rebootMs: number;
+  /** From the new boot until the node is Ready. */
+  returnMs: number;
+  /** How many times faster than real time the twin rolls (timing.ts). */
+  speed: number;
   standTimeoutMs: number;
   timeoutMs: number;
   format: RunFormat;
@@ -47,9 +53,13 @@ export async function runPrediction(
   flags: RunFlags,
 ): Promise<number> {
   let snapshot: Snapshot;
+  let timing: ReturnType<typeof twinTiming>;
   try {
-    snapshot = withPolicies(read.snapshot, flags.policies);
+    const chosen = withPolicies(read.snapshot, flags.policies);
+    timing = twinTiming(chosen.updatePolicies, flags);
+    snapshot = { ...chosen, updatePolicies: timing.policies };
   } catch (e) {
+    if (e instanceof TimingError) throw new UsageError(e.message);
     if (!(e instanceof SnapshotError)) throw e;
     err(`nuo whatif: ${e.message}`);
     return 1;
@@ -57,15 +67,16 @@ export async function runPrediction(
   for (const note of read.notes) err(`note: ${note}`);
   const twin = buildTwin(snapshot);
   for (const note of twin.notes) err(`twin: ${note}`);
+  const speed = flags.speed === 1 ? '' : `, ${flags.speed}× faster than real time`;
   err(
-    `rolling the twin of ${read.source} (each reboot ${flags.rebootMs / 1000} s, at most ${flags.timeoutMs / 1000} s)…`,
+    `rolling the twin of ${read.source} (each host down ${timing.hostDownMs / 1000} s, at most ${timing.timeoutMs / 1000} s${speed})…`,
   );
   let result: Awaited<ReturnType<WhatifRunHarness['runWhatif']>>;
   try {
     result = await harness.runWhatif(snapshot, twin, {
-      rebootMs: flags.rebootMs,
+      rebootMs: timing.hostDownMs,
       standTimeoutMs: flags.standTimeoutMs,
-      timeoutMs: flags.timeoutMs,
+      timeoutMs: timing.timeoutMs,
       log: (line) => err(`  ${line}`),
     });
   } catch (e) {
@@ -73,7 +84,7 @@ export async function runPrediction(
     return 1;
   }
   for (const d of result.twin.differences) err(`twin differs from the snapshot: ${d}`);
-  const report = buildReport(result.observations);
+  const report = buildReport(observedAtSpeed(result.observations, flags.speed));
   if (flags.format === 'json') {
     const output: RunOutput = {
       ...report,

@@ -7,6 +7,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { readSnapshotFiles } from '../whatif/parse.ts';
 import { clusterSources, readSnapshotFrom } from '../whatif/read-cluster.ts';
 import { formatSnapshot, type Snapshot, SnapshotError, snapshotCounts } from '../whatif/snapshot.ts';
+import { MAX_SPEED } from '../whatif/timing.ts';
 import { buildTwin } from '../whatif/twin.ts';
 import { durationFlag } from './args.ts';
 import { interrupted } from './cluster.ts';
@@ -63,21 +64,28 @@ function runFlags(values: {
   timeout?: string;
   policies?: string;
   'reboot-time'?: string;
+  'return-time'?: string;
+  speed?: string;
   'stand-timeout'?: string;
   svg?: string;
 }): RunFlags {
   const format = (values.output ?? 'table') as RunFormat;
   if (!RUN_FORMATS.includes(format))
     throw new UsageError(`--output must be table or json, got "${values.output}"`);
+  const speed = Number(values.speed ?? '1');
+  if (!(Number.isFinite(speed) && speed >= 1 && speed <= MAX_SPEED))
+    throw new UsageError(`--speed must be a number from 1 to ${MAX_SPEED}, got "${values.speed}"`);
   const timeoutMs = durationFlag('timeout', values.timeout, '30m');
-  if (timeoutMs > MAX_RUN_MS)
+  if (timeoutMs / speed > MAX_RUN_MS)
     throw new UsageError(
-      `--timeout must be at most 50m (the twin's operator token lasts an hour), got ${values.timeout}`,
+      `--timeout divided by --speed must be at most 50m (the twin's operator token lasts an hour), got ${values.timeout} at --speed ${speed}`,
     );
   return {
     format,
     timeoutMs,
+    speed,
     rebootMs: durationFlag('reboot-time', values['reboot-time'], '1m'),
+    returnMs: durationFlag('return-time', values['return-time'], '0s'),
     standTimeoutMs: durationFlag('stand-timeout', values['stand-timeout'], '5m'),
     ...(values.svg !== undefined ? { svg: values.svg } : {}),
     ...(values.policies !== undefined ? { policies: values.policies } : {}),
@@ -141,7 +149,8 @@ export const whatifCommand: Command = {
   usage: [
     'Usage: nuo whatif snapshot [--from PATH] [-o yaml|json] [flags]',
     '       nuo whatif twin --from PATH [--timeout D]',
-    '       nuo whatif run [--from PATH] [--policies FILE] [--reboot-time D] [--timeout D] [-o table|json] [--svg FILE]',
+    '       nuo whatif run [--from PATH] [--policies FILE] [--reboot-time D] [--return-time D] [--speed N]',
+    '                      [--timeout D] [-o table|json] [--svg FILE]',
     '',
     'Writes a snapshot to stdout: the Nodes, Pods and their owners (Deployments, ReplicaSets,',
     'StatefulSets, DaemonSets, Jobs), PodDisruptionBudgets, PriorityClasses, Namespaces, UpdatePolicies and',
@@ -166,9 +175,13 @@ export const whatifCommand: Command = {
     "the predicted total and per-pool time, each node's timeline, drains that waited on a PDB and why,",
     'nodes that did not finish and why, pods evicted again. Exits 3 when the rollout could not finish.',
     "  --policies FILE     roll under the UpdatePolicies in FILE instead of the snapshot's",
-    '  --reboot-time D     how long a host is down for its reboot (default 1m)',
-    '  --timeout D         how long the rollout may run (default 30m, at most 50m); nodes unfinished then',
-    '                      are reported with why',
+    '  --reboot-time D     how long a host is down for its reboot, until it boots again (default 1m)',
+    '  --return-time D     from the new boot until the node is Ready (default 0s)',
+    '  --speed N           roll the twin N times faster than real time (1 to 100, default 1): every',
+    "                      policy duration and the hosts' times divided by N, every reported time",
+    '                      multiplied back; refused for a policy with maintenance windows',
+    '  --timeout D         how long the rollout may run (default 30m; divided by --speed, at most 50m);',
+    '                      nodes unfinished then are reported with why',
     '  --stand-timeout D   how long the twin may take to stand (default 5m)',
     '  -o, --output FMT    table (default) or json',
     '  --svg FILE          also write the timeline as an SVG picture',
@@ -185,6 +198,8 @@ export const whatifCommand: Command = {
         timeout: { type: 'string' },
         policies: { type: 'string' },
         'reboot-time': { type: 'string' },
+        'return-time': { type: 'string' },
+        speed: { type: 'string' },
         'stand-timeout': { type: 'string' },
         svg: { type: 'string' },
         ...kubeFlags,

@@ -22,6 +22,7 @@ import { explainNode } from '../operator/explain.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
 import { pollUntil } from '../util/poll.ts';
+import type { UpdatePolicyObject } from '../whatif/objects.ts';
 import type { ObservedEviction, ObservedNode, RunObservations } from '../whatif/observations.ts';
 import type { Snapshot } from '../whatif/snapshot.ts';
 import type { Twin } from '../whatif/twin.ts';
@@ -37,7 +38,8 @@ import { type ApplyResult, applyTwin } from './whatif-twin.ts';
 
 /** The operator's ServiceAccount in the twin: the audit log keeps its requests, and only its. */
 const OPERATOR_SA = 'nuo-whatif';
-const OPERATOR_USER = `system:serviceaccount:${DEFAULT_NAMESPACE}:${OPERATOR_SA}`;
+/** The user whose requests a cluster rolled by rollCluster must audit (startCluster's `audit.users`). */
+export const OPERATOR_USER = `system:serviceaccount:${DEFAULT_NAMESPACE}:${OPERATOR_SA}`;
 
 export interface RunOptions {
   /** How long a simulated host is down for its reboot. */
@@ -98,7 +100,11 @@ export async function runWhatif(snapshot: Snapshot, twin: Twin, options: RunOpti
       timeoutMs: options.standTimeoutMs,
       log: options.log,
     });
-    return { twin: stood, observations: await roll(cluster, snapshot, twin, options) };
+    const notReady = twin.nodes.filter((n) => n.notReady).map((n) => n.name);
+    return {
+      twin: stood,
+      observations: await rollCluster(cluster, snapshot.updatePolicies, notReady, options),
+    };
   } finally {
     await cluster.stop();
   }
@@ -122,21 +128,25 @@ async function operatorKubeconfig(cluster: LocalCluster): Promise<string> {
   return (await cluster.serviceAccountKubeconfig(DEFAULT_NAMESPACE, OPERATOR_SA)).path;
 }
 
-async function roll(
+/**
+ * Rolls `cluster` (a twin, or any local cluster started auditing OPERATOR_USER, as the prediction
+ * benchmark's sources are) under `policies`, already applied there, and records what happened. Hosts of
+ * `notReady` nodes never come back from a reboot.
+ */
+export async function rollCluster(
   cluster: LocalCluster,
-  snapshot: Snapshot,
-  twin: Twin,
-  options: RunOptions,
+  policies: readonly UpdatePolicyObject[],
+  notReady: readonly string[],
+  options: Omit<RunOptions, 'standTimeoutMs'>,
 ): Promise<RunObservations> {
   const { kubeconfig } = cluster;
   const core = kubeconfig.makeApiClient(CoreV1Api);
   await installPolicyCrd(cluster);
   const operatorConfig = await operatorKubeconfig(cluster);
-  const resolved = snapshot.updatePolicies.flatMap((p) => {
+  const resolved = policies.flatMap((p) => {
     const r = resolvePolicy(p);
     return r.ok ? [r.policy] : [];
   });
-  const notReady = twin.nodes.filter((n) => n.notReady).map((n) => n.name);
   const fleet = new Fleet(cluster, {
     rebootMs: options.rebootMs,
     budget: policyBudgets(resolved, (await core.listNode()).items),

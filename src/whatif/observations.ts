@@ -63,8 +63,10 @@ export interface RunObservations {
   elapsedMs: number;
   /** The run ended at its deadline with nodes unfinished. */
   timedOut: boolean;
-  /** How long a simulated host took to reboot. */
+  /** How long a simulated host was down for its reboot, until its node was Ready. */
   rebootMs: number;
+  /** The run was this many times faster than real time, and its times were mapped back (timing.ts). */
+  speed?: number;
   nodes: ObservedNode[];
   evictions: ObservedEviction[];
   pdbs: ObservedPdb[];

@@ -12,7 +12,8 @@ export function formatMs(ms: number | undefined): string {
 }
 
 function headline(r: WhatifReport): string {
-  const reboot = `each host down ${formatMs(r.rebootMs)} for its reboot`;
+  const speed = r.speed ? `; simulated ${r.speed}× faster, times mapped back` : '';
+  const reboot = `each host down ${formatMs(r.rebootMs)} for its reboot${speed}`;
   if (r.finished) return `Rollout finished in ${formatMs(r.totalMs)} (${reboot}).`;
   return `Rollout did not finish: ${r.stuck.length} of ${r.nodes.length} node(s) unfinished after ${formatMs(r.elapsedMs)} (${reboot}).`;
 }

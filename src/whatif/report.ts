@@ -77,6 +77,8 @@ export interface WhatifReport {
   /** From the rollout's start to the last node's finish, when every node finished. */
   totalMs?: number;
   rebootMs: number;
+  /** The twin ran this many times faster than real time; every time here is mapped back. */
+  speed?: number;
   pools: PoolLine[];
   waves: Wave[];
   nodes: NodeLine[];
@@ -255,6 +257,7 @@ export function buildReport(o: RunObservations): WhatifReport {
     elapsedMs: o.elapsedMs,
     ...(finished ? { totalMs: Math.max(0, ...lines.map((l) => l.finishMs ?? 0)) } : {}),
     rebootMs: o.rebootMs,
+    ...(o.speed !== undefined && o.speed !== 1 ? { speed: o.speed } : {}),
     pools,
     waves: grouped,
     nodes: lines,

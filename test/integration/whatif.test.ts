@@ -318,7 +318,7 @@ test('nuo whatif run against a live cluster rolls its twin under a policy given 
   clusters.splice(clusters.indexOf(live.cluster), 1);
   const report = JSON.parse(r.stdout) as RunOutput;
   assert.equal(r.code, report.finished ? 0 : 3, r.stderr);
-  assert.match(r.stderr, /rolling the twin of context .* \(each reboot 1 s, at most 20 s\)/);
+  assert.match(r.stderr, /rolling the twin of context .* \(each host down 1 s, at most 20 s\)/);
   assert.deepEqual(
     report.nodes.map((n) => [n.name, n.pool]),
     [0, 1, 2, 3, 4, 5].map((i) => [`node-${i}`, 'fast']),
@@ -590,7 +590,7 @@ function blockedDump(dir: string): void {
   );
 }
 
-test('nuo whatif run --from a dump directory names the blocking PDB and the nodes that cannot finish: undrainable, held, NotReady, in no pool', async () => {
+test('nuo whatif run --from a dump directory, twice as fast, names the blocking PDB and the nodes that cannot finish: undrainable, held, NotReady, in no pool', async () => {
   const dump = join(dir, 'blocked');
   blockedDump(dump);
   const svg = join(dir, 'timeline.svg');
@@ -600,13 +600,20 @@ test('nuo whatif run --from a dump directory names the blocking PDB and the node
     '--from',
     dump,
     '--reboot-time=1s',
-    '--timeout=30s',
+    '--return-time=1s',
+    '--speed=2',
+    '--timeout=60s',
     '-o',
     'json',
     `--svg=${svg}`,
   );
   assert.equal(r.code, 3, `the rollout cannot finish: ${r.stderr}`);
+  assert.match(r.stderr, /\(each host down 1 s, at most 30 s, 2× faster than real time\)/);
   const report = JSON.parse(r.stdout) as RunOutput;
+  // The twin ran 30 s with every duration halved; the report reads in real-rollout time.
+  assert.equal(report.speed, 2);
+  assert.equal(report.rebootMs, 2000);
+  assert.ok(report.elapsedMs >= 60_000, `elapsed ${report.elapsedMs} ms, mapped back`);
   const byName = new Map(report.nodes.map((n) => [n.name, n]));
   assert.deepEqual(
     report.nodes.filter((n) => n.finished).map((n) => n.name),

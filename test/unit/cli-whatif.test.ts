@@ -21,7 +21,20 @@ test('nuo whatif: bad input exits 2 with a message that names the problem', () =
     { args: ['predict'], message: /unknown subcommand "predict": use snapshot, twin or run/ },
     { args: ['run', '--from', dir, '-o', 'yaml'], message: /--output must be table or json, got "yaml"/ },
     { args: ['run', '--from', dir, '--reboot-time', 'soon'], message: /--reboot-time: / },
-    { args: ['run', '--from', dir, '--timeout', '2h'], message: /--timeout must be at most 50m/ },
+    {
+      args: ['run', '--from', dir, '--timeout', '2h'],
+      message: /--timeout divided by --speed must be at most 50m/,
+    },
+    { args: ['run', '--from', dir, '--return-time', 'later'], message: /--return-time: / },
+    {
+      args: ['run', '--from', dir, '--speed', 'fast'],
+      message: /--speed must be a number from 1 to 100, got "fast"/,
+    },
+    { args: ['run', '--from', dir, '--speed', '0.5'], message: /--speed must be a number from 1 to 100/ },
+    {
+      args: ['run', '--from', dir, '--speed', '10', '--timeout', '10h'],
+      message: /--timeout divided by --speed must be at most 50m/,
+    },
     {
       args: ['run', '--from', dir, '--kubeconfig', 'k'],
       message: /--from reads files: --kubeconfig and --context name a cluster/,
@@ -41,6 +54,26 @@ test('nuo whatif: bad input exits 2 with a message that names the problem', () =
     assert.match(r.stderr, c.message);
     assert.equal(r.stdout, '');
   }
+});
+
+test('nuo whatif run --speed refuses a policy with maintenance windows before starting anything', () => {
+  const dump = join(dir, 'windows');
+  mkdirSync(dump);
+  const windowed = {
+    apiVersion: 'nuo.dev/v1alpha1',
+    kind: 'UpdatePolicy',
+    metadata: { name: 'nightly' },
+    spec: { windows: { weekly: [{ days: ['Mon'], start: '01:00', end: '05:00' }] } },
+  };
+  writeFileSync(
+    join(dump, 'all.json'),
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [rawNode('n1', 'a'), windowed] }),
+  );
+  const r = nuo('run', '--from', dump, '--speed', '10');
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /UpdatePolicy nightly has maintenance windows: .*--speed 1/);
+  assert.doesNotMatch(r.stderr, /rolling the twin/);
+  assert.equal(r.stdout, '');
 });
 
 test('nuo whatif snapshot --from a kubectl dump writes the cut-down snapshot, drops Secrets and says so', () => {

@@ -1,0 +1,130 @@
+/**
+ * How long things take in a `nuo whatif run`, pure: the host's time down from the reboot and return
+ * times, and time compression (`--speed N`): the policies the twin's operator is given with every
+ * duration divided by N, and what the run observed mapped back with every time multiplied by N.
+ */
+import { Default } from 'typebox/value';
+import { UpdatePolicySpec } from '../api/update-policy.ts';
+import { parseDuration } from '../util/duration.ts';
+import type { UpdatePolicyObject } from './objects.ts';
+import type { RunObservations } from './observations.ts';
+
+/** The most a run compresses time: beyond it the twin's own latencies (API round trips) dominate. */
+export const MAX_SPEED = 100;
+
+/** A run that cannot be timed as asked: the message says why and what to do. */
+export class TimingError extends Error {}
+
+/** A Go duration divided by `speed`, in whole milliseconds as the operator reads them: "30s" / 10 → "3000ms". */
+export function compressDuration(text: string, speed: number): string {
+  const ms = Math.round(parseDuration(text) / speed);
+  return ms === 0 ? '0' : `${ms}ms`;
+}
+
+const hasWindows = (spec: UpdatePolicySpec) =>
+  (spec.windows?.weekly?.length ?? 0) +
+    (spec.windows?.cron?.length ?? 0) +
+    (spec.windows?.exclusions?.length ?? 0) >
+  0;
+
+/**
+ * The policy with its defaults filled in (a default left out would stay at full length) and every
+ * duration divided by `speed`. Windows are refused: the operator reads them off the wall clock, which
+ * cannot be compressed, so a compressed rollout would cross them at the wrong moments.
+ */
+export function compressPolicy(policy: UpdatePolicyObject, speed: number): UpdatePolicyObject {
+  if (speed === 1) return policy;
+  if (hasWindows(policy.spec ?? {}))
+    throw new TimingError(
+      `UpdatePolicy ${policy.metadata.name} has maintenance windows: the operator reads them off the wall clock, which --speed cannot compress; run it with --speed 1 (real time), or with --policies FILE holding the policy without windows`,
+    );
+  const spec = Default(UpdatePolicySpec, structuredClone(policy.spec ?? {})) as UpdatePolicySpec;
+  const c = (d: string | undefined) => compressDuration(d ?? '0', speed);
+  const reboot = spec.reboot ?? {};
+  const kured = spec.coexistence?.kured;
+  return {
+    ...policy,
+    spec: {
+      ...spec,
+      drain: { ...spec.drain, timeout: c(spec.drain?.timeout) },
+      reboot: {
+        ...reboot,
+        rebootTimeout: c(reboot.rebootTimeout),
+        returnTimeout: c(reboot.returnTimeout),
+        soak: c(reboot.soak),
+        minGrantSpacing: c(reboot.minGrantSpacing),
+        retryBackoff: c(reboot.retryBackoff),
+        retryBackoffMax: c(reboot.retryBackoffMax),
+      },
+      ...(spec.notifications
+        ? { notifications: spec.notifications.map((n) => ({ ...n, blockedFor: c(n.blockedFor) })) }
+        : {}),
+      ...(spec.coexistence && kured
+        ? { coexistence: { ...spec.coexistence, kured: { ...kured, lockTTL: c(kured.lockTTL) } } }
+        : {}),
+    },
+  };
+}
+
+export interface TimingFlags {
+  /** From the agent's reboot until the host boots again (its new boot ID). */
+  rebootMs: number;
+  /** From the new boot until the node is Ready. */
+  returnMs: number;
+  /** How many times faster than real time the twin rolls. */
+  speed: number;
+  /** How long the rollout may run, in real-rollout time. */
+  timeoutMs: number;
+}
+
+export interface TwinTiming {
+  policies: UpdatePolicyObject[];
+  /** How long a twin host is down, from its reboot until its node is Ready, in twin time. */
+  hostDownMs: number;
+  /** The run's deadline in twin time. */
+  timeoutMs: number;
+}
+
+/**
+ * What the twin runs with. A twin host comes back with its new boot ID and Ready at once, after reboot
+ * plus return time; the operator times the reboot up to the new boot against `reboot.rebootTimeout`, so a
+ * split that only the sum breaks is refused rather than predicted as a failure the real rollout would
+ * not have.
+ */
+export function twinTiming(policies: readonly UpdatePolicyObject[], flags: TimingFlags): TwinTiming {
+  if (!(flags.speed >= 1 && flags.speed <= MAX_SPEED))
+    throw new TimingError(`--speed must be from 1 to ${MAX_SPEED}, got ${flags.speed}`);
+  const downMs = flags.rebootMs + flags.returnMs;
+  if (flags.returnMs > 0)
+    for (const p of policies) {
+      const spec = Default(UpdatePolicySpec, structuredClone(p.spec ?? {})) as UpdatePolicySpec;
+      const limit = parseDuration(spec.reboot?.rebootTimeout ?? '0');
+      if (flags.rebootMs <= limit && downMs > limit)
+        throw new TimingError(
+          `--reboot-time plus --return-time (${downMs / 1000} s) exceeds UpdatePolicy ${p.metadata.name}'s reboot.rebootTimeout (${limit / 1000} s): a twin host comes back booted and Ready at once, so the twin would time the reboot out where the real one may not; shorten the two, or pass their sum as --reboot-time if the real reboot does take that long`,
+        );
+    }
+  return {
+    policies: policies.map((p) => compressPolicy(p, flags.speed)),
+    hostDownMs: downMs / flags.speed,
+    timeoutMs: flags.timeoutMs / flags.speed,
+  };
+}
+
+/** A run of a compressed twin mapped back to real time: every time and duration multiplied by `speed`. */
+export function observedAtSpeed(o: RunObservations, speed: number): RunObservations {
+  if (speed === 1) return o;
+  const x = (ms: number) => ms * speed;
+  return {
+    ...o,
+    elapsedMs: x(o.elapsedMs),
+    rebootMs: x(o.rebootMs),
+    nodes: o.nodes.map((n) => ({ ...n, phases: n.phases.map((p) => ({ ...p, atMs: x(p.atMs) })) })),
+    evictions: o.evictions.map((e) => ({
+      ...e,
+      atMs: x(e.atMs),
+      ...(e.createdMs !== undefined ? { createdMs: x(e.createdMs) } : {}),
+    })),
+    speed,
+  };
+}
