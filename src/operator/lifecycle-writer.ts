@@ -8,7 +8,7 @@
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../api/keys.ts';
 import type { Phase } from '../api/phases.ts';
-import { backoffDelay, type KubeLog } from '../kube/backoff.ts';
+import type { KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { strategicMergePatch } from '../kube/patch.ts';
 import { Limiter } from '../util/parallel.ts';
@@ -16,13 +16,13 @@ import type { PassDecision } from './decider.ts';
 import type { Ledger, Slot } from './ledger.ts';
 import { lifecyclePatch, type WantedCondition, wantedConditions } from './lifecycle-conditions.ts';
 import type { OperatorMetrics } from './metrics.ts';
+import { NodeBackoff } from './node-backoff.ts';
 import type { Wake } from './node-steps.ts';
 import type { NodeView } from './node-view.ts';
 import type { NodeCache } from './node-writer.ts';
 
 /** Condition writes in flight: few, behind the writes that move attempts on. */
 const WRITERS = 4;
-const HOLD_BACK = { initialMs: 1000, maxMs: 300_000 } as const;
 /** Tries of an announcement that meets a 409 (each after reading the node again). */
 const ANNOUNCE_TRIES = 3;
 
@@ -43,7 +43,7 @@ export class LifecycleWriter {
   readonly #writing = new Set<string>();
   /** Nodes whose step waited for a condition write: a pass follows when it lands. */
   readonly #deferred = new Set<string>();
-  readonly #heldBack = new Map<string, { failures: number; until: number }>();
+  readonly #heldBack = new NodeBackoff();
   /** Nodes whose conditions were announced ahead of the write of their phase, until that write is done. */
   readonly #ahead = new Set<string>();
 
@@ -153,8 +153,7 @@ export class LifecycleWriter {
    * flight. A node held back after a failed write is not: its backoff asks for the pass that retries it.
    */
   #sync(name: string, decidedOn: string | undefined, wanted: readonly WantedCondition[], now: Date): boolean {
-    const held = this.#heldBack.get(name);
-    if (held && performance.now() < held.until) return false;
+    if (this.#heldBack.holds(name)) return false;
     const node = this.#o.nodes.get(name);
     const rv = node?.metadata?.resourceVersion;
     if (!node || rv === undefined) return false;
@@ -184,7 +183,7 @@ export class LifecycleWriter {
 
   #landed(name: string, written: V1Node): void {
     this.#o.nodes.upsertFromWrite(written);
-    this.#heldBack.delete(name);
+    this.#heldBack.landed(name);
     this.#o.metrics?.nodeConditionWrites.inc();
   }
 
@@ -192,9 +191,7 @@ export class LifecycleWriter {
   #failed(name: string, err: unknown): void {
     const code = statusCode(err);
     if (code === 409 || code === 404) return;
-    const failures = (this.#heldBack.get(name)?.failures ?? 0) + 1;
-    const delayMs = Math.round(backoffDelay(failures, HOLD_BACK));
-    this.#heldBack.set(name, { failures, until: performance.now() + delayMs });
+    const { failures, delayMs } = this.#heldBack.failed(name);
     this.#o.wake.after(delayMs);
     this.#o.log(
       'warn',

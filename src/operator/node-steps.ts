@@ -6,7 +6,7 @@
  */
 import { CoreV1Api } from '@kubernetes/client-node';
 import { Phase } from '../api/phases.ts';
-import { backoffDelay, type KubeLog } from '../kube/backoff.ts';
+import type { KubeLog } from '../kube/backoff.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { isFenced } from '../kube/fence.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
@@ -15,6 +15,7 @@ import { type Decider, isLedgerChange, type NodeStep, type PassDecision } from '
 import type { Health } from './health-gate.ts';
 import type { Ledger } from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
+import { NodeBackoff } from './node-backoff.ts';
 import type { NodeView } from './node-view.ts';
 import { Conflict, type NodeCache } from './node-writer.ts';
 
@@ -32,9 +33,6 @@ const HANDOVER_WRITERS = 16;
 const REASON_WRITERS = 4;
 /** Writes a node step tries (re-reading and re-deciding after each 409) before leaving it to the next pass. */
 export const CONFLICT_RETRIES = 3;
-/** The backoff of a node whose write was refused (holdBack). */
-const HOLD_BACK = { initialMs: 1000, maxMs: 300_000 } as const;
-
 /** Where a node step's writes go: at most `writers` at once, over `core`'s connections. */
 export interface Lane {
   writers: Limiter;
@@ -78,7 +76,7 @@ export class NodeSteps {
   /** Node steps running (one per node at most). */
   readonly #stepping = new Map<string, Promise<void>>();
   /** Nodes whose last write failed for good (holdBack): no step for them before `until`. */
-  readonly #heldBack = new Map<string, { failures: number; until: number }>();
+  readonly #heldBack = new NodeBackoff();
   readonly #attemptLane: Lane;
   readonly #reasonLane: Lane;
   readonly handoverLane: Lane;
@@ -133,7 +131,7 @@ export class NodeSteps {
     for (const action of decision.actions) {
       if (isLedgerChange(action) || this.#stepping.has(action.node)) continue;
       if (action.type === 'drain' && this.#o.draining(action.node)) continue;
-      if (this.#isHeldBack(action.node) || this.#o.held(action.node)) continue;
+      if (this.#heldBack.holds(action.node) || this.#o.held(action.node)) continue;
       const view = byName.get(action.node);
       const cached = this.#o.nodes.get(action.node)?.metadata?.resourceVersion;
       if (!view || cached !== view.resourceVersion) continue;
@@ -163,9 +161,7 @@ export class NodeSteps {
    * each failure in a row: never a write storm on one bad value. Its next step that lands resets it.
    */
   holdBack(name: string, err: unknown, what: string): void {
-    const failures = (this.#heldBack.get(name)?.failures ?? 0) + 1;
-    const delayMs = Math.round(backoffDelay(failures, HOLD_BACK));
-    this.#heldBack.set(name, { failures, until: performance.now() + delayMs });
+    const { failures, delayMs } = this.#heldBack.failed(name);
     if (refusal(err)) this.#o.metrics?.writesRefused.inc();
     // A node deleted meanwhile needs nothing from a person: its next pass no longer sees it.
     const gone = statusCode(err) === 404;
@@ -184,12 +180,7 @@ export class NodeSteps {
 
   /** The node's write landed: its backoff, if any, is over. */
   landed(name: string): void {
-    this.#heldBack.delete(name);
-  }
-
-  #isHeldBack(name: string): boolean {
-    const held = this.#heldBack.get(name);
-    return held !== undefined && performance.now() < held.until;
+    this.#heldBack.landed(name);
   }
 
   /**
