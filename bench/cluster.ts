@@ -8,7 +8,8 @@
  * control plane's CPU while the N nodes only heartbeat.
  */
 import { parseArgs } from 'node:util';
-import { type ComponentName, type LocalCluster, startCluster } from '../src/sim/cluster/cluster.ts';
+import { type LocalCluster, startCluster } from '../src/sim/cluster/cluster.ts';
+import type { ComponentName } from '../src/sim/cluster/component-args.ts';
 import { loadAverage, sampleProc } from '../src/sim/cluster/proc.ts';
 import { ensureClusterBinaries } from '../tools/cluster/build.ts';
 import { publish } from './report.ts';

@@ -4,29 +4,33 @@
  * ValidatingAdmissionPolicy), kube-controller-manager, kube-scheduler and KWOK playing the kubelets,
  * with the harness playing the part of a kubelet KWOK lacks (pod-readiness.ts).
  */
-import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { type ClusterBinaries, ensureClusterBinaries } from '../../../tools/cluster/build.ts';
 import { describeError } from '../../kube/errors.ts';
 import { PooledKubeConfig } from '../../kube/pooled-kubeconfig.ts';
 import { pollUntil } from '../../util/poll.ts';
-import { type AuditOptions, auditPolicy } from './audit.ts';
-import { componentArgs, kwokConfig, type Ports, schedulerConfig } from './component-args.ts';
-import { adminKubeconfig, tokenKubeconfig } from './kubeconfig.ts';
-import { freePort, get, type Tls } from './net.ts';
+import type { ComponentName } from './component-args.ts';
+import { ControlPlane, StartupExit } from './control-plane.ts';
+import { tokenKubeconfig } from './kubeconfig.ts';
 import { createNodes, type NodeSpec } from './nodes.ts';
-import { createPki, type Pki } from './pki.ts';
 import { PodReadinessKeeper } from './pod-readiness.ts';
-import { Component } from './process.ts';
+import type { Component } from './process.ts';
 import { RawApi } from './raw-api.ts';
 import { reapAbandonedClusters } from './reaper.ts';
+import {
+  CLUSTER_DIR_PREFIX,
+  makeWorkspace,
+  type Setup,
+  type SetupOptions,
+  type Workspace,
+  writeSetup,
+} from './setup.ts';
 
-export interface ClusterOptions {
+export interface ClusterOptions extends SetupOptions {
   /** KWOK nodes to create and wait Ready for (default 0). */
   nodes?: number;
   /** Zones the nodes are spread over round-robin, labelled topology.kubernetes.io/zone (default 1). */
@@ -35,27 +39,11 @@ export interface ClusterOptions {
   nodePrefix?: string;
   /** Called with progress lines; default silent. */
   log?: (line: string) => void;
-  /**
-   * Duration of the KWOK nodes' Leases (default 40 s, the kubelet's); KWOK renews each a quarter of it
-   * apart, and the node-lifecycle controller's grace period is set to 1.25 times it (at least 50 s, its
-   * default). Heartbeats are the bulk of a large idle cluster's writes (5,000 nodes renewing every 10 s
-   * is 500 Lease updates a second), so benchmarks of thousands of nodes lengthen it.
-   */
-  nodeLeaseDurationSeconds?: number;
-  /**
-   * kube-apiserver audit logging at Metadata level, as JSON lines in `auditLogPath` (read them with
-   * readAuditLog from ./audit.ts): of the given users' requests, or of every request.
-   */
-  audit?: AuditOptions;
   /** Start-up deadline for each component (default 60 s; the first start after a build is slower). */
   startTimeoutMs?: number;
 }
 
-const run = promisify(execFile);
-
 export { KWOK_CUSTOM_STATUS } from './component-args.ts';
-
-const CLUSTER_DIR_PREFIX = 'nuo-cluster-';
 
 export interface LocalCluster {
   /** Temp dir holding the PKI, configs and logs/ (removed by stop()). */
@@ -100,11 +88,6 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-export type ComponentName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok';
-
-/** Thrown when a component exited during start-up (e.g. a loopback port taken between pick and bind). */
-class StartupExit extends Error {}
-
 /**
  * Starts the cluster; a start-up in which a component exits (most often: another process took one of the
  * free ports it was given) is retried on new ports, twice at most.
@@ -119,184 +102,6 @@ export async function startCluster(options: ClusterOptions = {}): Promise<LocalC
         `a component exited during start-up; retrying on new ports (${err.message.split('\n')[0]})`,
       );
     }
-  }
-}
-
-/** The cluster's directory: its logs, its components' pid file, removed with the process if left behind. */
-interface Workspace {
-  dir: string;
-  logs: string;
-  pidFile: string;
-  remove: () => void;
-}
-
-async function makeWorkspace(): Promise<Workspace> {
-  const dir = await mkdtemp(join(tmpdir(), CLUSTER_DIR_PREFIX));
-  const logs = join(dir, 'logs');
-  mkdirSync(logs);
-  writeFileSync(join(dir, 'owner'), String(process.pid));
-  const remove = () => rmSync(dir, { recursive: true, force: true });
-  process.on('exit', remove);
-  return { dir, logs, pidFile: join(dir, 'pids'), remove };
-}
-
-/** What the components are started with: PKI, ports, configuration files, command lines, health checks. */
-interface Setup {
-  pki: Pki;
-  tlsAdmin: Tls;
-  server: string;
-  kubeconfigPath: string;
-  auditLogPath?: string;
-  args: Record<ComponentName, string[]>;
-  health: Record<ComponentName, () => Promise<boolean>>;
-}
-
-async function writeSetup(dir: string, binaries: ClusterBinaries, options: ClusterOptions): Promise<Setup> {
-  const leaseSeconds = options.nodeLeaseDurationSeconds ?? 40;
-  if (!Number.isInteger(leaseSeconds) || leaseSeconds < 10)
-    throw new Error(`nodeLeaseDurationSeconds must be an integer ≥ 10, got ${leaseSeconds}`);
-  const pki = await createPki(dir);
-  const tlsAdmin: Tls = {
-    ca: await readFile(pki.caCert),
-    cert: await readFile(pki.adminCert),
-    key: await readFile(pki.adminKey),
-  };
-  const ports: Ports = {
-    etcdPort: await freePort(),
-    peerPort: await freePort(),
-    apiPort: await freePort(),
-    cmPort: await freePort(),
-    schedPort: await freePort(),
-    kwokPort: await freePort(),
-  };
-  const server = `https://127.0.0.1:${ports.apiPort}`;
-  const kubeconfigPath = join(dir, 'admin.kubeconfig');
-  await writeFile(kubeconfigPath, adminKubeconfig(server, pki, tlsAdmin));
-  const stages = (await run(binaries.path['kwok-stages'], [])).stdout;
-  await writeFile(join(dir, 'kwok.yaml'), kwokConfig(leaseSeconds, stages));
-  const schedulerPath = join(dir, 'scheduler.json');
-  await writeFile(schedulerPath, schedulerConfig(kubeconfigPath));
-  const args = componentArgs({
-    dir,
-    pki,
-    kubeconfigPath,
-    schedulerConfig: schedulerPath,
-    ports,
-    leaseSeconds,
-  });
-  // Outside logs/, which logTails() prints whole-line for a failing test.
-  const auditLogPath = options.audit ? join(dir, 'audit.log') : undefined;
-  if (options.audit && auditLogPath) {
-    const policyPath = join(dir, 'audit-policy.json');
-    await writeFile(policyPath, JSON.stringify(auditPolicy(options.audit)));
-    args['kube-apiserver'].push(
-      `--audit-policy-file=${policyPath}`,
-      `--audit-log-path=${auditLogPath}`,
-      '--audit-log-format=json',
-      // Buffered writes: a blocking write per request would slow every audited request down.
-      '--audit-log-mode=batch',
-      '--audit-log-batch-max-wait=1s',
-    );
-  }
-  const { etcdPort, cmPort, schedPort, kwokPort } = ports;
-  const health: Setup['health'] = {
-    etcd: async () => (await get(`http://127.0.0.1:${etcdPort}/health`)).body.includes('"true"'),
-    'kube-apiserver': async () => (await get(`${server}/readyz`, tlsAdmin)).status === 200,
-    'kube-controller-manager': async () =>
-      (await get(`https://127.0.0.1:${cmPort}/healthz`, { insecure: true })).status === 200,
-    'kube-scheduler': async () =>
-      (await get(`https://127.0.0.1:${schedPort}/healthz`, { insecure: true })).status === 200,
-    kwok: async () => (await get(`http://127.0.0.1:${kwokPort}/healthz`)).status === 200,
-  };
-  return { pki, tlsAdmin, server, kubeconfigPath, args, health, ...(auditLogPath ? { auditLogPath } : {}) };
-}
-
-/** The component processes: each launched and waited healthy, stopped in reverse order of dependence. */
-class ControlPlane {
-  readonly components = {} as Record<ComponentName, Component>;
-  readonly #binaries: ClusterBinaries;
-  readonly #workspace: Workspace;
-  readonly #timeoutMs: number;
-  #setup: Setup | undefined;
-  /**
-   * Aborted when any component exits: a health probe can be answered by another cluster's process that
-   * holds the port this one failed to bind, so start-up waits past the probes with this signal too.
-   */
-  readonly #anyExit = new AbortController();
-
-  constructor(binaries: ClusterBinaries, workspace: Workspace, timeoutMs: number) {
-    this.#binaries = binaries;
-    this.#workspace = workspace;
-    this.#timeoutMs = timeoutMs;
-  }
-
-  async start(setup: Setup, log: (line: string) => void, since: number): Promise<void> {
-    this.#setup = setup;
-    await this.launch('etcd');
-    log(`etcd healthy (${Date.now() - since} ms)`);
-    await this.launch('kube-apiserver');
-    log(`kube-apiserver ready at ${setup.server} (${Date.now() - since} ms)`);
-    await Promise.all([
-      this.launch('kube-controller-manager'),
-      this.launch('kube-scheduler'),
-      this.launch('kwok'),
-    ]);
-    log(`controller-manager, scheduler and kwok healthy (${Date.now() - since} ms)`);
-  }
-
-  async launch(name: ComponentName): Promise<void> {
-    const setup = this.#setup;
-    if (!setup) throw new Error(`cannot launch ${name}: the control plane was not set up`);
-    const component = new Component({
-      name,
-      binary: this.#binaries.path[name],
-      args: setup.args[name],
-      logFile: join(this.#workspace.logs, `${name}.log`),
-      pidFile: this.#workspace.pidFile,
-    });
-    this.components[name] = component;
-    // An exit ends the wait at once (pollUntil would otherwise treat it as "not yet" until the deadline).
-    const exited = new AbortController();
-    void component.exited.then((code) => {
-      const exit = new StartupExit(`${name} exited with ${code}`);
-      exited.abort(exit);
-      this.#anyExit.abort(exit);
-    });
-    await pollUntil(
-      `${name} to become healthy (log: ${component.logFile})`,
-      async () => ((await setup.health[name]().catch(() => false)) ? true : undefined),
-      { timeoutMs: this.#timeoutMs, intervalMs: 100, signal: exited.signal },
-    ).catch((err: Error) => {
-      const message = `${err.message}\n--- ${name} log tail ---\n${component.tail(40)}`;
-      throw component.exitCode !== undefined ? new StartupExit(message) : new Error(message);
-    });
-  }
-
-  /** Aborted once any component has exited (for waits during start-up only: a restart exits one too). */
-  get anyExit(): AbortSignal {
-    return this.#anyExit.signal;
-  }
-
-  async restart(name: ComponentName): Promise<void> {
-    await this.components[name].stop();
-    await this.launch(name);
-  }
-
-  async stop(): Promise<void> {
-    const order: ComponentName[] = [
-      'kwok',
-      'kube-scheduler',
-      'kube-controller-manager',
-      'kube-apiserver',
-      'etcd',
-    ];
-    for (const name of order) await this.components[name]?.stop();
-  }
-
-  tails(lines: number): string {
-    return Object.values(this.components)
-      .map((c) => `--- ${c.name} ---\n${c.tail(lines)}`)
-      .join('\n');
   }
 }
 

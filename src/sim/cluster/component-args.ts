@@ -3,8 +3,9 @@
  * Lease duration: a pure builder, so what each component runs with is read in one place.
  */
 import { join } from 'node:path';
-import type { ComponentName } from './cluster.ts';
 import type { Pki } from './pki.ts';
+
+export type ComponentName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok';
 
 /** Nodes annotated `${KWOK_CUSTOM_STATUS}=custom` keep the status their simulated host writes. */
 export const KWOK_CUSTOM_STATUS = 'kwok.x-k8s.io/status';
