@@ -2,8 +2,12 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { PHASES } from '../api/phases.ts';
 import type { BuildInfo } from '../util/build-info.ts';
-import type { PassDecision } from './decider.ts';
 import type { NodeView } from './node-view.ts';
+
+/** What the budget gauges read of a pass's decisions (a PassDecision), named here so that no import circles back. */
+interface PassBudgets {
+  pools: ReadonlyArray<{ pool: { name: string }; decision: { budget: { slots: number; used: number } } }>;
+}
 
 export class OperatorMetrics {
   readonly registry = new Registry();
@@ -119,7 +123,7 @@ export class OperatorMetrics {
     registers: [this.registry],
   });
 
-  observe(decision: PassDecision, nodes: NodeView[], ms: number): void {
+  observe(decision: PassBudgets, nodes: NodeView[], ms: number): void {
     this.reconcileSeconds.observe(ms / 1000);
     this.slots.reset();
     this.used.reset();

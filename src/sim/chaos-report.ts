@@ -2,7 +2,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PolicyV1Api } from '@kubernetes/client-node';
-import type { RunResult } from './chaos.ts';
 import type { Env } from './chaos-env.ts';
 import { CHAOS_NAMESPACE } from './chaos-faults.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
@@ -43,8 +42,14 @@ export function readinessRepairs(cluster: LocalCluster): number {
     .filter((l) => l.includes(': Ready again')).length;
 }
 
+/** What the operators logged about drains: the slowest one, and attempts aborted (and why). */
+export interface DrainSummary {
+  slowestMs: number;
+  aborted: string[];
+}
+
 /** Drains as the run's operator replicas logged them (attempt-writes.ts: "reboot granted", "attempt aborted"). */
-export function drainSummary(cluster: LocalCluster, identities: string[]): RunResult['drains'] {
+export function drainSummary(cluster: LocalCluster, identities: string[]): DrainSummary {
   let slowestMs = 0;
   const aborted: string[] = [];
   for (const id of identities) {

@@ -38,7 +38,7 @@ import {
 } from './chaos-plan.ts';
 import { type ChaosPools, prepareFluoPools, prepareOnePool, preparePools } from './chaos-policies.ts';
 import { awaitRollout } from './chaos-progress.ts';
-import { drainSummary, readinessRepairs, workloadReport } from './chaos-report.ts';
+import { type DrainSummary, drainSummary, readinessRepairs, workloadReport } from './chaos-report.ts';
 import {
   type ChaosUpgrade,
   describeUpgrade,
@@ -112,8 +112,7 @@ export interface RunResult {
   elapsedMs: number;
   /** The planned never-returning node, seen Failed with its slot held (an expected stall, not a breach). */
   expectedStall?: string;
-  /** What the operators logged about drains: the slowest one, and attempts aborted (and why). */
-  drains: { slowestMs: number; aborted: string[] };
+  drains: DrainSummary;
 }
 
 export interface ChaosResult {
