@@ -8,14 +8,8 @@ import type { DrainEvent } from '../drain/progress.ts';
 import { parseDuration } from '../util/duration.ts';
 import { positiveInt } from './args.ts';
 import { type Command, err, out, UsageError } from './command.ts';
-import {
-  explainApiError,
-  kubeconfigFrom,
-  kubeFlags,
-  kubeFlagsUsage,
-  nodeCommandArgs,
-  nodeCommandUsage,
-} from './kube.ts';
+import { explainApiError, kubeconfigFrom, kubeFlags, nodeCommandArgs } from './kube.ts';
+import { nodeCommandUsage, usageText } from './usage.ts';
 
 /** kubectl accepts --dry-run, --dry-run=client and --dry-run=none; nuo has no server-side dry run. */
 function normaliseDryRun(argv: string[]): string[] {
@@ -70,7 +64,7 @@ function printEvent(e: DrainEvent, dryRun: boolean): void {
 export const drainCommand: Command = {
   name: 'drain',
   summary: 'cordon nodes and evict their pods through the Eviction API (like kubectl drain, bounded)',
-  usage: [
+  usage: usageText([
     'Usage: nuo drain NODE... [flags]',
     '       nuo drain -l SELECTOR [flags]',
     '',
@@ -93,8 +87,7 @@ export const drainCommand: Command = {
     '  --disable-eviction               delete pods directly, bypassing PodDisruptionBudgets',
     '  --chunk-size N                   objects per page of each list (default 500)',
     '  --concurrency N                  evictions in flight at once (default 50)',
-    ...kubeFlagsUsage,
-  ].join('\n'),
+  ]),
   async run(argv) {
     const { positionals, values } = parseArgs({
       args: normaliseDryRun(argv),

@@ -30,11 +30,6 @@ export function singleNode(positionals: string[]): string {
   return positionals[0] as string;
 }
 
-/** The usage text of a command that takes one NODE and only the kubeconfig flags. */
-export function nodeCommandUsage(name: string, ...explain: string[]): string {
-  return [`Usage: nuo ${name} NODE [flags]`, '', ...explain, '', 'Flags:', ...kubeFlagsUsage].join('\n');
-}
-
 /** Parses `NODE [--kubeconfig FILE] [--context NAME]`: the node, and the kubeconfig to reach it with. */
 export function nodeCommandArgs(argv: string[]): { node: string; kc: KubeConfig } {
   const { values, positionals } = parseArgs({

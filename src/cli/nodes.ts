@@ -10,17 +10,11 @@ import { needsReboot } from '../operator/need.ts';
 import { type NodeView, QUOTE_MAX } from '../operator/node-view.ts';
 import { type ClusterState, readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
-import {
-  explainApiError,
-  kubeconfigFrom,
-  kubeFlags,
-  kubeFlagsUsage,
-  nodeCommandArgs,
-  nodeCommandUsage,
-} from './kube.ts';
+import { explainApiError, kubeconfigFrom, nodeCommandArgs } from './kube.ts';
 import { planLines } from './plan.ts';
-import { sucPlansFlag, sucPlansNamespace, sucPlansUsage } from './plans.ts';
+import { sucPlansNamespace } from './plans.ts';
 import { table } from './table.ts';
+import { nodeCommandUsage, stateFlags, stateUsage } from './usage.ts';
 
 function age(since: Date | undefined, now: Date): string {
   if (!since) return '-';
@@ -94,20 +88,13 @@ export function policyLines(state: ClusterState): string[] {
 export const statusCommand: Command = {
   name: 'status',
   summary: 'phase of every node, who holds the budget and why others wait',
-  usage: [
-    'Usage: nuo status [flags]',
-    '',
-    'Flags:',
-    '  --namespace NS   where the operator keeps its ledger and lease (default nuo-system)',
-    sucPlansUsage,
-    ...kubeFlagsUsage,
-  ].join('\n'),
+  usage: stateUsage(['Usage: nuo status [flags]', '', 'Flags:']),
   async run(argv) {
     const { values, positionals } = parseArgs({
       args: argv,
       strict: true,
       allowPositionals: true,
-      options: { namespace: { type: 'string', default: 'nuo-system' }, ...sucPlansFlag, ...kubeFlags },
+      options: stateFlags,
     });
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     const kc = kubeconfigFrom(values);

@@ -12,7 +12,8 @@ import { buildInfo } from '../util/build-info.ts';
 import { parseDuration } from '../util/duration.ts';
 import { positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
-import { kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
+import { kubeconfigFrom, kubeFlags } from './kube.ts';
+import { usageText } from './usage.ts';
 
 const HEAP_GROWING = '--heap-growing-percent=50';
 
@@ -40,7 +41,7 @@ function ownNodeName(flag: string | undefined, env: string | undefined): string 
 export const operatorCommand: Command = {
   name: 'operator',
   summary: 'run the operator (leader-elected; decides, drains, grants reboots)',
-  usage: [
+  usage: usageText([
     'Usage: nuo operator [flags]',
     '',
     'Settings come from defaults < --config FILE (YAML/JSON, keys as the flag names) < NUO_* environment < flags.',
@@ -60,8 +61,7 @@ export const operatorCommand: Command = {
     '  --renew-deadline D             the leader steps down when it could not renew for this long (default 10s)',
     '  --retry-period D               between attempts to acquire or renew the Lease (default 2s)',
     configUsage(),
-    ...kubeFlagsUsage,
-  ].join('\n'),
+  ]),
   async run(argv) {
     const options: Record<string, { type: 'string' | 'boolean' }> = {
       config: { type: 'string' },

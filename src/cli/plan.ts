@@ -10,9 +10,10 @@ import type { PlanEntry } from '../operator/plan-resolve.ts';
 import { planDoneLabel } from '../operator/plan-work.ts';
 import { type ClusterState, readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
-import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
-import { sucPlansFlag, sucPlansNamespace, sucPlansUsage } from './plans.ts';
+import { explainApiError, kubeconfigFrom } from './kube.ts';
+import { sucPlansNamespace } from './plans.ts';
 import { table } from './table.ts';
+import { stateFlags, stateUsage } from './usage.ts';
 
 const condition = (e: PlanEntry, type: string) => e.plan.status?.conditions?.find((c) => c.type === type);
 
@@ -83,26 +84,21 @@ export function planNodeRows(state: ClusterState, ref: string): string[][] {
 export const planCommand: Command = {
   name: 'plan',
   summary: "a Plan's version, conditions and nodes: applied, applying, or why each waits",
-  usage: [
-    'Usage: nuo plan NAME [flags]',
-    '',
-    'Flags:',
-    "  -n, --plan-namespace NS   the Plan's namespace (default: the only Plan of that name)",
-    '  --namespace NS            where the operator keeps its ledger and lease (default nuo-system)',
-    sucPlansUsage,
-    ...kubeFlagsUsage,
-  ].join('\n'),
+  usage: stateUsage(
+    [
+      'Usage: nuo plan NAME [flags]',
+      '',
+      'Flags:',
+      "  -n, --plan-namespace NS   the Plan's namespace (default: the only Plan of that name)",
+    ],
+    28,
+  ),
   async run(argv) {
     const { values, positionals } = parseArgs({
       args: argv,
       strict: true,
       allowPositionals: true,
-      options: {
-        namespace: { type: 'string', default: 'nuo-system' },
-        'plan-namespace': { type: 'string', short: 'n' },
-        ...sucPlansFlag,
-        ...kubeFlags,
-      },
+      options: { 'plan-namespace': { type: 'string', short: 'n' }, ...stateFlags },
     });
     const [name, extra] = positionals;
     if (!name) throw new UsageError('missing the Plan: nuo plan NAME');

@@ -6,15 +6,16 @@ import { parseArgs } from 'node:util';
 import { explainNode } from '../operator/explain.ts';
 import { readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
-import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage, singleNode } from './kube.ts';
-import { sucPlansFlag, sucPlansNamespace, sucPlansUsage } from './plans.ts';
+import { explainApiError, kubeconfigFrom, singleNode } from './kube.ts';
+import { sucPlansNamespace } from './plans.ts';
 import { isNotFound, resumePolicy } from './policy-resume.ts';
+import { stateFlags, stateUsage } from './usage.ts';
 
 export const policyCommand: Command = {
   name: 'policy',
   summary:
     'explain which UpdatePolicy holds a node and every condition that keeps it waiting now; resume a halted one',
-  usage: [
+  usage: stateUsage([
     'Usage: nuo policy explain NODE [flags]',
     '       nuo policy resume NAME [flags]',
     '',
@@ -23,16 +24,13 @@ export const policyCommand: Command = {
     '         until now no longer count. Records when and who in its nuo.dev/resumed-at and -by.',
     '',
     'Flags:',
-    '  --namespace NS   where the operator keeps its ledger and lease (default nuo-system)',
-    sucPlansUsage,
-    ...kubeFlagsUsage,
-  ].join('\n'),
+  ]),
   async run(argv) {
     const { values, positionals } = parseArgs({
       args: argv,
       strict: true,
       allowPositionals: true,
-      options: { namespace: { type: 'string', default: 'nuo-system' }, ...sucPlansFlag, ...kubeFlags },
+      options: stateFlags,
     });
     const [sub, ...rest] = positionals;
     if (sub === 'resume') return resume(rest, values);

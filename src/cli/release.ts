@@ -6,7 +6,8 @@ import { Phase } from '../api/phases.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
 import { type Command, err, out, UsageError } from './command.ts';
-import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage, singleNode } from './kube.ts';
+import { explainApiError, kubeconfigFrom, kubeFlags, singleNode } from './kube.ts';
+import { usageText } from './usage.ts';
 
 /** Why the node's attempt cannot be released now, or undefined when it can. Pure. */
 export function releaseRefusal(annotations: Record<string, string>): string | undefined {
@@ -21,7 +22,7 @@ export function releaseRefusal(annotations: Record<string, string>): string | un
 export const releaseCommand: Command = {
   name: 'release',
   summary: "end a Failed node's attempt and free its slot (audited: a reason is required)",
-  usage: [
+  usage: usageText([
     'Usage: nuo release NODE --reason TEXT [flags]',
     '',
     `Asks the operator (${Annotations.release}) to end the attempt of a node in Failed: its grant`,
@@ -31,8 +32,7 @@ export const releaseCommand: Command = {
     '',
     'Flags:',
     '  --reason TEXT   why (required: it is the record of who freed the slot and why)',
-    ...kubeFlagsUsage,
-  ].join('\n'),
+  ]),
   async run(argv) {
     const { positionals, values } = parseArgs({
       args: argv,
