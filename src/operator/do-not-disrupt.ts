@@ -9,11 +9,10 @@
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { PodAnnotations } from '../api/keys.ts';
 import { type PodHold, podHold } from '../drain/do-not-disrupt.ts';
-import { podsOnNode } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
-import { Limiter } from '../util/parallel.ts';
 import type { Wait } from './gates.ts';
+import { PodReads } from './pod-reads.ts';
 
 /** Pod lists in flight. */
 const READERS = 8;
@@ -35,17 +34,37 @@ export function doNotDisrupt(pods: readonly V1Pod[], now: number): Wait | undefi
   return Number.isFinite(hold.until) ? { reason, until: hold.until } : { reason };
 }
 
+/** Only what the hold needs of a pod: its name, its do-not-disrupt annotation, its phase and start. */
+function optOuts(pods: readonly V1Pod[]): V1Pod[] {
+  return pods
+    .filter((p) => p.metadata?.annotations?.[PodAnnotations.doNotDisrupt] !== undefined)
+    .map((p) => ({
+      metadata: {
+        name: p.metadata?.name,
+        namespace: p.metadata?.namespace,
+        annotations: {
+          [PodAnnotations.doNotDisrupt]: p.metadata?.annotations?.[PodAnnotations.doNotDisrupt] ?? '',
+        },
+      },
+      status: { phase: p.status?.phase, startTime: p.status?.startTime },
+    }));
+}
+
 export class DoNotDisruptReads {
-  readonly #core: CoreV1Api;
-  readonly #log: KubeLog;
-  readonly #onRead: () => void;
-  readonly #readers = new Limiter(READERS);
-  readonly #reads = new Map<string, { pods?: V1Pod[]; at: number; running: boolean }>();
+  readonly #reads: PodReads<V1Pod[]>;
 
   constructor(o: { core: CoreV1Api; log: KubeLog; onRead: () => void }) {
-    this.#core = o.core;
-    this.#log = o.log;
-    this.#onRead = o.onRead;
+    this.#reads = new PodReads({
+      core: o.core,
+      readers: READERS,
+      summarize: optOuts,
+      onError: (node, err) =>
+        o.log('warn', `reading pods for ${PodAnnotations.doNotDisrupt} failed; will retry`, {
+          node,
+          error: describeError(err),
+        }),
+      onRead: o.onRead,
+    });
   }
 
   /**
@@ -53,25 +72,25 @@ export class DoNotDisruptReads {
    * starts the reads that are due. `waiting`: the nodes that may be admitted, longest-waiting first.
    */
   holds(waiting: readonly string[], now: number): Map<string, Wait> {
-    const keep = new Set(waiting);
-    for (const name of this.#reads.keys()) if (!keep.has(name)) this.#reads.delete(name);
+    this.#reads.keepOnly(new Set(waiting));
     const holds = new Map<string, Wait>();
     let started = 0;
     for (const name of waiting) {
       const read = this.#reads.get(name);
-      const due = !read || (!read.running && performance.now() - read.at >= REREAD_MS);
+      const due =
+        !read || (!read.running && performance.now() - read.at >= (read.failed ? RETRY_MS : REREAD_MS));
       if (due && started < READS_PER_PASS) {
         started++;
-        this.#read(name);
+        this.#reads.read(name);
       }
-      if (!read?.pods) {
+      if (!read?.value) {
         holds.set(name, {
           reason: `waiting: its pods are being checked for ${PodAnnotations.doNotDisrupt}`,
           holdsLine: true,
         });
         continue;
       }
-      const hold = doNotDisrupt(read.pods, now);
+      const hold = doNotDisrupt(read.value, now);
       if (hold) holds.set(name, hold);
     }
     return holds;
@@ -79,49 +98,11 @@ export class DoNotDisruptReads {
 
   /** The node's pods are read afresh before it may be admitted again (its last read is stale). */
   forget(name: string): void {
-    this.#reads.delete(name);
+    this.#reads.forget(name);
   }
 
   /** A new leadership reads afresh. */
   clear(): void {
     this.#reads.clear();
-  }
-
-  #read(name: string): void {
-    const read = this.#reads.get(name) ?? { at: 0, running: false };
-    read.running = true;
-    this.#reads.set(name, read);
-    void this.#readers
-      .run(async () => {
-        // Only what the hold needs is kept: thousands of waiting nodes' whole pod lists would not fit.
-        read.pods = (await podsOnNode(this.#core, name))
-          .filter((p) => p.metadata?.annotations?.[PodAnnotations.doNotDisrupt] !== undefined)
-          .map((p) => ({
-            metadata: {
-              name: p.metadata?.name,
-              namespace: p.metadata?.namespace,
-              annotations: {
-                [PodAnnotations.doNotDisrupt]: p.metadata?.annotations?.[PodAnnotations.doNotDisrupt] ?? '',
-              },
-            },
-            status: { phase: p.status?.phase, startTime: p.status?.startTime },
-          }));
-      })
-      .then(
-        () => {
-          read.at = performance.now();
-        },
-        (err) => {
-          read.at = performance.now() - REREAD_MS + RETRY_MS;
-          this.#log('warn', `reading pods for ${PodAnnotations.doNotDisrupt} failed; will retry`, {
-            node: name,
-            error: describeError(err),
-          });
-        },
-      )
-      .finally(() => {
-        read.running = false;
-        this.#onRead();
-      });
   }
 }

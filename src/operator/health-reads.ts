@@ -5,13 +5,12 @@
  * the gate; each read that lands asks for a pass (`onRead`).
  */
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
-import { podsOnNode } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
-import { Limiter } from '../util/parallel.ts';
 import { type Health, healthGated, healthRereadDue } from './health-gate.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
+import { PodReads } from './pod-reads.ts';
 
 /** Reads of DaemonSet pods in flight. */
 const HEALTH_READERS = 16;
@@ -35,19 +34,23 @@ function daemonSetHealth(pods: readonly V1Pod[]): Health {
 }
 
 export class HealthReads {
-  readonly #core: CoreV1Api;
   /** The soak of a node's pool. */
   readonly #soakMs: (node: string) => number;
-  readonly #log: KubeLog;
-  readonly #onRead: () => void;
-  readonly #reads = new Map<string, { health?: Health; at: number; running: boolean }>();
-  readonly #readers = new Limiter(HEALTH_READERS);
+  readonly #reads: PodReads<Health>;
 
   constructor(o: { core: CoreV1Api; soakMs: (node: string) => number; log: KubeLog; onRead: () => void }) {
-    this.#core = o.core;
     this.#soakMs = o.soakMs;
-    this.#log = o.log;
-    this.#onRead = o.onRead;
+    this.#reads = new PodReads({
+      core: o.core,
+      readers: HEALTH_READERS,
+      summarize: daemonSetHealth,
+      onError: (node, err) =>
+        o.log('warn', 'reading DaemonSet pods at the health gate failed; will retry', {
+          node,
+          error: describeError(err),
+        }),
+      onRead: o.onRead,
+    });
   }
 
   /** The health of the gated slot holders, as last read; starts the reads that are due. */
@@ -55,19 +58,18 @@ export class HealthReads {
     const gated = nodes.filter(
       (n) => ledger.slots[n.name] && healthGated(n, { soakMs: this.#soakMs(n.name) }, now),
     );
-    const names = new Set(gated.map((n) => n.name));
-    for (const name of this.#reads.keys()) if (!names.has(name)) this.#reads.delete(name);
+    this.#reads.keepOnly(new Set(gated.map((n) => n.name)));
     const health = new Map<string, Health>();
     for (const { name } of gated) {
       const read = this.#reads.get(name);
-      if (read?.health) health.set(name, read.health);
+      if (read?.value) health.set(name, read.value);
       const renew =
         read?.running === false &&
         healthRereadDue({
-          healthy: read.health?.daemonSetPodsReady === true,
+          healthy: read.value?.daemonSetPodsReady === true,
           ageMs: performance.now() - read.at,
         });
-      if (!read || renew) this.#read(name);
+      if (!read || renew) this.#reads.read(name);
     }
     return health;
   }
@@ -75,26 +77,5 @@ export class HealthReads {
   /** A new leadership reads afresh. */
   clear(): void {
     this.#reads.clear();
-  }
-
-  #read(name: string): void {
-    const read = this.#reads.get(name) ?? { at: 0, running: false };
-    read.running = true;
-    this.#reads.set(name, read);
-    void this.#readers
-      .run(async () => {
-        read.health = daemonSetHealth(await podsOnNode(this.#core, name));
-      })
-      .catch((err) =>
-        this.#log('warn', 'reading DaemonSet pods at the health gate failed; will retry', {
-          node: name,
-          error: describeError(err),
-        }),
-      )
-      .finally(() => {
-        read.running = false;
-        read.at = performance.now();
-        this.#onRead();
-      });
   }
 }
