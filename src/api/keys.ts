@@ -1,6 +1,9 @@
 /**
  * Every annotation and label nuo reads or writes on a Node, with its only writer. One writer per key
  * keeps the protocol race-free: the agent never writes an operator key and vice versa.
+ *
+ * One file over 400 lines on purpose: the protocol's every key beside its writer in one place is what
+ * lets a reader (and a review) check that no key has two writers.
  */
 
 import { safeConcatName } from '../kube/names.ts';

@@ -4,6 +4,9 @@
  * `reboot`. One source of truth for the TypeScript types and the OpenAPI schema (crd.ts publishes it):
  * every rule the API server can check is here; what it cannot (selector semantics, the window's times and
  * zone, the drain timeout) src/plan/validate.ts reports in the Plan's status.
+ *
+ * One file just over 400 lines on purpose: it follows SUC's Plan type field by field, so the two are
+ * compared side by side.
  */
 import Type from 'typebox';
 import { Condition, DURATION_PATTERN, duration, enumOf, LabelSelector, stringMap } from './update-policy.ts';

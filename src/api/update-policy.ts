@@ -4,6 +4,9 @@
  * the API server can check is here — types, bounds, patterns, CEL rules — so a bad policy is refused at
  * `kubectl apply` rather than discovered by the operator; what it cannot check (time zones, cron
  * expressions, regular expressions) the operator reports in the policy's status.
+ *
+ * One file over 400 lines on purpose: it is the one place the CRD's schema is written, read top to bottom
+ * as its reference (spec, then status), each field's type and rules together.
  */
 import Type from 'typebox';
 import { AGENT_PROTOCOLS } from './keys.ts';
