@@ -20,12 +20,15 @@ const binDir = mkdtempSync(join(tmpdir(), 'nuo-kubectl-plugin-'));
 after(() => rmSync(binDir, { recursive: true, force: true }));
 symlinkSync(fileURLToPath(new URL('../../bin/kubectl-nuo.js', import.meta.url)), join(binDir, 'kubectl-nuo'));
 
-/** kubectl with the plugin's directory on PATH, and Node 24 first (the entry's `env node`). */
+/**
+ * kubectl with a PATH of only the plugin's directory and Node 24's (the entry's `env node`): `plugin
+ * list` fails on any other plugin's warning, so none from the machine's PATH may be seen.
+ */
 function kubectl(args: string[], env: Record<string, string | undefined> = {}) {
   const { KUBECONFIG: _, ...rest } = process.env;
   return spawnSync(cluster.binaries.path.kubectl, args, {
     encoding: 'utf8',
-    env: { ...rest, PATH: [binDir, dirname(process.execPath), process.env.PATH].join(delimiter), ...env },
+    env: { ...rest, PATH: [binDir, dirname(process.execPath)].join(delimiter), ...env },
   });
 }
 
