@@ -169,13 +169,19 @@ describe('node lifecycle conditions', () => {
       await operatorUnder(f, 'op-a', { maxUnavailable: 1 });
       f.stageUpdates();
       await pollUntil(
-        'every node rebooted once and back to Idle',
+        "every node rebooted once, back to Idle, and its last watched version without nuo's conditions",
         async () => {
           const nodes = (await core.listNode()).items;
+          // The writer removes the conditions in a pass after Idle: wait for that version to arrive.
+          const cleared = (name: string) => {
+            const last = seen.get(name)?.at(-1);
+            return last !== undefined && lifecycle(last).every((c) => !c.reason?.startsWith('Nuo'));
+          };
           const done = nodes.every(
             (n) =>
               n.metadata?.annotations?.[Annotations.state] === Phase.idle &&
-              f.checker.rebootsOf(n.metadata?.name ?? '') === 1,
+              f.checker.rebootsOf(n.metadata?.name ?? '') === 1 &&
+              cleared(n.metadata?.name ?? ''),
           );
           return done ? true : undefined;
         },
