@@ -308,9 +308,22 @@ export const Drain = Type.Object(
         description: 'Only pods matching this label selector are evicted (kubectl drain --pod-selector).',
       }),
     ),
+    skipWaitForDeleteTimeoutSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 86_400,
+        default: 0,
+        description:
+          'Stop waiting for a pod whose deletionTimestamp is more than this many seconds ago (e.g. held by a finalizer); it stays on the node. 0 waits for every pod (kubectl drain --skip-wait-for-delete-timeout).',
+      }),
+    ),
     onFailure: Type.Optional(OnDrainFailure),
   },
-  { default: {}, description: 'How a node is drained, and what happens when it cannot be.' },
+  {
+    default: {},
+    description:
+      'How a node is drained, and what happens when it cannot be. DaemonSet-managed pods are always left in place (kubectl drain --ignore-daemonsets).',
+  },
 );
 export type Drain = Type.Static<typeof Drain>;
 

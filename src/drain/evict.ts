@@ -19,8 +19,8 @@ import { selectorText } from '../kube/selector.ts';
 import { cordon } from './cordon.ts';
 import { DEFAULT_DRAIN_OPTIONS, type DrainOptions, drainOptions } from './options.ts';
 import { pdbHold } from './pdb-hold.ts';
-import { type DrainPlan, evictionTiers, PodAction, planDrain } from './plan.ts';
-import { type DrainEvent, type DrainProgress, type PodState, ProgressTracker } from './progress.ts';
+import { type DrainPlan, evictionTiers, PodAction, pastDeleteTimeout, planDrain } from './plan.ts';
+import { type DrainEvent, type DrainProgress, PodPhase, type PodState, ProgressTracker } from './progress.ts';
 import { RetryQueue } from './retry-queue.ts';
 import { claimsOf, describeAttached, stillAttached } from './volumes.ts';
 
@@ -73,6 +73,8 @@ const RETRY_MAX_MS = 5000;
 const RESYNC_MS = 5000;
 /** How long PDBs may refuse before the drain says what holds them, and how often it looks again. */
 const WAITING_REPORT_MAX_MS = 30_000;
+/** How often pods being deleted are checked against skipWaitForDeleteTimeout. */
+const SKIP_WAIT_CHECK_MS = 1000;
 /** How often the node's VolumeAttachments are read while evicted pods' volumes detach. */
 const DETACH_POLL_MS = 1000;
 
@@ -204,17 +206,17 @@ export class Drainer {
       void this.#reportWaiting(node, tracker, options, evicting.signal, emit);
       await Promise.all([
         this.#evictAll(tracker, options, stop.signal, emit, flight),
-        this.#waitGone(node, tracker, stop.signal),
+        this.#waitGone(node, tracker, options, stop.signal),
       ])
         .catch((err) => {
           if (!stop.signal.aborted) throw err;
         })
         .finally(() => evicting.abort());
       if (tracker.left() === 0) {
-        const moved = plan.decisions.filter(
-          (d) => d.action === PodAction.evict || d.action === PodAction.wait,
+        // Pods left terminating past skipWaitForDeleteTimeout stay on the node: their volumes are not waited for.
+        const evicted = new Set(
+          tracker.result().pods.flatMap((p) => (p.phase === PodPhase.gone ? [p.uid] : [])),
         );
-        const evicted = new Set(moved.map((d) => d.uid));
         const attached = await this.#waitDetached(
           node,
           pods.filter((p) => evicted.has(p.metadata?.uid ?? '')),
@@ -356,7 +358,7 @@ export class Drainer {
     const worker = async () => {
       for (let item = await queue.take(signal); item; item = await queue.take(signal)) {
         const pod = item.value;
-        if (tracker.isGone(pod.uid)) continue;
+        if (tracker.isDone(pod.uid)) continue;
         flight.now++;
         flight.max = Math.max(flight.max, flight.now);
         try {
@@ -395,7 +397,7 @@ export class Drainer {
         if (signal.aborted) return;
         queue = new RetryQueue(tier, RETRY_MIN_MS);
         await Promise.all(Array.from({ length: Math.min(options.concurrency, queue.size) }, worker));
-        while (!signal.aborted && tier.some((p) => !tracker.isGone(p.uid)))
+        while (!signal.aborted && tier.some((p) => !tracker.isDone(p.uid)))
           await Promise.race([tracker.changed(), sleep(RESYNC_MS, signal)]);
       }
     } finally {
@@ -430,13 +432,36 @@ export class Drainer {
 
   /**
    * Marks pods gone as the watch reports their deletion (or a new UID under their name); a periodic
-   * re-list covers a watch that broke. Resolves when nothing is left.
+   * re-list covers a watch that broke. Stops waiting for a pod whose deletion is older than
+   * skipWaitForDeleteTimeout. Resolves when nothing is left.
    */
-  async #waitGone(node: string, tracker: ProgressTracker, signal: AbortSignal): Promise<void> {
+  async #waitGone(
+    node: string,
+    tracker: ProgressTracker,
+    options: DrainOptions,
+    signal: AbortSignal,
+  ): Promise<void> {
     const watch = new Watch(this.#kubeconfig);
     let watching: AbortController | undefined;
+    // When each pod's deletion began (its deletionTimestamp), as the watch and the re-lists saw it.
+    const deleting = new Map<string, string | Date>();
+    const seen = (pod: V1Pod) => {
+      const uid = pod.metadata?.uid;
+      const at = pod.metadata?.deletionTimestamp;
+      if (uid && at) deleting.set(uid, at);
+    };
+    const skipPastTimeout = () => {
+      const now = new Date();
+      for (const uid of tracker.waitingUids()) {
+        const at = deleting.get(uid);
+        const reason = at && pastDeleteTimeout(at, now, options.skipWaitForDeleteTimeoutSeconds);
+        if (reason) tracker.abandon(uid, reason);
+      }
+    };
     const resync = async () => {
-      const present = new Set((await podsOnNode(this.#core, node)).map((p) => p.metadata?.uid));
+      const pods = await podsOnNode(this.#core, node);
+      for (const p of pods) seen(p);
+      const present = new Set(pods.map((p) => p.metadata?.uid));
       for (const uid of tracker.waitingUids()) if (!present.has(uid)) tracker.gone(uid);
     };
     const startWatch = async () => {
@@ -447,6 +472,7 @@ export class Drainer {
           { fieldSelector: `spec.nodeName=${node}`, allowWatchBookmarks: true },
           (type, obj: V1Pod) => {
             if (type === 'DELETED' && obj.metadata?.uid) tracker.gone(obj.metadata.uid);
+            else seen(obj);
           },
           () => {
             watching = undefined;
@@ -461,7 +487,11 @@ export class Drainer {
       // Deletions between the pod list and the watch's start are only visible to a list.
       await resync();
       while (!signal.aborted && tracker.left() > 0) {
-        await Promise.race([tracker.changed(), sleep(RESYNC_MS, signal)]);
+        skipPastTimeout();
+        if (tracker.left() === 0) break;
+        // With skipWaitForDeleteTimeout, look again each second: a deletion may pass it between events.
+        const every = options.skipWaitForDeleteTimeoutSeconds > 0 ? SKIP_WAIT_CHECK_MS : RESYNC_MS;
+        await Promise.race([tracker.changed(), sleep(every, signal)]);
         if (signal.aborted || tracker.left() === 0) break;
         if (tracker.sinceChangeMs() >= RESYNC_MS) {
           await resync().catch(() => {});

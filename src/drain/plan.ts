@@ -76,6 +76,18 @@ function controllerOf(pod: V1Pod) {
   return pod.metadata?.ownerReferences?.find((ref) => ref.controller === true);
 }
 
+/**
+ * Why the drain stops waiting for a pod being deleted, as kubectl's --skip-wait-for-delete-timeout: its
+ * deletionTimestamp (the end of its grace period) is more than `seconds` ago, e.g. a finalizer nobody
+ * removes; undefined while it is waited for (always, with 0). Checked when the drain plans and again
+ * while it waits for the pods it evicted.
+ */
+export function pastDeleteTimeout(deletedAt: Date | string, now: Date, seconds: number): string | undefined {
+  const ageSeconds = (now.getTime() - new Date(deletedAt).getTime()) / 1000;
+  if (seconds <= 0 || ageSeconds <= seconds) return undefined;
+  return `terminating for ${Math.floor(ageSeconds)}s, longer than skipWaitForDeleteTimeout (${seconds}s)`;
+}
+
 /** Decides one pod: the first filter that does not simply allow eviction settles it. */
 export function decidePod(
   pod: V1Pod,
@@ -84,14 +96,10 @@ export function decidePod(
   const { options, daemonSets, now } = input;
   const deletedAt = pod.metadata?.deletionTimestamp;
   if (deletedAt) {
-    const ageSeconds = (now.getTime() - new Date(deletedAt).getTime()) / 1000;
-    if (options.skipWaitForDeleteTimeoutSeconds > 0 && ageSeconds > options.skipWaitForDeleteTimeoutSeconds) {
-      return {
-        action: PodAction.skip,
-        reason: `terminating for ${Math.floor(ageSeconds)}s, longer than skipWaitForDeleteTimeout (${options.skipWaitForDeleteTimeoutSeconds}s)`,
-      };
-    }
-    return { action: PodAction.wait, reason: Reasons.terminating };
+    const skip = pastDeleteTimeout(deletedAt, now, options.skipWaitForDeleteTimeoutSeconds);
+    return skip
+      ? { action: PodAction.skip, reason: skip }
+      : { action: PodAction.wait, reason: Reasons.terminating };
   }
   if (isFinished(pod)) return { action: PodAction.skip, reason: Reasons.finished };
   if (pod.metadata?.annotations?.[Kubernetes.mirrorPod] !== undefined) {

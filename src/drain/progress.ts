@@ -106,8 +106,10 @@ export class ProgressTracker {
     return this.waitingUids().length;
   }
 
-  isGone(uid: string): boolean {
-    return this.#states.get(uid)?.phase === PodPhase.gone;
+  /** Gone, or no longer waited for (abandon): the drain expects nothing more of it. */
+  isDone(uid: string): boolean {
+    const phase = this.#states.get(uid)?.phase;
+    return phase === PodPhase.gone || phase === PodPhase.skipped;
   }
 
   evicted(uid: string): void {
@@ -125,6 +127,19 @@ export class ProgressTracker {
     s.phase = PodPhase.gone;
     s.blockingPdb = undefined;
     this.#onEvent?.({ type: 'gone', pod: s });
+    this.#changed();
+  }
+
+  /**
+   * Stops waiting for a pod being deleted that is not gone (skipWaitForDeleteTimeout): it stays on the
+   * node, counted as skipped.
+   */
+  abandon(uid: string, reason: string): void {
+    const s = this.#states.get(uid);
+    if (!s || s.phase !== PodPhase.terminating) return;
+    s.phase = PodPhase.skipped;
+    s.reason = reason;
+    this.#onEvent?.({ type: 'skip', pod: s });
     this.#changed();
   }
 

@@ -66,6 +66,7 @@ export interface ResolvedPolicy {
     deleteEmptyDirData: boolean;
     force: boolean;
     podSelector: string;
+    skipWaitForDeleteTimeoutSeconds: number;
     onFailure: { action: 'Retry' | 'Skip'; afterAttempts: number };
   };
   reboot: {
@@ -203,6 +204,7 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
       deleteEmptyDirData: drain.deleteEmptyDirData,
       force: drain.force,
       podSelector: p.take('drain.podSelector', () => checkedSelector(drain.podSelector)) ?? '',
+      skipWaitForDeleteTimeoutSeconds: drain.skipWaitForDeleteTimeoutSeconds,
       onFailure: {
         action: drain.onFailure?.action ?? 'Retry',
         afterAttempts: drain.onFailure?.afterAttempts ?? 3,

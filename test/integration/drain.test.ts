@@ -358,6 +358,44 @@ describe('drain', () => {
       await apps.deleteNamespacedDeployment({ name, namespace: ns });
   });
 
+  test('skipWaitForDeleteTimeout: an evicted pod a finalizer holds stops being waited for once its deletion is older', async (t) => {
+    t.after(() => resetNode('node-1'));
+    const ns = await namespace('finalizer');
+    await deployOn('node-1', ns, 'held', 1);
+    const [held] = await podsOnNode(core, 'node-1', 'app=held');
+    const name = held?.metadata?.name ?? '';
+    const finalizer = { metadata: { finalizers: ['test.nuo.dev/hold'] } };
+    await core.patchNamespacedPod({ name, namespace: ns, body: finalizer }, mergePatch);
+    t.after(async () => {
+      await core.patchNamespacedPod(
+        { name, namespace: ns, body: { metadata: { finalizers: null } } },
+        mergePatch,
+      );
+      await apps.deleteNamespacedDeployment({ name: 'held', namespace: ns });
+    });
+    const options = { podSelector: 'app=held', gracePeriodSeconds: 1 };
+    const skips: DrainEvent[] = [];
+    const result = await drainer.drain({
+      node: 'node-1',
+      options: { ...options, skipWaitForDeleteTimeoutSeconds: 2, timeoutSeconds: 60 },
+      onEvent: (e) => {
+        if (e.type === 'skip') skips.push(e);
+      },
+    });
+    assert.equal(result.outcome, DrainOutcome.drained, result.message);
+    const state = result.pods.find((p) => p.name === name);
+    assert.equal(state?.phase, 'skipped', JSON.stringify(result.pods));
+    assert.match(state?.reason ?? '', /^terminating for \d+s, longer than skipWaitForDeleteTimeout \(2s\)$/);
+    assert.equal(skips.length, 1, 'the skip is reported once');
+    const stuck = await core.readNamespacedPod({ name, namespace: ns });
+    assert.ok(stuck.metadata?.deletionTimestamp, 'the pod was evicted and is still terminating');
+
+    // Without the setting the same pod keeps the drain waiting until it times out.
+    const waited = await drainer.drain({ node: 'node-1', options: { ...options, timeoutSeconds: 4 } });
+    assert.equal(waited.outcome, DrainOutcome.timedOut, waited.message);
+    assert.match(waited.message, /1 pod\(s\) not yet terminated/);
+  });
+
   test('an AbortSignal stops the drain cleanly', async (t) => {
     t.after(() => resetNode('node-3'));
     const ns = await namespace('abort');

@@ -30,6 +30,7 @@ test('an empty policy resolves to the documented defaults and selects every node
     deleteEmptyDirData: false,
     force: false,
     podSelector: '',
+    skipWaitForDeleteTimeoutSeconds: 0,
     onFailure: { action: 'Retry', afterAttempts: 3 },
   });
   assert.deepEqual(p.reboot, {
