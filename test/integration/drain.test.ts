@@ -132,6 +132,14 @@ const waitRule = (seconds: number, afterMaxWait: 'Evict' | 'Fail' = 'Evict') => 
   afterMaxWait,
 });
 
+const bin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
+
+/** `nuo drain NODE args...` against the test cluster. */
+const nuoDrain = (node: string, ...args: string[]) =>
+  spawnSync(process.execPath, [bin, 'drain', node, ...args, '--kubeconfig', cluster.kubeconfigPath], {
+    encoding: 'utf8',
+  });
+
 async function resetNode(node: string) {
   await uncordon(core, node);
   await setUnschedulable(node, false);
@@ -492,6 +500,29 @@ describe('drain', () => {
     const still = await core.readNamespacedPod({ name: job.name, namespace: ns });
     assert.equal(still.metadata?.uid, job.uid);
     assert.equal(still.metadata?.deletionTimestamp, undefined, 'not evicted');
+    // The same through nuo drain's flags, which say what they wait for while they wait.
+    const cli = nuoDrain(
+      'node-0',
+      '--pod-selector',
+      'app=etl',
+      '--wait-for',
+      'app=etl',
+      '--max-wait',
+      '2s',
+      '--after-max-wait',
+      'fail',
+    );
+    assert.equal(cli.status, 1, cli.stderr);
+    assert.match(
+      cli.stderr,
+      new RegExp(
+        `^waiting on pod ${ns}/${job.name} \\(--wait-for app=etl\\) to finish until \\S+Z, then the drain fails$`,
+        'm',
+      ),
+    );
+    assert.match(cli.stderr, /unable to drain node "node-0": wait-expired after/);
+    const untouched = await core.readNamespacedPod({ name: job.name, namespace: ns });
+    assert.equal(untouched.metadata?.deletionTimestamp, undefined, 'not evicted by nuo drain either');
 
     const events: DrainEvent[] = [];
     const evicted = await drainer.drain({
