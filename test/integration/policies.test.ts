@@ -987,6 +987,12 @@ describe('UpdatePolicies', () => {
       const waiting = events.find((e) => e.reason === 'DrainWaiting');
       assert.equal(waiting?.type, 'Normal');
       assert.equal(waiting?.message, reason);
+      await condition(
+        'batch',
+        'Progressing',
+        { status: 'True' },
+        /node-2 is draining, waiting on pod nightly\//,
+      );
       await rebooted(f, ['node-2']);
       const after = await core.readNamespacedPod({ name: job.metadata?.name ?? '', namespace: 'nightly' });
       assert.equal(after.metadata?.uid, job.metadata?.uid, 'the Job pod was never evicted');
