@@ -285,6 +285,42 @@ export const OnDrainFailure = Type.Object(
   },
 );
 
+const nonEmptySelector =
+  '(has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || ' +
+  '(has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)';
+
+export const DrainWaitFor = Type.Object(
+  {
+    selector: LabelSelector,
+    namespaceSelector: Type.Optional(LabelSelector),
+    maxWait: duration("How long the pods are waited for, from the start of the node's drain (at most 168h)."),
+    afterMaxWait: Type.Optional(
+      enumOf(['Evict', 'Fail'], {
+        default: 'Evict',
+        description:
+          'A pod still running when its wait ends: Evict evicts it (through the Eviction API, its PodDisruptionBudget respected); Fail fails the drain, leaving it running (the attempt ends and is retried).',
+      }),
+    ),
+  },
+  {
+    description:
+      'Pods left running until they finish (e.g. batch Jobs) instead of being evicted, bounded by maxWait; the rest of the node drains meanwhile.',
+    'x-kubernetes-validations': [
+      {
+        rule: nonEmptySelector,
+        message: 'selector must name at least one label: an empty selector would wait for every pod',
+        fieldPath: '.selector',
+      },
+      {
+        rule: "self.maxWait != '0' && duration(self.maxWait) >= duration('1s') && duration(self.maxWait) <= duration('168h')",
+        message: 'maxWait must be from 1s to 168h (a week)',
+        fieldPath: '.maxWait',
+      },
+    ],
+  },
+);
+export type DrainWaitFor = Type.Static<typeof DrainWaitFor>;
+
 // Fields with a default are optional: the API server fills them in, and so does the operator
 // (policy defaults), for a policy written before a default existed.
 export const Drain = Type.Object(
@@ -311,9 +347,29 @@ export const Drain = Type.Object(
         description: 'Only pods matching this label selector are evicted (kubectl drain --pod-selector).',
       }),
     ),
+    skipWaitForDeleteTimeoutSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 86_400,
+        default: 0,
+        description:
+          'Stop waiting for a pod whose deletionTimestamp is more than this many seconds ago (e.g. held by a finalizer); it stays on the node. 0 waits for every pod (kubectl drain --skip-wait-for-delete-timeout).',
+      }),
+    ),
+    waitFor: Type.Optional(
+      Type.Array(DrainWaitFor, {
+        maxItems: 8,
+        description:
+          'Pods to wait for instead of evicting, each rule with its maxWait; the first rule that matches a pod applies.',
+      }),
+    ),
     onFailure: Type.Optional(OnDrainFailure),
   },
-  { default: {}, description: 'How a node is drained, and what happens when it cannot be.' },
+  {
+    default: {},
+    description:
+      'How a node is drained, and what happens when it cannot be. DaemonSet-managed pods are always left in place (kubectl drain --ignore-daemonsets).',
+  },
 );
 export type Drain = Type.Static<typeof Drain>;
 

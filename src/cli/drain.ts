@@ -5,6 +5,7 @@ import { Drainer, DrainOutcome } from '../drain/evict.ts';
 import type { DrainOptions } from '../drain/options.ts';
 import { PodAction } from '../drain/plan.ts';
 import type { DrainEvent } from '../drain/progress.ts';
+import { AfterMaxWait, describeWait, type WaitFor, waitForProblems } from '../drain/wait-for.ts';
 import { parseDuration } from '../util/duration.ts';
 import { positiveInt } from './args.ts';
 import { type Command, err, out, UsageError } from './command.ts';
@@ -55,6 +56,12 @@ function printEvent(e: DrainEvent, dryRun: boolean): void {
         `error when evicting pods/"${e.pod.name}" -n "${e.pod.namespace}" (will retry after ${(e.retryInMs / 1000).toFixed(2)}s): ${e.reason}`,
       );
       return;
+    case 'finished':
+      out(`pod/${e.pod.name} finished`);
+      return;
+    case 'released':
+      out(`pod ${e.pod.namespace}/${e.pod.name} ${e.reason}`);
+      return;
     case 'waiting':
       err(`waiting on ${e.holds.join('; ')}`);
       return;
@@ -87,6 +94,12 @@ export const drainCommand: Command = {
     '  --disable-eviction               delete pods directly, bypassing PodDisruptionBudgets',
     '  --chunk-size N                   objects per page of each list (default 500)',
     '  --concurrency N                  evictions in flight at once (default 50)',
+    '',
+    'Flags (nuo only):',
+    '  --wait-for SELECTOR              leave pods matching this label selector running until they finish',
+    '                                   (e.g. batch Jobs), up to --max-wait; may be repeated',
+    '  --max-wait DURATION              how long --wait-for waits, from the start of the drain (required with it)',
+    '  --after-max-wait Evict|Fail      a pod still running then is evicted (default) or the drain fails',
   ]),
   async run(argv) {
     const { positionals, values } = parseArgs({
@@ -106,6 +119,9 @@ export const drainCommand: Command = {
         'disable-eviction': { type: 'boolean', default: false },
         'chunk-size': { type: 'string' },
         concurrency: { type: 'string' },
+        'wait-for': { type: 'string', multiple: true, default: [] },
+        'max-wait': { type: 'string' },
+        'after-max-wait': { type: 'string', default: AfterMaxWait.evict },
         ...kubeFlags,
       },
     });
@@ -135,6 +151,7 @@ export const drainCommand: Command = {
       disableEviction: values['disable-eviction'],
       chunkSize: positiveInt('chunk-size', values['chunk-size'], 500, 1),
       concurrency: positiveInt('concurrency', values.concurrency, 50, 1),
+      waitFor: waitForFlags(values['wait-for'], values['max-wait'], values['after-max-wait']),
     };
     const kc = kubeconfigFrom(values);
     const core = kc.makeApiClient(CoreV1Api);
@@ -176,6 +193,35 @@ export const drainCommand: Command = {
   },
 };
 
+/** --wait-for, --max-wait and --after-max-wait as the drain engine's rules, one per --wait-for. */
+function waitForFlags(selectors: string[], maxWait: string | undefined, after: string): WaitFor[] {
+  if (selectors.length === 0) {
+    if (maxWait !== undefined)
+      throw new UsageError('--max-wait needs --wait-for SELECTOR: the pods to wait for');
+    return [];
+  }
+  if (maxWait === undefined)
+    throw new UsageError('--wait-for needs --max-wait DURATION: how long to wait for those pods');
+  const afterMaxWait = Object.values(AfterMaxWait).find((v) => v.toLowerCase() === after.toLowerCase());
+  if (!afterMaxWait) throw new UsageError(`--after-max-wait must be Evict or Fail, got "${after}"`);
+  let ms: number;
+  try {
+    ms = parseDuration(maxWait);
+  } catch (e) {
+    throw new UsageError(`--max-wait: ${(e as Error).message}`);
+  }
+  const rules = selectors.map((selector) => ({
+    name: `--wait-for ${selector}`,
+    selector,
+    namespaceSelector: '',
+    maxWaitSeconds: Math.ceil(ms / 1000),
+    afterMaxWait,
+  }));
+  const problems = waitForProblems(rules);
+  if (problems.length > 0) throw new UsageError(problems.join('; '));
+  return rules;
+}
+
 /** The names of the nodes a label selector matches, read page by page. */
 async function nodesMatching(core: CoreV1Api, selector: string, chunkSize: number): Promise<string[]> {
   const names: string[] = [];
@@ -206,6 +252,7 @@ async function drainOne(
   if (run.dryRun) {
     for (const d of result.plan.decisions) {
       if (d.action === PodAction.evict) out(`(dry run) evicting pod ${d.namespace}/${d.name}`);
+      if (d.wait) out(`(dry run) waiting for ${describeWait(d, d.wait)}`);
     }
   }
   if (result.outcome === DrainOutcome.drained) {

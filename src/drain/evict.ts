@@ -19,10 +19,18 @@ import { selectorText } from '../kube/selector.ts';
 import { cordon } from './cordon.ts';
 import { DEFAULT_DRAIN_OPTIONS, type DrainOptions, drainOptions } from './options.ts';
 import { pdbHold } from './pdb-hold.ts';
-import { type DrainPlan, evictionTiers, PodAction, planDrain } from './plan.ts';
-import { type DrainEvent, type DrainProgress, type PodState, ProgressTracker } from './progress.ts';
+import {
+  type DrainPlan,
+  evictionTiers,
+  isFinished,
+  PodAction,
+  pastDeleteTimeout,
+  planDrain,
+} from './plan.ts';
+import { type DrainEvent, type DrainProgress, PodPhase, type PodState, ProgressTracker } from './progress.ts';
 import { RetryQueue } from './retry-queue.ts';
 import { claimsOf, describeAttached, stillAttached } from './volumes.ts';
+import { describeWait, waitsDue } from './wait-for.ts';
 
 export const DrainOutcome = {
   drained: 'drained',
@@ -31,6 +39,8 @@ export const DrainOutcome = {
   /** Every refusing pod asks not to be disrupted now (nuo.dev/do-not-disrupt): nothing was evicted. */
   held: 'held',
   timedOut: 'timed-out',
+  /** A pod waited for under afterMaxWait Fail still ran when its wait ended: the drain failed. */
+  waitExpired: 'wait-expired',
   aborted: 'aborted',
 } as const;
 export type DrainOutcome = (typeof DrainOutcome)[keyof typeof DrainOutcome];
@@ -63,6 +73,8 @@ export interface DrainRequest {
    * starts the drain): skip the cordon's read.
    */
   cordoned?: boolean;
+  /** When waits for pods (options.waitFor) began: the node's Draining phase began; default now. */
+  since?: Date;
   onEvent?: (event: DrainEvent) => void;
   onProgress?: (progress: DrainProgress) => void;
 }
@@ -73,8 +85,38 @@ const RETRY_MAX_MS = 5000;
 const RESYNC_MS = 5000;
 /** How long PDBs may refuse before the drain says what holds them, and how often it looks again. */
 const WAITING_REPORT_MAX_MS = 30_000;
+/** How often pods being deleted are checked against skipWaitForDeleteTimeout. */
+const SKIP_WAIT_CHECK_MS = 1000;
 /** How often the node's VolumeAttachments are read while evicted pods' volumes detach. */
 const DETACH_POLL_MS = 1000;
+
+/** Joins what the drain waits on (its pods waited for, the PDBs holding it) into one `waiting` event when that changes. */
+interface WaitingReport {
+  pods(lines: string[]): void;
+  pdbs(lines: string[]): void;
+}
+
+function waitingReport(emit: (e: DrainEvent) => void): WaitingReport {
+  let pods: string[] = [];
+  let pdbs: string[] = [];
+  let last = '';
+  const say = () => {
+    const holds = [...pods, ...pdbs];
+    const text = holds.join('; ');
+    if (text !== last && holds.length > 0) emit({ type: 'waiting', holds, blocked: pdbs.length > 0 });
+    last = text;
+  };
+  return {
+    pods: (lines) => {
+      pods = lines;
+      say();
+    },
+    pdbs: (lines) => {
+      pdbs = lines;
+      say();
+    },
+  };
+}
 
 /** Lists a node's pods with a field selector (never a cluster-wide list), page by page. */
 export async function podsOnNode(
@@ -152,10 +194,12 @@ export class Drainer {
     const { node } = request;
 
     const stop = new AbortController();
-    const timer =
-      options.timeoutSeconds > 0
-        ? setTimeout(() => stop.abort(DrainOutcome.timedOut), options.timeoutSeconds * 1000)
-        : undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = (at: number) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => stop.abort(DrainOutcome.timedOut), Math.max(0, at - Date.now()));
+    };
+    if (options.timeoutSeconds > 0) deadline(started + options.timeoutSeconds * 1000);
     const onAbort = () => stop.abort(DrainOutcome.aborted);
     request.signal?.addEventListener('abort', onAbort, { once: true });
     if (request.signal?.aborted) onAbort();
@@ -174,7 +218,20 @@ export class Drainer {
         options,
         daemonSets: await existingDaemonSets(this.#apps, pods),
         now: new Date(),
+        ...(options.waitFor.length > 0
+          ? {
+              waitFor: {
+                rules: options.waitFor,
+                namespaceLabels: await this.#namespaceLabels(options),
+                since: request.since ?? new Date(started),
+              },
+            }
+          : {}),
       });
+      // Waiting for pods does not eat into the timeout: it runs from the last wait's end at the latest.
+      const lastWait = Math.max(0, ...plan.decisions.map((d) => d.wait?.until ?? 0));
+      if (options.timeoutSeconds > 0 && lastWait > started)
+        deadline(lastWait + options.timeoutSeconds * 1000);
       const tracker = new ProgressTracker(node, plan, started, request.onProgress, emit);
       for (const d of plan.decisions) {
         if (d.action === PodAction.skip || d.action === PodAction.refuse) emit({ type: d.action, pod: d });
@@ -201,20 +258,27 @@ export class Drainer {
 
       const evicting = new AbortController();
       stop.signal.addEventListener('abort', () => evicting.abort(), { once: true });
-      void this.#reportWaiting(node, tracker, options, evicting.signal, emit);
+      const report = waitingReport(emit);
+      void this.#reportWaiting(node, tracker, options, evicting.signal, report);
+      const expired: PodState[] = [];
+      const tiers = this.#evictAll(tracker.toEvict(), tracker, options, stop.signal, emit, flight);
       await Promise.all([
-        this.#evictAll(tracker, options, stop.signal, emit, flight),
-        this.#waitGone(node, tracker, stop.signal),
+        tiers,
+        this.#waitFor(tracker, options, stop.signal, emit, flight, report, (pods) => {
+          expired.push(...pods);
+          stop.abort(DrainOutcome.waitExpired);
+        }),
+        this.#waitGone(node, tracker, options, stop.signal),
       ])
         .catch((err) => {
           if (!stop.signal.aborted) throw err;
         })
         .finally(() => evicting.abort());
       if (tracker.left() === 0) {
-        const moved = plan.decisions.filter(
-          (d) => d.action === PodAction.evict || d.action === PodAction.wait,
+        // Pods left terminating past skipWaitForDeleteTimeout stay on the node: their volumes are not waited for.
+        const evicted = new Set(
+          tracker.result().pods.flatMap((p) => (p.phase === PodPhase.gone ? [p.uid] : [])),
         );
-        const evicted = new Set(moved.map((d) => d.uid));
         const attached = await this.#waitDetached(
           node,
           pods.filter((p) => evicted.has(p.metadata?.uid ?? '')),
@@ -229,6 +293,14 @@ export class Drainer {
         };
       }
       if (stop.signal.reason === DrainOutcome.aborted) return finish(DrainOutcome.aborted);
+      if (stop.signal.reason === DrainOutcome.waitExpired) {
+        const seconds = ((Date.now() - started) / 1000).toFixed(1);
+        const still = expired.map((p) => `${p.namespace}/${p.name} (${p.wait?.rule})`).join(', ');
+        return {
+          ...finish(DrainOutcome.waitExpired),
+          message: `wait-expired after ${seconds}s: ${expired.length} pod(s) waited for still running when their wait ended, with afterMaxWait Fail: ${still}; they were not evicted`,
+        };
+      }
       const blocking = Object.keys(tracker.result().blockingPdbs);
       return finish(DrainOutcome.timedOut, await this.#pdbHolds(node, blocking));
     } finally {
@@ -278,11 +350,10 @@ export class Drainer {
     tracker: ProgressTracker,
     options: DrainOptions,
     signal: AbortSignal,
-    emit: (e: DrainEvent) => void,
+    report: WaitingReport,
   ): Promise<void> {
     const quarter = options.timeoutSeconds > 0 ? (options.timeoutSeconds * 1000) / 4 : WAITING_REPORT_MAX_MS;
     const every = Math.min(quarter, WAITING_REPORT_MAX_MS);
-    let last = '';
     for (;;) {
       await sleep(every, signal);
       if (signal.aborted) return;
@@ -290,10 +361,62 @@ export class Drainer {
       if (blocking.length === 0) continue;
       const holds = await this.#pdbHolds(node, blocking);
       if (signal.aborted) return;
-      const text = holds.join('; ');
-      if (text !== last) emit({ type: 'waiting', holds });
-      last = text;
+      report.pdbs(holds);
     }
+  }
+
+  /**
+   * Waits for the pods the plan leaves running (waitFor): says which and until when at once and whenever
+   * that changes, evicts each whose wait ended under Evict, and fails the drain (`fail`) when one's wait
+   * ended under Fail. They finish or go as the pod watch (#waitGone) sees them.
+   */
+  async #waitFor(
+    tracker: ProgressTracker,
+    options: DrainOptions,
+    signal: AbortSignal,
+    emit: (e: DrainEvent) => void,
+    flight: { now: number; max: number },
+    report: WaitingReport,
+    fail: (pods: PodState[]) => void,
+  ): Promise<void> {
+    const evictions: Promise<void>[] = [];
+    try {
+      while (!signal.aborted) {
+        const waited = tracker.waitedFor();
+        report.pods(waited.map((p) => describeWait(p, p.wait)));
+        if (waited.length === 0) return;
+        const due = waitsDue(waited, Date.now());
+        if (due.fail.length > 0) {
+          fail(waited.filter((p) => due.fail.includes(p.uid)));
+          return;
+        }
+        const released = due.evict.flatMap((uid) => tracker.release(uid) ?? []);
+        if (released.length > 0) {
+          evictions.push(this.#evictAll(released, tracker, options, signal, emit, flight));
+          continue;
+        }
+        await Promise.race([tracker.changed(), sleep((due.nextAt ?? Date.now()) - Date.now(), signal)]);
+      }
+    } finally {
+      await Promise.all(evictions);
+    }
+  }
+
+  /** Labels of every namespace, when a waitFor rule selects pods by their namespace's labels. */
+  async #namespaceLabels(options: DrainOptions): Promise<Map<string, Record<string, string>>> {
+    const labels = new Map<string, Record<string, string>>();
+    if (!options.waitFor.some((r) => r.namespaceSelector)) return labels;
+    let _continue: string | undefined;
+    do {
+      const page = await this.#core
+        .listNamespace({ limit: options.chunkSize, _continue })
+        .catch((err: unknown) => {
+          throw new Error(`reading Namespaces for drain.waitFor's namespaceSelector: ${describeError(err)}`);
+        });
+      for (const ns of page.items) labels.set(ns.metadata?.name ?? '', ns.metadata?.labels ?? {});
+      _continue = page.metadata?._continue || undefined;
+    } while (_continue);
+    return labels;
   }
 
   /** Each PDB read as it stands now, with its pods: what holds it (a read that fails says so instead). */
@@ -325,6 +448,7 @@ export class Drainer {
    * soon as a watch sees its PDB allow a disruption again.
    */
   async #evictAll(
+    pods: PodState[],
     tracker: ProgressTracker,
     options: DrainOptions,
     signal: AbortSignal,
@@ -356,7 +480,7 @@ export class Drainer {
     const worker = async () => {
       for (let item = await queue.take(signal); item; item = await queue.take(signal)) {
         const pod = item.value;
-        if (tracker.isGone(pod.uid)) continue;
+        if (tracker.isDone(pod.uid)) continue;
         flight.now++;
         flight.max = Math.max(flight.max, flight.now);
         try {
@@ -391,11 +515,11 @@ export class Drainer {
     try {
       // Lower priorities first, each tier gone before the next is evicted: the system-critical pods a
       // node's workloads lean on (DNS, storage, network agents) leave last, as kubelet shuts down.
-      for (const tier of evictionTiers(tracker.toEvict())) {
+      for (const tier of evictionTiers(pods)) {
         if (signal.aborted) return;
         queue = new RetryQueue(tier, RETRY_MIN_MS);
         await Promise.all(Array.from({ length: Math.min(options.concurrency, queue.size) }, worker));
-        while (!signal.aborted && tier.some((p) => !tracker.isGone(p.uid)))
+        while (!signal.aborted && tier.some((p) => !tracker.isDone(p.uid)))
           await Promise.race([tracker.changed(), sleep(RESYNC_MS, signal)]);
       }
     } finally {
@@ -430,13 +554,37 @@ export class Drainer {
 
   /**
    * Marks pods gone as the watch reports their deletion (or a new UID under their name); a periodic
-   * re-list covers a watch that broke. Resolves when nothing is left.
+   * re-list covers a watch that broke. Stops waiting for a pod whose deletion is older than
+   * skipWaitForDeleteTimeout. Resolves when nothing is left.
    */
-  async #waitGone(node: string, tracker: ProgressTracker, signal: AbortSignal): Promise<void> {
+  async #waitGone(
+    node: string,
+    tracker: ProgressTracker,
+    options: DrainOptions,
+    signal: AbortSignal,
+  ): Promise<void> {
     const watch = new Watch(this.#kubeconfig);
     let watching: AbortController | undefined;
+    // When each pod's deletion began (its deletionTimestamp), as the watch and the re-lists saw it.
+    const deleting = new Map<string, string | Date>();
+    const seen = (pod: V1Pod) => {
+      const uid = pod.metadata?.uid;
+      const at = pod.metadata?.deletionTimestamp;
+      if (uid && at) deleting.set(uid, at);
+      if (uid && isFinished(pod)) tracker.finished(uid);
+    };
+    const skipPastTimeout = () => {
+      const now = new Date();
+      for (const uid of tracker.waitingUids()) {
+        const at = deleting.get(uid);
+        const reason = at && pastDeleteTimeout(at, now, options.skipWaitForDeleteTimeoutSeconds);
+        if (reason) tracker.abandon(uid, reason);
+      }
+    };
     const resync = async () => {
-      const present = new Set((await podsOnNode(this.#core, node)).map((p) => p.metadata?.uid));
+      const pods = await podsOnNode(this.#core, node);
+      for (const p of pods) seen(p);
+      const present = new Set(pods.map((p) => p.metadata?.uid));
       for (const uid of tracker.waitingUids()) if (!present.has(uid)) tracker.gone(uid);
     };
     const startWatch = async () => {
@@ -447,6 +595,7 @@ export class Drainer {
           { fieldSelector: `spec.nodeName=${node}`, allowWatchBookmarks: true },
           (type, obj: V1Pod) => {
             if (type === 'DELETED' && obj.metadata?.uid) tracker.gone(obj.metadata.uid);
+            else seen(obj);
           },
           () => {
             watching = undefined;
@@ -461,7 +610,11 @@ export class Drainer {
       // Deletions between the pod list and the watch's start are only visible to a list.
       await resync();
       while (!signal.aborted && tracker.left() > 0) {
-        await Promise.race([tracker.changed(), sleep(RESYNC_MS, signal)]);
+        skipPastTimeout();
+        if (tracker.left() === 0) break;
+        // With skipWaitForDeleteTimeout, look again each second: a deletion may pass it between events.
+        const every = options.skipWaitForDeleteTimeoutSeconds > 0 ? SKIP_WAIT_CHECK_MS : RESYNC_MS;
+        await Promise.race([tracker.changed(), sleep(every, signal)]);
         if (signal.aborted || tracker.left() === 0) break;
         if (tracker.sinceChangeMs() >= RESYNC_MS) {
           await resync().catch(() => {});

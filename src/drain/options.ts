@@ -2,6 +2,8 @@
  * Drain options, named as `kubectl drain` names them so that its users know what each one does.
  * Unlike kubectl, a drain is bounded by default: `timeoutSeconds` 0 (no limit) must be asked for.
  */
+import { type WaitFor, waitForProblems } from './wait-for.ts';
+
 export interface DrainOptions {
   /** Evict pods that no controller would recreate (kubectl --force). */
   force: boolean;
@@ -23,6 +25,8 @@ export interface DrainOptions {
   concurrency: number;
   /** Objects per page of each list (kubectl --chunk-size). */
   chunkSize: number;
+  /** Pods waited for instead of evicted, each rule bounded (wait-for.ts); first matching rule wins. */
+  waitFor: WaitFor[];
 }
 
 export const DEFAULT_DRAIN_OPTIONS: DrainOptions = {
@@ -36,6 +40,7 @@ export const DEFAULT_DRAIN_OPTIONS: DrainOptions = {
   disableEviction: false,
   concurrency: 50,
   chunkSize: 500,
+  waitFor: [],
 };
 
 /** Validates a partial option set and fills in defaults; throws with every problem found. */
@@ -57,6 +62,8 @@ export function drainOptions(input: Partial<DrainOptions> = {}): DrainOptions {
       problems.push(`${name} must be true or false, got ${options[name]}`);
   }
   if (typeof options.podSelector !== 'string') problems.push('podSelector must be a label selector string');
+  if (!Array.isArray(options.waitFor)) problems.push('waitFor must be a list of rules');
+  else problems.push(...waitForProblems(options.waitFor));
   if (problems.length > 0) throw new Error(`invalid drain options: ${problems.join('; ')}`);
   return options;
 }

@@ -7,6 +7,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { Kubernetes } from '../api/keys.ts';
 import { podHold } from './do-not-disrupt.ts';
 import type { DrainOptions } from './options.ts';
+import { type PodWait, type WaitInput, waitOf } from './wait-for.ts';
 
 export const PodAction = {
   /** Evict (or delete, with disableEviction) and wait until it is gone. */
@@ -17,6 +18,8 @@ export const PodAction = {
   skip: 'skip',
   /** Blocks the whole drain: nothing is evicted until the options allow it. */
   refuse: 'refuse',
+  /** Left running until it finishes or its wait ends (drain.waitFor, wait-for.ts); then evicted, or the drain fails. */
+  waitFor: 'waitFor',
 } as const;
 export type PodAction = (typeof PodAction)[keyof typeof PodAction];
 
@@ -31,6 +34,8 @@ export interface PodDecision {
   doNotDisrupt?: true;
   /** The pod's priority (spec.priority, from its PriorityClass) when it has one: lower tiers go first. */
   priority?: number;
+  /** For waitFor: the rule that matched and until when. */
+  wait?: PodWait;
 }
 
 export interface DrainPlan {
@@ -50,6 +55,8 @@ export interface PlanInput {
   /** "namespace/name" of the DaemonSets that exist; a pod of a missing one is an orphan. */
   daemonSets: ReadonlySet<string>;
   now: Date;
+  /** Pods to wait for instead of evicting; only pods the options would evict are waited for. */
+  waitFor?: WaitInput;
 }
 
 export const Reasons = {
@@ -68,12 +75,25 @@ export const Reasons = {
   terminating: 'already terminating',
 } as const;
 
-function isFinished(pod: V1Pod): boolean {
+/** Succeeded or Failed: the pod's containers have stopped for good. */
+export function isFinished(pod: V1Pod): boolean {
   return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
 }
 
 function controllerOf(pod: V1Pod) {
   return pod.metadata?.ownerReferences?.find((ref) => ref.controller === true);
+}
+
+/**
+ * Why the drain stops waiting for a pod being deleted, as kubectl's --skip-wait-for-delete-timeout: its
+ * deletionTimestamp (the end of its grace period) is more than `seconds` ago, e.g. a finalizer nobody
+ * removes; undefined while it is waited for (always, with 0). Checked when the drain plans and again
+ * while it waits for the pods it evicted.
+ */
+export function pastDeleteTimeout(deletedAt: Date | string, now: Date, seconds: number): string | undefined {
+  const ageSeconds = (now.getTime() - new Date(deletedAt).getTime()) / 1000;
+  if (seconds <= 0 || ageSeconds <= seconds) return undefined;
+  return `terminating for ${Math.floor(ageSeconds)}s, longer than skipWaitForDeleteTimeout (${seconds}s)`;
 }
 
 /** Decides one pod: the first filter that does not simply allow eviction settles it. */
@@ -84,14 +104,10 @@ export function decidePod(
   const { options, daemonSets, now } = input;
   const deletedAt = pod.metadata?.deletionTimestamp;
   if (deletedAt) {
-    const ageSeconds = (now.getTime() - new Date(deletedAt).getTime()) / 1000;
-    if (options.skipWaitForDeleteTimeoutSeconds > 0 && ageSeconds > options.skipWaitForDeleteTimeoutSeconds) {
-      return {
-        action: PodAction.skip,
-        reason: `terminating for ${Math.floor(ageSeconds)}s, longer than skipWaitForDeleteTimeout (${options.skipWaitForDeleteTimeoutSeconds}s)`,
-      };
-    }
-    return { action: PodAction.wait, reason: Reasons.terminating };
+    const skip = pastDeleteTimeout(deletedAt, now, options.skipWaitForDeleteTimeoutSeconds);
+    return skip
+      ? { action: PodAction.skip, reason: skip }
+      : { action: PodAction.wait, reason: Reasons.terminating };
   }
   if (isFinished(pod)) return { action: PodAction.skip, reason: Reasons.finished };
   if (pod.metadata?.annotations?.[Kubernetes.mirrorPod] !== undefined) {
@@ -123,14 +139,24 @@ export function decidePod(
   return override ? { action: PodAction.evict, reason: override } : { action: PodAction.evict };
 }
 
+/**
+ * Decides every pod. A pod that a waitFor rule matches and that would be evicted is waited for instead:
+ * a pod the options refuse still refuses (after its wait it may have to be evicted), and one that asks
+ * not to be disrupted still holds the drain.
+ */
 export function planDrain(input: PlanInput): DrainPlan {
-  const decisions = input.pods.map((pod) => ({
-    namespace: pod.metadata?.namespace ?? '',
-    name: pod.metadata?.name ?? '',
-    uid: pod.metadata?.uid ?? '',
-    ...decidePod(pod, input),
-    ...(pod.spec?.priority === undefined ? {} : { priority: pod.spec.priority }),
-  }));
+  const decisions = input.pods.map((pod): PodDecision => {
+    let decided = decidePod(pod, input);
+    const wait = decided.action === PodAction.evict && input.waitFor ? waitOf(pod, input.waitFor) : undefined;
+    if (wait) decided = { ...decided, action: PodAction.waitFor, wait };
+    return {
+      namespace: pod.metadata?.namespace ?? '',
+      name: pod.metadata?.name ?? '',
+      uid: pod.metadata?.uid ?? '',
+      ...decided,
+      ...(pod.spec?.priority === undefined ? {} : { priority: pod.spec.priority }),
+    };
+  });
   const refused = decisions.filter((d) => d.action === PodAction.refuse);
   return {
     decisions,

@@ -3,6 +3,7 @@
  * status, events, metrics and the CLI can all use.
  */
 import { type DrainPlan, PodAction, type PodDecision } from './plan.ts';
+import type { PodWait } from './wait-for.ts';
 
 export const PodPhase = {
   /** Eviction not yet accepted. */
@@ -12,6 +13,10 @@ export const PodPhase = {
   gone: 'gone',
   skipped: 'skipped',
   refused: 'refused',
+  /** Left running: waited for until it finishes or its wait ends (waitFor). */
+  waitingFor: 'waiting-for',
+  /** A pod waited for finished (Succeeded or Failed): it holds nothing and stays. */
+  finished: 'finished',
 } as const;
 export type PodPhase = (typeof PodPhase)[keyof typeof PodPhase];
 
@@ -27,6 +32,8 @@ export interface PodState {
   blockingPdb?: string;
   /** The pod's priority, when it has one (evictionTiers). */
   priority?: number;
+  /** For a pod waited for: the rule and until when. */
+  wait?: PodWait;
 }
 
 export interface DrainProgress {
@@ -44,6 +51,8 @@ export type DrainEvent =
   | { type: 'skip' | 'refuse'; pod: PodDecision }
   | { type: 'evicted'; pod: Pick<PodDecision, 'namespace' | 'name' | 'uid'> }
   | { type: 'gone'; pod: Pick<PodDecision, 'namespace' | 'name' | 'uid'> }
+  /** A pod waited for finished, or its wait ended and it is evicted now (`reason` says which). */
+  | { type: 'finished' | 'released'; pod: Pick<PodDecision, 'namespace' | 'name' | 'uid'>; reason: string }
   | {
       type: 'retry';
       pod: Pick<PodDecision, 'namespace' | 'name' | 'uid'>;
@@ -53,10 +62,19 @@ export type DrainEvent =
       retryInMs: number;
     }
   /**
-   * PodDisruptionBudgets have kept refusing evictions for a while: what holds each and what would unblock
-   * it (pdb-hold.ts); sent again when that changes.
+   * What the drain waits on, sent again when that changes: the pods it waits for (at once, wait-for.ts)
+   * and the PodDisruptionBudgets that have kept refusing evictions for a while, with what holds each and
+   * what would unblock it (pdb-hold.ts; `blocked` when there are such).
    */
-  | { type: 'waiting'; holds: string[] };
+  | { type: 'waiting'; holds: string[]; blocked: boolean };
+
+const PHASE_OF: Record<PodAction, PodPhase> = {
+  evict: PodPhase.pending,
+  wait: PodPhase.terminating,
+  skip: PodPhase.skipped,
+  refuse: PodPhase.refused,
+  waitFor: PodPhase.waitingFor,
+};
 
 export class ProgressTracker {
   readonly #states = new Map<string, PodState>();
@@ -79,14 +97,7 @@ export class ProgressTracker {
     this.#onProgress = onProgress;
     this.#onEvent = onEvent;
     for (const d of plan.decisions) {
-      const phase =
-        d.action === PodAction.evict
-          ? PodPhase.pending
-          : d.action === PodAction.wait
-            ? PodPhase.terminating
-            : d.action === PodAction.skip
-              ? PodPhase.skipped
-              : PodPhase.refused;
+      const phase = PHASE_OF[d.action];
       this.#states.set(d.uid, { ...d, phase });
     }
   }
@@ -95,19 +106,53 @@ export class ProgressTracker {
     return [...this.#states.values()].filter((s) => s.phase === PodPhase.pending);
   }
 
-  /** UIDs the drain still waits for (pending or terminating). */
+  /** UIDs the drain still waits for (pending, terminating, or waited for to finish). */
   waitingUids(): string[] {
     return [...this.#states.values()]
-      .filter((s) => s.phase === PodPhase.pending || s.phase === PodPhase.terminating)
+      .filter(
+        (s) =>
+          s.phase === PodPhase.pending || s.phase === PodPhase.terminating || s.phase === PodPhase.waitingFor,
+      )
       .map((s) => s.uid);
+  }
+
+  /** The pods left running until they finish or their wait ends. */
+  waitedFor(): (PodState & { wait: PodWait })[] {
+    return [...this.#states.values()].filter(
+      (s): s is PodState & { wait: PodWait } => s.phase === PodPhase.waitingFor && s.wait !== undefined,
+    );
+  }
+
+  /** A pod waited for (or not yet evicted) finished: nothing more to do with it. */
+  finished(uid: string): void {
+    const s = this.#states.get(uid);
+    if (!s || (s.phase !== PodPhase.waitingFor && s.phase !== PodPhase.pending)) return;
+    s.phase = PodPhase.finished;
+    s.blockingPdb = undefined;
+    s.reason = 'finished';
+    this.#onEvent?.({ type: 'finished', pod: s, reason: s.reason });
+    this.#changed();
+  }
+
+  /** A pod's wait ended under Evict: it is to be evicted now, as any other. */
+  release(uid: string): PodState | undefined {
+    const s = this.#states.get(uid);
+    if (!s || s.phase !== PodPhase.waitingFor) return undefined;
+    s.phase = PodPhase.pending;
+    s.reason = `still running when its wait (${s.wait?.rule}) ended: evicted`;
+    this.#onEvent?.({ type: 'released', pod: s, reason: s.reason });
+    this.#changed();
+    return s;
   }
 
   left(): number {
     return this.waitingUids().length;
   }
 
-  isGone(uid: string): boolean {
-    return this.#states.get(uid)?.phase === PodPhase.gone;
+  /** Gone, finished, or no longer waited for (abandon): the drain expects nothing more of it. */
+  isDone(uid: string): boolean {
+    const phase = this.#states.get(uid)?.phase;
+    return phase === PodPhase.gone || phase === PodPhase.skipped || phase === PodPhase.finished;
   }
 
   evicted(uid: string): void {
@@ -121,10 +166,24 @@ export class ProgressTracker {
 
   gone(uid: string): void {
     const s = this.#states.get(uid);
-    if (!s || (s.phase !== PodPhase.pending && s.phase !== PodPhase.terminating)) return;
+    const waited = s?.phase === PodPhase.pending || s?.phase === PodPhase.terminating;
+    if (!s || !(waited || s.phase === PodPhase.waitingFor)) return;
     s.phase = PodPhase.gone;
     s.blockingPdb = undefined;
     this.#onEvent?.({ type: 'gone', pod: s });
+    this.#changed();
+  }
+
+  /**
+   * Stops waiting for a pod being deleted that is not gone (skipWaitForDeleteTimeout): it stays on the
+   * node, counted as skipped.
+   */
+  abandon(uid: string, reason: string): void {
+    const s = this.#states.get(uid);
+    if (!s || s.phase !== PodPhase.terminating) return;
+    s.phase = PodPhase.skipped;
+    s.reason = reason;
+    this.#onEvent?.({ type: 'skip', pod: s });
     this.#changed();
   }
 
@@ -158,7 +217,9 @@ export class ProgressTracker {
       if (s.phase === PodPhase.pending && s.blockingPdb)
         blockingPdbs[s.blockingPdb] = (blockingPdbs[s.blockingPdb] ?? 0) + 1;
     }
-    const counted = states.filter((s) => s.action === PodAction.evict || s.action === PodAction.wait);
+    const counted = states.filter(
+      (s) => s.action === PodAction.evict || s.action === PodAction.wait || s.action === PodAction.waitFor,
+    );
     return {
       node: this.#node,
       total: counted.length,
@@ -192,11 +253,15 @@ export class ProgressTracker {
     }
     if (outcome === 'drained') return `drained ${p.total} pod(s) in ${seconds}s`;
     const pdbs = Object.entries(p.blockingPdbs).map(([pdb, n]) => `${pdb} (${n} pod(s))`);
-    const waiting = p.left - Object.values(p.blockingPdbs).reduce((a, b) => a + b, 0);
+    const running = this.waitedFor();
+    const waiting = p.left - running.length - Object.values(p.blockingPdbs).reduce((a, b) => a + b, 0);
     return [
       `${outcome} after ${seconds}s with ${p.left} of ${p.total} pod(s) left`,
       pdbs.length ? `blocked by PodDisruptionBudget ${pdbs.join(', ')}` : '',
       waiting > 0 ? `${waiting} pod(s) not yet terminated` : '',
+      running.length > 0
+        ? `still waiting for ${running.map((r) => `${r.namespace}/${r.name} (${r.wait.rule})`).join(', ')} to finish`
+        : '',
     ]
       .filter(Boolean)
       .join('; ');

@@ -75,7 +75,7 @@ export class AttemptWrites {
         if (this.#o.own.yields(view)) return false;
         // A drain this process did not start (a new leader's, a drain again): the node says so first.
         await this.#o.lifecycle.announce(view, Phase.draining, this.#o.ledger.last?.slots[view.name], core);
-        this.#o.drains.start(view.name);
+        this.#o.drains.start(view.name, view.stateSince ? { since: view.stateSince } : {});
         return false;
       }
       case 'admit':
@@ -142,11 +142,11 @@ export class AttemptWrites {
   };
 
   /**
-   * A drain that PDBs keep waiting says so on its node while it runs (`nuo status`, the policy's
-   * explain) and in an Event: what holds each PDB and what would unblock it. Best effort: the drain's
-   * end writes the node again either way.
+   * A drain that waits says so on its node while it runs (`nuo status`, the policy's explain) and in an
+   * Event: the pods it waits for and until when, and (`blocked`, a Warning) what holds each PDB that keeps
+   * refusing and what would unblock it. Best effort: the drain's end writes the node again either way.
    */
-  drainWaiting = async (name: string, holds: string[]): Promise<void> => {
+  drainWaiting = async (name: string, holds: string[], blocked: boolean): Promise<void> => {
     const node = this.#o.nodes.get(name);
     if (!node || !this.#o.acting()) return;
     const view = this.#o.decider.view(node);
@@ -157,8 +157,9 @@ export class AttemptWrites {
       this.#write({ type: 'explain', node: name, reason }, view, new Date()),
       this.#o.core,
     );
-    this.#o.events.warning(name, 'DrainWaiting', reason);
-    this.#o.log('info', 'drain waiting on PodDisruptionBudgets', { node: name, holds });
+    if (blocked) this.#o.events.warning(name, 'DrainWaiting', reason);
+    else this.#o.events.normal(name, 'DrainWaiting', reason);
+    this.#o.log('info', 'drain waiting', { node: name, holds });
   };
 
   /**
@@ -301,7 +302,10 @@ export class AttemptWrites {
     if (this.#o.own.due(view)) return;
     // The ledger as last read (no request): the slot names a Plan's attempt, if it is one.
     await this.#o.lifecycle.announce(view, Phase.draining, this.#o.ledger.last?.slots[view.name], core);
-    this.#o.drains.start(view.name, { cordoned: true });
+    this.#o.drains.start(view.name, {
+      cordoned: true,
+      ...(view.stateSince ? { since: view.stateSince } : {}),
+    });
   }
 
   /** Tells the receivers of the node's pool (its policy's `notifications`), in the background. */

@@ -207,8 +207,8 @@ export class Operator {
         this.#steps.landed(node);
       },
       recordFailed: (node, err) => this.#steps.holdBack(node, err, "recording the drain's outcome"),
-      waiting: (node, holds) =>
-        void this.#writes.drainWaiting(node, holds).catch((err: unknown) =>
+      waiting: (node, holds, blocked) =>
+        void this.#writes.drainWaiting(node, holds, blocked).catch((err: unknown) =>
           log('warn', 'could not say on the node what its drain waits on', {
             node,
             error: describeError(err),

@@ -4,6 +4,7 @@
  */
 import type { Drainer, DrainResult } from '../drain/evict.ts';
 import { DrainOutcome } from '../drain/evict.ts';
+import type { WaitFor } from '../drain/wait-for.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import type { Fence } from '../kube/fence.ts';
 import type { OperatorConfig } from './config.ts';
@@ -25,8 +26,11 @@ export interface DrainRunnerOptions {
   recordFailed: (node: string, err: unknown) => void;
   /** The drain settings of the node's pool. */
   settings: (node: string) => DrainSettings;
-  /** PodDisruptionBudgets keep the drain waiting: what holds each (said again when it changes). */
-  waiting: (node: string, holds: string[]) => void;
+  /**
+   * The drain waits on pods it waits for, or PodDisruptionBudgets keep it waiting (`blocked`): which pods
+   * until when, what holds each PDB (said again when it changes).
+   */
+  waiting: (node: string, holds: string[], blocked: boolean) => void;
   /** A drain ended, however: a pass may have something to do. */
   ended: (node: string) => void;
 }
@@ -42,6 +46,8 @@ export interface DrainSettings {
   ignoreDaemonSets?: boolean;
   /** Pods whose deletion began longer ago than this are not waited for (0, the default: all are). */
   skipWaitForDeleteTimeoutSeconds?: number;
+  /** Pods waited for instead of evicted, from when the node began draining (drain.waitFor). */
+  waitFor?: WaitFor[];
   /** Retry (the default) or Skip the node after `afterAttempts` failed drains in a row. */
   onFailure?: { action: 'Retry' | 'Skip'; afterAttempts: number };
 }
@@ -86,11 +92,15 @@ export class DrainRunner {
       timeoutSeconds: Math.ceil(s.timeoutMs / 1000),
       concurrency: c.drainConcurrency,
       podSelector: s.podSelector,
+      waitFor: s.waitFor ?? [],
     };
   }
 
-  /** `cordoned`: the write that started it made the node unschedulable (or found it so). */
-  start(node: string, { cordoned = false } = {}): void {
+  /**
+   * `cordoned`: the write that started it made the node unschedulable (or found it so). `since`: when the
+   * node entered Draining, from which its waits for pods count (a drain started again keeps them).
+   */
+  start(node: string, { cordoned = false, since }: { cordoned?: boolean; since?: Date } = {}): void {
     const controller = new AbortController();
     this.#o.leading()?.addEventListener('abort', () => controller.abort(), { once: true });
     this.#running.set(node, controller);
@@ -102,10 +112,11 @@ export class DrainRunner {
         this.#o.drainer.drain({
           node,
           cordoned,
+          ...(since ? { since } : {}),
           signal: controller.signal,
           onEvent: (e) => {
             if (e.type === 'retry' && e.refusedByPdb) refused++;
-            if (e.type === 'waiting') this.#o.waiting(node, e.holds);
+            if (e.type === 'waiting') this.#o.waiting(node, e.holds, e.blocked);
           },
           options: this.#options(node),
         }),

@@ -120,7 +120,7 @@ function timeoutMs(timeout: number | string | undefined): number | undefined {
 /**
  * How a Plan's attempt drains its node: the Plan's `drain` as kubectl drain reads it (SUC's defaults:
  * emptyDir data deleted and DaemonSet pods left unless a flag says no), in nuo's engine; a drain without a timeout (0 or none)
- * takes the pool's, since every drain nuo runs ends (safety rule 5).
+ * takes the pool's, since every drain nuo runs ends (safety rule 5); the pool's waitFor applies too.
  */
 export function planDrainSettings(spec: PlanSpec, pool: DrainSettings): DrainSettings {
   const d = spec.drain;
@@ -134,6 +134,7 @@ export function planDrainSettings(spec: PlanSpec, pool: DrainSettings): DrainSet
     podSelector: d.podSelector ? selectorText(d.podSelector) : '',
     ignoreDaemonSets: d.ignoreDaemonSets !== false,
     skipWaitForDeleteTimeoutSeconds: d.skipWaitForDeleteTimeout ?? 0,
+    ...(pool.waitFor ? { waitFor: pool.waitFor } : {}),
     ...(pool.onFailure ? { onFailure: pool.onFailure } : {}),
   };
 }

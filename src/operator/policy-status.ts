@@ -64,7 +64,8 @@ function progressing(pool: { pool: Pool; decision: Decision } | undefined): Cond
       message: 'no node waits for a reboot',
     };
   }
-  // A drain PDBs hold is where a rollout stalls: the status names the first such node and what holds it.
+  // A drain that waits (on PDBs, or on pods it waits for) is where a rollout stalls: the status names the
+  // first such node and what it waits on.
   const stuck = pool?.pool.nodes.find(
     (n) => n.state === Phase.draining && n.stateReason?.startsWith(DRAIN_WAITING),
   );

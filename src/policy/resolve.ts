@@ -8,6 +8,7 @@ import { Default, Errors } from 'typebox/value';
 import type { AgentProtocol } from '../api/keys.ts';
 import type { AttemptReason, NotifyOn, UpdatePolicy } from '../api/update-policy.ts';
 import { NOTIFY_ON, UpdatePolicySpec } from '../api/update-policy.ts';
+import { type WaitFor, waitForProblems } from '../drain/wait-for.ts';
 import {
   type LabelSelectorSpec,
   labelSelector,
@@ -66,6 +67,9 @@ export interface ResolvedPolicy {
     deleteEmptyDirData: boolean;
     force: boolean;
     podSelector: string;
+    skipWaitForDeleteTimeoutSeconds: number;
+    /** drain.waitFor, each named by its field for the node's reason. */
+    waitFor: WaitFor[];
     onFailure: { action: 'Retry' | 'Skip'; afterAttempts: number };
   };
   reboot: {
@@ -203,6 +207,18 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
       deleteEmptyDirData: drain.deleteEmptyDirData,
       force: drain.force,
       podSelector: p.take('drain.podSelector', () => checkedSelector(drain.podSelector)) ?? '',
+      skipWaitForDeleteTimeoutSeconds: drain.skipWaitForDeleteTimeoutSeconds,
+      waitFor: (drain.waitFor ?? []).map((w, i) => {
+        const name = `drain.waitFor[${i}]`;
+        return {
+          name,
+          selector: p.take(`${name}.selector`, () => checkedSelectorText(w.selector)) ?? '',
+          namespaceSelector:
+            p.take(`${name}.namespaceSelector`, () => checkedSelectorText(w.namespaceSelector ?? {})) ?? '',
+          maxWaitSeconds: Math.ceil(d(`${name}.maxWait`, w.maxWait) / 1000),
+          afterMaxWait: w.afterMaxWait ?? 'Evict',
+        };
+      }),
       onFailure: {
         action: drain.onFailure?.action ?? 'Retry',
         afterAttempts: drain.onFailure?.afterAttempts ?? 3,
@@ -253,6 +269,8 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
       blockedForMs: d(`notifications[${i}].blockedFor`, n.blockedFor ?? '1h'),
     })),
   };
+  for (const message of waitForProblems(resolved.drain.waitFor))
+    p.errors.push({ field: 'drain.waitFor', message });
   return p.errors.length > 0 ? { ok: false, errors: p.errors } : { ok: true, policy: resolved };
 }
 

@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
   AppsV1Api,
+  BatchV1Api,
   CoreV1Api,
   PolicyV1Api,
   SchedulingV1Api,
@@ -22,6 +23,7 @@ import { Drainer, DrainOutcome, podsOnNode } from '../../src/drain/evict.ts';
 import { PodAction } from '../../src/drain/plan.ts';
 import type { DrainEvent } from '../../src/drain/progress.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
+import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
@@ -30,6 +32,7 @@ const NODES = ['node-0', 'node-1', 'node-2', 'node-3'];
 const cluster = await useCluster({ nodes: NODES.length, zones: 2 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
+const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
 const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
 const storage = cluster.kubeconfig.makeApiClient(StorageV1Api);
 const scheduling = cluster.kubeconfig.makeApiClient(SchedulingV1Api);
@@ -87,6 +90,55 @@ function barePod(ns: string, name: string, node: string, extra: Partial<V1Pod['s
     spec: { nodeName: node, containers: [{ name: 'c', image: 'registry.example/x:1' }], ...extra },
   };
 }
+
+/**
+ * A one-pod Job scheduled onto `node` whose pod runs for `runs` (KWOK's pod-complete stage) and then
+ * completes; resolves with the running pod's name and UID.
+ */
+async function jobOn(node: string, ns: string, name: string, runs: string) {
+  const labels = { app: name };
+  const pod = await onlyOn(node, async () => {
+    await batch.createNamespacedJob({
+      namespace: ns,
+      body: {
+        metadata: { name },
+        spec: {
+          backoffLimit: 0,
+          template: {
+            metadata: { labels, annotations: { [SimJobAnnotations.completeDelay]: runs } },
+            spec: {
+              restartPolicy: 'Never',
+              terminationGracePeriodSeconds: 1,
+              containers: [{ name: 'c', image: 'registry.example/etl:1' }],
+            },
+          },
+        },
+      },
+    });
+    return pollUntil(`Job ${ns}/${name}'s pod to run on ${node}`, async () => {
+      const [p] = (await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${name}` })).items;
+      return p?.status?.phase === 'Running' && p.spec?.nodeName === node ? p : undefined;
+    });
+  });
+  return { name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '' };
+}
+
+/** The rule the waitFor tests drain by: pods of app=etl, for `seconds`. */
+const waitRule = (seconds: number, afterMaxWait: 'Evict' | 'Fail' = 'Evict') => ({
+  name: 'drain.waitFor[0]',
+  selector: 'app=etl',
+  namespaceSelector: '',
+  maxWaitSeconds: seconds,
+  afterMaxWait,
+});
+
+const bin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
+
+/** `nuo drain NODE args...` against the test cluster. */
+const nuoDrain = (node: string, ...args: string[]) =>
+  spawnSync(process.execPath, [bin, 'drain', node, ...args, '--kubeconfig', cluster.kubeconfigPath], {
+    encoding: 'utf8',
+  });
 
 async function resetNode(node: string) {
   await uncordon(core, node);
@@ -358,6 +410,136 @@ describe('drain', () => {
       await apps.deleteNamespacedDeployment({ name, namespace: ns });
   });
 
+  test('skipWaitForDeleteTimeout: an evicted pod a finalizer holds stops being waited for once its deletion is older', async (t) => {
+    t.after(() => resetNode('node-1'));
+    const ns = await namespace('finalizer');
+    await deployOn('node-1', ns, 'held', 1);
+    const [held] = await podsOnNode(core, 'node-1', 'app=held');
+    const name = held?.metadata?.name ?? '';
+    const finalizer = { metadata: { finalizers: ['test.nuo.dev/hold'] } };
+    await core.patchNamespacedPod({ name, namespace: ns, body: finalizer }, mergePatch);
+    t.after(async () => {
+      await core.patchNamespacedPod(
+        { name, namespace: ns, body: { metadata: { finalizers: null } } },
+        mergePatch,
+      );
+      await apps.deleteNamespacedDeployment({ name: 'held', namespace: ns });
+    });
+    const options = { podSelector: 'app=held', gracePeriodSeconds: 1 };
+    const skips: DrainEvent[] = [];
+    const result = await drainer.drain({
+      node: 'node-1',
+      options: { ...options, skipWaitForDeleteTimeoutSeconds: 2, timeoutSeconds: 60 },
+      onEvent: (e) => {
+        if (e.type === 'skip') skips.push(e);
+      },
+    });
+    assert.equal(result.outcome, DrainOutcome.drained, result.message);
+    const state = result.pods.find((p) => p.name === name);
+    assert.equal(state?.phase, 'skipped', JSON.stringify(result.pods));
+    assert.match(state?.reason ?? '', /^terminating for \d+s, longer than skipWaitForDeleteTimeout \(2s\)$/);
+    assert.equal(skips.length, 1, 'the skip is reported once');
+    const stuck = await core.readNamespacedPod({ name, namespace: ns });
+    assert.ok(stuck.metadata?.deletionTimestamp, 'the pod was evicted and is still terminating');
+
+    // Without the setting the same pod keeps the drain waiting until it times out.
+    const waited = await drainer.drain({ node: 'node-1', options: { ...options, timeoutSeconds: 4 } });
+    assert.equal(waited.outcome, DrainOutcome.timedOut, waited.message);
+    assert.match(waited.message, /1 pod\(s\) not yet terminated/);
+  });
+
+  test('waitFor: a Job pod it matches keeps running while the rest drains, and the drain ends once it completes', async (t) => {
+    t.after(() => resetNode('node-0'));
+    const ns = await namespace('wait-done');
+    await deployOn('node-0', ns, 'front', 1);
+    const job = await jobOn('node-0', ns, 'etl', '12s');
+    const events: DrainEvent[] = [];
+    const started = Date.now();
+    const result = await drainer.drain({
+      node: 'node-0',
+      options: { podSelector: 'app in (front,etl)', timeoutSeconds: 60, waitFor: [waitRule(60)] },
+      onEvent: (e) => events.push(e),
+    });
+    assert.equal(result.outcome, DrainOutcome.drained, result.message);
+    const evicted = events.flatMap((e) => (e.type === 'evicted' ? [e.pod.name] : []));
+    assert.equal(evicted.length, 1, `only the front pod was evicted: ${evicted.join(', ')}`);
+    assert.match(evicted[0] ?? '', /^front-/);
+    const waiting = events.find((e) => e.type === 'waiting');
+    assert.ok(waiting?.type === 'waiting', 'the drain said what it waits for');
+    const until = new Date(started + 60_000).toISOString().slice(0, 16);
+    assert.match(
+      waiting.holds.join('; '),
+      new RegExp(
+        `^pod ${ns}/${job.name} \\(drain\\.waitFor\\[0\\]\\) to finish until ${until}.*, then evicted$`,
+      ),
+    );
+    assert.equal(waiting.blocked, false);
+    assert.equal(result.pods.find((p) => p.uid === job.uid)?.phase, 'finished');
+    const after = await core.readNamespacedPod({ name: job.name, namespace: ns });
+    assert.equal(after.metadata?.uid, job.uid, 'the same pod, never evicted');
+    assert.equal(after.status?.phase, 'Succeeded');
+    assert.ok(Date.now() - started >= 8000, 'the drain waited for the Job to complete');
+  });
+
+  test('waitFor: a pod still running at its maxWait is evicted under Evict, and fails the drain untouched under Fail', async (t) => {
+    t.after(() => resetNode('node-0'));
+    const ns = await namespace('wait-over');
+    const job = await jobOn('node-0', ns, 'etl', '1h');
+    const options = { podSelector: 'app=etl', timeoutSeconds: 60 };
+    const failed = await drainer.drain({
+      node: 'node-0',
+      options: { ...options, waitFor: [waitRule(2, 'Fail')] },
+    });
+    assert.equal(failed.outcome, DrainOutcome.waitExpired, failed.message);
+    assert.match(
+      failed.message,
+      new RegExp(
+        `^wait-expired after [\\d.]+s: 1 pod\\(s\\) waited for still running when their wait ended, with afterMaxWait Fail: ${ns}/${job.name} \\(drain\\.waitFor\\[0\\]\\); they were not evicted$`,
+      ),
+    );
+    const still = await core.readNamespacedPod({ name: job.name, namespace: ns });
+    assert.equal(still.metadata?.uid, job.uid);
+    assert.equal(still.metadata?.deletionTimestamp, undefined, 'not evicted');
+    // The same through nuo drain's flags, which say what they wait for while they wait.
+    const cli = nuoDrain(
+      'node-0',
+      '--pod-selector',
+      'app=etl',
+      '--wait-for',
+      'app=etl',
+      '--max-wait',
+      '2s',
+      '--after-max-wait',
+      'fail',
+    );
+    assert.equal(cli.status, 1, cli.stderr);
+    assert.match(
+      cli.stderr,
+      new RegExp(
+        `^waiting on pod ${ns}/${job.name} \\(--wait-for app=etl\\) to finish until \\S+Z, then the drain fails$`,
+        'm',
+      ),
+    );
+    assert.match(cli.stderr, /unable to drain node "node-0": wait-expired after/);
+    const untouched = await core.readNamespacedPod({ name: job.name, namespace: ns });
+    assert.equal(untouched.metadata?.deletionTimestamp, undefined, 'not evicted by nuo drain either');
+
+    const events: DrainEvent[] = [];
+    const evicted = await drainer.drain({
+      node: 'node-0',
+      options: { ...options, waitFor: [waitRule(2)] },
+      onEvent: (e) => events.push(e),
+    });
+    assert.equal(evicted.outcome, DrainOutcome.drained, evicted.message);
+    const released = events.find((e) => e.type === 'released');
+    assert.ok(released?.type === 'released' && released.pod.uid === job.uid, JSON.stringify(events));
+    assert.equal(released.reason, 'still running when its wait (drain.waitFor[0]) ended: evicted');
+    assert.ok(events.some((e) => e.type === 'evicted' && e.pod.uid === job.uid));
+    assert.equal(evicted.pods.find((p) => p.uid === job.uid)?.phase, 'gone');
+    assert.ok(evicted.elapsedMs >= 2000, `waited out the maxWait first (${evicted.elapsedMs} ms)`);
+    await batch.deleteNamespacedJob({ name: 'etl', namespace: ns, propagationPolicy: 'Background' });
+  });
+
   test('an AbortSignal stops the drain cleanly', async (t) => {
     t.after(() => resetNode('node-3'));
     const ns = await namespace('abort');
@@ -579,6 +761,24 @@ describe('nuo drain / nuo uncordon', () => {
     const server = nuo('drain', 'node-0', '--dry-run=server');
     assert.equal(server.status, 2);
     assert.match(server.stderr, /--dry-run=server is not supported/);
+    const unbounded = nuo('drain', 'node-0', '--wait-for', 'app=etl');
+    assert.equal(unbounded.status, 2);
+    assert.match(unbounded.stderr, /--wait-for needs --max-wait DURATION/);
+    const everything = nuo('drain', 'node-0', '--wait-for', '', '--max-wait', '5m');
+    assert.equal(everything.status, 2);
+    assert.match(everything.stderr, /an empty selector would wait for every pod/);
+    const after = nuo(
+      'drain',
+      'node-0',
+      '--wait-for',
+      'app=etl',
+      '--max-wait',
+      '5m',
+      '--after-max-wait',
+      'kill',
+    );
+    assert.equal(after.status, 2);
+    assert.match(after.stderr, /--after-max-wait must be Evict or Fail, got "kill"/);
   });
 
   test('refuses to uncordon an admin cordon', async (t) => {

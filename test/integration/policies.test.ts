@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import {
   ApiextensionsV1Api,
   AppsV1Api,
+  BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubernetesObjectApi,
@@ -28,6 +29,7 @@ import { readHealth } from '../../src/operator/health-check-reads.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet, type FleetOptions } from '../../src/sim/fleet.ts';
+import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
 import { deployment, undrainablePod, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
@@ -49,6 +51,7 @@ const cluster = await useCluster({ nodes: 6, zones: 3 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
+const batch = cluster.kubeconfig.makeApiClient(BatchV1Api);
 const pdbs = cluster.kubeconfig.makeApiClient(PolicyV1Api);
 /** Settings every test policy shares: seconds-long soaks and timeouts. */
 const QUICK = { reboot: { soak: '1s', retryBackoff: '5s' } };
@@ -910,6 +913,93 @@ describe('UpdatePolicies', () => {
       await assertSafe(f);
     } finally {
       await core.deleteNamespace({ name: 'busy' });
+    }
+  });
+
+  test('drain.waitFor: a Job pod it names keeps running while its node drains, the node saying which pod and until when, and the reboot follows once it completes; the API server refuses a rule that cannot work', async () => {
+    const refused: [string, unknown, RegExp][] = [
+      ['an empty selector', [{ selector: {}, maxWait: '5m' }], /selector must name at least one label/],
+      ['no maxWait', [{ selector: { matchLabels: { app: 'x' } } }], /maxWait: Required value/],
+      [
+        'a maxWait of 0',
+        [{ selector: { matchLabels: { app: 'x' } }, maxWait: '0' }],
+        /maxWait must be from 1s/,
+      ],
+    ];
+    for (const [what, waitFor, message] of refused) {
+      const spec = { drain: { waitFor } } as UpdatePolicySpec;
+      await assert.rejects(createPolicy('refused', spec), (err: Error & { body?: string }) => {
+        assert.match(String(err.body ?? err.message), message, what);
+        return true;
+      });
+    }
+    await core.createNamespace({ body: { metadata: { name: 'nightly' } } }).catch(() => {});
+    await pollUntil('default ServiceAccount in nightly', () =>
+      core.readNamespacedServiceAccount({ name: 'default', namespace: 'nightly' }).then(() => true),
+    );
+    try {
+      await createPolicy('batch', {
+        nodeSelector: { matchLabels: { pool: 'a' } },
+        drain: { waitFor: [{ selector: { matchLabels: { app: 'nightly' } }, maxWait: '5m' }] },
+        ...QUICK,
+      });
+      const f = await startFleet([pool('a', 1)]);
+      await batch.createNamespacedJob({
+        namespace: 'nightly',
+        body: {
+          metadata: { name: 'nightly' },
+          spec: {
+            backoffLimit: 0,
+            template: {
+              metadata: {
+                labels: { app: 'nightly' },
+                annotations: { [SimJobAnnotations.completeDelay]: '20s' },
+              },
+              spec: {
+                restartPolicy: 'Never',
+                nodeSelector: { 'kubernetes.io/hostname': 'node-2' },
+                containers: [{ name: 'c', image: 'registry.example/nightly:1' }],
+              },
+            },
+          },
+        },
+      });
+      const job = await pollUntil("the nightly Job's pod to run on node-2", async () => {
+        const [p] = (await core.listNamespacedPod({ namespace: 'nightly' })).items;
+        return p?.status?.phase === 'Running' ? p : undefined;
+      });
+      const mark = await eventsMark(core);
+      f.stageUpdates(['node-2']);
+      const reason = await pollUntil('node-2 to say which pod its drain waits for', async () => {
+        const r = await stateReason('node-2');
+        return r.startsWith('draining, waiting on ') ? r : undefined;
+      });
+      assert.match(
+        reason,
+        new RegExp(
+          `^draining, waiting on pod nightly/${job.metadata?.name} \\(drain\\.waitFor\\[0\\]\\) to finish until \\S+Z, then evicted$`,
+        ),
+      );
+      const since = (await core.readNode({ name: 'node-2' })).metadata?.annotations?.[Annotations.stateSince];
+      const until = Date.parse(reason.match(/until (\S+),/)?.[1] ?? '');
+      assert.equal(until, Date.parse(since ?? '') + 300_000, 'maxWait counts from the start of Draining');
+      const events = await eventsAbout(core, 'Node', 'node-2', ['DrainWaiting'], mark);
+      const waiting = events.find((e) => e.reason === 'DrainWaiting');
+      assert.equal(waiting?.type, 'Normal');
+      assert.equal(waiting?.message, reason);
+      await condition(
+        'batch',
+        'Progressing',
+        { status: 'True' },
+        /node-2 is draining, waiting on pod nightly\//,
+      );
+      await rebooted(f, ['node-2']);
+      const after = await core.readNamespacedPod({ name: job.metadata?.name ?? '', namespace: 'nightly' });
+      assert.equal(after.metadata?.uid, job.metadata?.uid, 'the Job pod was never evicted');
+      assert.equal(after.status?.phase, 'Succeeded', 'it ran to completion');
+      await assertSafe(f);
+    } finally {
+      await core.deleteNamespace({ name: 'nightly' });
     }
   });
 

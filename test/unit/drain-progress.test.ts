@@ -72,3 +72,57 @@ test('ProgressTracker.changed resolves on the next change', async () => {
   await changed;
   assert.equal(t.left(), 1);
 });
+
+test('ProgressTracker: a pod waited for is left until it finishes or is released; one abandoned is done', () => {
+  const wait = {
+    rule: 'drain.waitFor[0]',
+    until: Date.parse('2026-11-27T13:00:00Z'),
+    afterMaxWait: 'Evict' as const,
+  };
+  const plan = {
+    canProceed: true,
+    held: false,
+    decisions: [
+      { ...pod('job', PodAction.waitFor), wait },
+      { ...pod('long', PodAction.waitFor), wait },
+      pod('web', PodAction.evict),
+    ],
+  };
+  const events: string[] = [];
+  const t = new ProgressTracker('n1', plan, Date.now(), undefined, (e) => events.push(e.type));
+  assert.deepEqual(
+    t.toEvict().map((s) => s.uid),
+    ['web'],
+    'only the pod to evict is queued',
+  );
+  assert.deepEqual(
+    t.waitedFor().map((s) => s.uid),
+    ['job', 'long'],
+  );
+  assert.equal(t.left(), 3, 'waited-for pods keep the drain going');
+  assert.match(
+    t.summary('timed-out'),
+    /still waiting for ns\/p-job \(drain\.waitFor\[0\]\), ns\/p-long \(drain\.waitFor\[0\]\) to finish$/,
+  );
+  assert.match(
+    t.summary('timed-out'),
+    /; 1 pod\(s\) not yet terminated;/,
+    'the pod to evict is, not those waited for',
+  );
+  t.finished('job');
+  assert.equal(t.isDone('job'), true);
+  assert.equal(t.release('job'), undefined, 'a finished pod is never evicted');
+  const released = t.release('long');
+  assert.equal(released?.reason, 'still running when its wait (drain.waitFor[0]) ended: evicted');
+  assert.deepEqual(
+    t.toEvict().map((s) => s.uid),
+    ['long', 'web'],
+  );
+  t.evicted('long');
+  t.abandon('long', 'terminating for 40s, longer than skipWaitForDeleteTimeout (30s)');
+  assert.equal(t.isDone('long'), true);
+  t.evicted('web');
+  t.gone('web');
+  assert.equal(t.left(), 0);
+  assert.deepEqual(events, ['finished', 'released', 'skip', 'gone']);
+});

@@ -30,6 +30,8 @@ test('an empty policy resolves to the documented defaults and selects every node
     deleteEmptyDirData: false,
     force: false,
     podSelector: '',
+    skipWaitForDeleteTimeoutSeconds: 0,
+    waitFor: [],
     onFailure: { action: 'Retry', afterAttempts: 3 },
   });
   assert.deepEqual(p.reboot, {
@@ -67,7 +69,21 @@ test('every field is parsed: selectors, budgets, windows, blockers, drain and re
           },
         ],
       },
-      drain: { timeout: '30m', podSelector: 'app!=logger', onFailure: { action: 'Skip', afterAttempts: 2 } },
+      drain: {
+        timeout: '30m',
+        podSelector: 'app!=logger',
+        skipWaitForDeleteTimeoutSeconds: 20,
+        waitFor: [
+          { selector: { matchLabels: { kind: 'batch' } }, maxWait: '2h' },
+          {
+            selector: { matchLabels: { kind: 'etl' } },
+            namespaceSelector: { matchLabels: { tier: 'data' } },
+            maxWait: '90s',
+            afterMaxWait: 'Fail',
+          },
+        ],
+        onFailure: { action: 'Skip', afterAttempts: 2 },
+      },
       reboot: { soak: '2m', beforeRebootAnnotations: ['example.com/ready'] },
       circuitBreaker: { maxNotReady: '30%' },
     }),
@@ -90,6 +106,23 @@ test('every field is parsed: selectors, budgets, windows, blockers, drain and re
   assert.equal(p.drain.timeoutMs, 1_800_000);
   assert.equal(p.drain.podSelector, 'app!=logger');
   assert.deepEqual(p.drain.onFailure, { action: 'Skip', afterAttempts: 2 });
+  assert.equal(p.drain.skipWaitForDeleteTimeoutSeconds, 20);
+  assert.deepEqual(p.drain.waitFor, [
+    {
+      name: 'drain.waitFor[0]',
+      selector: 'kind=batch',
+      namespaceSelector: '',
+      maxWaitSeconds: 7200,
+      afterMaxWait: 'Evict',
+    },
+    {
+      name: 'drain.waitFor[1]',
+      selector: 'kind=etl',
+      namespaceSelector: 'tier=data',
+      maxWaitSeconds: 90,
+      afterMaxWait: 'Fail',
+    },
+  ]);
   assert.equal(p.reboot.soakMs, 120_000);
   assert.deepEqual(p.reboot.beforeRebootAnnotations, ['example.com/ready']);
   assert.deepEqual(p.circuitBreaker, { kind: 'percent', value: 30 });
@@ -103,7 +136,7 @@ test('what the API server cannot refuse is named by its field, every problem at 
         cron: [{ schedule: '61 * * * *', duration: '1h' }],
       },
       blockers: { prometheus: { url: 'http://user:secret@prometheus:9090', alerts: '(' } },
-      drain: { podSelector: 'app in (a' },
+      drain: { podSelector: 'app in (a', waitFor: [{ selector: {}, maxWait: '5m' }] },
       nodeSelector: { matchExpressions: [{ key: 'pool', operator: 'In', values: [] }] },
     }),
   );
@@ -115,6 +148,7 @@ test('what the API server cannot refuse is named by its field, every problem at 
     'blockers.prometheus.url',
     'blockers.prometheus.alerts',
     'drain.podSelector',
+    'drain.waitFor',
     'nodeSelector',
   ]) {
     assert.ok(fields.includes(field), `${field} in ${fields.join(', ')}`);
