@@ -24,7 +24,7 @@ import { WorkQueue } from '../kube/workqueue.ts';
 import { Notifier } from '../notify/notifier.ts';
 import { AttemptWrites } from './attempt-writes.ts';
 import { BlockerWatch } from './blocker-watch.ts';
-import { jobSettings, type OperatorConfig } from './config.ts';
+import { calendarClock, jobSettings, type OperatorConfig } from './config.ts';
 import { Decider } from './decider.ts';
 import { DoNotDisruptReads } from './do-not-disrupt.ts';
 import { DrainRunner } from './drain-runner.ts';
@@ -193,6 +193,7 @@ export class Operator {
       jobs: () => this.#plans.jobs.byNode(),
       planDrain: (ref, pool) => this.#plans.drain(ref, pool),
       ...(options.nodeName === undefined ? {} : { ownNode: options.nodeName }),
+      clock: calendarClock(c, Date.now()),
     });
     this.#drains = new DrainRunner({
       drainer: new Drainer(kubeconfig.separatePool({ requestConnections: DRAIN_CONNECTIONS })),
