@@ -23,6 +23,8 @@ export interface RunFlags {
   returnMs: number;
   /** How many times faster than real time the twin rolls (timing.ts). */
   speed: number;
+  /** The calendar instant the twin's operator starts at (default: the real time then): windows are read on a clock from there. */
+  startMs?: number;
   standTimeoutMs: number;
   timeoutMs: number;
   format: RunFormat;
@@ -78,6 +80,7 @@ export async function runPrediction(
       standTimeoutMs: flags.standTimeoutMs,
       timeoutMs: timing.timeoutMs,
       log: (line) => err(`  ${line}`),
+      calendar: { ...(flags.startMs === undefined ? {} : { originMs: flags.startMs }), speed: flags.speed },
     });
   } catch (e) {
     err(`nuo whatif run: ${(e as Error).message}`);

@@ -13,6 +13,7 @@ import { DEFAULT_NAMESPACE } from '../api/keys.ts';
 import { JOB_DEFAULTS, type JobSettings } from '../plan/job.ts';
 import { type CalendarClock, REAL_CLOCK } from '../policy/calendar-clock.ts';
 import { parseDuration } from '../util/duration.ts';
+import { parseRfc3339 } from '../util/rfc3339.ts';
 
 export interface OperatorConfig {
   /** Namespace of the Lease and the slot ledger. */
@@ -187,15 +188,6 @@ export const FIELDS: Field[] = [
     help: 'for nuo whatif run only: how many times faster than real time the simulated clock runs (1 to 1000)',
   },
 ];
-
-/** RFC 3339 with a zone, as `nuo whatif run --start` and the sim-clock settings take it. */
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
-
-/** An RFC 3339 time as epoch ms, or undefined when it is not one. */
-export function parseRfc3339(text: string): number | undefined {
-  const ms = RFC3339.test(text) ? Date.parse(text) : Number.NaN;
-  return Number.isNaN(ms) ? undefined : ms;
-}
 
 /** The clock windows are read on: the simulated one the sim-clock settings give, else the real one. */
 export function calendarClock(c: OperatorConfig, started: number): CalendarClock {

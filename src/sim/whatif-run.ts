@@ -19,6 +19,7 @@ import { Phase } from '../api/phases.ts';
 import { readClusterState } from '../cli/cluster-state.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { explainNode } from '../operator/explain.ts';
+import { type CalendarClock, calendarAt, REAL_CLOCK } from '../policy/calendar-clock.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
 import { pollUntil } from '../util/poll.ts';
@@ -26,6 +27,7 @@ import type { UpdatePolicyObject } from '../whatif/objects.ts';
 import type { ObservedEviction, ObservedNode, RunObservations } from '../whatif/observations.ts';
 import type { Snapshot } from '../whatif/snapshot.ts';
 import type { Twin } from '../whatif/twin.ts';
+import { openStretches } from '../whatif/windows-used.ts';
 import { ZONE_LABEL } from '../whatif/workloads.ts';
 import { readAuditLog } from './cluster/audit.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
@@ -49,6 +51,11 @@ export interface RunOptions {
   /** How long the rollout may run; nodes unfinished then are reported with why. */
   timeoutMs: number;
   log: (line: string) => void;
+  /**
+   * The simulated clock the operator reads windows on: showing `originMs` (default: the real time) when
+   * it starts, `speed` times as fast as real time. Absent: the real clock.
+   */
+  calendar?: { originMs?: number; speed: number };
 }
 
 export interface RunResult {
@@ -182,7 +189,8 @@ export async function rollCluster(
   try {
     await Promise.all([nodes.start(), podInformer.start()]);
     await fleet.start();
-    fleet.startOperator('whatif', [`--kubeconfig=${operatorConfig}`]);
+    const clock = operatorClock(options.calendar, Date.now());
+    fleet.startOperator('whatif', [`--kubeconfig=${operatorConfig}`, ...simClockFlags(clock)]);
     options.log(`operator and ${fleet.hosts.size} simulated hosts started; updates staged on every node`);
     phases.t0 = Date.now();
     fleet.stageUpdates();
@@ -216,7 +224,8 @@ export async function rollCluster(
         .map((n) => n.metadata?.name ?? ''),
     );
     const now = new Date();
-    const state = await readClusterState(kubeconfig, DEFAULT_NAMESPACE, now);
+    const state = await readClusterState(kubeconfig, DEFAULT_NAMESPACE, now, undefined, clock);
+    const calendar = (ms: number) => calendarAt(clock, phases.t0 + ms);
     await fleet.stop();
     const evictions = await readEvictions(cluster, operatorConfig, phases.t0, pods);
     const poolOf = new Map(state.plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));
@@ -254,7 +263,7 @@ export async function rollCluster(
         explain,
         windows:
           windows && (windows.windows.length > 0 || windows.exclusions.length > 0)
-            ? starts.map((p) => windowState(windows, new Date(phases.t0 + p.atMs)).reason)
+            ? starts.map((p) => windowState(windows, new Date(calendar(p.atMs))).reason)
             : [],
       };
     });
@@ -280,11 +289,34 @@ export async function rollCluster(
           : {}),
       })),
       violations: fleet.checker.violations.map((v) => `${v.rule}: ${v.detail}`),
+      calendarStartMs: calendar(0),
+      windowStretches: resolved.flatMap((p) =>
+        p.windows.windows.length > 0 || p.windows.exclusions.length > 0
+          ? [{ pool: p.name, stretches: openStretches(p.windows, calendar(0), calendar(elapsedMs)) }]
+          : [],
+      ),
     };
   } finally {
     await fleet.stop();
     await Promise.all([nodes.stop(), podInformer.stop()]);
   }
+}
+
+/** The clock the twin's operator reads windows on, started at `start`: the real one without a calendar. */
+function operatorClock(calendar: RunOptions['calendar'], start: number): CalendarClock {
+  if (!calendar || (calendar.originMs === undefined && calendar.speed === 1)) return REAL_CLOCK;
+  return { origin: calendar.originMs ?? start, start, speed: calendar.speed };
+}
+
+/** The operator's flags for `clock` (config.ts's sim-clock settings); none for the real clock. */
+function simClockFlags(clock: CalendarClock): string[] {
+  if (clock === REAL_CLOCK) return [];
+  const iso = (ms: number) => new Date(ms).toISOString();
+  return [
+    `--sim-clock-origin=${iso(clock.origin)}`,
+    `--sim-clock-start=${iso(clock.start)}`,
+    `--sim-clock-speed=${clock.speed}`,
+  ];
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * How long things take in a `nuo whatif run`, pure: the host's time down from the reboot and return
  * times, and time compression (`--speed N`): the policies the twin's operator is given with every
- * duration divided by N, and what the run observed mapped back with every time multiplied by N.
+ * duration divided by N (their calendars read on a clock N times as fast), and what the run observed
+ * mapped back with every time multiplied by N.
  */
 import { Default } from 'typebox/value';
 import { UpdatePolicySpec } from '../api/update-policy.ts';
@@ -21,27 +22,18 @@ export function compressDuration(text: string, speed: number): string {
   return ms === 0 ? '0' : `${ms}ms`;
 }
 
-const hasWindows = (spec: UpdatePolicySpec) =>
-  (spec.windows?.weekly?.length ?? 0) +
-    (spec.windows?.cron?.length ?? 0) +
-    (spec.windows?.exclusions?.length ?? 0) >
-  0;
-
 /**
  * The policy with its defaults filled in (a default left out would stay at full length) and every
- * duration divided by `speed`. Windows are refused: the operator reads them off the wall clock, which
- * cannot be compressed, so a compressed rollout would cross them at the wrong moments.
+ * duration divided by `speed`. Windows and scheduled budgets stay as written: the twin's operator reads
+ * them on a simulated clock running `speed` times as fast (src/policy/calendar-clock.ts).
  */
 export function compressPolicy(policy: UpdatePolicyObject, speed: number): UpdatePolicyObject {
   if (speed === 1) return policy;
-  if (hasWindows(policy.spec ?? {}))
-    throw new TimingError(
-      `UpdatePolicy ${policy.metadata.name} has maintenance windows: the operator reads them off the wall clock, which --speed cannot compress; run it with --speed 1 (real time), or with --policies FILE holding the policy without windows`,
-    );
   const spec = Default(UpdatePolicySpec, structuredClone(policy.spec ?? {})) as UpdatePolicySpec;
   const c = (d: string | undefined) => compressDuration(d ?? '0', speed);
   const reboot = spec.reboot ?? {};
   const kured = spec.coexistence?.kured;
+  const waves = spec.rollout?.waves;
   return {
     ...policy,
     spec: {
@@ -56,6 +48,9 @@ export function compressPolicy(policy: UpdatePolicyObject, speed: number): Updat
         retryBackoff: c(reboot.retryBackoff),
         retryBackoffMax: c(reboot.retryBackoffMax),
       },
+      ...(spec.rollout && waves?.pauseBetween !== undefined
+        ? { rollout: { ...spec.rollout, waves: { ...waves, pauseBetween: c(waves.pauseBetween) } } }
+        : {}),
       ...(spec.notifications
         ? { notifications: spec.notifications.map((n) => ({ ...n, blockedFor: c(n.blockedFor) })) }
         : {}),

@@ -69,18 +69,17 @@ test('compressPolicy divides every duration, defaults included, and keeps the re
   assert.equal(compressPolicy(p, 1), p, 'speed 1 changes nothing');
 });
 
-test('compressPolicy refuses a policy with maintenance windows of any kind, naming it', () => {
+test('compressPolicy keeps windows and scheduled budgets as written, and divides the pause between waves', () => {
   const windows: NonNullable<UpdatePolicyObject['spec']['windows']>[] = [
     { weekly: [{ days: ['Mon'], start: '01:00', end: '05:00' }] },
     { cron: [{ schedule: '0 2 * * *', duration: '3h' }] },
     { exclusions: [{ start: '2026-12-24', end: '2026-12-27' }] },
   ];
-  for (const w of windows)
-    assert.throws(() => compressPolicy(policy({ windows: w }), 10), {
-      name: 'Error',
-      message: /UpdatePolicy main has maintenance windows: .*--speed 1/,
-    });
-  assert.equal(compressPolicy(policy({ windows: {} }), 10).spec.reboot?.soak, '3000ms', 'empty windows pass');
+  for (const w of windows) assert.deepEqual(compressPolicy(policy({ windows: w }), 10).spec.windows, w);
+  const budgets = [{ name: 'night', nodes: 2, windows: windows[1] }];
+  assert.deepEqual(compressPolicy(policy({ budgets }), 10).spec.budgets, budgets);
+  const waves = compressPolicy(policy({ rollout: { waves: { initial: 1, pauseBetween: '10m' } } }), 10);
+  assert.equal(waves.spec.rollout?.waves?.pauseBetween, '60000ms');
 });
 
 test('twinTiming: host down for reboot plus return, divided by speed, with the deadline', () => {

@@ -1,0 +1,112 @@
+/**
+ * `nuo whatif run` with maintenance windows on a simulated clock, on the real control plane: a pool of
+ * six nodes whose policy opens a 20-minute window every hour, one node at a time, each host down 5
+ * minutes, rolled 60 times faster than real time from just before a window. No window holds more than
+ * four attempts (each lasts at least the 5-minute reboot), so the rollout must span two windows at
+ * least; the twin's operator reads the windows on the simulated clock, so each attempt begins inside
+ * one, which the test checks from the node timelines, not from the report's own words.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import type { RunOutput } from '../../src/cli/whatif-run.ts';
+import { nuo } from './whatif-cli.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'nuo-whatif-windows-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const MINUTE = 60_000;
+/** The window: 20 minutes from each full hour. */
+const WINDOW_MS = 20 * MINUTE;
+/**
+ * A phase is written after the pass that decided it, inside the window, read the clock: up to a real
+ * second later under load, a simulated minute at ×60.
+ */
+const WRITE_SLACK_MS = MINUTE;
+
+function dump(path: string): void {
+  const nodes = [0, 1, 2, 3, 4, 5].map((i) => ({
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: `node-${i}`, labels: { 'kubernetes.io/hostname': `node-${i}`, pool: 'main' } },
+    status: {
+      capacity: { cpu: '8', memory: '32Gi', pods: '110' },
+      allocatable: { cpu: '8', memory: '32Gi', pods: '110' },
+      conditions: [{ type: 'Ready', status: 'True' }],
+    },
+  }));
+  const policy = {
+    apiVersion: 'nuo.dev/v1alpha1',
+    kind: 'UpdatePolicy',
+    metadata: { name: 'hourly' },
+    spec: {
+      nodeSelector: { matchLabels: { pool: 'main' } },
+      maxUnavailable: 1,
+      windows: { cron: [{ schedule: '0 * * * *', duration: '20m' }] },
+    },
+  };
+  mkdirSync(path);
+  writeFileSync(
+    join(path, 'cluster.json'),
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...nodes, policy] }),
+  );
+}
+
+test('nuo whatif run --speed 60 --start: windows read on the simulated clock, the rollout spans two windows, every attempt begins inside one', async () => {
+  const path = join(dir, 'hourly');
+  dump(path);
+  const r = await nuo(
+    [
+      'whatif',
+      'run',
+      '--from',
+      path,
+      '--reboot-time=5m',
+      '--speed=60',
+      '--start=2026-11-23T08:55:00Z',
+      '--timeout=5h',
+      '-o',
+      'json',
+    ],
+    600_000,
+  );
+  const report = JSON.parse(r.stdout) as RunOutput;
+  assert.equal(r.code, 0, `every node finishes: ${r.stderr}\n${r.stdout}`);
+  assert.ok(report.startsAt !== undefined && report.startsAt >= '2026-11-23T08:55:00.000Z', report.startsAt);
+  const start = Date.parse(report.startsAt);
+
+  // From the observed timelines: each attempt's start on the simulated calendar.
+  const starts = report.nodes.flatMap((n) =>
+    n.attempts.map((a) => ({ node: n.name, at: start + a.startMs })),
+  );
+  assert.equal(starts.length, 6, JSON.stringify(report.nodes));
+  for (const s of starts) {
+    const intoHour = s.at % (60 * MINUTE);
+    assert.ok(
+      intoHour < WINDOW_MS + WRITE_SLACK_MS,
+      `${s.node} began at ${new Date(s.at).toISOString()}, outside every window`,
+    );
+  }
+  const hours = new Set(starts.map((s) => Math.floor(s.at / (60 * MINUTE))));
+  assert.ok(hours.size >= 2, `attempts began in ${hours.size} window(s): ${JSON.stringify(starts)}`);
+
+  // The report: the windows used, each a 20-minute opening on the simulated calendar, holding every start.
+  const used = report.windowsUsed ?? [];
+  assert.equal(used.length, hours.size, JSON.stringify(used));
+  for (const w of used) {
+    assert.equal(w.pool, 'hourly');
+    assert.ok(w.opens !== undefined && w.closes !== undefined, JSON.stringify(w));
+    assert.match(w.opens, /^2026-11-23T\d\d:00:00\.000Z$/);
+    assert.equal(Date.parse(w.closes) - Date.parse(w.opens), WINDOW_MS);
+  }
+  assert.deepEqual(used.flatMap((w) => w.nodes).sort(), report.nodes.map((n) => n.name).sort());
+  for (const n of report.nodes) {
+    assert.ok(n.startAt !== undefined && n.finishAt !== undefined && n.finishAt > n.startAt, n.name);
+    assert.ok(n.startAt.startsWith('2026-11-23T'), n.startAt);
+  }
+  // Each attempt's own reason, as the operator's windows said at its start.
+  for (const reasons of report.windows) for (const w of reasons.windows) assert.match(w, /^inside window/);
+  assert.deepEqual(report.violations, []);
+});
