@@ -58,6 +58,7 @@ export interface WhatifRunHarness {
       standTimeoutMs: number;
       timeoutMs: number;
       log: (line: string) => void;
+      rebootMsByPool?: Record<string, number>;
       calendar?: { originMs?: number; speed: number };
     },
   ) => Promise<{ observations: RunObservations; twin: { differences: string[]; unready: string[] } }>;

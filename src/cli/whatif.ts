@@ -90,8 +90,12 @@ function runFlags(values: {
     timeoutMs,
     speed,
     ...(startMs === undefined ? {} : { startMs }),
-    rebootMs: durationFlag('reboot-time', values['reboot-time'], '1m'),
-    returnMs: durationFlag('return-time', values['return-time'], '0s'),
+    ...(values['reboot-time'] !== undefined
+      ? { rebootMs: durationFlag('reboot-time', values['reboot-time'], '1m') }
+      : {}),
+    ...(values['return-time'] !== undefined
+      ? { returnMs: durationFlag('return-time', values['return-time'], '0s') }
+      : {}),
     standTimeoutMs: durationFlag('stand-timeout', values['stand-timeout'], '5m'),
     ...(values.svg !== undefined ? { svg: values.svg } : {}),
     ...(values.policies !== undefined ? { policies: values.policies } : {}),
@@ -181,8 +185,9 @@ export const whatifCommand: Command = {
     "the predicted total and per-pool time, each node's timeline, drains that waited on a PDB and why,",
     'nodes that did not finish and why, pods evicted again. Exits 3 when the rollout could not finish.',
     "  --policies FILE     roll under the UpdatePolicies in FILE instead of the snapshot's",
-    '  --reboot-time D     how long a host is down for its reboot, until it boots again (default 1m)',
-    '  --return-time D     from the new boot until the node is Ready (default 0s)',
+    '  --reboot-time D     how long a host is down for its reboot, until it boots again (default: the',
+    "                      median nuo measured in the host's pool, in its UpdatePolicy's status, else 1m)",
+    '  --return-time D     from the new boot until the node is Ready (default: as measured, else 0s)',
     '  --speed N           roll the twin N times faster than real time (1 to 100, default 1): every',
     "                      policy duration and the hosts' times divided by N, every reported time",
     '                      multiplied back; windows are read on a clock running N times as fast',

@@ -20,7 +20,7 @@ import { readClusterState } from '../cli/cluster-state.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { explainNode } from '../operator/explain.ts';
 import { type CalendarClock, calendarAt, REAL_CLOCK } from '../policy/calendar-clock.ts';
-import { resolvePolicy } from '../policy/resolve.ts';
+import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
 import { pollUntil } from '../util/poll.ts';
 import type { UpdatePolicyObject } from '../whatif/objects.ts';
@@ -46,6 +46,8 @@ export const OPERATOR_USER = `system:serviceaccount:${DEFAULT_NAMESPACE}:${OPERA
 export interface RunOptions {
   /** How long a simulated host is down for its reboot. */
   rebootMs: number;
+  /** How long a host of each pool (UpdatePolicy) is down, where it differs from `rebootMs`. */
+  rebootMsByPool?: Record<string, number>;
   /** How long the twin may take to stand as its snapshot did. */
   standTimeoutMs: number;
   /** How long the rollout may run; nodes unfinished then are reported with why. */
@@ -154,9 +156,11 @@ export async function rollCluster(
     const r = resolvePolicy(p);
     return r.ok ? [r.policy] : [];
   });
+  const listed = (await core.listNode()).items;
   const fleet = new Fleet(cluster, {
     rebootMs: options.rebootMs,
-    budget: policyBudgets(resolved, (await core.listNode()).items),
+    rebootMsByNode: rebootsByNode(listed, resolved, options.rebootMsByPool ?? {}),
+    budget: policyBudgets(resolved, listed),
     // A node NotReady in the snapshot is down: rebooted, it stays down.
     behaviours: Object.fromEntries(notReady.map((n) => [n, RebootBehaviour.neverReturns])),
   });
@@ -300,6 +304,21 @@ export async function rollCluster(
     await fleet.stop();
     await Promise.all([nodes.stop(), podInformer.stop()]);
   }
+}
+
+/** Each node's reboot time, its pool's (the first policy that selects it), where one is given. */
+function rebootsByNode(
+  nodes: readonly V1Node[],
+  policies: readonly ResolvedPolicy[],
+  byPool: Readonly<Record<string, number>>,
+): Record<string, number> {
+  return Object.fromEntries(
+    nodes.flatMap((n) => {
+      const pool = policies.find((p) => p.selects(n.metadata?.labels ?? {}))?.name;
+      const ms = pool === undefined ? undefined : byPool[pool];
+      return ms === undefined ? [] : [[n.metadata?.name ?? '', ms] as const];
+    }),
+  );
 }
 
 /** The clock the twin's operator reads windows on, started at `start`: the real one without a calendar. */

@@ -62,20 +62,71 @@ export function compressPolicy(policy: UpdatePolicyObject, speed: number): Updat
 }
 
 export interface TimingFlags {
-  /** From the agent's reboot until the host boots again (its new boot ID). */
-  rebootMs: number;
-  /** From the new boot until the node is Ready. */
-  returnMs: number;
+  /** From the agent's reboot until the host boots again; absent: each pool's measure, else 1 minute. */
+  rebootMs?: number;
+  /** From the new boot until the node is Ready; absent: each pool's measure, else 0. */
+  returnMs?: number;
   /** How many times faster than real time the twin rolls. */
   speed: number;
   /** How long the rollout may run, in real-rollout time. */
   timeoutMs: number;
 }
 
+/** The reboot time when neither --reboot-time nor a pool's measure gives one. */
+export const DEFAULT_REBOOT_MS = 60_000;
+
+/** Where a time came from: its flag, the pool's status.durations (what nuo measured there), or the default. */
+export type TimeSource = 'flag' | 'measured' | 'default';
+
+/** A pool's host times in real-rollout time, and where each came from. */
+export interface PoolTimes {
+  /** The UpdatePolicy; absent: nodes in no pool. */
+  pool?: string;
+  rebootMs: number;
+  returnMs: number;
+  rebootFrom: TimeSource;
+  returnFrom: TimeSource;
+  /** Attempts the measure was taken over, when one was used. */
+  measuredAttempts?: number;
+}
+
+/**
+ * A pool's reboot and return times: each flag given wins; else the median nuo measured on the cluster
+ * (`measured`: the snapshot's UpdatePolicy of that name, its status.durations); else the default.
+ */
+export function poolTimes(
+  pool: string | undefined,
+  measured: UpdatePolicyObject | undefined,
+  flags: Pick<TimingFlags, 'rebootMs' | 'returnMs'>,
+): PoolTimes {
+  const d = measured?.status?.durations;
+  const pick = (flag: number | undefined, p50: number | undefined, fallback: number) =>
+    flag !== undefined
+      ? { ms: flag, from: 'flag' as const }
+      : p50 !== undefined
+        ? { ms: Math.round(p50 * 1000), from: 'measured' as const }
+        : { ms: fallback, from: 'default' as const };
+  const reboot = pick(flags.rebootMs, d?.rebootP50Seconds, DEFAULT_REBOOT_MS);
+  const ret = pick(flags.returnMs, d?.returnP50Seconds, 0);
+  const used = reboot.from === 'measured' || ret.from === 'measured';
+  return {
+    ...(pool !== undefined ? { pool } : {}),
+    rebootMs: reboot.ms,
+    returnMs: ret.ms,
+    rebootFrom: reboot.from,
+    returnFrom: ret.from,
+    ...(used && d ? { measuredAttempts: d.samples } : {}),
+  };
+}
+
 export interface TwinTiming {
   policies: UpdatePolicyObject[];
-  /** How long a twin host is down, from its reboot until its node is Ready, in twin time. */
+  /** How long a twin host in no pool is down, from its reboot until its node is Ready, in twin time. */
   hostDownMs: number;
+  /** How long a twin host of each pool is down, in twin time. */
+  hostDownMsByPool: Record<string, number>;
+  /** Each pool's times and where they came from, then those of nodes in no pool (real-rollout time). */
+  times: PoolTimes[];
   /** The run's deadline in twin time. */
   timeoutMs: number;
 }
@@ -84,24 +135,40 @@ export interface TwinTiming {
  * What the twin runs with. A twin host comes back with its new boot ID and Ready at once, after reboot
  * plus return time; the operator times the reboot up to the new boot against `reboot.rebootTimeout`, so a
  * split that only the sum breaks is refused rather than predicted as a failure the real rollout would
- * not have.
+ * not have. `measured` are the policies whose status says what nuo measured (the snapshot's).
  */
-export function twinTiming(policies: readonly UpdatePolicyObject[], flags: TimingFlags): TwinTiming {
+export function twinTiming(
+  policies: readonly UpdatePolicyObject[],
+  flags: TimingFlags,
+  measured: readonly UpdatePolicyObject[] = policies,
+): TwinTiming {
   if (!(flags.speed >= 1 && flags.speed <= MAX_SPEED))
     throw new TimingError(`--speed must be from 1 to ${MAX_SPEED}, got ${flags.speed}`);
-  const downMs = flags.rebootMs + flags.returnMs;
-  if (flags.returnMs > 0)
-    for (const p of policies) {
-      const spec = Default(UpdatePolicySpec, structuredClone(p.spec ?? {})) as UpdatePolicySpec;
-      const limit = parseDuration(spec.reboot?.rebootTimeout ?? '0');
-      if (flags.rebootMs <= limit && downMs > limit)
-        throw new TimingError(
-          `--reboot-time plus --return-time (${downMs / 1000} s) exceeds UpdatePolicy ${p.metadata.name}'s reboot.rebootTimeout (${limit / 1000} s): a twin host comes back booted and Ready at once, so the twin would time the reboot out where the real one may not; shorten the two, or pass their sum as --reboot-time if the real reboot does take that long`,
-        );
-    }
+  const times = policies.map((p) =>
+    poolTimes(
+      p.metadata.name,
+      measured.find((m) => m.metadata.name === p.metadata.name),
+      flags,
+    ),
+  );
+  policies.forEach((p, i) => {
+    const t = times[i] as PoolTimes;
+    const downMs = t.rebootMs + t.returnMs;
+    const spec = Default(UpdatePolicySpec, structuredClone(p.spec ?? {})) as UpdatePolicySpec;
+    const limit = parseDuration(spec.reboot?.rebootTimeout ?? '0');
+    if (t.returnMs > 0 && t.rebootMs <= limit && downMs > limit)
+      throw new TimingError(
+        `the reboot plus return time of UpdatePolicy ${p.metadata.name}'s hosts (${downMs / 1000} s: reboot ${t.rebootFrom}, return ${t.returnFrom}) exceeds its reboot.rebootTimeout (${limit / 1000} s): a twin host comes back booted and Ready at once, so the twin would time the reboot out where the real one may not; shorten the two (--reboot-time, --return-time), or pass their sum as --reboot-time if the real reboot does take that long`,
+      );
+  });
+  const unpooled = poolTimes(undefined, undefined, flags);
   return {
     policies: policies.map((p) => compressPolicy(p, flags.speed)),
-    hostDownMs: downMs / flags.speed,
+    hostDownMs: (unpooled.rebootMs + unpooled.returnMs) / flags.speed,
+    hostDownMsByPool: Object.fromEntries(
+      times.map((t) => [t.pool as string, (t.rebootMs + t.returnMs) / flags.speed]),
+    ),
+    times: [...times, unpooled],
     timeoutMs: flags.timeoutMs / flags.speed,
   };
 }

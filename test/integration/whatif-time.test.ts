@@ -1,17 +1,28 @@
 /**
- * `nuo whatif run` with maintenance windows on a simulated clock, on the real control plane: a pool of
+ * `nuo whatif run`'s times on the real control plane.
+ *
+ * Windows on a simulated clock: a pool of
  * six nodes whose policy opens a 20-minute window every hour, one node at a time, each host down 5
  * minutes, rolled 60 times faster than real time from just before a window. No window holds more than
  * four attempts (each lasts at least the 5-minute reboot), so the rollout must span two windows at
  * least; the twin's operator reads the windows on the simulated clock, so each attempt begins inside
  * one, which the test checks from the node timelines, not from the report's own words.
+ *
+ * Durations from history: a small rollout on a local cluster leaves its measured durations in the
+ * UpdatePolicy's status; a snapshot of that cluster predicts with them when no time is given.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
+import type { UpdatePolicy } from '../../src/api/update-policy.ts';
 import type { RunOutput } from '../../src/cli/whatif-run.ts';
+import { startCluster } from '../../src/sim/cluster/cluster.ts';
+import { applyPolicy, installPolicyCrd } from '../../src/sim/policies.ts';
+import { OPERATOR_USER, rollCluster } from '../../src/sim/whatif-run.ts';
 import { nuo } from './whatif-cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nuo-whatif-windows-'));
@@ -109,4 +120,73 @@ test('nuo whatif run --speed 60 --start: windows read on the simulated clock, th
   // Each attempt's own reason, as the operator's windows said at its start.
   for (const reasons of report.windows) for (const w of reasons.windows) assert.match(w, /^inside window/);
   assert.deepEqual(report.violations, []);
+});
+
+test('a rollout leaves its measured durations in the policy status, and nuo whatif run from that cluster predicts with them', async () => {
+  const cluster = await startCluster({ nodes: 3, audit: { users: [OPERATOR_USER] } });
+  let up = true;
+  try {
+    await installPolicyCrd(cluster);
+    const spec = { maxUnavailable: 1, reboot: { soak: '1s' } };
+    await applyPolicy(cluster, 'main', spec);
+    // Hosts down 4 s: the operator measures from the grant to the new boot, so each reboot is 4 s or more.
+    const observed = await rollCluster(
+      cluster,
+      [{ apiVersion: 'nuo.dev/v1alpha1', kind: 'UpdatePolicy', metadata: { name: 'main' }, spec }],
+      [],
+      { rebootMs: 4000, timeoutMs: 240_000, log: () => {} },
+    );
+    assert.ok(
+      observed.nodes.every((n) => n.finished),
+      JSON.stringify(observed.nodes.map((n) => [n.name, n.phases.at(-1)])),
+    );
+    const read = (await cluster.kubeconfig.makeApiClient(CustomObjectsApi).getClusterCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      plural: UPDATE_POLICY.plural,
+      name: 'main',
+    })) as UpdatePolicy;
+    const d = read.status?.durations;
+    assert.ok(d, `status.durations written: ${JSON.stringify(read.status)}`);
+    assert.ok(d.samples >= 1 && d.samples <= 3, `one sample per attempt at most: ${JSON.stringify(d)}`);
+    assert.equal(d.rebootSeconds.length, d.samples);
+    for (const s of d.rebootSeconds) assert.ok(s >= 4 && s < 40, `a reboot of ${s} s for a host down 4 s`);
+    const reboot = d.rebootP50Seconds ?? Number.NaN;
+    assert.ok(reboot >= 4, String(reboot));
+    assert.deepEqual(
+      d.returnSeconds,
+      d.rebootSeconds.map(() => 0),
+      'a simulated host is Ready as it boots',
+    );
+
+    const snapshotFile = join(dir, 'measured.yaml');
+    const snap = await nuo(['whatif', 'snapshot', `--kubeconfig=${cluster.kubeconfigPath}`]);
+    assert.equal(snap.code, 0, snap.stderr);
+    writeFileSync(snapshotFile, snap.stdout);
+    await cluster.stop();
+    up = false;
+
+    // No --reboot-time: each host of pool main is down the median measured.
+    const r = await nuo(
+      ['whatif', 'run', '--from', snapshotFile, '--speed=2', '--timeout=4m', '-o', 'json'],
+      600_000,
+    );
+    const report = JSON.parse(r.stdout) as RunOutput;
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(report.times?.[0], {
+      pool: 'main',
+      rebootMs: Math.round(reboot * 1000),
+      returnMs: 0,
+      rebootFrom: 'measured',
+      returnFrom: 'measured',
+      measuredAttempts: d.samples,
+    });
+    // The twin's hosts were down that long, not the default minute: from each grant to its finish.
+    for (const n of report.nodes) {
+      const down = (n.finishMs ?? 0) - (n.drainedMs ?? 0);
+      assert.ok(down >= reboot * 1000 && down < 60_000, `${n.name}: ${down} ms from its grant to its finish`);
+    }
+  } finally {
+    if (up) await cluster.stop();
+  }
 });
