@@ -121,7 +121,10 @@ export function poolTimes(
 
 export interface TwinTiming {
   policies: UpdatePolicyObject[];
-  /** How long a twin host in no pool is down, from its reboot until its node is Ready, in twin time. */
+  /**
+   * How long a twin host is down, from its reboot until its node is Ready, in twin time: the pools'
+   * time when they share one (a node in no pool is never rebooted), else the flags' or defaults'.
+   */
   hostDownMs: number;
   /** How long a twin host of each pool is down, in twin time. */
   hostDownMsByPool: Record<string, number>;
@@ -162,9 +165,11 @@ export function twinTiming(
       );
   });
   const unpooled = poolTimes(undefined, undefined, flags);
+  const downs = new Set(times.map((t) => t.rebootMs + t.returnMs));
+  const shared = downs.size === 1 ? [...downs][0] : undefined;
   return {
     policies: policies.map((p) => compressPolicy(p, flags.speed)),
-    hostDownMs: (unpooled.rebootMs + unpooled.returnMs) / flags.speed,
+    hostDownMs: (shared ?? unpooled.rebootMs + unpooled.returnMs) / flags.speed,
     hostDownMsByPool: Object.fromEntries(
       times.map((t) => [t.pool as string, (t.rebootMs + t.returnMs) / flags.speed]),
     ),

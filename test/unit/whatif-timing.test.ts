@@ -253,7 +253,11 @@ test('twinTiming: each pool down for its own times, measured in the snapshot pol
   ];
   const t = twinTiming(given, { speed: 10, timeoutMs: 600_000 }, [measured('a', 40, 10)]);
   assert.deepEqual(t.hostDownMsByPool, { a: 5000, b: 6000 });
-  assert.equal(t.hostDownMs, 6000, 'nodes in no pool: the defaults');
+  assert.equal(t.hostDownMs, 6000, 'pools that differ: the defaults');
+  const one = twinTiming([given[0] as UpdatePolicyObject], { speed: 10, timeoutMs: 600_000 }, [
+    measured('a', 40, 10),
+  ]);
+  assert.equal(one.hostDownMs, 5000, 'the one time the pools share');
   assert.deepEqual(
     t.times.map((x) => [x.pool, x.rebootFrom, x.returnFrom]),
     [
