@@ -152,7 +152,7 @@ export async function readClusterState(
     slots: {},
   };
   const plans = await readPlans(kc, sucNamespace);
-  const passPlans = plans.entries.map((e) => passPlan(e, now.getTime()));
+  const passPlans = plans.entries.map((e) => passPlan(e, now.getTime(), undefined, clock));
   const ofPass = plansOfPass(passPlans, ledger, plans.jobs);
   const items = (await core.listNode()).items;
   const nodes = items.map((n) => ofPass.view(viewNode(n))).sort((a, b) => a.name.localeCompare(b.name));

@@ -141,6 +141,7 @@ export class Operator {
       onRead: this.#wake.now,
     });
     this.#policies = new PolicySource({ kubeconfig, log });
+    const clock = calendarClock(c, Date.now());
     this.#plans = new PlanWatch({
       kubeconfig,
       events,
@@ -149,6 +150,7 @@ export class Operator {
       lookIntervalMs: c.blockerIntervalMs,
       job: jobSettings(c),
       log,
+      clock,
     });
     this.#optOuts = new DoNotDisruptReads({ core, log, onRead: this.#wake.now });
     this.#blockers = new BlockerWatch({
@@ -193,7 +195,7 @@ export class Operator {
       jobs: () => this.#plans.jobs.byNode(),
       planDrain: (ref, pool) => this.#plans.drain(ref, pool),
       ...(options.nodeName === undefined ? {} : { ownNode: options.nodeName }),
-      clock: calendarClock(c, Date.now()),
+      clock,
     });
     this.#drains = new DrainRunner({
       drainer: new Drainer(kubeconfig.separatePool({ requestConnections: DRAIN_CONNECTIONS })),
