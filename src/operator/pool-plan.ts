@@ -25,7 +25,7 @@ import type { Ledger } from './ledger.ts';
 import { inPool, poolOf } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import type { PolicyEntry, PolicyState } from './policies.ts';
-import { policyReading, remediationRate } from './policy-need.ts';
+import { policyReading, RATE_WINDOW_MS, remediationRate } from './policy-need.ts';
 import { activeBudgets } from './reason-budgets.ts';
 import {
   nextRollout,
@@ -395,7 +395,12 @@ function policyPool(
     );
   }
   if (resolved.remediation)
-    config.remediationRate = remediationRate(nodes, resolved.remediation.maxPerHour, now.getTime());
+    config.remediationRate = remediationRate(
+      nodes,
+      resolved.remediation.maxPerHour,
+      now.getTime(),
+      RATE_WINDOW_MS / clock.speed,
+    );
   return {
     ...pool(entry.name, config, spoken, hold, entry),
     ...(rollout.settings || rollout.changed ? { rollout } : {}),

@@ -47,7 +47,16 @@ export function compressPolicy(policy: UpdatePolicyObject, speed: number): Updat
         minGrantSpacing: c(reboot.minGrantSpacing),
         retryBackoff: c(reboot.retryBackoff),
         retryBackoffMax: c(reboot.retryBackoffMax),
+        ...(reboot.failedSlotTTL !== undefined ? { failedSlotTTL: c(reboot.failedSlotTTL) } : {}),
       },
+      ...(spec.remediation
+        ? {
+            remediation: {
+              ...spec.remediation,
+              conditions: spec.remediation.conditions.map((r) => ({ ...r, for: c(r.for) })),
+            },
+          }
+        : {}),
       ...(spec.rollout && waves?.pauseBetween !== undefined
         ? { rollout: { ...spec.rollout, waves: { ...waves, pauseBetween: c(waves.pauseBetween) } } }
         : {}),

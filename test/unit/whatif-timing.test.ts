@@ -70,7 +70,7 @@ test('compressPolicy divides every duration, defaults included, and keeps the re
   assert.equal(compressPolicy(p, 1), p, 'speed 1 changes nothing');
 });
 
-test('compressPolicy keeps windows and scheduled budgets as written, and divides the pause between waves', () => {
+test('compressPolicy keeps windows and scheduled budgets as written, and divides the failed-slot TTL, remediation waits and the pause between waves', () => {
   const windows: NonNullable<UpdatePolicyObject['spec']['windows']>[] = [
     { weekly: [{ days: ['Mon'], start: '01:00', end: '05:00' }] },
     { cron: [{ schedule: '0 2 * * *', duration: '3h' }] },
@@ -79,6 +79,15 @@ test('compressPolicy keeps windows and scheduled budgets as written, and divides
   for (const w of windows) assert.deepEqual(compressPolicy(policy({ windows: w }), 10).spec.windows, w);
   const budgets = [{ name: 'night', nodes: 2, windows: windows[1] }];
   assert.deepEqual(compressPolicy(policy({ budgets }), 10).spec.budgets, budgets);
+  const more = compressPolicy(
+    policy({
+      reboot: { failedSlotTTL: '30m' },
+      remediation: { conditions: [{ type: 'KernelDeadlock', for: '5m' }] },
+    }),
+    10,
+  );
+  assert.equal(more.spec.reboot?.failedSlotTTL, '180000ms');
+  assert.equal(more.spec.remediation?.conditions[0]?.for, '30000ms');
   const waves = compressPolicy(policy({ rollout: { waves: { initial: 1, pauseBetween: '10m' } } }), 10);
   assert.equal(waves.spec.rollout?.waves?.pauseBetween, '60000ms');
 });
