@@ -745,6 +745,28 @@ export const RolloutStatus = Type.Object({
 });
 export type RolloutStatus = Type.Static<typeof RolloutStatus>;
 
+/** The most recent finished attempts whose durations a policy's status keeps. */
+export const MAX_DURATION_SAMPLES = 16;
+
+const seconds = (description: string) =>
+  Type.Array(Type.Number({ minimum: 0 }), { maxItems: MAX_DURATION_SAMPLES, description });
+
+/** How long the pool's finished attempts took, as the operator measured them: the latest, and medians. */
+export const DurationsStatus = Type.Object({
+  samples: Type.Integer({ minimum: 0, description: 'Finished attempts measured, in all.' }),
+  drainSeconds: seconds(
+    'From Draining to the reboot granted, of the latest attempts measured (oldest first).',
+  ),
+  rebootSeconds: seconds(
+    'From the reboot granted to the node back with a new boot ID, of the latest attempts.',
+  ),
+  returnSeconds: seconds('From the new boot to the node Ready, of the latest attempts.'),
+  drainP50Seconds: Type.Optional(Type.Number({ minimum: 0, description: 'The median of drainSeconds.' })),
+  rebootP50Seconds: Type.Optional(Type.Number({ minimum: 0, description: 'The median of rebootSeconds.' })),
+  returnP50Seconds: Type.Optional(Type.Number({ minimum: 0, description: 'The median of returnSeconds.' })),
+});
+export type DurationsStatus = Type.Static<typeof DurationsStatus>;
+
 export const UpdatePolicyStatus = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
   conditions: Type.Optional(
@@ -770,6 +792,8 @@ export const UpdatePolicyStatus = Type.Object({
   lastCompletion: Type.Optional(Type.String({ format: 'date-time' })),
   /** The rollout in progress, with spec.rollout; absent when no node of the pool needs work. */
   rollout: Type.Optional(RolloutStatus),
+  /** How long the pool's finished attempts took (nuo whatif run predicts with them). */
+  durations: Type.Optional(DurationsStatus),
   /** The last `nuo policy resume`: when, and by whom (copied from the policy's annotations). */
   resumed: Type.Optional(
     Type.Object({

@@ -31,6 +31,7 @@ import {
   planPools,
 } from '../operator/pool-plan.ts';
 import { lookForOperator } from '../operator/protocol-operators.ts';
+import type { CalendarClock } from '../policy/calendar-clock.ts';
 import type { HealthReading } from '../policy/health-checks.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import { type PlansRead, readPlans } from './plans.ts';
@@ -144,13 +145,14 @@ export async function readClusterState(
   namespace: string,
   now: Date,
   sucNamespace?: string,
+  clock?: CalendarClock,
 ): Promise<ClusterState> {
   const core = kc.makeApiClient(CoreV1Api);
   const ledger = (await new LedgerStore(core, namespace).read().catch(() => undefined))?.ledger ?? {
     slots: {},
   };
   const plans = await readPlans(kc, sucNamespace);
-  const passPlans = plans.entries.map((e) => passPlan(e, now.getTime()));
+  const passPlans = plans.entries.map((e) => passPlan(e, now.getTime(), undefined, clock));
   const ofPass = plansOfPass(passPlans, ledger, plans.jobs);
   const items = (await core.listNode()).items;
   const nodes = items.map((n) => ofPass.view(viewNode(n))).sort((a, b) => a.name.localeCompare(b.name));
@@ -171,6 +173,7 @@ export async function readClusterState(
       return reading ? { ...kured.get(policy), health: reading } : kured.get(policy);
     },
     sighting: (p) => sightings.get(p),
+    ...(clock ? { clock } : {}),
   });
   for (const pool of plan.pools) pool.config = { ...pool.config, plans: ofPass.pass };
   const decisions = new Map(

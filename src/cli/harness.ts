@@ -53,7 +53,14 @@ export interface WhatifRunHarness {
   runWhatif: (
     snapshot: Snapshot,
     twin: Twin,
-    options: { rebootMs: number; standTimeoutMs: number; timeoutMs: number; log: (line: string) => void },
+    options: {
+      rebootMs: number;
+      standTimeoutMs: number;
+      timeoutMs: number;
+      log: (line: string) => void;
+      rebootMsByPool?: Record<string, number>;
+      calendar?: { originMs?: number; speed: number };
+    },
   ) => Promise<{ observations: RunObservations; twin: { differences: string[]; unready: string[] } }>;
 }
 

@@ -3,9 +3,9 @@ import { writeFileSync } from 'node:fs';
 import { readSnapshotFiles } from '../whatif/parse.ts';
 import { buildReport, type WhatifReport } from '../whatif/report.ts';
 import { reportSvg } from '../whatif/report-svg.ts';
-import { reportTable } from '../whatif/report-table.ts';
+import { formatMs, reportTable } from '../whatif/report-table.ts';
 import { type Snapshot, SnapshotError } from '../whatif/snapshot.ts';
-import { observedAtSpeed, TimingError, twinTiming } from '../whatif/timing.ts';
+import { observedAtSpeed, type PoolTimes, TimingError, twinTiming } from '../whatif/timing.ts';
 import { buildTwin } from '../whatif/twin.ts';
 import { err, out, UsageError } from './command.ts';
 import type { WhatifRunHarness } from './harness.ts';
@@ -17,12 +17,14 @@ export const RUN_FORMATS = ['table', 'json'] as const;
 export type RunFormat = (typeof RUN_FORMATS)[number];
 
 export interface RunFlags {
-  /** From the agent's reboot until the host boots again. */
-  rebootMs: number;
-  /** From the new boot until the node is Ready. */
-  returnMs: number;
+  /** From the agent's reboot until the host boots again; absent: each pool's measure (timing.ts). */
+  rebootMs?: number;
+  /** From the new boot until the node is Ready; absent: each pool's measure. */
+  returnMs?: number;
   /** How many times faster than real time the twin rolls (timing.ts). */
   speed: number;
+  /** The calendar instant the twin's operator starts at (default: the real time then): windows are read on a clock from there. */
+  startMs?: number;
   standTimeoutMs: number;
   timeoutMs: number;
   format: RunFormat;
@@ -34,6 +36,15 @@ export interface RunFlags {
 /** The report as `-o json` writes it: the prediction, and what the twin left out or changed. */
 export interface RunOutput extends WhatifReport {
   twin: { notes: string[]; differences: string[] };
+  /** Each pool's host times, in real-rollout time, and where they came from. */
+  times?: PoolTimes[];
+}
+
+/** "main: reboot 1m35s (measured, median of 7 attempts), return 0.0s (default)". */
+function timesLine(t: PoolTimes): string {
+  const from = (source: string) =>
+    source === 'measured' ? `measured, median of ${t.measuredAttempts} attempts` : source;
+  return `${t.pool ?? '(no pool)'}: reboot ${formatMs(t.rebootMs)} (${from(t.rebootFrom)}), return ${formatMs(t.returnMs)} (${from(t.returnFrom)})`;
 }
 
 /** The snapshot's policies, or those of `file` in their place. */
@@ -56,7 +67,7 @@ export async function runPrediction(
   let timing: ReturnType<typeof twinTiming>;
   try {
     const chosen = withPolicies(read.snapshot, flags.policies);
-    timing = twinTiming(chosen.updatePolicies, flags);
+    timing = twinTiming(chosen.updatePolicies, flags, read.snapshot.updatePolicies);
     snapshot = { ...chosen, updatePolicies: timing.policies };
   } catch (e) {
     if (e instanceof TimingError) throw new UsageError(e.message);
@@ -78,6 +89,8 @@ export async function runPrediction(
       standTimeoutMs: flags.standTimeoutMs,
       timeoutMs: timing.timeoutMs,
       log: (line) => err(`  ${line}`),
+      rebootMsByPool: timing.hostDownMsByPool,
+      calendar: { ...(flags.startMs === undefined ? {} : { originMs: flags.startMs }), speed: flags.speed },
     });
   } catch (e) {
     err(`nuo whatif run: ${(e as Error).message}`);
@@ -89,9 +102,18 @@ export async function runPrediction(
     const output: RunOutput = {
       ...report,
       twin: { notes: twin.notes, differences: result.twin.differences },
+      times: timing.times,
     };
     out(JSON.stringify(output, null, 2));
-  } else out(reportTable(report).trimEnd());
+  } else
+    out(
+      [
+        reportTable(report).trimEnd(),
+        '',
+        'Host times:',
+        ...timing.times.map((t) => `  ${timesLine(t)}`),
+      ].join('\n'),
+    );
   if (flags.svg !== undefined) {
     writeFileSync(flags.svg, reportSvg(report));
     err(`timeline written to ${flags.svg}`);

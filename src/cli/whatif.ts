@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { parseRfc3339 } from '../util/rfc3339.ts';
 import { readSnapshotFiles } from '../whatif/parse.ts';
 import { clusterSources, readSnapshotFrom } from '../whatif/read-cluster.ts';
 import { formatSnapshot, type Snapshot, SnapshotError, snapshotCounts } from '../whatif/snapshot.ts';
@@ -66,6 +67,7 @@ function runFlags(values: {
   'reboot-time'?: string;
   'return-time'?: string;
   speed?: string;
+  start?: string;
   'stand-timeout'?: string;
   svg?: string;
 }): RunFlags {
@@ -80,12 +82,20 @@ function runFlags(values: {
     throw new UsageError(
       `--timeout divided by --speed must be at most 50m (the twin's operator token lasts an hour), got ${values.timeout} at --speed ${speed}`,
     );
+  const startMs = values.start === undefined ? undefined : parseRfc3339(values.start);
+  if (values.start !== undefined && startMs === undefined)
+    throw new UsageError(`--start must be an RFC 3339 time (2026-11-30T01:00:00Z), got "${values.start}"`);
   return {
     format,
     timeoutMs,
     speed,
-    rebootMs: durationFlag('reboot-time', values['reboot-time'], '1m'),
-    returnMs: durationFlag('return-time', values['return-time'], '0s'),
+    ...(startMs === undefined ? {} : { startMs }),
+    ...(values['reboot-time'] !== undefined
+      ? { rebootMs: durationFlag('reboot-time', values['reboot-time'], '1m') }
+      : {}),
+    ...(values['return-time'] !== undefined
+      ? { returnMs: durationFlag('return-time', values['return-time'], '0s') }
+      : {}),
     standTimeoutMs: durationFlag('stand-timeout', values['stand-timeout'], '5m'),
     ...(values.svg !== undefined ? { svg: values.svg } : {}),
     ...(values.policies !== undefined ? { policies: values.policies } : {}),
@@ -150,7 +160,7 @@ export const whatifCommand: Command = {
     'Usage: nuo whatif snapshot [--from PATH] [-o yaml|json] [flags]',
     '       nuo whatif twin --from PATH [--timeout D]',
     '       nuo whatif run [--from PATH] [--policies FILE] [--reboot-time D] [--return-time D] [--speed N]',
-    '                      [--timeout D] [-o table|json] [--svg FILE]',
+    '                      [--start T] [--timeout D] [-o table|json] [--svg FILE]',
     '',
     'Writes a snapshot to stdout: the Nodes, Pods and their owners (Deployments, ReplicaSets,',
     'StatefulSets, DaemonSets, Jobs), PodDisruptionBudgets, PriorityClasses, Namespaces, UpdatePolicies and',
@@ -175,11 +185,14 @@ export const whatifCommand: Command = {
     "the predicted total and per-pool time, each node's timeline, drains that waited on a PDB and why,",
     'nodes that did not finish and why, pods evicted again. Exits 3 when the rollout could not finish.',
     "  --policies FILE     roll under the UpdatePolicies in FILE instead of the snapshot's",
-    '  --reboot-time D     how long a host is down for its reboot, until it boots again (default 1m)',
-    '  --return-time D     from the new boot until the node is Ready (default 0s)',
+    '  --reboot-time D     how long a host is down for its reboot, until it boots again (default: the',
+    "                      median nuo measured in the host's pool, in its UpdatePolicy's status, else 1m)",
+    '  --return-time D     from the new boot until the node is Ready (default: as measured, else 0s)',
     '  --speed N           roll the twin N times faster than real time (1 to 100, default 1): every',
     "                      policy duration and the hosts' times divided by N, every reported time",
-    '                      multiplied back; refused for a policy with maintenance windows',
+    '                      multiplied back; windows are read on a clock running N times as fast',
+    '  --start T           the time (RFC 3339) the rollout starts at, on the clock windows and',
+    '                      scheduled budgets are read on (default: now, when the operator starts)',
     '  --timeout D         how long the rollout may run (default 30m; divided by --speed, at most 50m);',
     '                      nodes unfinished then are reported with why',
     '  --stand-timeout D   how long the twin may take to stand (default 5m)',
@@ -200,6 +213,7 @@ export const whatifCommand: Command = {
         'reboot-time': { type: 'string' },
         'return-time': { type: 'string' },
         speed: { type: 'string' },
+        start: { type: 'string' },
         'stand-timeout': { type: 'string' },
         svg: { type: 'string' },
         ...kubeFlags,

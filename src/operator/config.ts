@@ -11,7 +11,9 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_NAMESPACE } from '../api/keys.ts';
 import { JOB_DEFAULTS, type JobSettings } from '../plan/job.ts';
+import { type CalendarClock, REAL_CLOCK } from '../policy/calendar-clock.ts';
 import { parseDuration } from '../util/duration.ts';
+import { parseRfc3339 } from '../util/rfc3339.ts';
 
 export interface OperatorConfig {
   /** Namespace of the Lease and the slot ledger. */
@@ -37,9 +39,15 @@ export interface OperatorConfig {
   jobImagePullPolicy: JobSettings['imagePullPolicy'];
   jobTtlSecondsAfterFinish: number;
   jobPodReplacementPolicy: JobSettings['podReplacementPolicy'];
+  /** For `nuo whatif run` only: the calendar instant windows are read at when the clock starts; empty: real time. */
+  simClockOrigin: string;
+  /** For `nuo whatif run` only: the real instant the simulated calendar starts at; empty: when the operator starts. */
+  simClockStart: string;
+  /** For `nuo whatif run` only: how many times faster than real time the simulated calendar runs. */
+  simClockSpeed: number;
 }
 
-type Kind = 'string' | 'duration' | 'bool' | 'int' | 'count';
+type Kind = 'string' | 'duration' | 'bool' | 'int' | 'count' | 'number';
 interface Field {
   key: keyof OperatorConfig;
   flag: string;
@@ -158,7 +166,35 @@ export const FIELDS: Field[] = [
     help: "run system-upgrade-controller's Plans (upgrade.cattle.io/v1) of this namespace in place, SUC's controller stopped (empty: not read)",
   },
   ...JOB_FIELDS,
+  {
+    key: 'simClockOrigin',
+    flag: 'sim-clock-origin',
+    kind: 'string',
+    default: '',
+    help: 'for nuo whatif run only: read maintenance windows and scheduled budgets on a simulated clock showing this RFC 3339 time at --sim-clock-start (empty: the real clock)',
+  },
+  {
+    key: 'simClockStart',
+    flag: 'sim-clock-start',
+    kind: 'string',
+    default: '',
+    help: 'for nuo whatif run only: the real RFC 3339 instant the simulated clock shows --sim-clock-origin (empty: when the operator starts)',
+  },
+  {
+    key: 'simClockSpeed',
+    flag: 'sim-clock-speed',
+    kind: 'number',
+    default: '1',
+    help: 'for nuo whatif run only: how many times faster than real time the simulated clock runs (1 to 1000)',
+  },
 ];
+
+/** The clock windows are read on: the simulated one the sim-clock settings give, else the real one. */
+export function calendarClock(c: OperatorConfig, started: number): CalendarClock {
+  const origin = parseRfc3339(c.simClockOrigin);
+  if (origin === undefined) return REAL_CLOCK;
+  return { origin, start: parseRfc3339(c.simClockStart) ?? started, speed: c.simClockSpeed };
+}
 
 /** The settings of every Plan's Job, from the operator's. */
 export function jobSettings(c: OperatorConfig): JobSettings {
@@ -236,6 +272,10 @@ function convert(field: Field, raw: unknown, source: string, problems: string[])
       if (/^-?\d+$/.test(text)) return Number(text);
       problems.push(`${where}: must be an integer, got "${text}"`);
       return undefined;
+    case 'number':
+      if (/^\d+(\.\d+)?$/.test(text)) return Number(text);
+      problems.push(`${where}: must be a number, got "${text}"`);
+      return undefined;
     case 'count':
       // At most an int32: the Job fields these land in are.
       if (/^\d+$/.test(text) && Number(text) <= 2 ** 31 - 1) return Number(text);
@@ -297,6 +337,14 @@ export function loadOperatorConfig({ flags = {}, env = {}, file }: ConfigSources
     if (c.planPollingIntervalMs < 1000) problems.push('plan-polling-interval: must be at least 1s');
     if (!NAMESPACE.test(c.namespace))
       problems.push(`namespace: "${c.namespace}" is not a valid namespace name`);
+    if (c.simClockOrigin !== '' && parseRfc3339(c.simClockOrigin) === undefined)
+      problems.push(`sim-clock-origin: "${c.simClockOrigin}" is not an RFC 3339 time (2026-11-27T09:00:00Z)`);
+    if (c.simClockStart !== '' && parseRfc3339(c.simClockStart) === undefined)
+      problems.push(`sim-clock-start: "${c.simClockStart}" is not an RFC 3339 time (2026-11-27T09:00:00Z)`);
+    if (c.simClockStart !== '' && c.simClockOrigin === '')
+      problems.push('sim-clock-start: needs sim-clock-origin (the time the simulated clock shows then)');
+    if (!(c.simClockSpeed >= 1 && c.simClockSpeed <= 1000))
+      problems.push(`sim-clock-speed: must be from 1 to 1000, got ${c.simClockSpeed}`);
     if (c.sucPlansNamespace !== '' && !NAMESPACE.test(c.sucPlansNamespace))
       problems.push(`suc-plans-namespace: "${c.sucPlansNamespace}" is not a valid namespace name`);
   }

@@ -24,7 +24,7 @@ import { WorkQueue } from '../kube/workqueue.ts';
 import { Notifier } from '../notify/notifier.ts';
 import { AttemptWrites } from './attempt-writes.ts';
 import { BlockerWatch } from './blocker-watch.ts';
-import { jobSettings, type OperatorConfig } from './config.ts';
+import { calendarClock, jobSettings, type OperatorConfig } from './config.ts';
 import { Decider } from './decider.ts';
 import { DoNotDisruptReads } from './do-not-disrupt.ts';
 import { DrainRunner } from './drain-runner.ts';
@@ -141,6 +141,7 @@ export class Operator {
       onRead: this.#wake.now,
     });
     this.#policies = new PolicySource({ kubeconfig, log });
+    const clock = calendarClock(c, Date.now());
     this.#plans = new PlanWatch({
       kubeconfig,
       events,
@@ -149,6 +150,7 @@ export class Operator {
       lookIntervalMs: c.blockerIntervalMs,
       job: jobSettings(c),
       log,
+      clock,
     });
     this.#optOuts = new DoNotDisruptReads({ core, log, onRead: this.#wake.now });
     this.#blockers = new BlockerWatch({
@@ -193,6 +195,7 @@ export class Operator {
       jobs: () => this.#plans.jobs.byNode(),
       planDrain: (ref, pool) => this.#plans.drain(ref, pool),
       ...(options.nodeName === undefined ? {} : { ownNode: options.nodeName }),
+      clock,
     });
     this.#drains = new DrainRunner({
       drainer: new Drainer(kubeconfig.separatePool({ requestConnections: DRAIN_CONNECTIONS })),

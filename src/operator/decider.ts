@@ -6,6 +6,7 @@
  */
 import type { V1Node } from '@kubernetes/client-node';
 import { AgentProtocol, type CoreosProtocol, type ForeignProtocol } from '../api/keys.ts';
+import type { CalendarClock } from '../policy/calendar-clock.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
 import { admissionOrder } from './admission.ts';
 import { speaking } from './agent-protocol.ts';
@@ -67,6 +68,8 @@ export interface DeciderOptions {
   kuredWant?: (policy: string, want: boolean) => void;
   /** The node this process runs on, when known: it goes last in its pool (own-node.ts). */
   ownNode?: string;
+  /** The clock windows and scheduled budgets are read on; absent: the real one. */
+  clock?: CalendarClock;
 }
 
 /** One pool's decision in a pass. */
@@ -163,6 +166,7 @@ export class Decider {
       now,
       blockers: this.#o.blockers,
       sighting: this.#o.sighting,
+      ...(this.#o.clock ? { clock: this.#o.clock } : {}),
     });
     this.#plan = plan;
     const holds = this.#o.nodeHolds(waitingNodes(plan, now), now.getTime());

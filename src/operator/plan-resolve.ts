@@ -9,6 +9,7 @@ import { type PlanGroup, planGroupOf, planRefOf, SUC_PLANS } from '../api/plan-g
 import { labelSelector, selectorText } from '../kube/selector.ts';
 import { validatePlan } from '../plan/validate.ts';
 import { planWindow } from '../plan/window.ts';
+import { type CalendarClock, calendarAt, REAL_CLOCK, realAt } from '../policy/calendar-clock.ts';
 import type { FieldError } from '../policy/field-error.ts';
 import { parseDuration } from '../util/duration.ts';
 import type { DrainSettings } from './drain-runner.ts';
@@ -61,7 +62,12 @@ const delayMs = (spec: PlanSpec) => {
  * The Plan as a pass uses it at `now`. A Plan not ready (invalid, no version yet, or of SUC's group while
  * `sucStandDown` says why SUC's controller is taken to run) starts nothing.
  */
-export function passPlan(e: PlanEntry, now: number, sucStandDown?: string): PassPlan {
+export function passPlan(
+  e: PlanEntry,
+  now: number,
+  sucStandDown?: string,
+  clock: CalendarClock = REAL_CLOCK,
+): PassPlan {
   const spec = e.plan.spec;
   const standDown = e.group === SUC_PLANS ? sucStandDown : undefined;
   const ready =
@@ -82,7 +88,7 @@ export function passPlan(e: PlanEntry, now: number, sucStandDown?: string): Pass
     ...(spec.prepare ? { runsPrepare: true } : {}),
     reboot: spec.reboot === true,
     concurrency: spec.concurrency ?? 1,
-    ...windowHold(e, now),
+    ...windowHold(e, now, clock),
     ...(standDown === undefined ? {} : { standDown }),
     completion: { labels: completionLabels(spec, version, hash), postCompleteDelayMs: delayMs(spec) },
     ...(spec.onFailure === 'Stop'
@@ -91,17 +97,21 @@ export function passPlan(e: PlanEntry, now: number, sucStandDown?: string): Pass
   };
 }
 
-/** Outside the Plan's window, its nodes wait (an attempt in progress goes on past its end, as SUC's). */
-function windowHold(e: PlanEntry, now: number): Pick<PassPlan, 'hold'> {
+/**
+ * Outside the Plan's window, read on `clock`, its nodes wait (an attempt in progress goes on past its end,
+ * as SUC's); the reason names the calendar time it opens, `until` the real instant to look again.
+ */
+function windowHold(e: PlanEntry, now: number, clock: CalendarClock): Pick<PassPlan, 'hold'> {
   if (!e.plan.spec.window) return {};
   const window = planWindow(e.plan.spec.window);
-  if (!window.ok || window.window.contains(now)) return {};
-  const next = window.window.nextChange(now);
+  const at = calendarAt(clock, now);
+  if (!window.ok || window.window.contains(at)) return {};
+  const next = window.window.nextChange(at);
   const opens = next === undefined ? '' : ` (opens ${new Date(next).toISOString()})`;
   return {
     hold: {
       reason: `waiting: outside Plan ${e.ref}'s window${opens}`,
-      ...(next === undefined ? {} : { until: next }),
+      ...(next === undefined ? {} : { until: realAt(clock, next) }),
     },
   };
 }

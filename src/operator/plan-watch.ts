@@ -9,6 +9,7 @@ import { apiVersionOf } from '../api/plan-groups.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { buildJob, buildPrepareJob, type JobSettings, type JobStage } from '../plan/job.ts';
+import { type CalendarClock, REAL_CLOCK } from '../policy/calendar-clock.ts';
 import type { PassDecision } from './decider.ts';
 import type { DrainSettings } from './drain-runner.ts';
 import type { EventRecorder } from './events.ts';
@@ -28,6 +29,8 @@ export class PlanWatch {
   readonly #statuses: PlanStatusWriter;
   readonly #job: JobSettings;
   readonly #suc: SucControllerWatch | undefined;
+  /** The clock Plans' windows are read on. */
+  readonly #clock: CalendarClock;
   /** Called when a Plan, its Jobs, or whether SUC's controller runs changes. */
   readonly #changed: (() => void)[] = [];
 
@@ -42,8 +45,11 @@ export class PlanWatch {
     /** The operator's settings of every Plan's Job. */
     job: JobSettings;
     log: KubeLog;
+    /** The clock Plans' windows are read on; absent: the real one. */
+    clock?: CalendarClock;
   }) {
     this.#job = o.job;
+    this.#clock = o.clock ?? REAL_CLOCK;
     this.source = new PlanSource({
       kubeconfig: o.kubeconfig,
       intervalMs: o.intervalMs,
@@ -95,7 +101,7 @@ export class PlanWatch {
   /** Every Plan as a pass uses it at `now`. */
   passPlans(now: number): PassPlan[] {
     const standDown = this.#suc?.standDown();
-    return this.source.entries().map((e) => passPlan(e, now, standDown));
+    return this.source.entries().map((e) => passPlan(e, now, standDown, this.#clock));
   }
 
   /** How a Plan's attempt drains its node (the pool's settings where the Plan says nothing). */
@@ -111,7 +117,7 @@ export class PlanWatch {
     this.#statuses.update(
       this.source.entries().map((entry) => ({
         entry,
-        plan: passPlan(entry, now.getTime(), this.#suc?.standDown()),
+        plan: passPlan(entry, now.getTime(), this.#suc?.standDown(), this.#clock),
         nodes,
         managed: (node: string) => managed.has(node),
         ledger,

@@ -133,19 +133,22 @@ export interface RemediationRate {
   maxPerHour: number;
   /** When the pool's nodes were last admitted for a remediation, within the last hour (ms, oldest first). */
   recent: number[];
+  /** The real length of an hour when the calendar runs faster (a whatif run's simulated clock). */
+  hourMs?: number;
 }
 
-/** The remediations of the pool within the last hour, from each node's `nuo.dev/remediated-at`. */
+/** The remediations of the pool within the last hour (`hourMs` real ms), from each node's `nuo.dev/remediated-at`. */
 export function remediationRate(
   nodes: readonly Pick<NodeView, 'remediatedAt'>[],
   maxPerHour: number,
   t: number,
+  hourMs = RATE_WINDOW_MS,
 ): RemediationRate {
   const recent = nodes
     .map((n) => ms(n.remediatedAt))
-    .filter((at) => at > t - RATE_WINDOW_MS)
+    .filter((at) => at > t - hourMs)
     .sort((a, b) => a - b);
-  return { maxPerHour, recent };
+  return { maxPerHour, recent, ...(hourMs !== RATE_WINDOW_MS ? { hourMs } : {}) };
 }
 
 /**
@@ -159,7 +162,7 @@ export function rateWait(
   const used = rate.recent.length + admittedThisPass;
   if (used < rate.maxPerHour) return undefined;
   const oldest = rate.recent[used - rate.maxPerHour];
-  const until = oldest === undefined ? undefined : oldest + RATE_WINDOW_MS;
+  const until = oldest === undefined ? undefined : oldest + (rate.hourMs ?? RATE_WINDOW_MS);
   return {
     reason: `waiting: remediation rate limit (${rate.maxPerHour} an hour in the pool, counted by ${Annotations.remediatedAt})${until === undefined ? '' : `; next after ${new Date(until).toISOString()}`}`,
     ...(until === undefined ? {} : { until }),

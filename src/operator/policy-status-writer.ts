@@ -12,6 +12,7 @@ import { mergePatch } from '../kube/patch.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import type { Notifier } from '../notify/notifier.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
+import { AttemptClock, type AttemptSample } from './attempt-durations.ts';
 import type { PassDecision } from './decider.ts';
 import type { EventRecorder } from './events.ts';
 import type { OperatorMetrics } from './metrics.ts';
@@ -28,6 +29,10 @@ export class PolicyStatusWriter {
   /** The status last written for each policy (by uid and generation): compared before the next write. */
   readonly #written = new Map<string, { key: string; status: UpdatePolicyStatus }>();
   readonly #writing = new Set<string>();
+  /** The phases each node entered in its attempt, measured as attempts complete. */
+  readonly #attempts = new AttemptClock();
+  /** Attempts measured per policy, not yet in a status written. */
+  readonly #samples = new Map<string, AttemptSample[]>();
 
   constructor(o: {
     kubeconfig: PooledKubeConfig;
@@ -45,6 +50,7 @@ export class PolicyStatusWriter {
 
   /** Each policy's status after this pass, written in the background where it changed. */
   update(decision: PassDecision, policies: readonly PolicyEntry[], now: Date): void {
+    this.#measure(decision);
     for (const entry of policies) {
       if (this.#writing.has(entry.name)) continue;
       const pool = decision.pools.find((p) => p.pool.name === entry.name);
@@ -53,10 +59,35 @@ export class PolicyStatusWriter {
       const key = `${entry.uid}/${entry.generation}`;
       const written = this.#written.get(entry.name);
       const known = written?.key === key ? { ...entry, status: written.status } : entry;
-      const status = policyStatus({ entry: known, ...(pool ? { pool } : {}), conflicts, completed, now });
+      const samples = this.#samples.get(entry.name) ?? [];
+      const status = policyStatus({
+        entry: known,
+        ...(pool ? { pool } : {}),
+        conflicts,
+        completed,
+        samples,
+        now,
+      });
       this.#tellBlocked(entry, status, now);
       if (!statusChanged(known.status, status)) continue;
-      this.#write(entry, key, status, known.status);
+      this.#write(entry, key, status, known.status, samples.length);
+    }
+  }
+
+  /** Measures the attempts completing in this pass, each for its pool's next status. */
+  #measure(decision: PassDecision): void {
+    const completing = new Set(decision.actions.filter((a) => a.type === 'complete').map((a) => a.node));
+    const measured = this.#attempts.observe(
+      decision.pools.flatMap((p) => p.pool.nodes),
+      completing,
+    );
+    for (const { pool } of decision.pools) {
+      const samples = pool.nodes.flatMap((n) => {
+        const s = measured.get(n.name);
+        return s ? [s] : [];
+      });
+      if (samples.length > 0)
+        this.#samples.set(pool.name, [...(this.#samples.get(pool.name) ?? []), ...samples]);
     }
   }
 
@@ -74,7 +105,13 @@ export class PolicyStatusWriter {
   }
 
   /** Writes `status` over `previous` (what was read or last written), and tells what changed in an Event. */
-  #write(entry: PolicyEntry, key: string, status: UpdatePolicyStatus, previous?: UpdatePolicyStatus): void {
+  #write(
+    entry: PolicyEntry,
+    key: string,
+    status: UpdatePolicyStatus,
+    previous: UpdatePolicyStatus | undefined,
+    samples: number,
+  ): void {
     const name = entry.name;
     this.#writing.add(name);
     this.#api
@@ -90,6 +127,7 @@ export class PolicyStatusWriter {
       )
       .then(() => {
         this.#written.set(name, { key, status });
+        this.#samples.set(name, (this.#samples.get(name) ?? []).slice(samples));
         this.#metrics?.policyStatusWrites.inc();
         const event = blockedEvent(previous, status);
         if (event) this.#events.policy(entry, event.type, event.reason, event.message);

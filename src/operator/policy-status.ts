@@ -7,6 +7,7 @@
 import { PHASES, Phase } from '../api/phases.ts';
 import type { Condition, RolloutStatus, UpdatePolicyStatus } from '../api/update-policy.ts';
 import { DRAIN_WAITING } from '../drain/pdb-hold.ts';
+import { type AttemptSample, addSamples } from './attempt-durations.ts';
 import type { Decision } from './decide.ts';
 import type { PolicyEntry } from './policies.ts';
 import type { Pool, PoolRollout } from './pool-plan.ts';
@@ -25,6 +26,8 @@ export interface StatusInput {
   conflicts: [string, string[]][];
   /** A node of the pool completed its attempt in this pass. */
   completed: boolean;
+  /** Attempts of the pool measured since its status was last written (attempt-durations.ts). */
+  samples?: readonly AttemptSample[];
   now: Date;
 }
 
@@ -166,6 +169,7 @@ export function policyStatus(input: StatusInput): UpdatePolicyStatus {
   const lastCompletion = input.completed ? now.toISOString() : previous.lastCompletion;
   const hold = pool?.pool.hold;
   const rollout = rolloutStatus(pool?.pool.rollout);
+  const durations = addSamples(previous.durations, input.samples ?? []);
   return {
     observedGeneration: entry.generation,
     conditions,
@@ -179,6 +183,7 @@ export function policyStatus(input: StatusInput): UpdatePolicyStatus {
       : {}),
     ...(lastCompletion ? { lastCompletion } : {}),
     ...(rollout ? { rollout } : {}),
+    ...(durations ? { durations } : {}),
     ...(entry.resumed
       ? {
           resumed: {

@@ -11,10 +11,10 @@
  */
 
 import { AgentProtocol, type CoreosProtocol, isCoreosProtocol } from '../api/keys.ts';
+import { type CalendarClock, REAL_CLOCK, windowStateOn } from '../policy/calendar-clock.ts';
 import { firstFailing, type HealthReading } from '../policy/health-checks.ts';
 import { assignPools } from '../policy/pools.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
-import { windowState } from '../policy/windows.ts';
 import { speaking } from './agent-protocol.ts';
 import { budgetSlots } from './budget.ts';
 import type { DecideConfig } from './decide.ts';
@@ -25,7 +25,7 @@ import type { Ledger } from './ledger.ts';
 import { inPool, poolOf } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import type { PolicyEntry, PolicyState } from './policies.ts';
-import { policyReading, remediationRate } from './policy-need.ts';
+import { policyReading, RATE_WINDOW_MS, remediationRate } from './policy-need.ts';
 import { activeBudgets } from './reason-budgets.ts';
 import {
   nextRollout,
@@ -174,12 +174,13 @@ export function policyHold(
   now: Date,
   blockers?: PolicyBlockers,
   rollout?: RolloutHold,
+  clock: CalendarClock = REAL_CLOCK,
 ): PoolHold | undefined {
   if (p.paused) return { code: 'Paused', reason: `waiting: UpdatePolicy ${p.name} is paused` };
   if (rollout) return rollout;
   const circuit = circuitHold(p, nodes);
   if (circuit) return circuit;
-  const window = windowState(p.windows, now);
+  const window = windowStateOn(clock, p.windows, now);
   if (!window.open) {
     return {
       code: 'OutsideWindow',
@@ -347,6 +348,7 @@ function policyPool(
   blockers: PolicyBlockers | undefined,
   sighting: (protocol: CoreosProtocol) => OperatorSighting | undefined,
   ledger: Ledger,
+  clock: CalendarClock,
 ): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
   if (!resolved) return undefined;
@@ -365,6 +367,7 @@ function policyPool(
           now,
           blockers,
           rollout.settings && rolloutHold(rollout.record, rollout.settings, entry.name, now.getTime()),
+          clock,
         )
       : {
           code: 'InvalidSpec',
@@ -374,7 +377,7 @@ function policyPool(
   const cap = rollout.settings && waveCap(rollout.record, rollout.settings);
   if (cap) config.slotCaps = [cap];
   if (resolved.budgets.length > 0) {
-    const budgets = activeBudgets(resolved.budgets, nodes.length, now);
+    const budgets = activeBudgets(resolved.budgets, nodes.length, now, clock);
     config.reasonBudgets = budgets.active;
     if (budgets.changesAt !== undefined) config.reasonBudgetsChangeAt = budgets.changesAt;
   }
@@ -392,7 +395,12 @@ function policyPool(
     );
   }
   if (resolved.remediation)
-    config.remediationRate = remediationRate(nodes, resolved.remediation.maxPerHour, now.getTime());
+    config.remediationRate = remediationRate(
+      nodes,
+      resolved.remediation.maxPerHour,
+      now.getTime(),
+      RATE_WINDOW_MS / clock.speed,
+    );
   return {
     ...pool(entry.name, config, spoken, hold, entry),
     ...(rollout.settings || rollout.changed ? { rollout } : {}),
@@ -450,6 +458,8 @@ export function planPools(input: {
   blockers?: (policy: string) => PolicyBlockers | undefined;
   /** What nuo saw of CLUO's and FLUO's own update-operator; absent: not looked yet. */
   sighting?: (protocol: CoreosProtocol) => OperatorSighting | undefined;
+  /** The clock windows and scheduled budgets are read on; absent: the real one. */
+  clock?: CalendarClock;
 }): PoolPlan {
   const { state, ledger, now, paused } = input;
   const holding = (name: string) => poolOf(ledger, name);
@@ -492,6 +502,7 @@ export function planPools(input: {
       input.blockers?.(entry.name),
       input.sighting ?? (() => undefined),
       ledger,
+      input.clock ?? REAL_CLOCK,
     );
     if (made) pools.push(made);
     byPool.delete(entry.name);

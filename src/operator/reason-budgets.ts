@@ -5,8 +5,8 @@
  * hold it. Pure.
  */
 import type { AttemptReason } from '../api/update-policy.ts';
+import { type CalendarClock, REAL_CLOCK, windowStateOn } from '../policy/calendar-clock.ts';
 import type { ResolvedBudget } from '../policy/resolve.ts';
-import { windowState } from '../policy/windows.ts';
 import { budgetSlots } from './budget.ts';
 import { nextPlan } from './need.ts';
 import type { NodeView } from './node-view.ts';
@@ -30,16 +30,17 @@ export function attemptReason(n: NodeView, t: number): AttemptReason {
   return 'Reboot';
 }
 
-/** The budgets whose windows are open at `now`, sized for a pool of `poolSize`, and when that changes. */
+/** The budgets whose windows are open at `now` (read on `clock`), sized for a pool of `poolSize`, and when that changes. */
 export function activeBudgets(
   budgets: readonly ResolvedBudget[],
   poolSize: number,
   now: Date,
+  clock: CalendarClock = REAL_CLOCK,
 ): { active: ActiveBudget[]; changesAt?: number } {
   let changesAt = Number.POSITIVE_INFINITY;
   const active: ActiveBudget[] = [];
   for (const b of budgets) {
-    const state = windowState(b.windows, now);
+    const state = windowStateOn(clock, b.windows, now);
     if (state.changesAt) changesAt = Math.min(changesAt, state.changesAt.getTime());
     if (!state.open) continue;
     active.push({

@@ -19,13 +19,15 @@ import { Phase } from '../api/phases.ts';
 import { readClusterState } from '../cli/cluster-state.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { explainNode } from '../operator/explain.ts';
-import { resolvePolicy } from '../policy/resolve.ts';
+import { type CalendarClock, calendarAt, REAL_CLOCK } from '../policy/calendar-clock.ts';
+import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';
 import { pollUntil } from '../util/poll.ts';
 import type { UpdatePolicyObject } from '../whatif/objects.ts';
 import type { ObservedEviction, ObservedNode, RunObservations } from '../whatif/observations.ts';
 import type { Snapshot } from '../whatif/snapshot.ts';
 import type { Twin } from '../whatif/twin.ts';
+import { openStretches } from '../whatif/windows-used.ts';
 import { ZONE_LABEL } from '../whatif/workloads.ts';
 import { readAuditLog } from './cluster/audit.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
@@ -44,11 +46,18 @@ export const OPERATOR_USER = `system:serviceaccount:${DEFAULT_NAMESPACE}:${OPERA
 export interface RunOptions {
   /** How long a simulated host is down for its reboot. */
   rebootMs: number;
+  /** How long a host of each pool (UpdatePolicy) is down, where it differs from `rebootMs`. */
+  rebootMsByPool?: Record<string, number>;
   /** How long the twin may take to stand as its snapshot did. */
   standTimeoutMs: number;
   /** How long the rollout may run; nodes unfinished then are reported with why. */
   timeoutMs: number;
   log: (line: string) => void;
+  /**
+   * The simulated clock the operator reads windows on: showing `originMs` (default: the real time) when
+   * it starts, `speed` times as fast as real time. Absent: the real clock.
+   */
+  calendar?: { originMs?: number; speed: number };
 }
 
 export interface RunResult {
@@ -147,9 +156,11 @@ export async function rollCluster(
     const r = resolvePolicy(p);
     return r.ok ? [r.policy] : [];
   });
+  const listed = (await core.listNode()).items;
   const fleet = new Fleet(cluster, {
     rebootMs: options.rebootMs,
-    budget: policyBudgets(resolved, (await core.listNode()).items),
+    rebootMsByNode: rebootsByNode(listed, resolved, options.rebootMsByPool ?? {}),
+    budget: policyBudgets(resolved, listed),
     // A node NotReady in the snapshot is down: rebooted, it stays down.
     behaviours: Object.fromEntries(notReady.map((n) => [n, RebootBehaviour.neverReturns])),
   });
@@ -182,7 +193,8 @@ export async function rollCluster(
   try {
     await Promise.all([nodes.start(), podInformer.start()]);
     await fleet.start();
-    fleet.startOperator('whatif', [`--kubeconfig=${operatorConfig}`]);
+    const clock = operatorClock(options.calendar, Date.now());
+    fleet.startOperator('whatif', [`--kubeconfig=${operatorConfig}`, ...simClockFlags(clock)]);
     options.log(`operator and ${fleet.hosts.size} simulated hosts started; updates staged on every node`);
     phases.t0 = Date.now();
     fleet.stageUpdates();
@@ -216,7 +228,8 @@ export async function rollCluster(
         .map((n) => n.metadata?.name ?? ''),
     );
     const now = new Date();
-    const state = await readClusterState(kubeconfig, DEFAULT_NAMESPACE, now);
+    const state = await readClusterState(kubeconfig, DEFAULT_NAMESPACE, now, undefined, clock);
+    const calendar = (ms: number) => calendarAt(clock, phases.t0 + ms);
     await fleet.stop();
     const evictions = await readEvictions(cluster, operatorConfig, phases.t0, pods);
     const poolOf = new Map(state.plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));
@@ -254,7 +267,7 @@ export async function rollCluster(
         explain,
         windows:
           windows && (windows.windows.length > 0 || windows.exclusions.length > 0)
-            ? starts.map((p) => windowState(windows, new Date(phases.t0 + p.atMs)).reason)
+            ? starts.map((p) => windowState(windows, new Date(calendar(p.atMs))).reason)
             : [],
       };
     });
@@ -280,11 +293,49 @@ export async function rollCluster(
           : {}),
       })),
       violations: fleet.checker.violations.map((v) => `${v.rule}: ${v.detail}`),
+      calendarStartMs: calendar(0),
+      windowStretches: resolved.flatMap((p) =>
+        p.windows.windows.length > 0 || p.windows.exclusions.length > 0
+          ? [{ pool: p.name, stretches: openStretches(p.windows, calendar(0), calendar(elapsedMs)) }]
+          : [],
+      ),
     };
   } finally {
     await fleet.stop();
     await Promise.all([nodes.stop(), podInformer.stop()]);
   }
+}
+
+/** Each node's reboot time, its pool's (the first policy that selects it), where one is given. */
+function rebootsByNode(
+  nodes: readonly V1Node[],
+  policies: readonly ResolvedPolicy[],
+  byPool: Readonly<Record<string, number>>,
+): Record<string, number> {
+  return Object.fromEntries(
+    nodes.flatMap((n) => {
+      const pool = policies.find((p) => p.selects(n.metadata?.labels ?? {}))?.name;
+      const ms = pool === undefined ? undefined : byPool[pool];
+      return ms === undefined ? [] : [[n.metadata?.name ?? '', ms] as const];
+    }),
+  );
+}
+
+/** The clock the twin's operator reads windows on, started at `start`: the real one without a calendar. */
+function operatorClock(calendar: RunOptions['calendar'], start: number): CalendarClock {
+  if (!calendar || (calendar.originMs === undefined && calendar.speed === 1)) return REAL_CLOCK;
+  return { origin: calendar.originMs ?? start, start, speed: calendar.speed };
+}
+
+/** The operator's flags for `clock` (config.ts's sim-clock settings); none for the real clock. */
+function simClockFlags(clock: CalendarClock): string[] {
+  if (clock === REAL_CLOCK) return [];
+  const iso = (ms: number) => new Date(ms).toISOString();
+  return [
+    `--sim-clock-origin=${iso(clock.origin)}`,
+    `--sim-clock-start=${iso(clock.start)}`,
+    `--sim-clock-speed=${clock.speed}`,
+  ];
 }
 
 /**

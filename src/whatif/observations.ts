@@ -72,4 +72,11 @@ export interface RunObservations {
   pdbs: ObservedPdb[];
   /** Safety rules the independent checker saw broken in the twin. */
   violations: string[];
+  /**
+   * The (simulated) calendar instant the rollout started at, epoch ms: the operator read windows on a
+   * calendar showing it then. Absent: not recorded.
+   */
+  calendarStartMs?: number;
+  /** Per pool with maintenance windows, its open stretches that overlapped the run, in calendar epoch ms. */
+  windowStretches?: { pool: string; stretches: { opens?: number; closes?: number }[] }[];
 }

@@ -14,8 +14,31 @@ export function formatMs(ms: number | undefined): string {
 function headline(r: WhatifReport): string {
   const speed = r.speed ? `; simulated ${r.speed}× faster, times mapped back` : '';
   const reboot = `each host down ${formatMs(r.rebootMs)} for its reboot${speed}`;
-  if (r.finished) return `Rollout finished in ${formatMs(r.totalMs)} (${reboot}).`;
-  return `Rollout did not finish: ${r.stuck.length} of ${r.nodes.length} node(s) unfinished after ${formatMs(r.elapsedMs)} (${reboot}).`;
+  const line = r.finished
+    ? `Rollout finished in ${formatMs(r.totalMs)} (${reboot}).`
+    : `Rollout did not finish: ${r.stuck.length} of ${r.nodes.length} node(s) unfinished after ${formatMs(r.elapsedMs)} (${reboot}).`;
+  return r.startsAt === undefined
+    ? line
+    : `${line}\nStarted at ${r.startsAt} (the clock windows were read on).`;
+}
+
+/** "2026-11-23T09:20:00.000Z" → "2026-11-23 09:20:00". */
+const clock = (iso: string | undefined) =>
+  iso === undefined ? '-' : iso.replace('T', ' ').replace(/\.\d+Z$/, '');
+
+function windowsPart(r: WhatifReport): string | undefined {
+  const used = (r.windowsUsed ?? []).map(
+    (w) =>
+      `  ${w.pool}: ${w.opens ? clock(w.opens) : 'open before the run'} to ${w.closes ? clock(w.closes) : 'no end'}: ${w.nodes.join(', ')}`,
+  );
+  const states = r.windows.map((w) => `  ${w.pool}: ${w.windows.join('; ')}`);
+  if (used.length === 0 && states.length === 0) return undefined;
+  return [
+    'Windows used:',
+    ...used,
+    ...(used.length && states.length ? ['  attempts began:'] : []),
+    ...states,
+  ].join('\n');
 }
 
 export function reportTable(r: WhatifReport): string {
@@ -35,9 +58,21 @@ export function reportTable(r: WhatifReport): string {
       ]),
     );
   }
+  const at = r.startsAt !== undefined;
   parts.push(
     table([
-      ['NODE', 'POOL', 'ZONE', 'WAVE', 'START', 'DRAINED', 'REBOOT', 'FINISH', 'ATTEMPTS'],
+      [
+        'NODE',
+        'POOL',
+        'ZONE',
+        'WAVE',
+        'START',
+        'DRAINED',
+        'REBOOT',
+        'FINISH',
+        'ATTEMPTS',
+        ...(at ? ['STARTED AT', 'FINISHED AT'] : []),
+      ],
       ...r.nodes.map((n) => [
         n.name,
         n.pool ?? '-',
@@ -48,6 +83,7 @@ export function reportTable(r: WhatifReport): string {
         formatMs(n.rebootMs),
         n.finished ? formatMs(n.finishMs) : 'never',
         String(n.attempts.length),
+        ...(at ? [clock(n.startAt), clock(n.finishAt)] : []),
       ]),
     ]),
   );
@@ -90,8 +126,8 @@ export function reportTable(r: WhatifReport): string {
         ),
       ].join('\n'),
     );
-  if (r.windows.length > 0)
-    parts.push(['Windows used:', ...r.windows.map((w) => `  ${w.pool}: ${w.windows.join('; ')}`)].join('\n'));
+  const windows = windowsPart(r);
+  if (windows) parts.push(windows);
   if (r.violations.length > 0)
     parts.push(
       ['Safety rules the independent checker saw broken:', ...r.violations.map((v) => `  ${v}`)].join('\n'),

@@ -11,6 +11,7 @@ import type {
   ObservedPhase,
   RunObservations,
 } from './observations.ts';
+import { inStretch } from './windows-used.ts';
 
 /** Attempts that start within this long of the one before belong to one wave (one pass admits them). */
 export const WAVE_GAP_MS = 2000;
@@ -31,6 +32,20 @@ export interface NodeLine {
   /** Each attempt, from its start to its end (none: still in it when the run ended). */
   attempts: { startMs: number; endMs?: number }[];
   finished: boolean;
+  /** startMs and finishMs on the run's (simulated) calendar, when it was recorded. */
+  startAt?: string;
+  finishAt?: string;
+}
+
+/** A window stretch in which attempts began, on the run's calendar (RFC 3339). */
+export interface WindowUsed {
+  pool: string;
+  /** Absent: open since before the run could tell. */
+  opens?: string;
+  /** Absent: never closes. */
+  closes?: string;
+  /** The nodes with an attempt that began in it. */
+  nodes: string[];
 }
 
 export interface PoolLine {
@@ -87,6 +102,10 @@ export interface WhatifReport {
   evictedAgain: EvictedAgain[];
   /** Per pool, whether its windows were open at each attempt's start (empty: it has none). */
   windows: { pool: string; windows: string[] }[];
+  /** The calendar instant the rollout started at (RFC 3339): --start, on the simulated clock. */
+  startsAt?: string;
+  /** The window stretches attempts began in, per pool, in order (with startsAt). */
+  windowsUsed?: WindowUsed[];
   violations: string[];
 }
 
@@ -226,8 +245,37 @@ function stuckWhy(n: ObservedNode, waits: readonly DrainWait[]): string[] {
   return why;
 }
 
+/** The stretches of each pool's windows in which attempts of its nodes began. */
+export function windowsUsed(o: RunObservations, lines: readonly NodeLine[]): WindowUsed[] {
+  const start = o.calendarStartMs;
+  if (start === undefined) return [];
+  const iso = (ms: number | undefined) => (ms === undefined ? {} : { at: new Date(ms).toISOString() });
+  return (o.windowStretches ?? []).flatMap(({ pool, stretches }) =>
+    stretches.flatMap((s): WindowUsed[] => {
+      const nodes = lines
+        .filter((l) => l.pool === pool && l.attempts.some((a) => inStretch(s, start + a.startMs)))
+        .map((l) => l.name);
+      if (nodes.length === 0) return [];
+      const opens = iso(s.opens).at;
+      const closes = iso(s.closes).at;
+      return [{ pool, ...(opens ? { opens } : {}), ...(closes ? { closes } : {}), nodes }];
+    }),
+  );
+}
+
+/** The line with its start and finish on the run's calendar. */
+function onCalendar(l: NodeLine, start: number | undefined): NodeLine {
+  if (start === undefined) return l;
+  const at = (ms: number | undefined) => (ms === undefined ? undefined : new Date(start + ms).toISOString());
+  const startAt = at(l.startMs);
+  const finishAt = at(l.finishMs);
+  return { ...l, ...(startAt ? { startAt } : {}), ...(finishAt ? { finishAt } : {}) };
+}
+
 export function buildReport(o: RunObservations): WhatifReport {
-  const lines = o.nodes.map(nodeLine).sort((a, b) => a.name.localeCompare(b.name));
+  const lines = o.nodes
+    .map((n) => onCalendar(nodeLine(n), o.calendarStartMs))
+    .sort((a, b) => a.name.localeCompare(b.name));
   const grouped = waves(lines);
   const waveOf = new Map(grouped.flatMap((w) => w.nodes.map((n) => [n, w.wave] as const)));
   for (const l of lines) {
@@ -268,6 +316,9 @@ export function buildReport(o: RunObservations): WhatifReport {
       .map((n) => ({ node: n.name, why: stuckWhy(n, waits) })),
     evictedAgain: evictedAgain(o.evictions),
     windows: windows.filter((w) => w.windows.length > 0),
+    ...(o.calendarStartMs !== undefined
+      ? { startsAt: new Date(o.calendarStartMs).toISOString(), windowsUsed: windowsUsed(o, lines) }
+      : {}),
     violations: o.violations,
   };
 }

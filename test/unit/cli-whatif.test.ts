@@ -32,6 +32,10 @@ test('nuo whatif: bad input exits 2 with a message that names the problem', () =
     },
     { args: ['run', '--from', dir, '--speed', '0.5'], message: /--speed must be a number from 1 to 100/ },
     {
+      args: ['run', '--from', dir, '--start', 'Monday'],
+      message: /--start must be an RFC 3339 time \(2026-11-30T01:00:00Z\), got "Monday"/,
+    },
+    {
       args: ['run', '--from', dir, '--speed', '10', '--timeout', '10h'],
       message: /--timeout divided by --speed must be at most 50m/,
     },
@@ -54,26 +58,6 @@ test('nuo whatif: bad input exits 2 with a message that names the problem', () =
     assert.match(r.stderr, c.message);
     assert.equal(r.stdout, '');
   }
-});
-
-test('nuo whatif run --speed refuses a policy with maintenance windows before starting anything', () => {
-  const dump = join(dir, 'windows');
-  mkdirSync(dump);
-  const windowed = {
-    apiVersion: 'nuo.dev/v1alpha1',
-    kind: 'UpdatePolicy',
-    metadata: { name: 'nightly' },
-    spec: { windows: { weekly: [{ days: ['Mon'], start: '01:00', end: '05:00' }] } },
-  };
-  writeFileSync(
-    join(dump, 'all.json'),
-    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [rawNode('n1', 'a'), windowed] }),
-  );
-  const r = nuo('run', '--from', dump, '--speed', '10');
-  assert.equal(r.status, 2, r.stderr);
-  assert.match(r.stderr, /UpdatePolicy nightly has maintenance windows: .*--speed 1/);
-  assert.doesNotMatch(r.stderr, /rolling the twin/);
-  assert.equal(r.stdout, '');
 });
 
 test('nuo whatif snapshot --from a kubectl dump writes the cut-down snapshot, drops Secrets and says so', () => {

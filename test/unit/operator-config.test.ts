@@ -3,8 +3,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { jobSettings, loadOperatorConfig, movedSetting } from '../../src/operator/config.ts';
+import { calendarClock, jobSettings, loadOperatorConfig, movedSetting } from '../../src/operator/config.ts';
 import { JOB_DEFAULTS } from '../../src/plan/job.ts';
+import { REAL_CLOCK } from '../../src/policy/calendar-clock.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nuo-config-test-'));
 const file = (name: string, text: string) => {
@@ -28,6 +29,9 @@ test('defaults: the ledger in nuo-system, not paused, 50 evictions in flight, bl
     jobImagePullPolicy: 'IfNotPresent',
     jobTtlSecondsAfterFinish: 900,
     jobPodReplacementPolicy: 'TerminatingOrFailed',
+    simClockOrigin: '',
+    simClockStart: '',
+    simClockSpeed: 1,
   });
 });
 
@@ -183,4 +187,26 @@ test('bad Job settings are each refused by the name written, at once', () => {
       return true;
     },
   );
+});
+
+test('the simulated clock (nuo whatif run only): origin, start and speed, else the real clock', () => {
+  const started = Date.parse('2026-11-27T14:00:00Z');
+  assert.equal(calendarClock(loadOperatorConfig({}), started), REAL_CLOCK, 'no origin: the real clock');
+  const flags = { 'sim-clock-origin': '2026-11-23T09:00:00+01:00', 'sim-clock-speed': '60' };
+  assert.deepEqual(calendarClock(loadOperatorConfig({ flags }), started), {
+    origin: Date.parse('2026-11-23T08:00:00Z'),
+    start: started,
+    speed: 60,
+  });
+  const pinned = loadOperatorConfig({ flags: { ...flags, 'sim-clock-start': '2026-11-27T13:59:00.500Z' } });
+  assert.equal(calendarClock(pinned, started).start, Date.parse('2026-11-27T13:59:00.500Z'));
+  const bad: Array<[Record<string, string>, RegExp]> = [
+    [{ 'sim-clock-origin': 'Monday 9am' }, /sim-clock-origin: "Monday 9am" is not an RFC 3339 time/],
+    [{ 'sim-clock-origin': '2026-11-23' }, /sim-clock-origin: "2026-11-23" is not an RFC 3339 time/],
+    [{ 'sim-clock-start': '2026-11-23T09:00:00Z' }, /sim-clock-start: needs sim-clock-origin/],
+    [{ 'sim-clock-speed': '0.5' }, /sim-clock-speed: must be from 1 to 1000, got 0.5/],
+    [{ 'sim-clock-speed': 'fast' }, /flag sim-clock-speed: must be a number, got "fast"/],
+  ];
+  for (const [f, message] of bad)
+    assert.throws(() => loadOperatorConfig({ flags: f }), message, JSON.stringify(f));
 });

@@ -169,6 +169,23 @@ test('passPlan: outside its window the Plan holds its nodes until the window ope
     t,
   );
   assert.equal(open.hold, undefined);
+  // On a simulated clock showing Thursday 00:30 now, 60 times as fast: it opens in half a real minute.
+  const clock = { origin: Date.parse('2026-11-26T00:30:00Z'), start: t, speed: 60 };
+  const sim = passPlan(
+    entry(spec({ window: { days: ['thursday'], startTime: '01:00', endTime: '03:00', timeZone: 'UTC' } })),
+    t,
+    undefined,
+    clock,
+  );
+  assert.match(sim.hold?.reason ?? '', /\(opens 2026-11-26T01:00:00.000Z\)/);
+  assert.equal(sim.hold?.until, t + 30_000);
+  const inside = passPlan(
+    entry(spec({ window: { days: ['thursday'], startTime: '01:00', endTime: '03:00', timeZone: 'UTC' } })),
+    t + 60_000,
+    undefined,
+    clock,
+  );
+  assert.equal(inside.hold, undefined, 'a real minute on, 01:30 on the simulated clock: open');
 });
 
 test("passPlan: onFailure Stop carries the Plan's generation and its status's failures; Retry (the default) none", () => {

@@ -120,6 +120,10 @@ test('the rate limit counts the pool’s remediations within the hour, and those
     if (until === 'none') assert.equal(wait, undefined, what);
     else assert.equal(wait?.until, until, what);
   }
+  // On a calendar 60 times as fast an hour is a real minute: only the one 10 s ago counts, until it leaves it.
+  const sim = remediationRate([at(30), { remediatedAt: new Date(t - 10_000) }], 1, t, MIN);
+  assert.deepEqual(sim, { maxPerHour: 1, recent: [t - 10_000], hourMs: MIN });
+  assert.equal(rateWait(sim, 0)?.until, t - 10_000 + MIN);
   const passOnly = rateWait({ maxPerHour: 1, recent: [] }, 1);
   assert.match(passOnly?.reason ?? '', /^waiting: remediation rate limit \(1 an hour in the pool/);
   assert.equal(passOnly?.until, undefined, 'taken this pass: the next pass knows when');

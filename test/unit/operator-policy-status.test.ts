@@ -236,3 +236,32 @@ test('Progressing names a drain that PodDisruptionBudgets hold, with what holds 
     `2 node(s) in an attempt, 0 waiting; c is ${reason}`,
   );
 });
+
+test('durations: attempts measured add to the status kept; none measured changes nothing', () => {
+  const e = entry({});
+  const measured = policyStatus({
+    entry: e,
+    conflicts: [],
+    completed: true,
+    samples: [{ drainSeconds: 12, rebootSeconds: 61, returnSeconds: 3 }],
+    now: NOW,
+  });
+  assert.deepEqual(measured.durations, {
+    samples: 1,
+    drainSeconds: [12],
+    rebootSeconds: [61],
+    returnSeconds: [3],
+    drainP50Seconds: 12,
+    rebootP50Seconds: 61,
+    returnP50Seconds: 3,
+  });
+  const later = policyStatus({
+    entry: { ...e, status: measured },
+    conflicts: [],
+    completed: false,
+    now: NOW,
+  });
+  assert.deepEqual(later.durations, measured.durations, 'kept from the status before');
+  assert.equal(statusChanged(measured, later), false);
+  assert.equal(pass(e).status.durations, undefined, 'nothing measured yet: none');
+});

@@ -152,6 +152,18 @@ test("a pool's hold: paused, or outside its window until it opens", () => {
     new Date('2026-11-21T03:00:00Z'),
   );
   assert.equal(hold(open, 'workers'), undefined);
+  // On a simulated clock showing Saturday 01:00 now, 60 times as fast: it opens in one real minute.
+  const clock = { origin: Date.parse('2026-11-21T01:00:00Z'), start: NOW.getTime(), speed: 60 };
+  const sim = planPools({
+    state: state(closed.pools.map((p) => p.policy as PolicyEntry)),
+    paused: false,
+    nodes,
+    ledger: empty,
+    now: NOW,
+    clock,
+  });
+  assert.match(hold(sim, 'workers')?.reason ?? '', /next opens 2026-11-21T02:00:00.000Z/);
+  assert.equal(hold(sim, 'workers')?.until, NOW.getTime() + 60_000);
 });
 
 test("the operator's cluster-wide pause is every pool's", () => {

@@ -31,7 +31,7 @@ test('attemptReason: a Plan it applies, its own need or a request, else what its
   for (const [what, n, want] of cases) assert.equal(attemptReason(n, t), want, what);
 });
 
-test('activeBudgets: open windows only, sized for the pool; when that changes', () => {
+test('activeBudgets: open windows only, sized for the pool; when that changes; on a simulated clock too', () => {
   const resolved = resolvePolicy({
     metadata: { name: 'p', generation: 1 },
     spec: {
@@ -62,6 +62,14 @@ test('activeBudgets: open windows only, sized for the pool; when that changes', 
     ],
   );
   assert.equal(changesAt, Date.parse('2026-11-21T23:59:00Z'), "Saturday's window ends first");
+  // On a simulated clock showing Monday 08:00 now, 60 times as fast: the weekday budget opens in 1 real minute.
+  const monday = { origin: Date.parse('2026-11-23T08:00:00Z'), start: t, speed: 60 };
+  const sim = activeBudgets(resolved.policy.budgets, 10, NOW, monday);
+  assert.deepEqual(
+    sim.active.map((b) => b.name),
+    ['always'],
+  );
+  assert.equal(sim.changesAt, t + 60_000, 'the weekday window opens at 09:00 simulated, a real minute on');
 });
 
 test('a budget whose windows are malformed makes the policy invalid, naming the budget', () => {

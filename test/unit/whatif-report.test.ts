@@ -292,3 +292,43 @@ test('reportSvg: a row per node with its bars, wave lines, reasons in tooltips, 
   assert.equal([...svg.matchAll(/<line class="wave" data-wave="\d+"/g)].length, 2);
   assert.ok(!/<[^>]*<(?!\/?\w)/.test(svg), 'no stray < inside a tag');
 });
+
+test('buildReport on a calendar: start and finish at calendar times, the window stretches attempts began in', () => {
+  // The rollout began at 09:10 on the calendar; a began at +6 s (in 09:00-09:20), b at +0.2 s and again
+  // at +20 s (d never began one); the stretch 10:00-10:20 saw no attempt begin and is not listed.
+  const start = Date.parse('2026-11-23T09:10:00Z');
+  const o: RunObservations = {
+    ...observations(),
+    calendarStartMs: start,
+    windowStretches: [
+      {
+        pool: 'main',
+        stretches: [
+          { opens: Date.parse('2026-11-23T09:00:00Z'), closes: start + 10_000 },
+          { opens: start + 15_000, closes: start + 25_000 },
+          { opens: Date.parse('2026-11-23T10:00:00Z'), closes: Date.parse('2026-11-23T10:20:00Z') },
+        ],
+      },
+    ],
+  };
+  const r = buildReport(o);
+  assert.equal(r.startsAt, '2026-11-23T09:10:00.000Z');
+  const a = r.nodes.find((n) => n.name === 'a');
+  assert.equal(a?.startAt, '2026-11-23T09:10:06.000Z');
+  assert.equal(a?.finishAt, '2026-11-23T09:10:09.000Z');
+  assert.equal(r.nodes.find((n) => n.name === 'b')?.finishAt, undefined, 'b never finished');
+  assert.deepEqual(r.windowsUsed, [
+    {
+      pool: 'main',
+      opens: '2026-11-23T09:00:00.000Z',
+      closes: '2026-11-23T09:10:10.000Z',
+      nodes: ['a', 'b'],
+    },
+    { pool: 'main', opens: '2026-11-23T09:10:15.000Z', closes: '2026-11-23T09:10:25.000Z', nodes: ['b'] },
+  ]);
+  const text = reportTable(r);
+  assert.match(text, /^Started at 2026-11-23T09:10:00.000Z/m);
+  assert.match(text, /^a +main .* 1 +2026-11-23 09:10:06 +2026-11-23 09:10:09$/m);
+  assert.match(text, /^ {2}main: 2026-11-23 09:00:00 to 2026-11-23 09:10:10: a, b$/m);
+  assert.equal(buildReport(observations()).windowsUsed, undefined, 'no calendar: none');
+});

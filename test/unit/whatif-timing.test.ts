@@ -6,6 +6,7 @@ import {
   compressDuration,
   compressPolicy,
   observedAtSpeed,
+  poolTimes,
   TimingError,
   twinTiming,
 } from '../../src/whatif/timing.ts';
@@ -69,18 +70,26 @@ test('compressPolicy divides every duration, defaults included, and keeps the re
   assert.equal(compressPolicy(p, 1), p, 'speed 1 changes nothing');
 });
 
-test('compressPolicy refuses a policy with maintenance windows of any kind, naming it', () => {
+test('compressPolicy keeps windows and scheduled budgets as written, and divides the failed-slot TTL, remediation waits and the pause between waves', () => {
   const windows: NonNullable<UpdatePolicyObject['spec']['windows']>[] = [
     { weekly: [{ days: ['Mon'], start: '01:00', end: '05:00' }] },
     { cron: [{ schedule: '0 2 * * *', duration: '3h' }] },
     { exclusions: [{ start: '2026-12-24', end: '2026-12-27' }] },
   ];
-  for (const w of windows)
-    assert.throws(() => compressPolicy(policy({ windows: w }), 10), {
-      name: 'Error',
-      message: /UpdatePolicy main has maintenance windows: .*--speed 1/,
-    });
-  assert.equal(compressPolicy(policy({ windows: {} }), 10).spec.reboot?.soak, '3000ms', 'empty windows pass');
+  for (const w of windows) assert.deepEqual(compressPolicy(policy({ windows: w }), 10).spec.windows, w);
+  const budgets = [{ name: 'night', nodes: 2, windows: windows[1] }];
+  assert.deepEqual(compressPolicy(policy({ budgets }), 10).spec.budgets, budgets);
+  const more = compressPolicy(
+    policy({
+      reboot: { failedSlotTTL: '30m' },
+      remediation: { conditions: [{ type: 'KernelDeadlock', for: '5m' }] },
+    }),
+    10,
+  );
+  assert.equal(more.spec.reboot?.failedSlotTTL, '180000ms');
+  assert.equal(more.spec.remediation?.conditions[0]?.for, '30000ms');
+  const waves = compressPolicy(policy({ rollout: { waves: { initial: 1, pauseBetween: '10m' } } }), 10);
+  assert.equal(waves.spec.rollout?.waves?.pauseBetween, '60000ms');
 });
 
 test('twinTiming: host down for reboot plus return, divided by speed, with the deadline', () => {
@@ -109,7 +118,7 @@ test('twinTiming: host down for reboot plus return, divided by speed, with the d
       // 4 min to boot, 2 more to be Ready: only the boot counts against a 5 min rebootTimeout.
       flags: { rebootMs: 240_000, returnMs: 120_000, speed: 1, timeoutMs: 1000 },
       spec: { reboot: { rebootTimeout: '5m' } },
-      want: /exceeds UpdatePolicy main's reboot.rebootTimeout \(300 s\)/,
+      want: /UpdatePolicy main's hosts \(360 s: reboot flag, return flag\) exceeds its reboot.rebootTimeout \(300 s\)/,
     },
     {
       // A boot longer than the timeout fails for real too: predicted, not refused.
@@ -174,4 +183,96 @@ test('observedAtSpeed multiplies every time back, and leaves a real-time run alo
   );
   assert.deepEqual(back.pdbs, o.pdbs);
   assert.equal(observedAtSpeed(o, 1), o);
+});
+
+const measured = (
+  name: string,
+  rebootP50Seconds?: number,
+  returnP50Seconds?: number,
+): UpdatePolicyObject => ({
+  ...policy({}),
+  metadata: { name },
+  status: {
+    durations: {
+      samples: 7,
+      drainSeconds: [],
+      rebootSeconds: [],
+      returnSeconds: [],
+      ...(rebootP50Seconds !== undefined ? { rebootP50Seconds } : {}),
+      ...(returnP50Seconds !== undefined ? { returnP50Seconds } : {}),
+    },
+  },
+});
+
+test('poolTimes: a flag given wins, else the median nuo measured in the pool, else the default', () => {
+  const cases: Array<
+    [string, UpdatePolicyObject | undefined, { rebootMs?: number; returnMs?: number }, object]
+  > = [
+    [
+      'no flag, no measure: the defaults',
+      undefined,
+      {},
+      { rebootMs: 60_000, returnMs: 0, rebootFrom: 'default', returnFrom: 'default' },
+    ],
+    [
+      'no flag: the measures',
+      measured('main', 95.5, 12),
+      {},
+      {
+        rebootMs: 95_500,
+        returnMs: 12_000,
+        rebootFrom: 'measured',
+        returnFrom: 'measured',
+        measuredAttempts: 7,
+      },
+    ],
+    [
+      '--reboot-time given: it, and the measured return',
+      measured('main', 95.5, 12),
+      { rebootMs: 30_000 },
+      { rebootMs: 30_000, returnMs: 12_000, rebootFrom: 'flag', returnFrom: 'measured', measuredAttempts: 7 },
+    ],
+    [
+      'both flags: no measure used',
+      measured('main', 95.5, 12),
+      { rebootMs: 30_000, returnMs: 0 },
+      { rebootMs: 30_000, returnMs: 0, rebootFrom: 'flag', returnFrom: 'flag' },
+    ],
+    [
+      'a status without a reboot median: the default for it',
+      measured('main', undefined, 3),
+      {},
+      {
+        rebootMs: 60_000,
+        returnMs: 3000,
+        rebootFrom: 'default',
+        returnFrom: 'measured',
+        measuredAttempts: 7,
+      },
+    ],
+  ];
+  for (const [what, m, flags, want] of cases)
+    assert.deepEqual(poolTimes('main', m, flags), { pool: 'main', ...want }, what);
+});
+
+test('twinTiming: each pool down for its own times, measured in the snapshot policy of its name', () => {
+  const given = [
+    { ...policy({}), metadata: { name: 'a' } },
+    { ...policy({}), metadata: { name: 'b' } },
+  ];
+  const t = twinTiming(given, { speed: 10, timeoutMs: 600_000 }, [measured('a', 40, 10)]);
+  assert.deepEqual(t.hostDownMsByPool, { a: 5000, b: 6000 });
+  assert.equal(t.hostDownMs, 6000, 'pools that differ: the defaults');
+  const one = twinTiming([given[0] as UpdatePolicyObject], { speed: 10, timeoutMs: 600_000 }, [
+    measured('a', 40, 10),
+  ]);
+  assert.equal(one.hostDownMs, 5000, 'the one time the pools share');
+  assert.deepEqual(
+    t.times.map((x) => [x.pool, x.rebootFrom, x.returnFrom]),
+    [
+      ['a', 'measured', 'measured'],
+      ['b', 'default', 'default'],
+      [undefined, 'default', 'default'],
+    ],
+  );
 });
