@@ -32,7 +32,7 @@ import {
   STAND_DOWN,
 } from './pool-plan.ts';
 import { SoakClock } from './soak-clock.ts';
-import { untaintUnmanaged } from './taints.ts';
+import { softTaintsMost, untaintUnmanaged } from './taints.ts';
 
 /** Actions that change only the ledger: the pass's own conditional write. */
 export type LedgerOnly = Extract<LedgerChange, { type: 'release' | 'promise' | 'unpromise' | 'claim' }>;
@@ -168,7 +168,9 @@ export class Decider {
     const holds = this.#o.nodeHolds(waitingNodes(plan, now), now.getTime());
     const nodeHold = (name: string) => holds.get(name);
     const own = this.#o.ownNode === undefined ? {} : { ownNode: this.#o.ownNode };
-    for (const pool of plan.pools) pool.config = { ...pool.config, nodeHold, plans: plans.pass, ...own };
+    const softTaints = softTaintsMost(nodes);
+    for (const pool of plan.pools)
+      pool.config = { ...pool.config, nodeHold, plans: plans.pass, softTaintsMost: softTaints, ...own };
     this.#configs = new Map(plan.pools.map((p) => [p.name, p.config]));
     this.#poolOfNode = new Map(plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));
     this.#protocolOfNode = new Map(

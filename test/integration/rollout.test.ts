@@ -196,6 +196,85 @@ describe('rollout', () => {
       watch.abort();
     }
   });
+  test("beside an admin's soft taints, waiting nodes carry more of nuo's, and an evicted pod is not evicted again", async () => {
+    // The scheduler scores soft taints relative to the node carrying the most: beside node-2's two, one
+    // taint would cost a waiting node 150 points, less than the 200 zone spreading gives the zone whose
+    // pods were all evicted. So node-0 holds every pod of zone a, and node-3 (zone a) waits after it.
+    await fleet?.stop();
+    const waiting = ['node-0', 'node-1', 'node-3', 'node-4'];
+    const admins = [
+      { key: 'example.com/admin', effect: 'PreferNoSchedule' },
+      { key: 'example.com/scale-down-candidate', effect: 'PreferNoSchedule' },
+    ];
+    const taintsOf = async (name: string) => (await core.readNode({ name })).spec?.taints ?? [];
+    const nuos = async (name: string) =>
+      (await taintsOf(name)).filter((t) => t.key.startsWith(Taints.rebootPending)).map((t) => t.key);
+    const loaded = ['node-0', 'node-1', 'node-2'];
+    const appPods = async () =>
+      (await core.listNamespacedPod({ namespace: 'app' })).items.filter(
+        (p) => !p.metadata?.ownerReferences?.some((o) => o.kind === 'DaemonSet'),
+      );
+    for (const name of ['node-3', 'node-4', 'node-5'])
+      await core.patchNode({ name, body: { spec: { unschedulable: true } } }, mergePatch);
+    try {
+      for (const p of await appPods())
+        await core.deleteNamespacedPod({ name: p.metadata?.name ?? '', namespace: 'app' });
+      await pollUntil('every app pod on node-0, node-1 or node-2', async () => {
+        const pods = await appPods();
+        const placed = pods.filter(
+          (p) => !p.metadata?.deletionTimestamp && loaded.includes(p.spec?.nodeName ?? ''),
+        );
+        return pods.length === 9 && placed.length === 9 ? true : undefined;
+      });
+    } finally {
+      for (const name of ['node-3', 'node-4', 'node-5'])
+        await core.patchNode({ name, body: { spec: { unschedulable: false } } }, mergePatch);
+    }
+    await waitAvailable(apps, 'app', 'web');
+    await waitAvailable(apps, 'app', 'api');
+    await core.patchNode({ name: 'node-2', body: { spec: { taints: admins } } }, mergePatch);
+    const moves = new MovesObserver(cluster.kubeconfig, 'app');
+    try {
+      const f = await newFleet(1);
+      await operatorUnder(f, 'op-a', { maxUnavailable: 1 }, ['--paused=true']);
+      f.stageUpdates(waiting);
+      const three = [Taints.rebootPending, `${Taints.rebootPendingMore}2`, `${Taints.rebootPendingMore}3`];
+      await pollUntil(
+        "the waiting nodes to carry three taints of nuo's, one more than node-2's",
+        async () => {
+          for (const n of waiting) if ((await nuos(n)).sort().join() !== three.join()) return undefined;
+          return true;
+        },
+      );
+      await moves.start();
+      await f.killOperator('op-a');
+      await operatorUnder(f, 'op-b', { maxUnavailable: 1 });
+      await pollUntil(
+        'the four nodes rebooted once and back to Idle',
+        async () => {
+          const states = await nodeStates();
+          const done = waiting.every(
+            (n) => f.checker.rebootsOf(n) === 1 && states.find((s) => s.name === n)?.state === Phase.idle,
+          );
+          return done ? true : undefined;
+        },
+        { timeoutMs: 240_000, intervalMs: 250 },
+      );
+      await assertSafe(f);
+      const m = moves.moves(waiting, 1);
+      assert.equal(m.evictions, 6, `node-0's and node-1's pods evicted, each once: ${movesLine(m)}`);
+      assert.equal(m.again, 0, movesLine(m));
+      for (const n of waiting) assert.deepEqual(await nuos(n), [], `${n}: nuo's taints removed once done`);
+      assert.deepEqual(
+        (await taintsOf('node-2')).map(({ key, effect }) => ({ key, effect })),
+        admins,
+        "the admin's taints kept as they were",
+      );
+    } finally {
+      await moves.stop();
+      await core.patchNode({ name: 'node-2', body: { spec: { taints: null } } }, mergePatch);
+    }
+  });
   test('a node that never comes back keeps its slot; the others wait, and the reason is visible', async () => {
     const f = await newFleet(1, { behaviours: { 'node-0': RebootBehaviour.neverReturns } });
     await operatorUnder(f, 'op-a', {
