@@ -71,6 +71,12 @@ export interface DecideConfig {
   podBlocked?: ReadonlyMap<string, Wait>;
   /** Why a node may not be disrupted now for a reason of its own pods (do-not-disrupt.ts). */
   nodeHold?: (node: string) => Wait | undefined;
+  /**
+   * Set only while no node of the cluster can take evicted pods for good (taints.ts landingExists): how
+   * many pods a drain of each waiting node would evict (undefined: not read yet), so that the nodes
+   * holding the fewest go first and the fewest pods move twice.
+   */
+  firstWavePods?: (node: string) => number | undefined;
   /** The Plans as this pass sees them (every pool's the same); absent: no Plan is known. */
   plans?: PlanPass;
   /** The pool's health checks as last read: a finished node keeps its slot until they pass. */

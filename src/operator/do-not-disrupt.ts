@@ -35,12 +35,22 @@ export function doNotDisrupt(pods: readonly V1Pod[], now: number): Wait | undefi
   return Number.isFinite(hold.until) ? { reason, until: hold.until } : { reason };
 }
 
+/**
+ * A pod a drain would evict, as far as the first wave's order needs to know: not a DaemonSet's, not a
+ * static pod's mirror, not finished.
+ */
+export function evictable(pod: V1Pod): boolean {
+  if (pod.metadata?.ownerReferences?.some((r) => r.controller && r.kind === 'DaemonSet')) return false;
+  if (pod.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined) return false;
+  return pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
+}
+
 export class DoNotDisruptReads {
   readonly #core: CoreV1Api;
   readonly #log: KubeLog;
   readonly #onRead: () => void;
   readonly #readers = new Limiter(READERS);
-  readonly #reads = new Map<string, { pods?: V1Pod[]; at: number; running: boolean }>();
+  readonly #reads = new Map<string, { pods?: V1Pod[]; evictable?: number; at: number; running: boolean }>();
 
   constructor(o: { core: CoreV1Api; log: KubeLog; onRead: () => void }) {
     this.#core = o.core;
@@ -77,6 +87,11 @@ export class DoNotDisruptReads {
     return holds;
   }
 
+  /** How many pods a drain of the waiting node would evict, as last read; undefined: not read yet. */
+  evictablePods(name: string): number | undefined {
+    return this.#reads.get(name)?.evictable;
+  }
+
   /** The node's pods are read afresh before it may be admitted again (its last read is stale). */
   forget(name: string): void {
     this.#reads.delete(name);
@@ -93,8 +108,11 @@ export class DoNotDisruptReads {
     this.#reads.set(name, read);
     void this.#readers
       .run(async () => {
-        // Only what the hold needs is kept: thousands of waiting nodes' whole pod lists would not fit.
-        read.pods = (await podsOnNode(this.#core, name))
+        // Only what the hold and the first wave's order need is kept: thousands of waiting nodes' whole pod
+        // lists would not fit.
+        const pods = await podsOnNode(this.#core, name);
+        read.evictable = pods.filter(evictable).length;
+        read.pods = pods
           .filter((p) => p.metadata?.annotations?.[PodAnnotations.doNotDisrupt] !== undefined)
           .map((p) => ({
             metadata: {

@@ -10,9 +10,25 @@
  * lose only 150 (decision 0065).
  */
 import type { V1Taint } from '@kubernetes/client-node';
+import { SLOT_PHASES } from '../api/phases.ts';
 import type { Action, DecideConfig } from './decide.ts';
 import { needsReboot, nextPlan } from './need.ts';
 import { isPendingTaint, type NodeView } from './node-view.ts';
+
+/**
+ * Whether some node can take evicted pods for good: Ready, schedulable, in no attempt and not waiting for
+ * a drain (a paused one counts: it is untainted, and pods go there). While none can, every pod a drain
+ * evicts moves again, so the first wave goes to the nodes with the fewest pods (decide.ts firstWavePods).
+ */
+export function landingExists(nodes: readonly NodeView[], t: number): boolean {
+  return nodes.some(
+    (n) =>
+      n.ready &&
+      !n.unschedulable &&
+      !(n.state && SLOT_PHASES.has(n.state)) &&
+      (n.paused || !waitsForDrain(n, t)),
+  );
+}
 
 /** The node's PreferNoSchedule taints that are not nuo's. */
 function softTaints(taints: readonly V1Taint[]): number {

@@ -21,7 +21,7 @@ import {
   viewNode,
   withPendingTaints,
 } from '../../src/operator/node-view.ts';
-import { softTaintsMost, untaintUnmanaged } from '../../src/operator/taints.ts';
+import { landingExists, softTaintsMost, untaintUnmanaged } from '../../src/operator/taints.ts';
 import {
   ago,
   decideConfig,
@@ -521,6 +521,29 @@ describe('decide: the reboot-pending taint', () => {
         cfg: { pendingTaint: true, softTaintsMost: softTaintsMost(nodes.map(viewNode)) },
       });
       assert.equal(taintOf(d.actions, 'a'), want, what);
+    }
+  });
+  test('evicted pods can land for good on a Ready, schedulable node in no attempt that waits for no drain', () => {
+    const t = NOW.getTime();
+    const table: Array<[string, NodeOpts, boolean]> = [
+      ['needs nothing', {}, true],
+      ['waits for a reboot', { annotations: needs }, false],
+      [
+        'paused, though it needs a reboot: untainted, pods go there',
+        { annotations: { ...needs, [Annotations.paused]: 'true' } },
+        true,
+      ],
+      ['in an attempt', { annotations: state(Phase.afterReboot, 5) }, false],
+      ['cordoned', { unschedulable: true }, false],
+      ['not Ready', { ready: false }, false],
+    ];
+    for (const [what, opts, want] of table) {
+      assert.equal(landingExists([viewNode(node('n', opts))], t), want, what);
+      assert.equal(
+        landingExists([viewNode(node('w', { annotations: needs })), viewNode(node('n', opts))], t),
+        want,
+        `beside a waiting node: ${what}`,
+      );
     }
   });
   test('withPendingTaints keeps every other taint as it was', () => {
