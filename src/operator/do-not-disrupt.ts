@@ -4,7 +4,8 @@
  * pool goes on. The pods of nodes waiting for a reboot are read in the background (a pass never waits on
  * a pod list), each at most every REREAD_MS, the longest-waiting first; a node whose pods were not read
  * yet waits for that read (fail closed). A value that is neither is taken as "true", and the reason names
- * it: a typo must not let the node be disrupted.
+ * it: a typo must not let the node be disrupted. The same reads count the pods a drain would evict, for
+ * the first wave's order (decide.ts firstWavePods).
  */
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { PodAnnotations } from '../api/keys.ts';
