@@ -39,6 +39,7 @@ import { Phase } from '../src/api/phases.ts';
 import { startCluster } from '../src/sim/cluster/cluster.ts';
 import { machineCpu, machineCpuBetween, sampleProc } from '../src/sim/cluster/proc.ts';
 import { Fleet } from '../src/sim/fleet.ts';
+import { MovesObserver } from '../src/sim/moves-observe.ts';
 import { deployment, waitAvailable } from '../src/sim/workload.ts';
 import { parseDuration } from '../src/util/duration.ts';
 import { pollUntil } from '../src/util/poll.ts';
@@ -102,6 +103,7 @@ async function measureOnce(): Promise<void> {
   const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
   let fleet: Fleet | undefined;
   let observer: ChildProcess | undefined;
+  let podMoves: MovesObserver | undefined;
   try {
     await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
     await core.createNamespace({ body: { metadata: { name: 'bench' } } });
@@ -191,6 +193,8 @@ async function measureOnce(): Promise<void> {
     const machineBefore = machineCpu();
     const metricsBefore = await cluster.raw.text('/metrics');
     // The simulated agents share this process: how late its event loop ran is how late they did.
+    podMoves = new MovesObserver(cluster.kubeconfig, 'bench');
+    await podMoves.start();
     const loopDelay = monitorEventLoopDelay({ resolution: 10 });
     loopDelay.enable();
     const started = performance.now();
@@ -232,6 +236,8 @@ async function measureOnce(): Promise<void> {
     const leadershipLost = readFileSync(operatorLog, 'utf8').split('"stopped leading').length - 1;
 
     const figures = rolloutFigures(transitions, started);
+    const moved = podMoves.moves([...f.hosts.keys()], k);
+    const perPod = (n: number) => (n / moved.pods).toFixed(2);
     const idealNoDrain = Math.ceil(nodes / k) * (rebootMs + soakMs);
     // The drain in the bound is the mean one: N·(mean drain + R + soak) is the slot time the nodes'
     // attempts need in all, so with N/K whole no schedule of K slots can take less than this. (A median
@@ -281,6 +287,9 @@ async function measureOnce(): Promise<void> {
         `| safety violations (independent checker) | ${f.checker.violations.length} | 0 |`,
         `| times the operator stopped leading mid-rollout (its Lease not renewed in time; its log) | ${leadershipLost} | 0 |`,
         `| pods evicted (the API server's count; a pod evicted once per rollout makes it the pod count) | ${evicted('201')} | |`,
+        `| **evictions per pod**: pods evicted (an independent watch on the pods) over the ${moved.pods} pods at the start | **${perPod(moved.evictions)}** (${moved.evictions}) | ≥ the bound below |`,
+        `| lower bound without spare capacity: P + the pods on the K nodes holding the fewest at the start, over P ([decision 0065](decisions/0065-steering-evicted-pods.md)) | ${perPod(moved.bound)} (${moved.bound}) | |`,
+        `| pods moved again: placed before any node was updated (forced) / placed on a node still to drain while an updated one was there (steering missed) | ${moved.forced} / ${moved.missed} | missed 0 |`,
         `| evictions a PodDisruptionBudget refused (429, each retried by the drain; the API server's count) | ${evicted('429')} | |`,
         `| API server latency answering node PATCHes, all clients (histogram bucket bounds), p50 / p99 | ${latency('PATCH', 'nodes')} | |`,
         `| the same for ConfigMap PUTs (the operator's slot ledger among them) | ${latency('PUT', 'configmaps')} | |`,
@@ -334,6 +343,7 @@ async function measureOnce(): Promise<void> {
   } finally {
     if (values['keep-logs']) cpSync(join(cluster.dir, 'logs'), values['keep-logs'], { recursive: true });
     observer?.kill();
+    await podMoves?.stop();
     await fleet?.stop();
     await cluster.stop();
   }

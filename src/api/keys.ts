@@ -241,6 +241,11 @@ export const Taints = {
    * (kured's --prefer-no-schedule-taint, on by default here: it only scores, never blocks).
    */
   rebootPending: 'nuo.dev/reboot-pending',
+  /**
+   * operator: the same taint's second, third, … (`nuo.dev/reboot-pending-2`, …), on a waiting node when some
+   * node carries other PreferNoSchedule taints, so that the waiting nodes carry the most (taints.ts).
+   */
+  rebootPendingMore: 'nuo.dev/reboot-pending-',
 } as const;
 
 /**

@@ -68,11 +68,21 @@ export interface Admission {
   nextInLine: NodeView[];
 }
 
-/** Successors first, then Pending nodes by how long they wait, then newly needing nodes by name. */
-export function admissionOrder(waiting: NodeView[], successors: ReadonlySet<string>): NodeView[] {
+/**
+ * Successors first; with `podsOf` (the first wave, decide.ts firstWavePods), nodes whose pods are not read
+ * yet (their read holds the line, so nobody is chosen before every count is known), then the fewest pods
+ * to evict; then Pending nodes by how long they wait, then newly needing nodes by name.
+ */
+export function admissionOrder(
+  waiting: NodeView[],
+  successors: ReadonlySet<string>,
+  podsOf?: (node: string) => number | undefined,
+): NodeView[] {
+  const pods = (n: NodeView) => podsOf?.(n.name) ?? -1;
   return [...waiting].sort((a, b) => {
     const as = successors.has(a.name);
     if (as !== successors.has(b.name)) return as ? -1 : 1;
+    if (podsOf && pods(a) !== pods(b)) return pods(a) < pods(b) ? -1 : 1;
     const ap = a.state === Phase.pending;
     if (ap !== (b.state === Phase.pending)) return ap ? -1 : 1;
     return ap ? ms(a.stateSince) - ms(b.stateSince) || byNodeName(a, b) : byNodeName(a, b);
@@ -90,7 +100,7 @@ export function admit(input: AdmissionInput): Admission {
   const nextInLine: NodeView[] = [];
   const pass: PassState = { lastGrant: input.lastGrant, admitted: 0, remediated: 0 };
   let used = input.used;
-  const ordered = admissionOrder(input.waiting, input.successors);
+  const ordered = admissionOrder(input.waiting, input.successors, c.firstWavePods);
   // The operator's own node goes last, after any zone order: its drain hands the leadership over.
   for (const n of ownNodeLast(input.zones?.order(ordered) ?? ordered, c.ownNode)) {
     const gate = { node: n, config: c, now: t, pass };

@@ -187,6 +187,7 @@ export class Operator {
       kuredWant: (policy, want) => this.#kured.want(policy, want),
       sighting: this.#protocolOperators.sighting,
       nodeHolds: (waiting, now) => this.#optOuts.holds(waiting, now),
+      evictablePods: (node) => this.#optOuts.evictablePods(node),
       paused: c.paused,
       nodes: this.#informer,
       draining: () => this.#drains.running(),

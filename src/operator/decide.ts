@@ -53,6 +53,11 @@ export interface DecideConfig {
   paused: boolean;
   /** Taint nodes that wait for a reboot PreferNoSchedule, so evicted pods prefer nodes already done. */
   pendingTaint: boolean;
+  /**
+   * The most PreferNoSchedule taints other than nuo's that any node of the cluster carries (taints.ts);
+   * absent: none does.
+   */
+  softTaintsMost?: number;
   /** A Failed node's attempt ends after this long (the policy's reboot.failedSlotTTL); absent: never. */
   failedSlotTtlMs?: number;
   /**
@@ -66,6 +71,12 @@ export interface DecideConfig {
   podBlocked?: ReadonlyMap<string, Wait>;
   /** Why a node may not be disrupted now for a reason of its own pods (do-not-disrupt.ts). */
   nodeHold?: (node: string) => Wait | undefined;
+  /**
+   * Set only while no node of the cluster can take evicted pods for good (taints.ts landingExists): how
+   * many pods a drain of each waiting node would evict (undefined: not read yet), so that the nodes
+   * holding the fewest go first and the fewest pods move twice.
+   */
+  firstWavePods?: (node: string) => number | undefined;
   /** The Plans as this pass sees them (every pool's the same); absent: no Plan is known. */
   plans?: PlanPass;
   /** The pool's health checks as last read: a finished node keeps its slot until they pass. */
@@ -125,8 +136,8 @@ export type Action =
       reason: string;
       clearGrant?: boolean;
       failed?: boolean;
-      /** Add (true) or remove (false) the reboot-pending taint in the same write. */
-      taint?: boolean;
+      /** The reboot-pending taints the node carries after the same write (0: none). */
+      taint?: number;
       /** The Plan of an attempt whose admission's node write is redone (to BeforeReboot). */
       plan?: PlanSlot;
       /** A remediation's admission whose node write is redone: it records the time too. */
@@ -141,9 +152,9 @@ export type Action =
   /** The Plan's Job succeeded and the Plan asks for a reboot: sign and write the grant. */
   | { type: 'grantReboot'; node: string; reason: string }
   /** Update only the reason of a waiting node (written only when it changed). */
-  | { type: 'explain'; node: string; reason: string; taint?: boolean }
-  /** Add or remove the reboot-pending taint of a node outside an attempt, nothing else. */
-  | { type: 'taint'; node: string; present: boolean }
+  | { type: 'explain'; node: string; reason: string; taint?: number }
+  /** Set how many reboot-pending taints a node outside an attempt carries (0: none), nothing else. */
+  | { type: 'taint'; node: string; count: number }
   /** Run the drain engine for a node in Draining. */
   | { type: 'drain'; node: string }
   /** Release the slot of a node whose attempt was aborted (hook timeout), uncordon nuo's cordon, Pending. */
@@ -181,7 +192,7 @@ export type Action =
   /** Remove a `nuo.dev/reboot-ok` nuo did not give (written by another client, or left behind). */
   | { type: 'revoke'; node: string; reason: string }
   /** A freshly needing node enters Pending. */
-  | { type: 'pending'; node: string; reason: string; taint?: boolean }
+  | { type: 'pending'; node: string; reason: string; taint?: number }
   /** Ledger only: the node takes `after`'s slot once that attempt has ended. */
   | { type: 'promise'; node: string; after: string }
   /** Ledger only: withdraw the node's promise. */

@@ -33,7 +33,7 @@ import {
   STAND_DOWN,
 } from './pool-plan.ts';
 import { SoakClock } from './soak-clock.ts';
-import { untaintUnmanaged } from './taints.ts';
+import { landingExists, softTaintsMost, untaintUnmanaged } from './taints.ts';
 
 /** Actions that change only the ledger: the pass's own conditional write. */
 export type LedgerOnly = Extract<LedgerChange, { type: 'release' | 'promise' | 'unpromise' | 'claim' }>;
@@ -53,6 +53,8 @@ export interface DeciderOptions {
   sighting: (protocol: CoreosProtocol) => OperatorSighting | undefined;
   /** The holds of waiting nodes' own pods (`nuo.dev/do-not-disrupt`), longest-waiting first. */
   nodeHolds: (waiting: readonly string[], now: number) => ReadonlyMap<string, Wait>;
+  /** How many pods a drain of a waiting node would evict, as its pods were last read (do-not-disrupt.ts). */
+  evictablePods?: (node: string) => number | undefined;
   nodes: { list(): V1Node[] };
   /** Nodes with a drain running in this process. */
   draining: () => ReadonlySet<string>;
@@ -172,7 +174,18 @@ export class Decider {
     const holds = this.#o.nodeHolds(waitingNodes(plan, now), now.getTime());
     const nodeHold = (name: string) => holds.get(name);
     const own = this.#o.ownNode === undefined ? {} : { ownNode: this.#o.ownNode };
-    for (const pool of plan.pools) pool.config = { ...pool.config, nodeHold, plans: plans.pass, ...own };
+    const softTaints = softTaintsMost(nodes);
+    const pods = this.#o.evictablePods;
+    const firstWave = pods && !landingExists(nodes, now.getTime()) ? { firstWavePods: pods } : {};
+    for (const pool of plan.pools)
+      pool.config = {
+        ...pool.config,
+        nodeHold,
+        plans: plans.pass,
+        softTaintsMost: softTaints,
+        ...firstWave,
+        ...own,
+      };
     this.#configs = new Map(plan.pools.map((p) => [p.name, p.config]));
     this.#poolOfNode = new Map(plan.pools.flatMap((p) => p.nodes.map((n) => [n.name, p.name] as const)));
     this.#protocolOfNode = new Map(

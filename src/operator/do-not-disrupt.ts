@@ -4,7 +4,8 @@
  * pool goes on. The pods of nodes waiting for a reboot are read in the background (a pass never waits on
  * a pod list), each at most every REREAD_MS, the longest-waiting first; a node whose pods were not read
  * yet waits for that read (fail closed). A value that is neither is taken as "true", and the reason names
- * it: a typo must not let the node be disrupted.
+ * it: a typo must not let the node be disrupted. The same reads count the pods a drain would evict, for
+ * the first wave's order (decide.ts firstWavePods).
  */
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { PodAnnotations } from '../api/keys.ts';
@@ -34,9 +35,28 @@ export function doNotDisrupt(pods: readonly V1Pod[], now: number): Wait | undefi
   return Number.isFinite(hold.until) ? { reason, until: hold.until } : { reason };
 }
 
-/** Only what the hold needs of a pod: its name, its do-not-disrupt annotation, its phase and start. */
-function optOuts(pods: readonly V1Pod[]): V1Pod[] {
-  return pods
+/**
+ * A pod a drain would evict, as far as the first wave's order needs to know: not a DaemonSet's, not a
+ * static pod's mirror, not finished.
+ */
+export function evictable(pod: V1Pod): boolean {
+  if (pod.metadata?.ownerReferences?.some((r) => r.controller && r.kind === 'DaemonSet')) return false;
+  if (pod.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined) return false;
+  return pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
+}
+
+/** What a node's read keeps: the pods that opt out (only what the hold needs) and how many a drain evicts. */
+interface NodePods {
+  optOuts: V1Pod[];
+  evictable: number;
+}
+
+/**
+ * Only what the hold and the first wave's order need of a node's pods: thousands of waiting nodes' whole
+ * pod lists would not fit.
+ */
+function nodePods(pods: readonly V1Pod[]): NodePods {
+  const optOuts = pods
     .filter((p) => p.metadata?.annotations?.[PodAnnotations.doNotDisrupt] !== undefined)
     .map((p) => ({
       metadata: {
@@ -48,16 +68,17 @@ function optOuts(pods: readonly V1Pod[]): V1Pod[] {
       },
       status: { phase: p.status?.phase, startTime: p.status?.startTime },
     }));
+  return { optOuts, evictable: pods.filter(evictable).length };
 }
 
 export class DoNotDisruptReads {
-  readonly #reads: PodReads<V1Pod[]>;
+  readonly #reads: PodReads<NodePods>;
 
   constructor(o: { core: CoreV1Api; log: KubeLog; onRead: () => void }) {
     this.#reads = new PodReads({
       core: o.core,
       readers: READERS,
-      summarize: optOuts,
+      summarize: nodePods,
       onError: (node, err) =>
         o.log('warn', `reading pods for ${PodAnnotations.doNotDisrupt} failed; will retry`, {
           node,
@@ -90,10 +111,15 @@ export class DoNotDisruptReads {
         });
         continue;
       }
-      const hold = doNotDisrupt(read.value, now);
+      const hold = doNotDisrupt(read.value.optOuts, now);
       if (hold) holds.set(name, hold);
     }
     return holds;
+  }
+
+  /** How many pods a drain of the waiting node would evict, as last read; undefined: not read yet. */
+  evictablePods(name: string): number | undefined {
+    return this.#reads.get(name)?.value?.evictable;
   }
 
   /** The node's pods are read afresh before it may be admitted again (its last read is stale). */

@@ -34,8 +34,8 @@ export interface NodeView {
   cordonedByNuo: boolean;
   /** The node's taints as read (a taint change is a conditional write of the whole list). */
   taints: V1Taint[];
-  /** It carries nuo's PreferNoSchedule taint for nodes waiting for a reboot. */
-  pendingTaint: boolean;
+  /** How many of nuo's PreferNoSchedule taints for nodes waiting for a reboot it carries. */
+  pendingTaints: number;
   bootId: string;
   rebootNeeded: boolean;
   rebootNeededReason?: string;
@@ -161,7 +161,7 @@ export function viewNode(node: V1Node): NodeView {
     unschedulable: node.spec?.unschedulable === true,
     cordonedByNuo: a[Annotations.cordonedByNuo] === 'true',
     taints: node.spec?.taints ?? [],
-    pendingTaint: (node.spec?.taints ?? []).some((t) => t.key === Taints.rebootPending),
+    pendingTaints: (node.spec?.taints ?? []).filter((t) => isPendingTaint(t.key)).length,
     bootId: node.status?.nodeInfo?.bootID ?? '',
     rebootNeeded: bool(a[Annotations.rebootNeeded], Annotations.rebootNeeded, problems, false),
     rebootNeededReason: a[Annotations.rebootNeededReason],
@@ -218,13 +218,24 @@ export function sameView(a: NodeView, b: NodeView): boolean {
   return JSON.stringify({ ...a, resourceVersion: '' }) === JSON.stringify({ ...b, resourceVersion: '' });
 }
 
+/** One of nuo's reboot-pending taints: `nuo.dev/reboot-pending`, or `nuo.dev/reboot-pending-N` (N ≥ 2). */
+export function isPendingTaint(key: string): boolean {
+  if (key === Taints.rebootPending) return true;
+  return (
+    key.startsWith(Taints.rebootPendingMore) && /^[1-9]\d*$/.test(key.slice(Taints.rebootPendingMore.length))
+  );
+}
+
 /**
- * The node's taints with nuo's reboot-pending taint present or not, every other taint as it was: written
- * whole (a merge patch replaces a list) in a write conditional on the resourceVersion they were read at.
+ * The node's taints with `count` reboot-pending taints of nuo's (0: none), every other taint as it was:
+ * written whole (a merge patch replaces a list) in a write conditional on the resourceVersion they were
+ * read at.
  */
-export function withPendingTaint(taints: readonly V1Taint[], present: boolean): V1Taint[] {
-  const others = taints.filter((t) => t.key !== Taints.rebootPending);
-  return present ? [...others, { key: Taints.rebootPending, effect: 'PreferNoSchedule' }] : others;
+export function withPendingTaints(taints: readonly V1Taint[], count: number): V1Taint[] {
+  const others = taints.filter((t) => !isPendingTaint(t.key));
+  const key = (i: number) => (i === 1 ? Taints.rebootPending : `${Taints.rebootPendingMore}${i}`);
+  const ours = Array.from({ length: count }, (_, i) => ({ key: key(i + 1), effect: 'PreferNoSchedule' }));
+  return [...others, ...ours];
 }
 
 /**

@@ -8,7 +8,7 @@ import { Annotations } from '../api/keys.ts';
 import { uncordonWith } from '../drain/cordon.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
-import { type NodeView, withPendingTaint } from './node-view.ts';
+import { type NodeView, withPendingTaints } from './node-view.ts';
 import type { NodeWrite } from './node-writes.ts';
 
 /** The node changed since the decision (409), or is gone (404): re-read and re-decide. */
@@ -37,7 +37,7 @@ export class NodeWriter {
 
   /**
    * One conditional merge patch of a node's annotations and labels; with `taint`, its reboot-pending
-   * taint (the whole taint list as read, so the resourceVersion guards an admin's taints too); with
+   * taints (the whole taint list as read, so the resourceVersion guards an admin's taints too); with
    * `cordon`, nuo's cordon and its record, unless the node is unschedulable already (an admin's cordon
    * is never recorded as nuo's). The result updates the cache.
    */
@@ -45,7 +45,7 @@ export class NodeWriter {
     const { annotations, labels, taint } = write;
     const cordon = write.cordon === true && !view.unschedulable;
     const spec = {
-      ...(taint === undefined ? {} : { taints: withPendingTaint(view.taints, taint) }),
+      ...(taint === undefined ? {} : { taints: withPendingTaints(view.taints, taint) }),
       ...(cordon ? { unschedulable: true } : {}),
     };
     try {
@@ -91,7 +91,7 @@ export class NodeWriter {
           if (fresh.state !== decidedOn.state)
             throw new Conflict(`node ${name} is ${fresh.state} now, not ${decidedOn.state}`);
           const { annotations, labels, taint } = write(fresh);
-          const taints = taint === undefined ? undefined : withPendingTaint(fresh.taints, taint);
+          const taints = taint === undefined ? undefined : withPendingTaints(fresh.taints, taint);
           return { annotations, labels, ...(taints ? { taints } : {}) };
         };
         const known = attempt === 1 ? this.#cache.get(name) : undefined;

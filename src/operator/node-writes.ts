@@ -15,8 +15,8 @@ import type { PlanSlot } from './plan-work.ts';
 export interface NodeWrite {
   annotations: Record<string, string | null>;
   labels?: Record<string, string | null>;
-  /** The reboot-pending taint added (true) or removed (false); absent: left as it is. */
-  taint?: boolean;
+  /** How many reboot-pending taints the node carries after the write (0: none); absent: left as they are. */
+  taint?: number;
   /** Cordoned in the same write, recorded as nuo's cordon (unless the node is unschedulable already). */
   cordon?: boolean;
 }
@@ -207,7 +207,7 @@ function rebootAnswered(a: Extract<WriteAction, { type: 'complete' }>, n: NodeVi
 
 export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date): NodeWrite {
   const k = keysOf(n);
-  const taint = (t: boolean | undefined) => (t === undefined ? {} : { taint: t });
+  const taint = (t: number | undefined) => (t === undefined ? {} : { taint: t });
   switch (a.type) {
     case 'pending':
       return {
@@ -221,7 +221,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
     case 'explain':
       return { annotations: { [Annotations.stateReason]: a.reason }, ...taint(a.taint) };
     case 'taint':
-      return { annotations: {}, taint: a.present };
+      return { annotations: {}, taint: a.count };
     case 'revoke':
       return { annotations: noGrant(k) };
     case 'admit':
@@ -281,7 +281,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
           ? { ...a.plan.labels, [a.plan.label]: a.plan.hash, ...noHookLabels(k) }
           : noHookLabels(k),
         // Done: pods are welcome here again, and preferred over nodes still waiting.
-        ...(n.pendingTaint ? { taint: false } : {}),
+        ...(n.pendingTaints > 0 ? { taint: 0 } : {}),
       };
   }
 }

@@ -1,15 +1,55 @@
 /**
- * The reboot-pending taint: on every node outside an attempt that waits for a reboot, on no other node
- * outside one (nodes in an attempt keep what they had until the write that ends it removes it). It rides
- * on the node's write of this pass where there is one, else it is a write of its own.
+ * The reboot-pending taints: on every node outside an attempt that waits for a reboot, on no other node
+ * outside one (nodes in an attempt keep what they had until the write that ends it removes them). They
+ * ride on the node's write of this pass where there is one, else they are a write of their own.
+ *
+ * As many as make a waiting node's PreferNoSchedule taints the most of any node's. kube-scheduler's
+ * TaintToleration scores a node by its soft taints relative to the most any candidate carries, 0 to 100,
+ * weight 3; PodTopologySpread scores at most 100, weight 2. A waiting node with the most loses 300 points
+ * to an untainted node, which zone spreading cannot make up; with one taint against a node's two it would
+ * lose only 150 (decision 0065).
  */
+import type { V1Taint } from '@kubernetes/client-node';
+import { SLOT_PHASES } from '../api/phases.ts';
 import type { Action, DecideConfig } from './decide.ts';
 import { needsReboot, nextPlan } from './need.ts';
-import type { NodeView } from './node-view.ts';
+import { isPendingTaint, type NodeView } from './node-view.ts';
+
+/**
+ * Whether some node can take evicted pods for good: Ready, schedulable, in no attempt and not waiting for
+ * a drain (a paused one counts: it is untainted, and pods go there). While none can, every pod a drain
+ * evicts moves again, so the first wave goes to the nodes with the fewest pods (decide.ts firstWavePods).
+ */
+export function landingExists(nodes: readonly NodeView[], t: number): boolean {
+  return nodes.some(
+    (n) =>
+      n.ready &&
+      !n.unschedulable &&
+      !(n.state && SLOT_PHASES.has(n.state)) &&
+      (n.paused || !waitsForDrain(n, t)),
+  );
+}
+
+/** The node's PreferNoSchedule taints that are not nuo's. */
+function softTaints(taints: readonly V1Taint[]): number {
+  return taints.filter((t) => t.effect === 'PreferNoSchedule' && !isPendingTaint(t.key)).length;
+}
+
+/** The most PreferNoSchedule taints other than nuo's on any of `nodes` (every node of the cluster). */
+export function softTaintsMost(nodes: readonly NodeView[]): number {
+  let most = 0;
+  for (const n of nodes) most = Math.max(most, softTaints(n.taints));
+  return most;
+}
+
+/** Reboot-pending taints for a waiting node: its soft taints then number one more than any other node's. */
+export function pendingTaintCount(n: NodeView, most: number): number {
+  return Math.max(1, most + 1 - softTaints(n.taints));
+}
 
 type Write = Extract<Action, { type: 'pending' | 'explain' | 'transition' }>;
 
-/** Sets `taint` on this pass's writes and returns the taint-only writes still needed. */
+/** Sets `taint` (a count) on this pass's writes and returns the taint-only writes still needed. */
 export function pendingTaints(
   actions: readonly Action[],
   nodes: readonly NodeView[],
@@ -27,11 +67,12 @@ export function pendingTaints(
   const extra: Action[] = [];
   for (const n of nodes) {
     if (inAttempt(n.name) || admitted.has(n.name)) continue;
-    const want = c.pendingTaint && !n.paused && waitsForDrain(n, t);
-    if (n.pendingTaint === want) continue;
+    const want =
+      c.pendingTaint && !n.paused && waitsForDrain(n, t) ? pendingTaintCount(n, c.softTaintsMost ?? 0) : 0;
+    if (n.pendingTaints === want) continue;
     const write = writes.get(n.name);
     if (write) write.taint = want;
-    else extra.push({ type: 'taint', node: n.name, present: want });
+    else extra.push({ type: 'taint', node: n.name, count: want });
   }
   return extra;
 }
@@ -48,6 +89,6 @@ function waitsForDrain(n: NodeView, t: number): boolean {
  */
 export function untaintUnmanaged(nodes: readonly NodeView[], unmanaged: ReadonlySet<string>): Action[] {
   return nodes
-    .filter((n) => n.pendingTaint && unmanaged.has(n.name))
-    .map((n) => ({ type: 'taint', node: n.name, present: false }) as const);
+    .filter((n) => n.pendingTaints > 0 && unmanaged.has(n.name))
+    .map((n) => ({ type: 'taint', node: n.name, count: 0 }) as const);
 }

@@ -9,7 +9,6 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   PolicyV1Api,
-  type V1Pod,
   type V1PodDisruptionBudget,
 } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
@@ -22,6 +21,8 @@ import { pollUntil } from '../util/poll.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
 import { DEMO_PLAN, DEMO_PLAN_REF, demoPlan, demoPlanConcurrency, upgraded } from './demo-plan.ts';
 import { Fleet } from './fleet.ts';
+import { type Moves, movesLine } from './moves.ts';
+import { MovesObserver } from './moves-observe.ts';
 import { readPlan } from './plans.ts';
 import { daemonSet, deployDemoWorkload } from './workload.ts';
 
@@ -38,36 +39,27 @@ export interface DemoOptions {
   keep: boolean;
   out: (text: string) => void;
   tty: boolean;
+  /** Given the rollout's evictions per pod and the cluster's versions once it is done (bench/demo-moves.ts). */
+  onMoves?: (moves: Moves, versions: LocalCluster['binaries']['versions']) => void;
 }
 
 interface Observed {
-  evictions: number;
   pdbViolations: string[];
 }
 
-/** Counts evicted pods and PDB breaches in the demo namespace, independently of the operator. */
+/** Records PDB breaches and the pods' moves in the demo namespace, independently of the operator. */
 async function observeWorkload(
   cluster: LocalCluster,
   namespace: string,
-): Promise<{ observed: Observed; stop: () => Promise<void> }> {
-  const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+): Promise<{ observed: Observed; moves: MovesObserver; stop: () => Promise<void> }> {
   const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
-  const observed: Observed = { evictions: 0, pdbViolations: [] };
-  const pods = new ResilientInformer<V1Pod>({
-    kubeconfig: cluster.kubeconfig,
-    path: `/api/v1/namespaces/${namespace}/pods`,
-    list: (o) => core.listNamespacedPod({ namespace, ...o }),
-    name: 'demo-pods',
-  });
+  const observed: Observed = { pdbViolations: [] };
+  const moves = new MovesObserver(cluster.kubeconfig, namespace);
   const pdbs = new ResilientInformer<V1PodDisruptionBudget>({
     kubeconfig: cluster.kubeconfig,
     path: `/apis/policy/v1/namespaces/${namespace}/poddisruptionbudgets`,
     list: (o) => policy.listNamespacedPodDisruptionBudget({ namespace, ...o }),
     name: 'demo-pdbs',
-  });
-  pods.onEvent((type, pod) => {
-    // Every pod that leaves a node during the rollout was evicted by a drain (nothing else deletes them).
-    if (type === 'delete' && pod.spec?.nodeName) observed.evictions++;
   });
   pdbs.onEvent((_type, pdb) => {
     const s = pdb.status;
@@ -81,8 +73,8 @@ async function observeWorkload(
       );
     }
   });
-  await Promise.all([pods.start(), pdbs.start()]);
-  return { observed, stop: async () => void (await Promise.all([pods.stop(), pdbs.stop()])) };
+  await Promise.all([moves.start(), pdbs.start()]);
+  return { observed, moves, stop: async () => void (await Promise.all([moves.stop(), pdbs.stop()])) };
 }
 
 const ZONE = 'topology.kubernetes.io/zone';
@@ -271,6 +263,9 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     if (o.tty) o.out('\n');
     else log(lastLine);
     const elapsed = (Date.now() - rolloutStart) / 1000;
+    const nodeNames = (await core.listNode()).items.map((n) => n.metadata?.name ?? '');
+    const moved = watch.moves.moves(nodeNames, o.maxUnavailable);
+    o.onMoves?.(moved, cluster.binaries.versions);
     await f.checker.finalCheck();
     log((await statusReport(cluster, o.plan)).join('\n'));
     const ideal = idealSeconds(timing);
@@ -291,7 +286,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
               `  ${`Plan ${DEMO_PLAN.name} applied`.padEnd(26)}${o.nodes} nodes; most at once ${f.checker.maxOfPlan.get(DEMO_PLAN_REF) ?? 0} (concurrency ${demoPlanConcurrency(o)})`,
             ]
           : []),
-        `  pods evicted              ${watch.observed.evictions}`,
+        `  evictions per pod         ${movesLine(moved)}`,
         `  budget violations         ${budgetViolations}`,
         `  PDB violations            ${watch.observed.pdbViolations.length}`,
         `  other safety violations   ${otherViolations.length}${otherViolations.map((v) => `\n    ${v.rule}: ${v.detail}`).join('')}`,

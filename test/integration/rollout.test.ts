@@ -12,6 +12,8 @@ import { Phase } from '../../src/api/phases.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { RebootBehaviour } from '../../src/sim/host.ts';
+import { movesLine } from '../../src/sim/moves.ts';
+import { MovesObserver } from '../../src/sim/moves-observe.ts';
 import { daemonSet, deployment, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { eventsAbout, operatorUnder, useCluster } from './support.ts';
@@ -75,6 +77,39 @@ async function newFleet(budget: number, options: Partial<ConstructorParameters<t
   return fleet;
 }
 
+/**
+ * Puts every app pod on `loaded` (one node per zone): the other nodes cordoned meanwhile, the pods
+ * deleted and placed again by the scheduler's zone spreading. Call with no fleet running: the checker
+ * would see the cordons.
+ */
+async function placeAppPodsOn(loaded: string[]) {
+  const others = (await core.listNode()).items
+    .map((n) => n.metadata?.name ?? '')
+    .filter((n) => !loaded.includes(n));
+  const appPods = async () =>
+    (await core.listNamespacedPod({ namespace: 'app' })).items.filter(
+      (p) => !p.metadata?.ownerReferences?.some((o) => o.kind === 'DaemonSet'),
+    );
+  for (const name of others)
+    await core.patchNode({ name, body: { spec: { unschedulable: true } } }, mergePatch);
+  try {
+    for (const p of await appPods())
+      await core.deleteNamespacedPod({ name: p.metadata?.name ?? '', namespace: 'app' });
+    await pollUntil(`every app pod on ${loaded.join(', ')}`, async () => {
+      const pods = await appPods();
+      const placed = pods.filter(
+        (p) => !p.metadata?.deletionTimestamp && loaded.includes(p.spec?.nodeName ?? ''),
+      );
+      return pods.length === 9 && placed.length === 9 ? true : undefined;
+    });
+  } finally {
+    for (const name of others)
+      await core.patchNode({ name, body: { spec: { unschedulable: false } } }, mergePatch);
+  }
+  await waitAvailable(apps, 'app', 'web');
+  await waitAvailable(apps, 'app', 'api');
+}
+
 async function assertSafe(f: Fleet) {
   await f.checker.finalCheck();
   assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
@@ -99,14 +134,28 @@ describe('rollout', () => {
     await waitAvailable(apps, 'app', 'web');
   });
 
-  test('maxUnavailable=3: three at a time, never more', async () => {
+  test('maxUnavailable=3: three at a time, never more, and pods evicted no more than the bound', async () => {
+    // Every pod on node-0, node-1 and node-2, first by name: the first wave must be the three empty nodes.
+    await fleet?.stop();
+    await placeAppPodsOn(['node-0', 'node-1', 'node-2']);
     const f = await newFleet(3);
     await operatorUnder(f, 'op-a', { maxUnavailable: 3 });
-    f.stageUpdates();
-    await rolloutDone(f);
-    await assertSafe(f);
-    assert.ok(f.checker.maxDisrupted > 1, `used the budget in parallel (max ${f.checker.maxDisrupted})`);
-    assert.ok(f.checker.maxDisrupted <= 3);
+    const moves = new MovesObserver(cluster.kubeconfig, 'app');
+    await moves.start();
+    try {
+      f.stageUpdates();
+      await rolloutDone(f);
+      await assertSafe(f);
+      assert.ok(f.checker.maxDisrupted > 1, `used the budget in parallel (max ${f.checker.maxDisrupted})`);
+      assert.ok(f.checker.maxDisrupted <= 3);
+      // Every node drains, so P evictions at least, and the first wave's pods move again: with the three
+      // empty nodes first, none does (the bound, P + the pods of the 3 least-loaded nodes, is P).
+      const m = moves.moves([...f.hosts.keys()], 3);
+      assert.equal(m.missed, 0, movesLine(m));
+      assert.equal(m.evictions, m.bound, movesLine(m));
+    } finally {
+      await moves.stop();
+    }
   });
 
   test('an admin-cordoned node stays cordoned, and counts against the budget', async () => {
@@ -130,14 +179,9 @@ describe('rollout', () => {
 
   test('nodes waiting for their reboot are tainted PreferNoSchedule, so an evicted pod is not evicted again', async () => {
     // Zones alternate a, b, c: nodes 0 and 3 share zone a, 1 and 4 zone b. Spreading by zone, the
-    // scheduler would put a pod evicted from node-0 on node-3, which drains next; tainted, it does not.
+    // scheduler would put a pod evicted from node-0 on node-3, which drains next; tainted, it does not:
+    // an untainted node scores 3 × 100 more on taints, zone spreading at most 2 × 100 (decision 0065).
     const waiting = ['node-0', 'node-1', 'node-3', 'node-4'];
-    // Every waiting node also carries an admin's taint, so all of them have the same count. The
-    // scheduler scores taints relative to the most-tainted node: a node with half that count would
-    // lose only 150 points to an untainted one, less than zone spreading's 200.
-    const admins = { key: 'example.com/admin', effect: 'PreferNoSchedule' };
-    for (const name of waiting)
-      await core.patchNode({ name, body: { spec: { taints: [admins] } } }, mergePatch);
     const taintsOf = async (name: string) => (await core.readNode({ name })).spec?.taints ?? [];
     const tainted = async (name: string) =>
       (await taintsOf(name)).some((t) => t.key === Taints.rebootPending);
@@ -184,15 +228,65 @@ describe('rollout', () => {
       const evictedAgain = [...created].filter((p) => deleted.has(p));
       assert.deepEqual(evictedAgain, [], 'no replacement pod landed on a node that was still to drain');
       for (const n of waiting) assert.equal(await tainted(n), false, `${n}: taint removed once done`);
-      for (const n of waiting)
-        assert.ok(
-          (await taintsOf(n)).some((t) => t.key === admins.key),
-          `${n}: nuo's taint removed, the admin's kept`,
-        );
     } finally {
       watch.abort();
-      for (const name of waiting)
-        await core.patchNode({ name, body: { spec: { taints: null } } }, mergePatch);
+    }
+  });
+  test("beside an admin's soft taints, waiting nodes carry more of nuo's, and an evicted pod is not evicted again", async () => {
+    // The scheduler scores soft taints relative to the node carrying the most: beside node-2's two, one
+    // taint would cost a waiting node 150 points, less than the 200 zone spreading gives the zone whose
+    // pods were all evicted. So node-0 holds every pod of zone a, and node-3 (zone a) waits after it.
+    await fleet?.stop();
+    const waiting = ['node-0', 'node-1', 'node-3', 'node-4'];
+    const admins = [
+      { key: 'example.com/admin', effect: 'PreferNoSchedule' },
+      { key: 'example.com/scale-down-candidate', effect: 'PreferNoSchedule' },
+    ];
+    const taintsOf = async (name: string) => (await core.readNode({ name })).spec?.taints ?? [];
+    const nuos = async (name: string) =>
+      (await taintsOf(name)).filter((t) => t.key.startsWith(Taints.rebootPending)).map((t) => t.key);
+    await placeAppPodsOn(['node-0', 'node-1', 'node-2']);
+    await core.patchNode({ name: 'node-2', body: { spec: { taints: admins } } }, mergePatch);
+    const moves = new MovesObserver(cluster.kubeconfig, 'app');
+    try {
+      const f = await newFleet(1);
+      await operatorUnder(f, 'op-a', { maxUnavailable: 1 }, ['--paused=true']);
+      f.stageUpdates(waiting);
+      const three = [Taints.rebootPending, `${Taints.rebootPendingMore}2`, `${Taints.rebootPendingMore}3`];
+      await pollUntil(
+        "the waiting nodes to carry three taints of nuo's, one more than node-2's",
+        async () => {
+          for (const n of waiting) if ((await nuos(n)).sort().join() !== three.join()) return undefined;
+          return true;
+        },
+      );
+      await moves.start();
+      await f.killOperator('op-a');
+      await operatorUnder(f, 'op-b', { maxUnavailable: 1 });
+      await pollUntil(
+        'the four nodes rebooted once and back to Idle',
+        async () => {
+          const states = await nodeStates();
+          const done = waiting.every(
+            (n) => f.checker.rebootsOf(n) === 1 && states.find((s) => s.name === n)?.state === Phase.idle,
+          );
+          return done ? true : undefined;
+        },
+        { timeoutMs: 240_000, intervalMs: 250 },
+      );
+      await assertSafe(f);
+      const m = moves.moves(waiting, 1);
+      assert.equal(m.evictions, 6, `node-0's and node-1's pods evicted, each once: ${movesLine(m)}`);
+      assert.equal(m.again, 0, movesLine(m));
+      for (const n of waiting) assert.deepEqual(await nuos(n), [], `${n}: nuo's taints removed once done`);
+      assert.deepEqual(
+        (await taintsOf('node-2')).map(({ key, effect }) => ({ key, effect })),
+        admins,
+        "the admin's taints kept as they were",
+      );
+    } finally {
+      await moves.stop();
+      await core.patchNode({ name: 'node-2', body: { spec: { taints: null } } }, mergePatch);
     }
   });
   test('a node that never comes back keeps its slot; the others wait, and the reason is visible', async () => {

@@ -14,8 +14,14 @@ import {
   healthRereadDue,
 } from '../../src/operator/health-gate.ts';
 import type { Ledger } from '../../src/operator/ledger.ts';
-import { sameView, slimNode, viewNode, withPendingTaint } from '../../src/operator/node-view.ts';
-import { untaintUnmanaged } from '../../src/operator/taints.ts';
+import {
+  isPendingTaint,
+  sameView,
+  slimNode,
+  viewNode,
+  withPendingTaints,
+} from '../../src/operator/node-view.ts';
+import { landingExists, softTaintsMost, untaintUnmanaged } from '../../src/operator/taints.ts';
 import {
   ago,
   decideConfig,
@@ -407,12 +413,12 @@ describe('decide: the reboot-pending taint', () => {
   const taintOf = (actions: Action[], name: string) => {
     const a = actions.find((x) => x.node === name);
     if (!a) return 'no write';
-    if (a.type === 'taint') return a.present;
+    if (a.type === 'taint') return a.count;
     return 'taint' in a ? (a.taint ?? 'unchanged') : 'unchanged';
   };
   test('is on every node that waits for a reboot, on no other node outside an attempt', () => {
     const table: Array<[string, NodeOpts, ReturnType<typeof taintOf>]> = [
-      ['needs a reboot, no slot free: Pending and tainted in one write', { annotations: needs }, true],
+      ['needs a reboot, no slot free: Pending and tainted in one write', { annotations: needs }, 1],
       [
         'waits in Pending with its reason written, untainted (an operator upgraded, an admin removed it)',
         {
@@ -423,7 +429,7 @@ describe('decide: the reboot-pending taint', () => {
             }),
           },
         },
-        true,
+        1,
       ],
       [
         'waits tainted: nothing to write',
@@ -441,18 +447,18 @@ describe('decide: the reboot-pending taint', () => {
       [
         'no longer needs a reboot: back to Idle without the taint, in one write',
         { annotations: state(Phase.pending, 10), taints: [pendingTaint] },
-        false,
+        0,
       ],
       [
         'Idle and tainted (the need withdrawn long ago): the taint goes',
         { taints: [pendingTaint, admins] },
-        false,
+        0,
       ],
       ['Idle, untainted: nothing', {}, 'no write'],
       [
         'paused: leave it alone, and pods may land on it',
         { annotations: { ...needs, [Annotations.paused]: 'true' }, taints: [pendingTaint] },
-        false,
+        0,
       ],
     ];
     for (const [what, opts, want] of table) {
@@ -477,21 +483,87 @@ describe('decide: the reboot-pending taint', () => {
       ledger: { slots: busy },
       draining: ['b'],
     });
-    assert.equal(taintOf(off.actions, 'a'), false, 'turned off: nuo removes the taints it set');
+    assert.equal(taintOf(off.actions, 'a'), 0, 'turned off: nuo removes the taints it set');
   });
   test('a node outside every pool loses the taint; one without it, or in a pool, is not written', () => {
     const tainted = viewNode(node('a', { annotations: needs, taints: [pendingTaint] }));
     const clean = viewNode(node('c', { annotations: needs }));
     const pooled = viewNode(node('p', { annotations: needs, taints: [pendingTaint] }));
     assert.deepEqual(untaintUnmanaged([tainted, clean, pooled], new Set(['a', 'c'])), [
-      { type: 'taint', node: 'a', present: false },
+      { type: 'taint', node: 'a', count: 0 },
     ]);
   });
-  test('withPendingTaint keeps every other taint as it was', () => {
-    assert.deepEqual(withPendingTaint([admins], true), [admins, pendingTaint]);
-    assert.deepEqual(withPendingTaint([pendingTaint, admins], true), [admins, pendingTaint]);
-    assert.deepEqual(withPendingTaint([pendingTaint, admins], false), [admins]);
-    assert.deepEqual(withPendingTaint([], false), []);
+  test('a waiting node carries one taint more than any node carries soft taints of others, its own counted', () => {
+    const soft = (key: string) => ({ key, effect: 'PreferNoSchedule' });
+    const waiting = { annotations: needs };
+    const table: Array<[string, NodeOpts, NodeOpts, number]> = [
+      ['no soft taint anywhere: one', waiting, {}, 1],
+      ['a NoSchedule taint elsewhere does not count: one', waiting, { taints: [admins] }, 1],
+      ['another node carries two soft taints: three', waiting, { taints: [soft('x'), soft('y')] }, 3],
+      [
+        'its own soft taint counts towards the three',
+        { ...waiting, taints: [soft('x')] },
+        { taints: [soft('x'), soft('y')] },
+        2,
+      ],
+      [
+        "already carrying two of nuo's, with nothing else soft anywhere: back to one",
+        { ...waiting, taints: [pendingTaint, soft(`${Taints.rebootPendingMore}2`)] },
+        {},
+        1,
+      ],
+    ];
+    for (const [what, waits, other, want] of table) {
+      const nodes = [holder, node('a', waits), node('c', other)];
+      const d = run(nodes, {
+        ledger: { slots: busy },
+        draining: ['b'],
+        cfg: { pendingTaint: true, softTaintsMost: softTaintsMost(nodes.map(viewNode)) },
+      });
+      assert.equal(taintOf(d.actions, 'a'), want, what);
+    }
+  });
+  test('evicted pods can land for good on a Ready, schedulable node in no attempt that waits for no drain', () => {
+    const t = NOW.getTime();
+    const table: Array<[string, NodeOpts, boolean]> = [
+      ['needs nothing', {}, true],
+      ['waits for a reboot', { annotations: needs }, false],
+      [
+        'paused, though it needs a reboot: untainted, pods go there',
+        { annotations: { ...needs, [Annotations.paused]: 'true' } },
+        true,
+      ],
+      ['in an attempt', { annotations: state(Phase.afterReboot, 5) }, false],
+      ['cordoned', { unschedulable: true }, false],
+      ['not Ready', { ready: false }, false],
+    ];
+    for (const [what, opts, want] of table) {
+      assert.equal(landingExists([viewNode(node('n', opts))], t), want, what);
+      assert.equal(
+        landingExists([viewNode(node('w', { annotations: needs })), viewNode(node('n', opts))], t),
+        want,
+        `beside a waiting node: ${what}`,
+      );
+    }
+  });
+  test('withPendingTaints keeps every other taint as it was', () => {
+    const second = { key: 'nuo.dev/reboot-pending-2', effect: 'PreferNoSchedule' };
+    assert.deepEqual(withPendingTaints([admins], 1), [admins, pendingTaint]);
+    assert.deepEqual(withPendingTaints([pendingTaint, admins], 1), [admins, pendingTaint]);
+    assert.deepEqual(withPendingTaints([pendingTaint, admins], 2), [admins, pendingTaint, second]);
+    assert.deepEqual(withPendingTaints([second, pendingTaint, admins], 0), [admins]);
+    assert.deepEqual(withPendingTaints([], 0), []);
+  });
+  test("nuo's taints are its key and that key with -2, -3, …, nothing else", () => {
+    for (const key of ['nuo.dev/reboot-pending', 'nuo.dev/reboot-pending-2', 'nuo.dev/reboot-pending-12'])
+      assert.equal(isPendingTaint(key), true, key);
+    for (const key of [
+      'nuo.dev/reboot-pending-',
+      'nuo.dev/reboot-pending-0',
+      'nuo.dev/reboot-pending-x',
+      'example.com/reboot-pending',
+    ])
+      assert.equal(isPendingTaint(key), false, key);
   });
 });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { parseMaxUnavailable } from '../../src/operator/budget.ts';
-import { doNotDisrupt } from '../../src/operator/do-not-disrupt.ts';
+import { doNotDisrupt, evictable } from '../../src/operator/do-not-disrupt.ts';
 import { needs, node, ofType, run } from './operator-fixtures.ts';
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');
@@ -70,4 +70,23 @@ test('a node whose pods are being read holds the line: nobody behind it is admit
   );
   const read = run(nodes, { cfg: { ...cfg, nodeHold: () => undefined } });
   assert.deepEqual(ofType(read.actions, 'admit'), ['a', 'b']);
+});
+
+test("a pod counts as one to evict for the first wave's order unless a DaemonSet's, a mirror or finished", () => {
+  const owned = (kind: string): V1Pod => ({
+    metadata: {
+      name: 'p',
+      ownerReferences: [{ apiVersion: 'apps/v1', kind, name: 'o', uid: 'u', controller: true }],
+    },
+    status: { phase: 'Running' },
+  });
+  const table: [string, V1Pod, boolean][] = [
+    ["a ReplicaSet's", owned('ReplicaSet'), true],
+    ['a bare pod', pod('a', undefined), true],
+    ["a DaemonSet's", owned('DaemonSet'), false],
+    ['a mirror pod', { metadata: { name: 'm', annotations: { 'kubernetes.io/config.mirror': 'x' } } }, false],
+    ['Succeeded', pod('a', undefined, undefined, 'Succeeded'), false],
+    ['Failed', pod('a', undefined, undefined, 'Failed'), false],
+  ];
+  for (const [what, p, want] of table) assert.equal(evictable(p), want, what);
 });

@@ -72,3 +72,31 @@ test('admission order: promised successors, then Pending by age, then new needs 
     ['s', 'p-old', 'p-tie-a', 'p-tie-b', 'p-new', 'b', 'z'],
   );
 });
+
+test('the first wave: successors, unread nodes (their read holds the line), the fewest pods to evict, then the usual order', () => {
+  const pending = (name: string, s: number) =>
+    viewNode(node(name, { [Annotations.state]: Phase.pending, [Annotations.stateSince]: at(-s) }));
+  const pods = new Map([
+    ['loaded-old', 6],
+    ['empty-new', 0],
+    ['empty-old', 0],
+    ['one', 1],
+    ['s', 9],
+  ]);
+  const order = admissionOrder(
+    [
+      pending('loaded-old', 100),
+      pending('unread', 200),
+      pending('empty-new', 10),
+      pending('one', 300),
+      pending('empty-old', 50),
+      pending('s', 1),
+    ],
+    new Set(['s']),
+    (name) => pods.get(name),
+  );
+  assert.deepEqual(
+    order.map((n) => n.name),
+    ['s', 'unread', 'empty-old', 'empty-new', 'one', 'loaded-old'],
+  );
+});
