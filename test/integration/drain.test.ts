@@ -19,8 +19,9 @@ import {
 } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { cordon, UncordonResult, uncordon, uncordonWith } from '../../src/drain/cordon.ts';
-import { Drainer, DrainOutcome, podsOnNode } from '../../src/drain/evict.ts';
+import { Drainer, DrainOutcome } from '../../src/drain/evict.ts';
 import { PodAction } from '../../src/drain/plan.ts';
+import { podsOnNode } from '../../src/drain/plan-reads.ts';
 import type { DrainEvent } from '../../src/drain/progress.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { SimJobAnnotations } from '../../src/sim/job-keys.ts';

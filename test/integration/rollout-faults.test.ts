@@ -10,7 +10,7 @@ import { after, describe, test } from 'node:test';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, PolicyV1Api } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { podsOnNode } from '../../src/drain/evict.ts';
+import { podsOnNode } from '../../src/drain/plan-reads.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
-import { blockingPdbName } from '../../src/drain/evict.ts';
+import { blockingPdbName } from '../../src/drain/evictions.ts';
 import { PodAction } from '../../src/drain/plan.ts';
 import { ProgressTracker } from '../../src/drain/progress.ts';
 
