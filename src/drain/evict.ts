@@ -22,9 +22,6 @@ import { describeAttached } from './volumes.ts';
 import { type PdbReads, pdbHolds, reportWaiting, waitingReport } from './waiting-report.ts';
 import { waitDetached, waitForPods, waitGone } from './waits.ts';
 
-/** src/operator lists a node's pods as the drain does. */
-export { podsOnNode };
-
 export const DrainOutcome = {
   drained: 'drained',
   /** A pod's decision was "refuse": nothing was evicted. */

@@ -5,7 +5,7 @@
  * asks for a pass (`onRead`).
  */
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
-import { podsOnNode } from '../drain/evict.ts';
+import { podsOnNode } from '../drain/plan-reads.ts';
 import { Limiter } from '../util/parallel.ts';
 
 /** A node's latest read. */
