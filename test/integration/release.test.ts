@@ -14,10 +14,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
 import { KWOK_CUSTOM_STATUS } from '../../src/sim/cluster/cluster.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { ensureCosign } from '../../tools/cosign/build.ts';
@@ -76,6 +75,17 @@ const published = await publish({
 });
 const image = published.image;
 const verifyFlags = ['--insecure-ignore-tlog=true', '--allow-http-registry', '--allow-insecure-registry'];
+
+/** kubectl on the local control plane: a fresh connection each time, for the test's one-off reads and writes. */
+function kubectl(args: string[]): string {
+  const r = run(cluster.binaries.path.kubectl, [`--kubeconfig=${cluster.kubeconfigPath}`, ...args]);
+  assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** The image a workload's pod template names. */
+const workloadImage = (workload: string) =>
+  kubectl(['get', workload, '-n', NS, '-o', 'jsonpath={.spec.template.spec.containers[0].image}']);
 
 function skopeo(...args: string[]) {
   const r = run('skopeo', args);
@@ -171,7 +181,12 @@ describe('a release through a real OCI registry', () => {
     }
   });
 
-  test('helm install nuo oci://… installs the verified chart, its workloads naming the pushed image', async () => {
+  test('helm install nuo oci://… installs the chart once verified, its workloads naming the pushed image', async () => {
+    // Verified first, as docs/install.md says to: the chart's OCI artifact at the version to install.
+    const artifact = `${published.chart.repository}:${published.chart.version}`;
+    const verified = cosign('verify', '--key', release.pub, ...verifyFlags, artifact);
+    assert.equal(verified.status, 0, `cosign verify ${artifact}: ${verified.stderr}`);
+    assert.match(verified.stdout, new RegExp(`"docker-manifest-digest":"${published.chart.digest}"`));
     const chart = `oci://${published.chart.repository}`;
     const r = helm(
       'install',
@@ -189,18 +204,13 @@ describe('a release through a real OCI registry', () => {
     );
     assert.equal(r.status, 0, `helm install ${chart}: ${r.stdout}${r.stderr}`);
     assert.match(r.stdout, /STATUS: deployed/);
-    const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
-    const operator = await apps.readNamespacedDeployment({ name: 'nuo-operator', namespace: NS });
-    const agent = await apps.readNamespacedDaemonSet({ name: 'nuo-agent', namespace: NS });
-    for (const spec of [operator.spec?.template.spec, agent.spec?.template.spec])
-      assert.equal(spec?.containers[0]?.image, `${image.repository}:${image.tag}`);
+    for (const workload of ['deployment/nuo-operator', 'daemonset/nuo-agent'])
+      assert.equal(workloadImage(workload), `${image.repository}:${image.tag}`, workload);
   });
 
   test("the operator and the agent of the image pulled from the registry, under runc, take a node needing a reboot to the agent's reboot", async () => {
-    const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
     const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
-    const deployment = await apps.readNamespacedDeployment({ name: 'nuo-operator', namespace: NS });
-    const ref = deployment.spec?.template.spec?.containers[0]?.image ?? '';
+    const ref = workloadImage('deployment/nuo-operator');
     // Verified, then pulled as a node of this architecture pulls it: its manifest out of the index.
     const verified = cosign('verify', '--key', release.pub, ...verifyFlags, ref);
     assert.equal(verified.status, 0, `cosign verify ${ref}: ${verified.stderr}`);
@@ -213,32 +223,24 @@ describe('a release through a real OCI registry', () => {
     // The node's kubelet, as the simulated hosts play it (src/sim/host.ts): Ready, and the boot ID of
     // this kernel, which the agent in the container reads from /proc.
     const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    await core.patchNode(
-      { name: 'node-0', body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: 'custom' } } } },
-      mergePatch,
-    );
+    kubectl(['annotate', '--overwrite', 'node/node-0', `${KWOK_CUSTOM_STATUS}=custom`]);
     const now = new Date().toISOString();
-    await core.patchNodeStatus(
-      {
-        name: 'node-0',
-        body: {
-          status: {
-            nodeInfo: { bootID: bootId },
-            conditions: [
-              {
-                type: 'Ready',
-                status: 'True',
-                reason: 'KubeletReady',
-                message: 'the release test posts ready status',
-                lastHeartbeatTime: now,
-                lastTransitionTime: now,
-              },
-            ],
-          },
-        },
-      },
-      strategicMergePatch,
-    );
+    const ready = {
+      type: 'Ready',
+      status: 'True',
+      reason: 'KubeletReady',
+      message: 'the release test posts ready status',
+      lastHeartbeatTime: now,
+      lastTransitionTime: now,
+    };
+    kubectl([
+      'patch',
+      'node/node-0',
+      '--subresource=status',
+      '--type=strategic',
+      '-p',
+      JSON.stringify({ status: { nodeInfo: { bootID: bootId }, conditions: [ready] } }),
+    ]);
     // The node's host: an os-release and the sentinel file that says it needs a reboot.
     const host = join(work, 'host');
     mkdirSync(join(host, 'var/run'), { recursive: true, mode: 0o755 });

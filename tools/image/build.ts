@@ -72,6 +72,26 @@ function readLayout(layout: string, tag: string): { manifest: Descriptor; body: 
   return { manifest, body: JSON.parse(readFileSync(blob(manifest), 'utf8')) as Manifest };
 }
 
+/**
+ * Moves a finished build into the cache, unless another process (a test file run beside this one) put
+ * the same one there first: that one stays, since a test may be reading it. False when it was there.
+ */
+export function moveIntoCache(work: string, dir: string): boolean {
+  if (existsSync(dir)) {
+    rmSync(work, { recursive: true, force: true });
+    return false;
+  }
+  try {
+    renameSync(work, dir);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+    rmSync(work, { recursive: true, force: true });
+    return false;
+  }
+}
+
 /** Builds the image of this checkout for one architecture, or finds it in the cache. */
 export function buildImage(
   log: (line: string) => void = () => {},
@@ -87,16 +107,19 @@ export function buildImage(
     const cache = join(cacheRoot(), 'image');
     const dir = join(cache, key);
     const recordPath = join(dir, 'image.json');
-    if (existsSync(recordPath)) {
+    const cached = (): ImageBuild => {
       const now = new Date();
       utimesSync(dir, now, now);
-      log(`image ${key} is in the cache: the same files and configuration were built before`);
       return {
         ...(JSON.parse(readFileSync(recordPath, 'utf8')) as ImageBuild),
         layout: join(dir, 'layout'),
         architecture,
         reused: true,
       };
+    };
+    if (existsSync(recordPath)) {
+      log(`image ${key} is in the cache: the same files and configuration were built before`);
+      return cached();
     }
     const work = `${dir}.tmp-${process.pid}`;
     rmSync(work, { recursive: true, force: true });
@@ -146,12 +169,14 @@ export function buildImage(
       reused: false,
     };
     writeFileSync(join(work, 'image.json'), `${JSON.stringify(build, null, 2)}\n`);
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(work, dir);
-    const cached = readdirSync(cache)
+    if (!moveIntoCache(work, dir)) {
+      log(`image ${key} was built meanwhile by another process: using that one`);
+      return cached();
+    }
+    const entries = readdirSync(cache)
       .filter((name) => !name.includes('.tmp-'))
       .map((name) => ({ name, usedMs: statSync(join(cache, name)).mtimeMs }));
-    for (const name of evictions(cached, KEEP, key))
+    for (const name of evictions(entries, KEEP, key))
       rmSync(join(cache, name), { recursive: true, force: true });
     return build;
   } finally {

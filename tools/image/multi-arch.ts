@@ -16,7 +16,6 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
-  renameSync,
   rmSync,
   statSync,
   utimesSync,
@@ -26,7 +25,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cacheRoot } from '../go-build.ts';
-import { buildImage, type ImageBuild } from './build.ts';
+import { buildImage, type ImageBuild, moveIntoCache } from './build.ts';
 import { evictions, INDEX_MEDIA_TYPE, imageIndex, manifestFor, mib } from './layout.ts';
 import { LAYERS, ref } from './spec.ts';
 
@@ -91,8 +90,7 @@ export function buildImageIndex(log: (line: string) => void = () => {}): ImageIn
     ],
   };
   writeFileSync(join(work, 'layout', 'index.json'), `${JSON.stringify(index)}\n`);
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(work, dir);
+  if (!moveIntoCache(work, dir)) return build;
   const cached = readdirSync(cache)
     .filter((entry) => !entry.includes('.tmp-'))
     .map((entry) => ({ name: entry, usedMs: statSync(join(cache, entry)).mtimeMs }));
