@@ -1,12 +1,14 @@
 /**
  * What the Go-built tools share (tools/cluster/build.ts, tools/helm/build.ts, tools/fluo/build.ts,
- * tools/karpenter/build.ts): the cache outside the
+ * tools/karpenter/build.ts, tools/cosign/build.ts, tools/actionlint/build.ts): the cache outside the
  * repository, the pinned version read from a go.mod, a locked `go build` of one command with progress.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** One command built from a Go module: its name (the binary's), module directory, package and ldflags. */
 export interface GoTarget {
@@ -158,4 +160,54 @@ export async function buildCommand(o: {
     process.stderr.write(`${(err as Error).message}\n`);
     process.exit(1);
   }
+}
+
+/** One command of a pinned Go module, built into the cache under `<cacheName>/<name>-<version>_<hash>`. */
+export interface PinnedCommand {
+  name: string;
+  /** The module directory holding go.mod, go.sum and tools.go. */
+  moduleDir: string;
+  /** The module go.mod requires directly, whose version names the build. */
+  modulePath: string;
+  pkg: string;
+  /** The `-X` flags its own release build sets, given the version. */
+  ldflags: (version: string) => string;
+}
+
+async function planCommand(c: PinnedCommand): Promise<{ path: string; target: GoTarget; dir: string }> {
+  const version = await requiredVersion(c.moduleDir, c.modulePath);
+  const target: GoTarget = { name: c.name, moduleDir: c.moduleDir, pkg: c.pkg, ldflags: c.ldflags(version) };
+  const hash = createHash('sha256');
+  for (const file of ['go.mod', 'go.sum', 'tools.go']) hash.update(await readFile(join(c.moduleDir, file)));
+  hash.update(JSON.stringify([target.pkg, target.ldflags]));
+  const dir = join(cacheRoot(), c.name, `${c.name}-${version}_${hash.digest('hex').slice(0, 12)}`);
+  return { path: join(dir, 'bin', c.name), target, dir };
+}
+
+/** A pinned command's path, built first if missing (once, across processes). Throws if the build fails. */
+export async function ensureCommand(
+  c: PinnedCommand,
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<string> {
+  const { path, target, dir } = await planCommand(c);
+  if (existsSync(path)) return path;
+  await mkdir(dirname(path), { recursive: true });
+  await withLock(
+    dir,
+    async () => {
+      if (existsSync(path)) return;
+      log(`building ${c.name} (${c.modulePath}) into ${dir}`);
+      await goBuild(target, path, log);
+    },
+    log,
+  );
+  return path;
+}
+
+/** `build.ts [--print]` for a pinned command (see buildCommand). */
+export async function commandMain(c: PinnedCommand): Promise<void> {
+  await buildCommand({
+    print: async () => (await planCommand(c)).path,
+    build: async () => `${c.name} in ${await ensureCommand(c)}`,
+  });
 }

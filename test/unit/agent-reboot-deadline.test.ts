@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import type { Rebooter } from '../../src/agent/os.ts';
 import { DeadlineState, type MissedReboot, RebootDeadline } from '../../src/agent/reboot/deadline.ts';
@@ -128,4 +129,19 @@ test('configuration is validated', () => {
     () => new RebootDeadline(undefined as unknown as Rebooter, { timeoutMs: 10, onMissed: () => {} }),
     /a rebooter is required/,
   );
+});
+
+test('a pending deadline never keeps a stopping agent alive: the process exits with its reboot still pending', () => {
+  const deadline = new URL('../../src/agent/reboot/deadline.ts', import.meta.url).href;
+  const script = `const { RebootDeadline } = await import(${JSON.stringify(deadline)});
+const d = new RebootDeadline({ name: 'fake', reboot: async () => {} }, { timeoutMs: 600000, onMissed: () => {} });
+await d.reboot();
+console.log(d.state);`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(r.signal, null, `the process was still running after 30 s: ${r.stderr}`);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, 'pending\n');
 });

@@ -27,7 +27,7 @@ test('production packages: every lock entry but the root, dev-only ones and link
   ]);
 });
 
-test("a package's files ship except nested packages, declarations, source maps and Markdown; licences always", () => {
+test("a package's files ship except nested packages, declarations, source maps, Markdown and other platforms' prebuilds; licences always", () => {
   const table: Array<[string, boolean]> = [
     ['package.json', true],
     ['dist/index.js', true],
@@ -45,8 +45,16 @@ test("a package's files ship except nested packages, declarations, source maps a
     ['NOTICE', true],
     ['node_modules/x/index.js', false],
     ['src/index.ts', true],
+    ['prebuilds/linux-arm64/bare-fs.bare', true],
+    ['prebuilds/linux-arm64/LICENSE', true],
+    ['lib/prebuilds/linux-arm64+glibc/addon.node', true],
+    ['prebuilds/linux-x64/bare-fs.bare', false],
+    ['prebuilds/android-arm64/bare-fs.bare', false],
+    ['prebuilds/darwin-arm64/LICENSE', false],
+    ['lib/prebuilds/linux-x64+musl/addon.node', false],
+    ['prebuilds.js', true],
   ];
-  for (const [path, ships] of table) assert.equal(shipsPackageFile(path), ships, path);
+  for (const [path, ships] of table) assert.equal(shipsPackageFile(path, 'linux-arm64'), ships, path);
 });
 
 test('ldd: the libraries with a file, the loader included; a missing library is an error', () => {

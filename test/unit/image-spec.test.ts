@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { containerSpec, type RuntimeSpec, runcRefusal } from '../../tools/image/container.ts';
-import { cacheKey, compressedBytes, evictions, manifestFor } from '../../tools/image/layout.ts';
+import { cacheKey, compressedBytes, evictions, imageIndex, manifestFor } from '../../tools/image/layout.ts';
+import { imagePath } from '../../tools/image/runtime.ts';
 import {
   imageConfig,
   layerOf,
+  nodeArchitecture,
   ociArchitecture,
   ref,
   sourceOf,
@@ -70,6 +72,9 @@ test('umoci config flags clear what the image had, then set every field, one fla
   assert.equal(ociArchitecture('x64'), 'amd64');
   assert.equal(ociArchitecture('arm64'), 'arm64');
   assert.throws(() => ociArchitecture('mips'), /no OCI architecture for Node's "mips"/);
+  assert.equal(nodeArchitecture('amd64'), 'x64');
+  assert.equal(nodeArchitecture('arm64'), 'arm64');
+  assert.throws(() => nodeArchitecture('mips'), /no Node architecture for OCI's "mips"/);
 });
 
 test('the cache key follows files, configuration and architecture, not the build time', () => {
@@ -166,4 +171,55 @@ test("runc's own refusal is told apart from the container's process failing", ()
     'time="2026-11-25T09:30:00Z" level=error msg="runc run failed: unable to start container process: error during container init: error mounting \\"cgroup\\" to rootfs"';
   assert.equal(runcRefusal(`\n${refused}\n`), refused);
   assert.equal(runcRefusal('nuo agent: --node-name (or $NODE_NAME) is required\n'), undefined);
+});
+
+test("the image index: each architecture's manifest with its platform, in order; one image per architecture", () => {
+  const manifest = (n: string) => ({
+    mediaType: 'application/vnd.oci.image.manifest.v1+json',
+    digest: `sha256:${n.repeat(64)}`,
+    size: 700,
+    annotations: { 'org.opencontainers.image.ref.name': '0.1.0' },
+  });
+  assert.deepEqual(
+    imageIndex([
+      { architecture: 'amd64', manifest: manifest('a') },
+      { architecture: 'arm64', manifest: manifest('b') },
+    ]),
+    {
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.index.v1+json',
+      manifests: [
+        {
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          digest: `sha256:${'a'.repeat(64)}`,
+          size: 700,
+          platform: { os: 'linux', architecture: 'amd64' },
+        },
+        {
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          digest: `sha256:${'b'.repeat(64)}`,
+          size: 700,
+          platform: { os: 'linux', architecture: 'arm64' },
+        },
+      ],
+    },
+  );
+  assert.throws(
+    () =>
+      imageIndex([
+        { architecture: 'arm64', manifest: manifest('a') },
+        { architecture: 'arm64', manifest: manifest('b') },
+      ]),
+    /two images of arm64/,
+  );
+});
+
+test('a path the foreign loader prints, as the image sees it: its own path without the unpacked root', () => {
+  const root = '/cache/image-arm64/debian-arm64-0123';
+  const table: Array<[string, string]> = [
+    [`${root}/lib/ld-linux-aarch64.so.1`, '/lib/ld-linux-aarch64.so.1'],
+    ['/lib/aarch64-linux-gnu/libc.so.6', '/lib/aarch64-linux-gnu/libc.so.6'],
+    [`${root}-other/lib/libc.so.6`, `${root}-other/lib/libc.so.6`],
+  ];
+  for (const [printed, path] of table) assert.equal(imagePath(printed, root), path, printed);
 });

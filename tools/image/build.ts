@@ -1,17 +1,14 @@
 /**
- * Builds the container image without a container engine, with Debian's umoci, into an OCI layout in
- * nuo's cache (reused while the staged files and configuration are the same):
- *
- *   npm run image [-- --archive FILE]
+ * Builds the container image of one architecture without a container engine, with Debian's umoci, into an
+ * OCI layout in nuo's cache (reused while the staged files and configuration are the same); `npm run
+ * image` (tools/image/multi-arch.ts) builds one per architecture and their index.
  *
  * Each layer is staged (tools/image/stage.ts), copied into an unpacked bundle of the image so far and
  * repacked by umoci, which computes the layer; `umoci config` then sets the user, entrypoint and labels.
- * `--archive FILE` also writes the layout as an OCI archive (`podman load`, `skopeo copy oci-archive:`).
  */
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
-  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -22,9 +19,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { join } from 'node:path';
 import { cacheRoot } from '../go-build.ts';
 import {
   cacheKey,
@@ -33,17 +28,17 @@ import {
   evictions,
   type Manifest,
   manifestFor,
-  mib,
 } from './layout.ts';
-import { imageConfig, LAYERS, ociArchitecture, ref, umociConfigFlags } from './spec.ts';
-import { stage } from './stage.ts';
+import { imageConfig, LAYERS, ref, umociConfigFlags } from './spec.ts';
+import { hostArchitecture, stage } from './stage.ts';
 
-/** Cached images kept, the one just built or used among them (about one per recent revision). */
-const KEEP = 3;
+/** Cached images kept, the one just built or used among them (about one per architecture and recent revision). */
+const KEEP = 6;
 
 export interface ImageBuild {
   /** The OCI layout directory. */
   layout: string;
+  architecture: string;
   tag: string;
   ref: string;
   version: string;
@@ -77,28 +72,54 @@ function readLayout(layout: string, tag: string): { manifest: Descriptor; body: 
   return { manifest, body: JSON.parse(readFileSync(blob(manifest), 'utf8')) as Manifest };
 }
 
-/** Builds the image of this checkout, or finds it in the cache. */
-export function buildImage(log: (line: string) => void = () => {}): ImageBuild {
+/**
+ * Moves a finished build into the cache, unless another process (a test file run beside this one) put
+ * the same one there first: that one stays, since a test may be reading it. False when it was there.
+ */
+export function moveIntoCache(work: string, dir: string): boolean {
+  if (existsSync(dir)) {
+    rmSync(work, { recursive: true, force: true });
+    return false;
+  }
+  try {
+    renameSync(work, dir);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+    rmSync(work, { recursive: true, force: true });
+    return false;
+  }
+}
+
+/** Builds the image of this checkout for one architecture, or finds it in the cache. */
+export function buildImage(
+  log: (line: string) => void = () => {},
+  architecture = hostArchitecture(),
+): ImageBuild {
   const staging = mkdtempSync(join(tmpdir(), 'nuo-image-stage-'));
   try {
-    const staged = stage(staging);
+    const staged = stage(staging, undefined, architecture);
     const tag = staged.version;
     const created = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const architecture = ociArchitecture(process.arch);
     const config = imageConfig({ version: staged.version, revision: staged.revision, created });
     const key = cacheKey(staged.digest, config, architecture);
     const cache = join(cacheRoot(), 'image');
     const dir = join(cache, key);
     const recordPath = join(dir, 'image.json');
-    if (existsSync(recordPath)) {
+    const cached = (): ImageBuild => {
       const now = new Date();
       utimesSync(dir, now, now);
-      log(`image ${key} is in the cache: the same files and configuration were built before`);
       return {
         ...(JSON.parse(readFileSync(recordPath, 'utf8')) as ImageBuild),
         layout: join(dir, 'layout'),
+        architecture,
         reused: true,
       };
+    };
+    if (existsSync(recordPath)) {
+      log(`image ${key} is in the cache: the same files and configuration were built before`);
+      return cached();
     }
     const work = `${dir}.tmp-${process.pid}`;
     rmSync(work, { recursive: true, force: true });
@@ -135,6 +156,7 @@ export function buildImage(log: (line: string) => void = () => {}): ImageBuild {
     const { manifest, body } = readLayout(layout, tag);
     const build: ImageBuild = {
       layout: join(dir, 'layout'),
+      architecture,
       tag,
       ref: ref(tag),
       version: staged.version,
@@ -147,38 +169,17 @@ export function buildImage(log: (line: string) => void = () => {}): ImageBuild {
       reused: false,
     };
     writeFileSync(join(work, 'image.json'), `${JSON.stringify(build, null, 2)}\n`);
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(work, dir);
-    const cached = readdirSync(cache)
+    if (!moveIntoCache(work, dir)) {
+      log(`image ${key} was built meanwhile by another process: using that one`);
+      return cached();
+    }
+    const entries = readdirSync(cache)
       .filter((name) => !name.includes('.tmp-'))
       .map((name) => ({ name, usedMs: statSync(join(cache, name)).mtimeMs }));
-    for (const name of evictions(cached, KEEP, key))
+    for (const name of evictions(entries, KEEP, key))
       rmSync(join(cache, name), { recursive: true, force: true });
     return build;
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }
-}
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { archive: { type: 'string' } }, strict: true });
-  const b = buildImage((line) => process.stderr.write(`${line}\n`));
-  const layers = LAYERS.map((l, i) => `${l} ${mib(b.layerBytes[i] ?? 0)}`).join(', ');
-  const lines = [
-    `${b.ref} (revision ${b.revision}), ${b.reused ? `from the cache, built ${b.created}` : `built ${b.created}`}`,
-    `  OCI layout: ${b.layout} (tag ${b.tag})`,
-    `  manifest:   ${b.digest}`,
-    `  size:       ${mib(b.compressedBytes)} compressed (${layers}); ${mib(b.unpackedBytes)} unpacked`,
-    `  push:       skopeo copy oci:${b.layout}:${b.tag} docker://${b.ref}`,
-  ];
-  if (values.archive) {
-    // Relative to where `npm run image` was typed (npm runs scripts from the package's top).
-    const archive = resolve(process.env.INIT_CWD ?? process.cwd(), values.archive);
-    mkdirSync(dirname(archive), { recursive: true });
-    execFileSync('tar', ['-C', b.layout, '-cf', archive, '.']);
-    lines.push(
-      `  archive:    ${archive} (${mib(statSync(archive).size)}; podman load -i, or skopeo copy oci-archive:)`,
-    );
-  }
-  process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -22,16 +22,21 @@ export function productionPackages(lock: LockFile): string[] {
 
 const LICENCE = /^(licen[cs]e|notice|copying|authors)([.-].*)?$/i;
 const NOT_RUN = /(\.d\.[cm]?ts|\.map|\.md|\.markdown|\.tsbuildinfo)$/i;
+/** prebuildify's directory of one platform's native binaries: prebuilds/<platform>-<arch>[+…]/. */
+const PREBUILD = /(^|\/)prebuilds\/([a-z0-9]+-[a-z0-9]+)[^/]*\//;
 
 /**
- * Whether a file of a package (its path inside the package) ships: not its nested node_modules (each
- * nested package is a lock entry of its own), not what only compilers, debuggers and readers use
- * (declarations, source maps, Markdown), always its licence.
+ * Whether a file of a package (its path inside the package) ships in the image of `platform` (Node's
+ * `linux-x64`, `linux-arm64`): not its nested node_modules (each nested package is a lock entry of its
+ * own), not what only compilers, debuggers and readers use (declarations, source maps, Markdown), not
+ * native binaries prebuilt for another platform (they never load there), always its licence.
  */
-export function shipsPackageFile(path: string): boolean {
+export function shipsPackageFile(path: string, platform: string): boolean {
   const parts = path.split('/');
   const name = parts.at(-1) ?? '';
   if (parts[0] === 'node_modules') return false;
+  const prebuild = path.match(PREBUILD);
+  if (prebuild && prebuild[2] !== platform) return false;
   if (LICENCE.test(name)) return true;
   return !NOT_RUN.test(name);
 }

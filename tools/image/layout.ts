@@ -55,3 +55,37 @@ export function evictions(
     .slice(Math.max(0, keep - 1))
     .map((e) => e.name);
 }
+
+export const INDEX_MEDIA_TYPE = 'application/vnd.oci.image.index.v1+json';
+
+/** One architecture's image for an index: its manifest's descriptor. */
+export interface PlatformManifest {
+  architecture: string;
+  manifest: Descriptor;
+}
+
+/**
+ * The image index of one image per architecture (what a registry serves under the tag and a node picks
+ * its platform's manifest from), in the order given; each manifest once, without its layout tag.
+ */
+export function imageIndex(platforms: PlatformManifest[]): {
+  schemaVersion: 2;
+  mediaType: string;
+  manifests: (Descriptor & { platform: { os: string; architecture: string } })[];
+} {
+  const seen = new Set<string>();
+  for (const p of platforms) {
+    if (seen.has(p.architecture)) throw new Error(`two images of ${p.architecture} for one index`);
+    seen.add(p.architecture);
+  }
+  return {
+    schemaVersion: 2,
+    mediaType: INDEX_MEDIA_TYPE,
+    manifests: platforms.map((p) => ({
+      mediaType: p.manifest.mediaType,
+      digest: p.manifest.digest,
+      size: p.manifest.size,
+      platform: { os: 'linux', architecture: p.architecture },
+    })),
+  };
+}

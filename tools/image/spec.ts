@@ -67,12 +67,25 @@ export function imageConfig(o: { version: string; revision: string; created: str
   };
 }
 
+const OCI_ARCHITECTURES: Record<string, string> = {
+  x64: 'amd64',
+  arm64: 'arm64',
+  ppc64: 'ppc64le',
+  s390x: 's390x',
+};
+
 /** OCI's name for the architecture Node reports (`process.arch`). */
 export function ociArchitecture(nodeArch: string): string {
-  const names: Record<string, string> = { x64: 'amd64', arm64: 'arm64', ppc64: 'ppc64le', s390x: 's390x' };
-  const name = names[nodeArch];
+  const name = OCI_ARCHITECTURES[nodeArch];
   if (!name) throw new Error(`no OCI architecture for Node's "${nodeArch}"`);
   return name;
+}
+
+/** Node's name (`process.arch`) for an OCI architecture. */
+export function nodeArchitecture(ociArch: string): string {
+  const found = Object.entries(OCI_ARCHITECTURES).find(([, oci]) => oci === ociArch);
+  if (!found) throw new Error(`no Node architecture for OCI's "${ociArch}"`);
+  return found[0];
 }
 
 /** The flags of `umoci config` that give an image this configuration, replacing whatever it had. */

@@ -3,11 +3,11 @@
  *
  *   node tools/image/stage.ts OUT_DIR      (the Containerfile runs this; tools/image/build.ts calls stage())
  *
- * The compiled entry with its revision, the production packages of the lock file, the Node binary of the
- * `node` devDependency, nsenter, and the shared libraries `ldd` says these two need. Modes are normalised
+ * The compiled entry with its revision, the production packages of the lock file, and the runtime of the
+ * architecture (tools/image/runtime.ts): Node, nsenter and the shared libraries these two need. Modes are normalised
  * and every file gets the same modification time, so the same inputs give the same layers.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
@@ -16,24 +16,17 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
-  realpathSync,
   rmSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { delimiter, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BUILD_INFO_FILE, packageRoot } from '../../src/util/build-info.ts';
 import { checkoutRevision } from '../build-info.ts';
-import {
-  imagePackageJson,
-  type LockFile,
-  parseLdd,
-  productionPackages,
-  shipsPackageFile,
-  userFiles,
-} from './files.ts';
-import { APP_DIR, LAYERS, type Layer, layerOf, NODE_PATH, NSENTER_PATH } from './spec.ts';
+import { imagePackageJson, type LockFile, productionPackages, shipsPackageFile, userFiles } from './files.ts';
+import { foreignRuntime, hostRuntime } from './runtime.ts';
+import { APP_DIR, LAYERS, type Layer, layerOf, nodeArchitecture, ociArchitecture } from './spec.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 /** Every file's modification time: fixed, so unchanged files make unchanged layers. */
@@ -109,17 +102,6 @@ function filesUnder(dir: string, prefix = ''): string[] {
   return out;
 }
 
-function which(name: string): string {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/bin', '/usr/sbin'];
-  const found = dirs
-    .filter(Boolean)
-    .map((dir) => join(dir, name))
-    .find((path) => existsSync(path));
-  if (!found)
-    throw new Error(`${name} not found on PATH or in /usr/bin, /usr/sbin (Debian package util-linux)`);
-  return found;
-}
-
 /** Directories 0755 unless staged with a mode of their own; every entry the same modification time. */
 function normalise(dir: string, modes: Map<string, number>) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -131,8 +113,13 @@ function normalise(dir: string, modes: Map<string, number>) {
   utimesSync(dir, MTIME, MTIME);
 }
 
-/** Stages the image into `dir` (emptied first); `revision` defaults to this checkout's. */
-export function stage(dir: string, revision = checkoutRevision()): Staged {
+/** This machine's architecture, by OCI's name. */
+export const hostArchitecture = () => ociArchitecture(process.arch);
+
+/**
+ * Stages the image of `architecture` into `dir` (emptied first); `revision` defaults to this checkout's.
+ */
+export function stage(dir: string, revision = checkoutRevision(), architecture = hostArchitecture()): Staged {
   rmSync(dir, { recursive: true, force: true });
   const s = new Stage(dir);
   const version = packageRoot(root)?.version;
@@ -161,25 +148,23 @@ export function stage(dir: string, revision = checkoutRevision()): Staged {
   );
 
   // dependencies: the lock file's production packages that are installed (an optional one may not be).
+  const nodePlatform = `linux-${nodeArchitecture(architecture)}`;
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as LockFile;
   for (const pkg of productionPackages(lock)) {
     const from = join(root, pkg);
     if (!existsSync(from)) continue;
-    for (const rel of filesUnder(from).filter(shipsPackageFile))
+    for (const rel of filesUnder(from).filter((rel) => shipsPackageFile(rel, nodePlatform)))
       s.copy(`${APP_DIR}/${pkg}/${rel}`, join(from, rel));
   }
 
   // runtime: Node, nsenter, their shared libraries, the users, /tmp.
-  const binaries = {
-    [NODE_PATH]: join(root, 'node_modules/node/bin/node'),
-    [NSENTER_PATH]: which('nsenter'),
-  };
-  const libraries = new Set<string>();
-  for (const [path, from] of Object.entries(binaries)) {
-    s.copy(path, realpathSync(from));
-    for (const lib of parseLdd(execFileSync('ldd', [from], { encoding: 'utf8' }))) libraries.add(lib);
-  }
-  for (const lib of [...libraries].sort()) s.copy(lib, realpathSync(lib));
+  const nodeVersion = (
+    JSON.parse(readFileSync(join(root, 'node_modules/node/package.json'), 'utf8')) as { version: string }
+  ).version;
+  const runtime =
+    architecture === hostArchitecture() ? hostRuntime(root) : foreignRuntime(architecture, nodeVersion);
+  for (const [path, from] of Object.entries(runtime.files).sort(([a], [b]) => a.localeCompare(b)))
+    s.copy(path, from);
   const users = userFiles();
   s.file('/etc/passwd', users.passwd);
   s.file('/etc/group', users.group);

@@ -95,6 +95,9 @@ export class RebootDeadline implements Rebooter {
         .then(() => this.#onMissed(missed))
         .catch(() => {});
     }, this.timeoutMs);
+    // The deadline watches a running agent; it never keeps a stopping one alive (SIGTERM after a reboot
+    // request would otherwise wait out the whole timeout, 10 min by default).
+    this.#timer.unref();
   }
 
   /** Forgets a pending or missed reboot (e.g. once the agent recorded it and a person asked again). */
