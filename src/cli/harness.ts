@@ -53,7 +53,13 @@ export interface WhatifRunHarness {
   runWhatif: (
     snapshot: Snapshot,
     twin: Twin,
-    options: { rebootMs: number; standTimeoutMs: number; timeoutMs: number; log: (line: string) => void },
+    options: {
+      rebootMs: number;
+      standTimeoutMs: number;
+      timeoutMs: number;
+      log: (line: string) => void;
+      until?: readonly string[];
+    },
   ) => Promise<{ observations: RunObservations; twin: { differences: string[]; unready: string[] } }>;
 }
 

@@ -49,6 +49,8 @@ export interface RunOptions {
   /** How long the rollout may run; nodes unfinished then are reported with why. */
   timeoutMs: number;
   log: (line: string) => void;
+  /** The nodes whose finishing ends the run (default: every node), as a suggestion rolls one pool. */
+  until?: readonly string[];
 }
 
 export interface RunResult {
@@ -204,7 +206,10 @@ export async function rollCluster(
           nextProgress += PROGRESS_MS;
           options.log(progressLine(all, all.filter(finished).length, Date.now() - phases.t0));
         }
-        return all.every(finished) ? true : undefined;
+        const ending = options.until
+          ? all.filter((n) => options.until?.includes(n.metadata?.name ?? ''))
+          : all;
+        return ending.every(finished) ? true : undefined;
       },
       { timeoutMs: options.timeoutMs, intervalMs: 500 },
     ).catch(() => false);
