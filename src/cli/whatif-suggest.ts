@@ -8,7 +8,14 @@ import { buildReport, type WhatifReport } from '../whatif/report.ts';
 import { reportSvg } from '../whatif/report-svg.ts';
 import { formatMs } from '../whatif/report-table.ts';
 import { type Snapshot, SnapshotError } from '../whatif/snapshot.ts';
-import { poolFacts, SuggestError, settingsText, suggestCandidates, withSettings } from '../whatif/suggest.ts';
+import {
+  type Candidate,
+  poolFacts,
+  SuggestError,
+  settingsText,
+  suggestCandidates,
+  withSettings,
+} from '../whatif/suggest.ts';
 import { outcomeOf, rankSuggestions, type Tried } from '../whatif/suggest-rank.ts';
 import { suggestOutput, suggestTable } from '../whatif/suggest-report.ts';
 import { observedAtSpeed, TimingError, twinTiming } from '../whatif/timing.ts';
@@ -84,7 +91,7 @@ export async function runSuggest(
     `trying ${candidates.length} setting(s) of UpdatePolicy ${facts.policy} (${facts.nodes} node(s)) on fresh twins of ${read.source}, one after another: each at most ${formatMs(eachMs)} (standing the twin, at most ${formatMs(flags.timeoutMs / flags.speed)} of rollout), at most ${formatMs(eachMs * candidates.length)} in all`,
   );
   const tried: Tried[] = [];
-  const reports = new Map<Tried, WhatifReport>();
+  const reports = new Map<Candidate, WhatifReport>();
   for (const [i, candidate] of candidates.entries()) {
     const policies = snapshot.updatePolicies.map((p) =>
       p.metadata.name === facts.policy ? withSettings(p, candidate.settings) : p,
@@ -106,9 +113,8 @@ export async function runSuggest(
         log: (line) => err(`    ${line}`),
       });
       const report = buildReport(observedAtSpeed(result.observations, flags.speed));
-      const entry = { candidate, outcome: outcomeOf(report, facts.policy, suggest.windowMs) };
-      tried.push(entry);
-      reports.set(entry, report);
+      tried.push({ candidate, outcome: outcomeOf(report, facts.policy, suggest.windowMs) });
+      reports.set(candidate, report);
     } catch (e) {
       const error = (e as Error).message;
       err(`    the run failed: ${error}`);
@@ -127,7 +133,7 @@ export async function runSuggest(
   });
   out(flags.format === 'json' ? JSON.stringify(output, null, 2) : suggestTable(output).trimEnd());
   const chosen = ranked[0];
-  const report = chosen ? reports.get(chosen) : undefined;
+  const report = chosen ? reports.get(chosen.candidate) : undefined;
   if (flags.svg !== undefined && report) {
     writeFileSync(flags.svg, reportSvg(report));
     err(`timeline of ${settingsText(chosen?.candidate.settings ?? facts.current)} written to ${flags.svg}`);
