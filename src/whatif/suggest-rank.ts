@@ -15,6 +15,8 @@ export interface Outcome {
   finished: number;
   /** From the rollout's start to the pool's last node finishing, when all did. */
   totalMs?: number;
+  /** How long the run rolled: until the pool's nodes finished, or its deadline. */
+  elapsedMs?: number;
   /** PDBs that refused an eviction from a drain of the pool's nodes. */
   pdbsBlocked: string[];
   /** The pool's nodes that did not finish. */
@@ -47,6 +49,7 @@ export function outcomeOf(report: WhatifReport, pool: string, windowMs: number |
     nodes: members.size,
     finished: line?.finished ?? 0,
     ...(totalMs !== undefined ? { totalMs } : {}),
+    elapsedMs: report.elapsedMs,
     pdbsBlocked: [...new Set(report.drainWaits.filter((w) => members.has(w.node)).map((w) => w.pdb))].sort(),
     stuck: report.stuck.filter((s) => members.has(s.node)).map((s) => s.node),
     violations: report.violations,

@@ -22,6 +22,7 @@ export interface SuggestOutput {
     nodes: number;
     finished: number;
     totalMs?: number;
+    elapsedMs?: number;
     pdbsBlocked: string[];
     stuck: string[];
     violations: string[];
@@ -100,10 +101,7 @@ export function suggestTable(o: SuggestOutput): string {
     parts.push(
       ['Not suggested:', ...held.map((t) => `  ${settingsText(t.settings)}: ${t.why.join('; ')}`)].join('\n'),
     );
-  if (o.notTried > 0)
-    parts.push(
-      `${o.notTried} more setting(s) with larger budgets not tried: raise --suggest-max to try them.`,
-    );
+  if (o.notTried > 0) parts.push(`${o.notTried} more setting(s) not tried: raise --suggest-max to try them.`);
   const s = o.suggestion;
   const now = o.tried.find((t) => t.current);
   if (s) {

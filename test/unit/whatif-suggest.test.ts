@@ -247,6 +247,7 @@ test('outcomeOf reads the pool’s own nodes: its finish, the PDBs its drains wa
     nodes: 2,
     finished: 2,
     totalMs: 60_000,
+    elapsedMs: 100_000,
     pdbsBlocked: ['shop/web'],
     stuck: [],
     violations: [],
@@ -256,6 +257,7 @@ test('outcomeOf reads the pool’s own nodes: its finish, the PDBs its drains wa
   assert.deepEqual(outcomeOf(r, 'db', 3_600_000), {
     nodes: 1,
     finished: 0,
+    elapsedMs: 100_000,
     pdbsBlocked: ['shop/db'],
     stuck: ['d1'],
     violations: [],
@@ -410,7 +412,7 @@ test('suggestTable and suggestOutput: every setting tried, the suggestion marked
   assert.match(text, /\n\s+1 \(now\)\s+-\s+Parallel\s+1m20s\s+4\/4/);
   assert.match(text, /\n\s+3\s+-\s+Parallel\s+30\.0s\s+4\/4\s+shop\/web\s+0\s+yes/);
   assert.match(text, /Not suggested:\n {2}maxUnavailable 3, zoneOrder Parallel: drains waited on shop\/web/);
-  assert.match(text, /2 more setting\(s\) with larger budgets not tried: raise --suggest-max/);
+  assert.match(text, /2 more setting\(s\) not tried: raise --suggest-max/);
   assert.match(
     text,
     /Suggested: maxUnavailable 2, zoneOrder Parallel, the fastest that kept every PDB unblocked: 40\.0s against 1m20s with the policy's own settings\./,
