@@ -92,7 +92,7 @@ export function poolFacts(snapshot: Snapshot, name: string | undefined): PoolFac
   };
 }
 
-/** Budgets tried: 1, 2, 3, 4, then about half as many again each step (6, 8, 12, 16, 24, …), up to the pool. */
+/** Budgets tried: 1, 2, 3, then powers of two and the midpoints between them (4, 6, 8, 12, 16, 24, …), up to the pool. */
 export function budgetSteps(poolNodes: number): number[] {
   const steps: number[] = [];
   for (let b = 1; b <= poolNodes; b = b < 4 ? b + 1 : b + 2 ** Math.floor(Math.log2(b) - 1)) steps.push(b);
