@@ -60,6 +60,7 @@ export interface WhatifRunHarness {
       log: (line: string) => void;
       rebootMsByPool?: Record<string, number>;
       calendar?: { originMs?: number; speed: number };
+      until?: readonly string[];
     },
   ) => Promise<{ observations: RunObservations; twin: { differences: string[]; unready: string[] } }>;
 }

@@ -48,7 +48,7 @@ function timesLine(t: PoolTimes): string {
 }
 
 /** The snapshot's policies, or those of `file` in their place. */
-function withPolicies(snapshot: Snapshot, file: string | undefined): Snapshot {
+export function withPolicies(snapshot: Snapshot, file: string | undefined): Snapshot {
   if (file === undefined) return snapshot;
   const { updatePolicies } = readSnapshotFiles(file).snapshot;
   if (updatePolicies.length === 0)

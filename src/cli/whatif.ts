@@ -16,6 +16,7 @@ import { type Command, err, out, UsageError } from './command.ts';
 import { loadHarness, type WhatifHarness, type WhatifRunHarness } from './harness.ts';
 import { explainApiError, kubeconfigFrom, kubeFlags, kubeFlagsUsage } from './kube.ts';
 import { RUN_FORMATS, type RunFlags, type RunFormat, runPrediction } from './whatif-run.ts';
+import { DEFAULT_SUGGEST_MAX, runSuggest, suggestFlags } from './whatif-suggest.ts';
 
 const FORMATS = ['yaml', 'json'] as const;
 const SUBCOMMANDS = ['snapshot', 'twin', 'run'] as const;
@@ -161,6 +162,7 @@ export const whatifCommand: Command = {
     '       nuo whatif twin --from PATH [--timeout D]',
     '       nuo whatif run [--from PATH] [--policies FILE] [--reboot-time D] [--return-time D] [--speed N]',
     '                      [--start T] [--timeout D] [-o table|json] [--svg FILE]',
+    '                      [--suggest [--suggest-max N] [--suggest-policy NAME] [--window D]]',
     '',
     'Writes a snapshot to stdout: the Nodes, Pods and their owners (Deployments, ReplicaSets,',
     'StatefulSets, DaemonSets, Jobs), PodDisruptionBudgets, PriorityClasses, Namespaces, UpdatePolicies and',
@@ -198,6 +200,12 @@ export const whatifCommand: Command = {
     '  --stand-timeout D   how long the twin may take to stand (default 5m)',
     '  -o, --output FMT    table (default) or json',
     '  --svg FILE          also write the timeline as an SVG picture',
+    '  --suggest           try settings of one UpdatePolicy (budget, per-zone cap, zone order), each on a',
+    '                      fresh twin, and suggest the fastest that finished its pool with no drain',
+    '                      waiting on a PDB and inside --window, as a patch; exits 3 when none did',
+    `  --suggest-max N     at most N settings tried (default ${DEFAULT_SUGGEST_MAX}), smaller budgets first`,
+    '  --suggest-policy NAME  the UpdatePolicy varied (when the snapshot holds several)',
+    '  --window D          with --suggest: the maintenance window the pool must finish in',
     'Runs from a source checkout only (npm install): the build leaves out the harness.',
   ].join('\n'),
   async run(argv) {
@@ -216,6 +224,10 @@ export const whatifCommand: Command = {
         start: { type: 'string' },
         'stand-timeout': { type: 'string' },
         svg: { type: 'string' },
+        suggest: { type: 'boolean' },
+        'suggest-max': { type: 'string' },
+        'suggest-policy': { type: 'string' },
+        window: { type: 'string' },
         ...kubeFlags,
       },
     });
@@ -237,6 +249,8 @@ export const whatifCommand: Command = {
         '--from reads files: --kubeconfig and --context name a cluster, so give one or the other',
       );
     const flags = sub === 'run' ? runFlags(values) : undefined;
+    const suggest = suggestFlags(values);
+    if (suggest && !flags) throw new UsageError('--suggest goes with run');
     const format = (values.output ?? 'yaml') as Format;
     if (!flags && !FORMATS.includes(format))
       throw new UsageError(`--output must be yaml or json, got "${values.output}"`);
@@ -247,6 +261,7 @@ export const whatifCommand: Command = {
     if (flags && !harness) return 2;
     const read = await readOrExplain(values);
     if (typeof read === 'number') return read;
+    if (flags && harness && suggest) return runSuggest(harness, read, flags, suggest);
     if (flags && harness) return runPrediction(harness, read, flags);
     const taken = new Date().toISOString();
     const header = [`nuo whatif snapshot of ${read.source}, ${taken}`, snapshotCounts(read.snapshot)];

@@ -58,6 +58,8 @@ export interface RunOptions {
    * it starts, `speed` times as fast as real time. Absent: the real clock.
    */
   calendar?: { originMs?: number; speed: number };
+  /** The nodes whose finishing ends the run (default: every node), as a suggestion rolls one pool. */
+  until?: readonly string[];
 }
 
 export interface RunResult {
@@ -216,7 +218,10 @@ export async function rollCluster(
           nextProgress += PROGRESS_MS;
           options.log(progressLine(all, all.filter(finished).length, Date.now() - phases.t0));
         }
-        return all.every(finished) ? true : undefined;
+        const ending = options.until
+          ? all.filter((n) => options.until?.includes(n.metadata?.name ?? ''))
+          : all;
+        return ending.every(finished) ? true : undefined;
       },
       { timeoutMs: options.timeoutMs, intervalMs: 500 },
     ).catch(() => false);

@@ -43,6 +43,17 @@ test('nuo whatif: bad input exits 2 with a message that names the problem', () =
       args: ['run', '--from', dir, '--kubeconfig', 'k'],
       message: /--from reads files: --kubeconfig and --context name a cluster/,
     },
+    { args: ['run', '--from', dir, '--suggest-max', '3'], message: /--suggest-max go with --suggest/ },
+    {
+      args: ['run', '--from', dir, '--window', '1h', '--suggest-policy', 'a'],
+      message: /--suggest-policy, --window go with --suggest/,
+    },
+    {
+      args: ['run', '--from', dir, '--suggest', '--suggest-max', '0'],
+      message: /--suggest-max must be a whole number from 1 to 100, got "0"/,
+    },
+    { args: ['run', '--from', dir, '--suggest', '--window', 'soon'], message: /--window: / },
+    { args: ['snapshot', '--from', dir, '--suggest'], message: /--suggest goes with run/ },
     { args: ['twin'], message: /twin needs --from PATH: the snapshot to make again/ },
     { args: ['twin', '--from', dir, '--timeout', 'soon'], message: /--timeout: / },
     { args: ['snapshot', 'extra'], message: /unexpected arguments: extra/ },
@@ -58,6 +69,33 @@ test('nuo whatif: bad input exits 2 with a message that names the problem', () =
     assert.match(r.stderr, c.message);
     assert.equal(r.stdout, '');
   }
+});
+
+test('nuo whatif run --suggest asks which policy to vary when the snapshot holds several, before starting anything', () => {
+  const dump = join(dir, 'two-policies');
+  mkdirSync(dump);
+  const policy = (name: string) => ({
+    apiVersion: 'nuo.dev/v1alpha1',
+    kind: 'UpdatePolicy',
+    metadata: { name },
+    spec: { nodeSelector: { matchLabels: { pool: name } } },
+  });
+  writeFileSync(
+    join(dump, 'all.json'),
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [rawNode('n1', 'a'), policy('web'), policy('db')],
+    }),
+  );
+  const r = nuo('run', '--from', dump, '--suggest');
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /2 UpdatePolicies \(web, db\): name the one to vary with --suggest-policy NAME/);
+  const empty = nuo('run', '--from', dump, '--suggest', '--suggest-policy', 'db');
+  assert.equal(empty.status, 2, empty.stderr);
+  assert.match(empty.stderr, /UpdatePolicy db holds no node of the snapshot: there is nothing to roll/);
+  assert.doesNotMatch(`${r.stderr}${empty.stderr}`, /trying/);
+  assert.equal(r.stdout + empty.stdout, '');
 });
 
 test('nuo whatif snapshot --from a kubectl dump writes the cut-down snapshot, drops Secrets and says so', () => {

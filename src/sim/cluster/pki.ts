@@ -3,6 +3,7 @@
  * keys but not X.509 certificates). EC P-256 keys: generating RSA keys on every cluster start is slow.
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -45,7 +46,10 @@ async function signedCert(dir: string, name: string, subject: string, ext: strin
       'ca.crt',
       '-CAkey',
       'ca.key',
-      '-CAcreateserial',
+      // A random serial of its own: -CAcreateserial's shared ca.srl, read and written by the certificates
+      // signed side by side, breaks a start now and then ("Unable to load number from ca.srl").
+      '-set_serial',
+      `0x${randomBytes(16).toString('hex')}`,
       '-days',
       '30',
       '-extfile',
