@@ -33,7 +33,8 @@ import {
   STAND_DOWN,
 } from './pool-plan.ts';
 import { SoakClock } from './soak-clock.ts';
-import { landingExists, softTaintsMost, untaintUnmanaged } from './taints.ts';
+import { landingExists, softTaintsMost } from './taints.ts';
+import { unmanagedWrites } from './unmanaged.ts';
 
 /** Actions that change only the ledger: the pass's own conditional write. */
 export type LedgerOnly = Extract<LedgerChange, { type: 'release' | 'promise' | 'unpromise' | 'claim' }>;
@@ -208,12 +209,11 @@ export class Decider {
       };
     });
     for (const { pool, decision } of pools) this.#kuredWant(pool, decision, now);
-    const unmanaged = new Set([...plan.unmatched, ...plan.conflicts.keys()]);
     const wakes = pools.flatMap((p) => (p.decision.wakeAt === undefined ? [] : [p.decision.wakeAt]));
     return {
       plan,
       pools,
-      actions: [...pools.flatMap((p) => p.decision.actions), ...untaintUnmanaged(nodes, unmanaged)],
+      actions: [...pools.flatMap((p) => p.decision.actions), ...unmanagedWrites(nodes, plan)],
       holders: pools.flatMap((p) => p.decision.budget.holders),
       ...(wakes.length > 0 ? { wakeAt: Math.min(...wakes) } : {}),
     };

@@ -82,13 +82,3 @@ function waitsForDrain(n: NodeView, t: number): boolean {
   const plan = nextPlan(n, t);
   return plan ? plan.prepare === 'drain' : needsReboot(n, t) !== undefined;
 }
-
-/**
- * The taint off nodes outside every pool (no policy selects them, or two do): nuo manages none of them,
- * so none waits for a reboot of nuo's, and a taint nuo left on one would steer pods away from it for good.
- */
-export function untaintUnmanaged(nodes: readonly NodeView[], unmanaged: ReadonlySet<string>): Action[] {
-  return nodes
-    .filter((n) => n.pendingTaints > 0 && unmanaged.has(n.name))
-    .map((n) => ({ type: 'taint', node: n.name, count: 0 }) as const);
-}

@@ -26,6 +26,7 @@ import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/up
 import { statusCode } from '../../src/kube/errors.ts';
 import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
 import { readHealth } from '../../src/operator/health-check-reads.ts';
+import { unmanagedReason } from '../../src/operator/unmanaged.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet, type FleetOptions } from '../../src/sim/fleet.ts';
@@ -259,6 +260,18 @@ describe('UpdatePolicies', () => {
     assert.match(status.stdout, /^ {2}node-0: selected by a and zone-a: left alone$/m);
     assert.match(status.stdout, /^ {2}no policy selects: node-4, node-5 \(left alone\)$/m);
     assert.match(status.stdout, /^node-1 .* a {2,}/m, 'the POOL column names the policy');
+    const reasonBecomes = (name: string, want: string) =>
+      pollUntil(
+        `${name}'s state-reason: ${want}`,
+        async () => ((await stateReason(name)) === want ? true : undefined),
+        {
+          timeoutMs: 30_000,
+        },
+      );
+    await reasonBecomes('node-0', unmanagedReason(['a', 'zone-a']));
+    // node-1, rebooted and healthy in pool a, is claimed by a second policy: its reason says so, not the old one.
+    await createPolicy('a-too', { nodeSelector: { matchLabels: { pool: 'a' } }, ...QUICK });
+    await reasonBecomes('node-1', unmanagedReason(['a', 'a-too']));
     await assertSafe(f);
     assert.equal(f.checker.rebootsOf('node-0'), 0, 'a node two policies select is never rebooted');
   });

@@ -21,7 +21,8 @@ import {
   viewNode,
   withPendingTaints,
 } from '../../src/operator/node-view.ts';
-import { landingExists, softTaintsMost, untaintUnmanaged } from '../../src/operator/taints.ts';
+import { landingExists, softTaintsMost } from '../../src/operator/taints.ts';
+import { unmanagedReason, unmanagedWrites } from '../../src/operator/unmanaged.ts';
 import {
   ago,
   decideConfig,
@@ -489,9 +490,61 @@ describe('decide: the reboot-pending taint', () => {
     const tainted = viewNode(node('a', { annotations: needs, taints: [pendingTaint] }));
     const clean = viewNode(node('c', { annotations: needs }));
     const pooled = viewNode(node('p', { annotations: needs, taints: [pendingTaint] }));
-    assert.deepEqual(untaintUnmanaged([tainted, clean, pooled], new Set(['a', 'c'])), [
+    const unmatched = { unmatched: ['a', 'c'], conflicts: new Map<string, string[]>() };
+    assert.deepEqual(unmanagedWrites([tainted, clean, pooled], unmatched), [
       { type: 'taint', node: 'a', count: 0 },
     ]);
+  });
+  test('a node outside every pool says why instead of its last attempt’s reason, in one write with the taint', () => {
+    const done = { [Annotations.state]: Phase.idle, [Annotations.stateReason]: 'rebooted and healthy' };
+    const both = ['blue', 'green'];
+    const conflict = unmanagedReason(both);
+    const table: Array<[string, NodeOpts, 'conflict' | 'unmatched', unknown[]]> = [
+      [
+        'claimed by two policies, stale reason: the conflict named',
+        { annotations: done },
+        'conflict',
+        [{ type: 'explain', node: 'n', reason: conflict }],
+      ],
+      [
+        'claimed by two, tainted: the reason and the taint in one write',
+        { annotations: done, taints: [pendingTaint] },
+        'conflict',
+        [{ type: 'explain', node: 'n', reason: conflict, taint: 0 }],
+      ],
+      [
+        'claimed by two, never explained: the conflict named',
+        {},
+        'conflict',
+        [{ type: 'explain', node: 'n', reason: conflict }],
+      ],
+      [
+        'claimed by two, reason already current: nothing',
+        { annotations: { ...done, [Annotations.stateReason]: conflict } },
+        'conflict',
+        [],
+      ],
+      [
+        'selected by none, stale reason: said so',
+        { annotations: done },
+        'unmatched',
+        [{ type: 'explain', node: 'n', reason: unmanagedReason(undefined) }],
+      ],
+      ['selected by none, never explained: no annotation written', {}, 'unmatched', []],
+      [
+        'in an attempt: its steps keep the reason',
+        { annotations: { ...done, [Annotations.state]: Phase.draining } },
+        'conflict',
+        [],
+      ],
+    ];
+    for (const [name, opts, kind, want] of table) {
+      const plan =
+        kind === 'conflict'
+          ? { unmatched: [], conflicts: new Map([['n', both]]) }
+          : { unmatched: ['n'], conflicts: new Map<string, string[]>() };
+      assert.deepEqual(unmanagedWrites([viewNode(node('n', opts))], plan), want, name);
+    }
   });
   test('a waiting node carries one taint more than any node carries soft taints of others, its own counted', () => {
     const soft = (key: string) => ({ key, effect: 'PreferNoSchedule' });
