@@ -53,6 +53,8 @@ export const agentCommand: Command = {
     `  --reboot-command "CMD ARGS"      command rebooter (default "${DEFAULT_REBOOT_COMMAND.join(' ')}")`,
     `  --reboot-signal SIG              signal rebooter's signal to PID 1 (default ${DEFAULT_REBOOT_SIGNAL})`,
     '  --reboot-timeout D               report on the node if the host is still up this long after rebooting (default 10m)',
+    "  --proc DIR                       where the host's procfs is mounted, read for its boot ID and boot time",
+    '                                   (default /proc; e.g. /host/proc when the pod mounts it there)',
     '  --dbus-address ADDR              system bus (default $DBUS_SYSTEM_BUS_ADDRESS or /run/dbus/system_bus_socket)',
     '  --check-interval D               how often detectors are polled (default 60s)',
     '  --report-spread D                report a newly detected need for a reboot after a random delay',
@@ -81,6 +83,7 @@ export const agentCommand: Command = {
         'reboot-signal': { type: 'string', default: DEFAULT_REBOOT_SIGNAL },
         'reboot-timeout': { type: 'string' },
         'dbus-address': { type: 'string' },
+        proc: { type: 'string', default: '/proc' },
         'check-interval': { type: 'string' },
         'report-spread': { type: 'string' },
         namespace: { type: 'string' },
@@ -141,6 +144,14 @@ export const agentCommand: Command = {
       if (err instanceof UsageError) throw err;
       throw new UsageError((err as Error).message);
     }
+    const bootId = new LinuxBootId(values.proc);
+    try {
+      await bootId.read();
+    } catch (err) {
+      throw new UsageError(
+        `--proc ${values.proc}: ${(err as Error).message}; point --proc at the host's procfs (default /proc)`,
+      );
+    }
     const log = (level: string, message: string) =>
       process.stderr.write(
         `${JSON.stringify({ time: new Date().toISOString(), level, node: nodeName, msg: message })}\n`,
@@ -168,8 +179,8 @@ export const agentCommand: Command = {
       client,
       detector: detectors.length === 1 ? (detectors[0] as Detector) : new AnyDetector(detectors),
       rebooter: guarded,
-      bootId: new LinuxBootId(),
-      bootTime: new LinuxBootTime(),
+      bootId,
+      bootTime: new LinuxBootTime(values.proc),
       grants: new OperatorGrants(client, values.namespace ?? process.env.POD_NAMESPACE ?? DEFAULT_NAMESPACE),
       labels,
       checkIntervalMs: durationFlag('check-interval', values['check-interval'], '60s'),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -62,6 +62,42 @@ test('bad input exits 2 with a message that names the problem', () => {
     const r = nuo(...args);
     assert.equal(r.status, 2, `${args.join(' ')} exits 2`);
     assert.match(r.stderr, message, args.join(' '));
+  }
+});
+
+test("nuo agent --proc: the host's procfs read where it is mounted, refused at start-up without a boot ID there", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nuo-agent-proc-'));
+  try {
+    const proc = (bootId: string | undefined) => {
+      const p = join(dir, String(bootId));
+      if (bootId !== undefined) {
+        mkdirSync(join(p, 'sys/kernel/random'), { recursive: true });
+        writeFileSync(join(p, 'sys/kernel/random/boot_id'), `${bootId}\n`);
+        writeFileSync(join(p, 'stat'), 'cpu  1 2 3\nbtime 1764241200\n');
+      }
+      return p;
+    };
+    const agent = (p: string) =>
+      nuo('agent', '--node-name=node-0', `--proc=${p}`, '--kubeconfig=/nonexistent/kc');
+    const missing = agent(proc(undefined));
+    assert.equal(missing.status, 2, missing.stderr);
+    assert.match(
+      missing.stderr,
+      /--proc \S+\/undefined: ENOENT.*sys\/kernel\/random\/boot_id.*point --proc at the host's procfs/,
+    );
+    const malformed = agent(proc('not-a-boot-id'));
+    assert.equal(malformed.status, 2, malformed.stderr);
+    assert.match(
+      malformed.stderr,
+      /--proc \S+: \S+\/boot_id holds no boot ID: "not-a-boot-id"; point --proc/,
+    );
+    // A boot ID there: the agent goes on to its kubeconfig, the next thing it needs.
+    const good = agent(proc('0f6a2b8e-4b1c-4d5e-9f00-1234567890ab'));
+    assert.notEqual(good.status, 0);
+    assert.doesNotMatch(good.stderr, /--proc/);
+    assert.match(good.stderr, /\/nonexistent\/kc/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
