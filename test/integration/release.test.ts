@@ -5,11 +5,13 @@
  * an OCI artifact. The signatures and SBOMs are verified with the public key (and refused with another),
  * the chart is installed with `helm install nuo oci://…` into the local control plane, and the image its
  * workloads name is pulled from the registry and run under runc: the operator and the agent of the pulled
- * image take a node needing a reboot through its drain to the agent's reboot.
+ * image take a node needing a reboot through its drain and the agent's reboot, the host's boot (a new boot
+ * ID in the procfs the agent reads with --proc) and back to Idle, uncordoned, the independent checker
+ * watching.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +19,7 @@ import { after, describe, test } from 'node:test';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
+import { SafetyChecker } from '../../src/sim/checker.ts';
 import { KWOK_CUSTOM_STATUS } from '../../src/sim/cluster/cluster.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { ensureCosign } from '../../tools/cosign/build.ts';
@@ -208,7 +211,7 @@ describe('a release through a real OCI registry', () => {
       assert.equal(workloadImage(workload), `${image.repository}:${image.tag}`, workload);
   });
 
-  test("the operator and the agent of the image pulled from the registry, under runc, take a node needing a reboot to the agent's reboot", async () => {
+  test("the operator and the agent of the image pulled from the registry, under runc, take a node needing a reboot through its drain and the agent's reboot back to Idle, uncordoned", async () => {
     const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
     const ref = workloadImage('deployment/nuo-operator');
     // Verified, then pulled as a node of this architecture pulls it: its manifest out of the index.
@@ -220,55 +223,84 @@ describe('a release through a real OCI registry', () => {
     assert.equal(manifestFor(index, image.tag).digest, image.platforms[hostArchitecture()]);
     const unpacked = Runc.unpack(pulled, image.tag, join(work, 'unpacked'));
 
-    // The node's kubelet, as the simulated hosts play it (src/sim/host.ts): Ready, and the boot ID of
-    // this kernel, which the agent in the container reads from /proc.
-    const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    kubectl(['annotate', '--overwrite', 'node/node-0', `${KWOK_CUSTOM_STATUS}=custom`]);
-    const now = new Date().toISOString();
-    const ready = {
-      type: 'Ready',
-      status: 'True',
-      reason: 'KubeletReady',
-      message: 'the release test posts ready status',
-      lastHeartbeatTime: now,
-      lastTransitionTime: now,
-    };
-    kubectl([
-      'patch',
-      'node/node-0',
-      '--subresource=status',
-      '--type=strategic',
-      '-p',
-      JSON.stringify({ status: { nodeInfo: { bootID: bootId }, conditions: [ready] } }),
-    ]);
-    // The node's host: an os-release and the sentinel file that says it needs a reboot.
+    // The node's host: an os-release, the sentinel file that says it needs a reboot, and a procfs of its
+    // own at /host/proc (--proc), whose boot ID and btime each boot rewrites: the container's /proc is
+    // this machine's kernel, which no simulated reboot changes.
     const host = join(work, 'host');
     mkdirSync(join(host, 'var/run'), { recursive: true, mode: 0o755 });
     writeFileSync(join(host, 'var/run/reboot-required'), '', { mode: 0o644 });
+    const random = join(host, 'proc/sys/kernel/random');
+    mkdirSync(random, { recursive: true, mode: 0o755 });
+    const boot = (): string => {
+      const id = randomUUID();
+      writeFileSync(join(random, 'boot_id'), `${id}\n`, { mode: 0o644 });
+      const btime = Math.floor(Date.now() / 1000);
+      writeFileSync(join(host, 'proc/stat'), `cpu  1 0 1 100 0 0 0 0 0 0\nbtime ${btime}\n`, { mode: 0o644 });
+      return id;
+    };
+    // The node's kubelet, as the simulated hosts play it (src/sim/host.ts): its Ready condition and the
+    // boot ID of the host's current boot.
+    kubectl(['annotate', '--overwrite', 'node/node-0', `${KWOK_CUSTOM_STATUS}=custom`]);
+    const postStatus = (bootId: string, ready: boolean) => {
+      const now = new Date().toISOString();
+      const condition = {
+        type: 'Ready',
+        status: ready ? 'True' : 'False',
+        reason: ready ? 'KubeletReady' : 'Rebooting',
+        message: ready ? 'the release test posts ready status' : 'the release test reboots the host',
+        lastHeartbeatTime: now,
+        lastTransitionTime: now,
+      };
+      kubectl([
+        'patch',
+        'node/node-0',
+        '--subresource=status',
+        '--type=strategic',
+        '-p',
+        JSON.stringify({ status: { nodeInfo: { bootID: bootId }, conditions: [condition] } }),
+      ]);
+    };
+    const firstBoot = boot();
+    postStatus(firstBoot, true);
+
+    // The independent checker: every reboot granted for this node and boot, with the node cordoned.
+    const checker = new SafetyChecker(cluster.kubeconfig, 1, { namespace: NS });
+    await checker.start();
+    checker.allowReboots('node-0');
     const operator = startOperator(runc, unpacked, {
       work,
       kubeconfigPath: cluster.kubeconfigPath,
       args: [`--namespace=${NS}`, '--identity=pulled-operator'],
     });
     // The signal rebooter's PID 1 is the agent itself: SIGTERM ends it, as a reboot ends the pod.
-    const agent = startAgent(runc, unpacked, {
-      work,
-      kubeconfigPath: cluster.kubeconfigPath,
-      args: [`--namespace=${NS}`, '--check-interval=1s', '--report-spread=0s', '--reboot-signal=SIGTERM'],
-    });
-    const output = () => `operator:\n${operator.output()}\nagent:\n${agent.output()}`;
+    const agentArgs = [
+      `--namespace=${NS}`,
+      '--check-interval=1s',
+      '--report-spread=0s',
+      '--reboot-signal=SIGTERM',
+      '--proc=/host/proc',
+    ];
+    const startPulledAgent = () =>
+      startAgent(runc, unpacked, { work, kubeconfigPath: cluster.kubeconfigPath, args: agentArgs });
+    let agent = startPulledAgent();
+    const agents = [agent];
+    const output = () =>
+      `operator:\n${operator.output()}\n${agents.map((a, i) => `agent ${i + 1}:\n${a.output()}`).join('\n')}`;
+    const running = () => {
+      for (const [name, c] of [
+        ['operator', operator],
+        ...agents.map((a) => ['agent', a] as const),
+      ] as const) {
+        const refusal = runcRefusal(c.output());
+        if (refusal) throw new Error(`runc refused to start the ${name} container: ${refusal}`);
+      }
+      if (operator.process.exitCode !== null) throw new Error(`the operator exited:\n${output()}`);
+    };
     try {
       const node = await pollUntil(
         "node-0 through its drain to the agent's reboot",
         async () => {
-          for (const [name, c] of [
-            ['operator', operator],
-            ['agent', agent],
-          ] as const) {
-            const refusal = runcRefusal(c.output());
-            if (refusal) throw new Error(`runc refused to start the ${name} container: ${refusal}`);
-          }
-          if (operator.process.exitCode !== null) throw new Error(`the operator exited:\n${output()}`);
+          running();
           const n = await core.readNode({ name: 'node-0' });
           const a = n.metadata?.annotations ?? {};
           return a[Annotations.rebootInProgress] === 'true' && agent.process.exitCode !== null
@@ -279,6 +311,9 @@ describe('a release through a real OCI registry', () => {
       ).catch((err: Error) => {
         throw new Error(`${err.message}\n${output()}`);
       });
+      // Judged on the node as the reboot left it, before the host boots.
+      checker.onReboot('node-0', firstBoot);
+      await checker.settle();
       assert.equal(node.spec?.unschedulable, true, 'cordoned for its reboot');
       const a = node.metadata?.annotations ?? {};
       assert.ok(a[Annotations.rebootOk], 'the operator granted the reboot');
@@ -288,9 +323,47 @@ describe('a release through a real OCI registry', () => {
       );
       assert.match(agent.output(), /node-0: rebooting with signal/);
       assert.equal(agent.process.exitCode, 0, `the agent ended on its reboot signal:\n${agent.output()}`);
+      await agent.stop();
+
+      // The host goes down and boots again: NotReady, a new boot ID, the update applied (no sentinel
+      // file), Ready with the new boot ID, and the DaemonSet's agent started again from the pulled image.
+      postStatus(firstBoot, false);
+      const secondBoot = boot();
+      rmSync(join(host, 'var/run/reboot-required'));
+      postStatus(secondBoot, true);
+      agent = startPulledAgent();
+      agents.push(agent);
+      const back = await pollUntil(
+        'node-0 back to Idle and uncordoned after its reboot',
+        async () => {
+          running();
+          const n = await core.readNode({ name: 'node-0' });
+          const a = n.metadata?.annotations ?? {};
+          // Idle, uncordoned, and the need withdrawn by the agent of the new boot.
+          return a[Annotations.state] === Phase.idle &&
+            !n.spec?.unschedulable &&
+            a[Annotations.rebootNeeded] === undefined
+            ? n
+            : undefined;
+        },
+        { timeoutMs: 180_000, intervalMs: 500 },
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}\n${output()}`);
+      });
+      const left = back.metadata?.annotations ?? {};
+      assert.equal(left[Annotations.rebootOk], undefined, 'the grant withdrawn');
+      assert.match(agent.output(), new RegExp(`agent running \\(boot ${secondBoot}\\)`));
+      assert.equal(agent.process.exitCode, null, `the agent runs on:\n${agent.output()}`);
     } finally {
       await agent.stop();
       await operator.stop();
+      await checker.stop();
     }
+    assert.deepEqual(checker.violations, [], 'no rule of the safety checker broken');
+    assert.equal(
+      checker.rebootsOf('node-0'),
+      1,
+      'one reboot, granted and drained, as the checker counted it',
+    );
   });
 });
