@@ -5,8 +5,9 @@
  * with the reason.
  */
 import { Phase } from '../api/phases.ts';
-import type { Action, DecideConfig } from './decide.ts';
-import { firstWait, NODE_GATES, PASS_GATES, type PassState, type Wait } from './gates.ts';
+import type { Action } from './action.ts';
+import type { DecideConfig } from './decide-input.ts';
+import { firstWait, NODE_GATES, PASS_GATES, type PassState } from './gates.ts';
 import {
   MALFORMED,
   ms,
@@ -24,6 +25,7 @@ import { prepareWait } from './plan-prepare.ts';
 import { planSlot } from './plan-work.ts';
 import { reasonLimit } from './reason-budgets.ts';
 import { byNodeName } from './slots.ts';
+import type { Wait } from './wait.ts';
 import type { ZoneBudget } from './zones.ts';
 
 /** A node that needs nothing: back to Idle, and its reason kept true (a request for later, problems). */

@@ -8,14 +8,15 @@ import type { V1Node } from '@kubernetes/client-node';
 import { AgentProtocol, type CoreosProtocol, type ForeignProtocol } from '../api/keys.ts';
 import type { CalendarClock } from '../policy/calendar-clock.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
+import type { Action } from './action.ts';
 import { admissionOrder } from './admission.ts';
 import { speaking } from './agent-protocol.ts';
-import { type Action, type DecideConfig, type Decision, decide } from './decide.ts';
+import { type Decision, decide } from './decide.ts';
+import type { DecideConfig } from './decide-input.ts';
 import type { DrainSettings } from './drain-runner.ts';
-import type { Wait } from './gates.ts';
 import type { Health } from './health-gate.ts';
 import { wantsLock } from './kured-lock.ts';
-import { inPool, type Ledger, type LedgerChange, type Slot } from './ledger.ts';
+import { inPool, type Ledger, type LedgerChange } from './ledger.ts';
 import { needsWork, outsideAttempt } from './need.ts';
 import { type NodeView, viewNode } from './node-view.ts';
 import { type PassPlan, type PlansOfPass, plansOfPass } from './plan-pass.ts';
@@ -32,9 +33,11 @@ import {
   policyConfig,
   STAND_DOWN,
 } from './pool-plan.ts';
+import type { Slot } from './slot.ts';
 import { SoakClock } from './soak-clock.ts';
 import { landingExists, softTaintsMost } from './taints.ts';
 import { unmanagedWrites } from './unmanaged.ts';
+import type { Wait } from './wait.ts';
 
 /** Actions that change only the ledger: the pass's own conditional write. */
 export type LedgerOnly = Extract<LedgerChange, { type: 'release' | 'promise' | 'unpromise' | 'claim' }>;

@@ -12,8 +12,8 @@ import { PodAnnotations } from '../api/keys.ts';
 import { type PodHold, podHold } from '../drain/do-not-disrupt.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
-import type { Wait } from './gates.ts';
 import { PodReads } from './pod-reads.ts';
+import type { Wait } from './wait.ts';
 
 /** Pod lists in flight. */
 const READERS = 8;

@@ -4,8 +4,8 @@
  */
 import { AgentProtocol } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
+import type { Action } from './action.ts';
 import { operatorKeys } from './agent-protocol.ts';
-import type { Action } from './decide.ts';
 import { type NodeView, quote } from './node-view.ts';
 
 /** Phases in which the node's `nuo.dev/reboot-ok` is the operator's: granted, and not yet withdrawn. */

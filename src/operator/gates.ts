@@ -5,27 +5,11 @@
  * gate that holds a node back names the reason it shows.
  */
 import { Annotations, Labels } from '../api/keys.ts';
-import type { DecideConfig } from './decide.ts';
+import type { DecideConfig } from './decide-input.ts';
 import { ms, nextPlan, remediationOnly } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { rateWait } from './policy-need.ts';
-
-export interface Wait {
-  /** Why the node waits, for its state-reason. */
-  reason: string;
-  /**
-   * What was read, for the policy's status and `nuo policy explain`; never in a node's reason, so a
-   * reading that changes every round does not rewrite every waiting node.
-   */
-  detail?: string;
-  /** When this may change (ms since the epoch); absent when only an event can change it. */
-  until?: number;
-  /**
-   * The node waits for something about to be known (its pods being read): nodes after it in the
-   * admission order wait this pass too, so none is admitted ahead of it because its read landed first.
-   */
-  holdsLine?: true;
-}
+import type { Wait } from './wait.ts';
 
 /** What the admission loop has done so far this pass. */
 export interface PassState {

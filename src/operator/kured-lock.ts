@@ -4,7 +4,7 @@
  * `{"maxOwners","locks":[…]}` for several. `created` is an RFC 3339 time, `TTL` nanoseconds (0: no expiry).
  * Pure: what a pool counts as disrupted, what holds it, and the value nuo writes to hold or release.
  */
-import type { Wait } from './gates.ts';
+import type { Wait } from './wait.ts';
 
 export const KURED_LOCK_ANNOTATION = 'weave.works/kured-node-lock';
 

@@ -4,26 +4,12 @@
  * stale or second operator that decided on an old view gets 409 and must re-read and re-decide.
  */
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
-import { AGENT_PROTOCOLS, type AgentProtocol, type ForeignProtocol, LEDGER } from '../api/keys.ts';
+import { AGENT_PROTOCOLS, type AgentProtocol, LEDGER } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
-import type { Action } from './decide.ts';
+import type { Action } from './action.ts';
 import type { PlanSlot } from './plan-work.ts';
+import type { InPool, Slot } from './slot.ts';
 import type { RolloutRecord } from './waves.ts';
-
-/** The budget a slot counts in: a pool's name; absent for the default pool (''). */
-type InPool = { pool?: string };
-
-export interface Slot extends InPool {
-  /** When the node was admitted (RFC 3339). */
-  since: string;
-  /** The attempt applies this Plan (absent: a reboot). */
-  plan?: PlanSlot;
-  /**
-   * The node's agent speaks this protocol of another project (CLUO's, FLUO's), as its pool said at the
-   * admission: the attempt ends in it, whatever the policy says meanwhile. Absent: nuo's.
-   */
-  protocol?: ForeignProtocol;
-}
 
 /** A node promised the slot of a holder whose attempt is about to end (see Ledger.next). */
 export interface Succession extends InPool {

@@ -13,9 +13,9 @@ import {
   NUO_REASON_PREFIX,
 } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
-import type { Slot } from './ledger.ts';
 import { needsReboot, nextPlan, outsideAttempt } from './need.ts';
 import type { NodeView } from './node-view.ts';
+import type { Slot } from './slot.ts';
 
 /** Why nuo maintains the node: the reason of each of its conditions (a stable CamelCase category). */
 export const NuoReason = {

@@ -13,13 +13,14 @@ import { describeError, statusCode } from '../kube/errors.ts';
 import { strategicMergePatch } from '../kube/patch.ts';
 import { Limiter } from '../util/parallel.ts';
 import type { PassDecision } from './decider.ts';
-import type { Ledger, Slot } from './ledger.ts';
+import type { Ledger } from './ledger.ts';
 import { lifecyclePatch, type WantedCondition, wantedConditions } from './lifecycle-conditions.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { NodeBackoff } from './node-backoff.ts';
 import type { Wake } from './node-steps.ts';
 import type { NodeView } from './node-view.ts';
 import type { NodeCache } from './node-writer.ts';
+import type { Slot } from './slot.ts';
 
 /** Condition writes in flight: few, behind the writes that move attempts on. */
 const WRITERS = 4;

@@ -13,7 +13,7 @@ import {
 } from '../api/keys.ts';
 import { isPhase, type Phase } from '../api/phases.ts';
 import type { PlanWork } from './plan-work.ts';
-import type { PolicyReading } from './policy-need.ts';
+import type { PolicyReading } from './policy-reading.ts';
 
 /** A Node condition as decisions read it: no heartbeat, so a kubelet's status update changes nothing. */
 export interface NodeCondition {

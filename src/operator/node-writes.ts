@@ -7,8 +7,9 @@
  */
 import { AgentProtocol, Annotations, Labels, SCALE_DOWN_PROTECTION } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
+import type { Action } from './action.ts';
 import { type OperatorKeys, operatorKeys } from './agent-protocol.ts';
-import type { Action, DecideConfig } from './decide.ts';
+import type { DecideConfig } from './decide-input.ts';
 import { isCount, type NodeView } from './node-view.ts';
 import type { PlanSlot } from './plan-work.ts';
 

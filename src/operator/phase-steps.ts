@@ -5,8 +5,8 @@
  */
 import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
+import type { Action } from './action.ts';
 import { updateNotTaken } from './agent-protocol.ts';
-import type { Action } from './decide.ts';
 import { checksWait, FRESH_CHECKS, healthDue, missingHooks } from './health-gate.ts';
 import { ms, needsWork, remediationOnly } from './need.ts';
 import type { NodeView } from './node-view.ts';

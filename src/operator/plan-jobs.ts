@@ -14,9 +14,9 @@ import { statusCode } from '../kube/errors.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import type { JobStage } from '../plan/job.ts';
-import type { Slot } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import type { JobView, PlanSlot } from './plan-work.ts';
+import type { Slot } from './slot.ts';
 
 /** Creates and deletes the Plans' Jobs (attempt-writes.ts). */
 export interface PlanJobWriter {

@@ -5,7 +5,6 @@
  */
 import { planLabel, sucPlanLabel } from '../api/keys.ts';
 import type { PlanFailure } from '../api/plan.ts';
-import type { Wait } from './gates.ts';
 import type { Ledger } from './ledger.ts';
 import type { NodeView } from './node-view.ts';
 import { preparing } from './plan-prepare.ts';
@@ -17,6 +16,7 @@ import {
   type PlanWork,
   planDoneLabel,
 } from './plan-work.ts';
+import type { Wait } from './wait.ts';
 
 /** A Plan as a pass uses it (plans.ts resolves it from the cluster's Plan). */
 export interface PassPlan {

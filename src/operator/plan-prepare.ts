@@ -5,10 +5,10 @@
  * must not keep a slot of the budget from the nodes it waits for. The node is admitted only once its
  * prepare succeeded at the Plan's hash; an attempt that used it and failed has it run again first. Pure.
  */
-import type { Action } from './decide.ts';
-import type { Wait } from './gates.ts';
+import type { Action } from './action.ts';
 import type { NodeView } from './node-view.ts';
 import { type JobView, type PlanWork, planSlot } from './plan-work.ts';
+import type { Wait } from './wait.ts';
 
 /** The node's prepare Job of the Plan at `hash`, if any (its name is deterministic: one at a time). */
 const prepareOf = (jobs: readonly JobView[], ref: string, hash: string) =>

@@ -5,7 +5,7 @@
  * of the same Plan and hash (a failed one being deleted) has the same name, and is waited out.
  */
 import { Phase } from '../api/phases.ts';
-import type { Action } from './decide.ts';
+import type { Action } from './action.ts';
 import type { NodeView } from './node-view.ts';
 import type { JobView, PlanSlot } from './plan-work.ts';
 import { endAttempt, explain, type StepContext } from './step-context.ts';

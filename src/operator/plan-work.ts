@@ -6,7 +6,7 @@
  */
 import { planLabel, sucPlanLabel } from '../api/keys.ts';
 import { groupOfRef, SUC_PLANS } from '../api/plan-groups.ts';
-import type { Wait } from './gates.ts';
+import type { Wait } from './wait.ts';
 
 /** How a Plan's attempt prepares the node before its Job: cordoned and drained, cordoned, or neither. */
 export type PlanPrepare = 'drain' | 'cordon' | 'none';

@@ -9,27 +9,7 @@ import { Annotations } from '../api/keys.ts';
 import type { ResolvedRemediation } from '../policy/resolve.ts';
 import { ms } from './need.ts';
 import type { NodeView } from './node-view.ts';
-
-export const PolicyNeedKind = { remediation: 'remediation', refresh: 'refresh' } as const;
-export type PolicyNeedKind = (typeof PolicyNeedKind)[keyof typeof PolicyNeedKind];
-
-export interface PolicyNeed {
-  kind: PolicyNeedKind;
-  /** Why, for the node's reason and Events; stable while the need holds (no running clock in it). */
-  reason: string;
-}
-
-/** What a policy asks of a node at one moment. */
-export interface PolicyReading {
-  need?: PolicyNeed;
-  /** When a need not due yet comes due (a condition held not long enough, a boot not old enough). */
-  dueAt?: number;
-  /**
-   * A remediation condition holds its status now, for however long: a remediation reboot that leaves
-   * it so did not help (it counts towards a reboot loop).
-   */
-  faulty?: boolean;
-}
+import { PolicyNeedKind, type PolicyReading } from './policy-reading.ts';
 
 /** The window the remediation rate limit counts over. */
 export const RATE_WINDOW_MS = 3_600_000;

@@ -17,8 +17,7 @@ import { assignPools } from '../policy/pools.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
 import { speaking } from './agent-protocol.ts';
 import { budgetSlots } from './budget.ts';
-import type { DecideConfig } from './decide.ts';
-import type { Wait } from './gates.ts';
+import type { DecideConfig } from './decide-input.ts';
 import type { ChecksReading } from './health-gate.ts';
 import { type KuredView, kuredDisrupted, kuredHold } from './kured-lock.ts';
 import type { Ledger } from './ledger.ts';
@@ -27,6 +26,7 @@ import type { NodeView } from './node-view.ts';
 import type { PolicyEntry, PolicyState } from './policies.ts';
 import { policyReading, RATE_WINDOW_MS, remediationRate } from './policy-need.ts';
 import { activeBudgets } from './reason-budgets.ts';
+import type { Wait } from './wait.ts';
 import {
   nextRollout,
   type RolloutHold,

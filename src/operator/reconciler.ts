@@ -5,7 +5,7 @@
  */
 import { Phase } from '../api/phases.ts';
 import type { KubeLog } from '../kube/backoff.ts';
-import type { Action } from './decide.ts';
+import type { Action } from './action.ts';
 import { type Decider, isLedgerChange, type PassDecision } from './decider.ts';
 import type { Health } from './health-gate.ts';
 import type { HealthReads } from './health-reads.ts';

@@ -5,7 +5,8 @@
  * never guess.
  */
 import { Phase } from '../api/phases.ts';
-import type { Action, DecideConfig } from './decide.ts';
+import type { Action } from './action.ts';
+import type { DecideConfig } from './decide-input.ts';
 import { firstWait, NODE_GATES, type PassState } from './gates.ts';
 import type { Ledger } from './ledger.ts';
 import { ms, needsWork, outsideAttempt, unavailableWithoutSlot } from './need.ts';

@@ -3,11 +3,12 @@
  * readings of this process, its slot), and the small actions every phase's step builds the same way.
  */
 import { Phase } from '../api/phases.ts';
-import type { Action, DecideConfig } from './decide.ts';
+import type { Action } from './action.ts';
+import type { DecideConfig } from './decide-input.ts';
 import type { Health } from './health-gate.ts';
-import type { Slot } from './ledger.ts';
 import { needsWork } from './need.ts';
 import type { NodeView } from './node-view.ts';
+import type { Slot } from './slot.ts';
 
 export interface StepContext {
   config: DecideConfig;

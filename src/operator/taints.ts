@@ -11,7 +11,8 @@
  */
 import type { V1Taint } from '@kubernetes/client-node';
 import { SLOT_PHASES } from '../api/phases.ts';
-import type { Action, DecideConfig } from './decide.ts';
+import type { Action } from './action.ts';
+import type { DecideConfig } from './decide-input.ts';
 import { needsReboot, nextPlan } from './need.ts';
 import { isPendingTaint, type NodeView } from './node-view.ts';
 

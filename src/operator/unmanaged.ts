@@ -4,7 +4,7 @@
  * and a node it managed before, or one two policies claim, says why it is left alone now instead of the
  * reason its last attempt left ("rebooted and healthy").
  */
-import type { Action } from './decide.ts';
+import type { Action } from './action.ts';
 import { outsideAttempt } from './need.ts';
 import type { NodeView } from './node-view.ts';
 

@@ -10,10 +10,10 @@
  * once, since the record keeps the names.
  */
 import { Phase } from '../api/phases.ts';
-import type { Wait } from './gates.ts';
-import type { Slot } from './ledger.ts';
 import { ms, needsWork, outsideAttempt } from './need.ts';
 import type { NodeView } from './node-view.ts';
+import type { Slot } from './slot.ts';
+import type { Wait } from './wait.ts';
 
 /** A pool's rollout settings, parsed (policy/resolve.ts). */
 export interface RolloutSettings {

@@ -7,8 +7,8 @@
  * A node without the zone label is in the zone "" (its own group): never counted against a real zone.
  */
 import { budgetSlots, type MaxUnavailable } from './budget.ts';
-import type { Wait } from './gates.ts';
 import type { NodeView } from './node-view.ts';
+import type { Wait } from './wait.ts';
 
 export interface ZonePolicy {
   label: string;

@@ -19,7 +19,8 @@ import {
 import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { operatorKeys, speaking } from '../../src/operator/agent-protocol.ts';
-import { type DecideConfig, decide } from '../../src/operator/decide.ts';
+import { decide } from '../../src/operator/decide.ts';
+import type { DecideConfig } from '../../src/operator/decide-input.ts';
 import { Decider } from '../../src/operator/decider.ts';
 import { revokeForeignGrants } from '../../src/operator/foreign-grants.ts';
 import { parseLedger, withChanges } from '../../src/operator/ledger.ts';

@@ -4,8 +4,10 @@ import type { V1Node, V1NodeCondition, V1NodeSystemInfo } from '@kubernetes/clie
 import { Annotations, Taints } from '../../src/api/keys.ts';
 import { PHASES, Phase } from '../../src/api/phases.ts';
 import { parseSelector } from '../../src/kube/selector.ts';
+import type { Action } from '../../src/operator/action.ts';
 import { budgetSlots, parseMaxUnavailable } from '../../src/operator/budget.ts';
-import { type Action, type DecideConfig, decide } from '../../src/operator/decide.ts';
+import { decide } from '../../src/operator/decide.ts';
+import type { DecideConfig } from '../../src/operator/decide-input.ts';
 import {
   HEALTH_LEAD_MS,
   HEALTH_REREAD_MS,

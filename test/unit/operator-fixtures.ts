@@ -5,8 +5,10 @@
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
+import type { Action } from '../../src/operator/action.ts';
 import { parseMaxUnavailable } from '../../src/operator/budget.ts';
-import { type Action, type DecideConfig, decide, type Snapshot } from '../../src/operator/decide.ts';
+import { decide } from '../../src/operator/decide.ts';
+import type { DecideConfig, Snapshot } from '../../src/operator/decide-input.ts';
 import type { Ledger } from '../../src/operator/ledger.ts';
 import type { NodeView } from '../../src/operator/node-view.ts';
 import { viewNode } from '../../src/operator/node-view.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
-import type { DecideConfig } from '../../src/operator/decide.ts';
+import type { DecideConfig } from '../../src/operator/decide-input.ts';
 import { firstWait, NODE_GATES, PASS_GATES, type PassState } from '../../src/operator/gates.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 import { decideConfig } from './operator-fixtures.ts';

@@ -3,7 +3,6 @@ import { test } from 'node:test';
 import type { V1NodeCondition } from '@kubernetes/client-node';
 import { Annotations as A, LifecycleConditions as C, Labels as L } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import type { Slot } from '../../src/operator/ledger.ts';
 import {
   lifecyclePatch,
   NuoReason,
@@ -13,6 +12,7 @@ import {
 } from '../../src/operator/lifecycle-conditions.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
 import type { PlanSlot } from '../../src/operator/plan-work.ts';
+import type { Slot } from '../../src/operator/slot.ts';
 import { NOW, needs, node, state } from './operator-fixtures.ts';
 
 const plan = (prepare: PlanSlot['prepare'], reboot = false): PlanSlot => ({

@@ -10,7 +10,6 @@ import { type NodeView, viewNode } from '../../src/operator/node-view.ts';
 import { patchFor } from '../../src/operator/node-writes.ts';
 import { stepHolder } from '../../src/operator/phase-steps.ts';
 import {
-  type PolicyReading,
   policyReading,
   RATE_WINDOW_MS,
   rateWait,
@@ -20,6 +19,7 @@ import {
   remediationReading,
   shortDuration,
 } from '../../src/operator/policy-need.ts';
+import type { PolicyReading } from '../../src/operator/policy-reading.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { ago, decideConfig, NOW, node } from './operator-fixtures.ts';
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Phase } from '../../src/api/phases.ts';
 import { parseMaxUnavailable } from '../../src/operator/budget.ts';
-import type { Slot } from '../../src/operator/ledger.ts';
 import { viewNode } from '../../src/operator/node-view.ts';
+import type { Slot } from '../../src/operator/slot.ts';
 import {
   nextRollout,
   type RolloutRecord,
