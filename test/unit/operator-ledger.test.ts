@@ -9,7 +9,7 @@ import {
   poolOf,
   withChanges,
   withPoolChanges,
-} from '../../src/operator/ledger.ts';
+} from '../../src/operator/read/ledger.ts';
 
 const cm = (text?: string): V1ConfigMap => ({
   metadata: { name: 'nuo-slots', namespace: 'nuo-system' },
