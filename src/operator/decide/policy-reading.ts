@@ -1,4 +1,7 @@
-/** What a pool's policy asks of a node on its own (policy-need.ts reads it; a node's view carries it). */
+/**
+ * What a pool's policy asks of a node on its own: policy-need.ts reads it, a node's view carries it. A
+ * leaf, so that the view does not import the reading's rules, which read the view.
+ */
 export const PolicyNeedKind = { remediation: 'remediation', refresh: 'refresh' } as const;
 export type PolicyNeedKind = (typeof PolicyNeedKind)[keyof typeof PolicyNeedKind];
 

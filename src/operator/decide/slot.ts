@@ -1,4 +1,7 @@
-/** A slot of the ledger: a node's attempt that counts against its pool's budget (ledger.ts holds them). */
+/**
+ * A slot of the ledger (read/ledger.ts holds them): a node's attempt that counts against its pool's
+ * budget. A leaf, so that the ledger and the rollout's waves, which the ledger records, both name it.
+ */
 import type { ForeignProtocol } from '../../api/keys.ts';
 import type { PlanSlot } from './plan-work.ts';
 

@@ -1,4 +1,7 @@
-/** Why a node, or a pool, waits: the reason every gate, hold and blocker gives. */
+/**
+ * Why a node, or a pool, waits: the reason every gate, hold and blocker gives. A leaf, so that the
+ * gates, the types decide() reads and the modules that name a hold do not import each other.
+ */
 export interface Wait {
   /** Why the node waits, for its state-reason. */
   reason: string;
