@@ -17,6 +17,7 @@ import { type CoreosProtocol, isCoreosProtocol } from '../api/keys.ts';
 import type { UpdatePolicy } from '../api/update-policy.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { type Decision, decide } from '../operator/decide/decide.ts';
+import type { Ledger } from '../operator/decide/ledger-view.ts';
 import { type NodeView, viewNode } from '../operator/decide/node-view.ts';
 import { type PassPlan, plansOfPass } from '../operator/plans/plan-pass.ts';
 import { passPlan } from '../operator/plans/plan-resolve.ts';
@@ -30,7 +31,7 @@ import {
 import { parseKuredLock, viewLock } from '../operator/protocols/kured-lock.ts';
 import { lookForOperator } from '../operator/protocols/protocol-operators.ts';
 import { readHealth } from '../operator/read/health-check-reads.ts';
-import { inPool, type Ledger, LedgerStore } from '../operator/read/ledger.ts';
+import { inPool, LedgerStore } from '../operator/read/ledger.ts';
 import type { CalendarClock } from '../policy/calendar-clock.ts';
 import type { HealthReading } from '../policy/health-checks.ts';
 import { resolvePolicy } from '../policy/resolve.ts';

@@ -14,6 +14,7 @@ import { speaking } from './decide/agent-protocol.ts';
 import { type Decision, decide } from './decide/decide.ts';
 import type { DecideConfig } from './decide/decide-input.ts';
 import type { Health } from './decide/health-gate.ts';
+import type { Ledger } from './decide/ledger-view.ts';
 import { needsWork, outsideAttempt } from './decide/need.ts';
 import { type NodeView, viewNode } from './decide/node-view.ts';
 import type { JobView } from './decide/plan-work.ts';
@@ -36,7 +37,7 @@ import {
   STAND_DOWN,
 } from './policies/pool-plan.ts';
 import { wantsLock } from './protocols/kured-lock.ts';
-import { inPool, type Ledger, type LedgerChange } from './read/ledger.ts';
+import { inPool, type LedgerChange } from './read/ledger.ts';
 import type { DrainSettings } from './write/drain-runner.ts';
 
 /** Actions that change only the ledger: the pass's own conditional write. */

@@ -12,10 +12,10 @@ import { isFenced } from '../kube/fence.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { Limiter } from '../util/parallel.ts';
 import type { Health } from './decide/health-gate.ts';
+import type { Ledger } from './decide/ledger-view.ts';
 import type { NodeView } from './decide/node-view.ts';
 import { type Decider, isLedgerChange, type NodeStep, type PassDecision } from './decider.ts';
 import type { OperatorMetrics } from './metrics.ts';
-import type { Ledger } from './read/ledger.ts';
 import { NodeBackoff } from './write/node-backoff.ts';
 import { Conflict, type NodeCache } from './write/node-writer.ts';
 

@@ -7,6 +7,7 @@ import { Phase } from '../api/phases.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import type { Action } from './decide/action.ts';
 import type { Health } from './decide/health-gate.ts';
+import type { Ledger } from './decide/ledger-view.ts';
 import type { NodeView } from './decide/node-view.ts';
 import { type Decider, isLedgerChange, type PassDecision } from './decider.ts';
 import type { OperatorMetrics } from './metrics.ts';
@@ -16,7 +17,6 @@ import type { PolicyStatusWriter } from './policies/policy-status-writer.ts';
 import type { Pool } from './policies/pool-plan.ts';
 import type { HealthReads } from './read/health-reads.ts';
 import {
-  type Ledger,
   type LedgerCache,
   type LedgerChange,
   LedgerConflict,

@@ -15,6 +15,7 @@ import {
   healthGated,
   healthRereadDue,
 } from '../../src/operator/decide/health-gate.ts';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
 import {
   isPendingTaint,
   sameView,
@@ -24,7 +25,6 @@ import {
 } from '../../src/operator/decide/node-view.ts';
 import { landingExists, softTaintsMost } from '../../src/operator/decide/taints.ts';
 import { unmanagedReason, unmanagedWrites } from '../../src/operator/decide/unmanaged.ts';
-import type { Ledger } from '../../src/operator/read/ledger.ts';
 import {
   ago,
   decideConfig,

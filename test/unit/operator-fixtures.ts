@@ -9,10 +9,10 @@ import type { Action } from '../../src/operator/decide/action.ts';
 import { parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
 import { decide } from '../../src/operator/decide/decide.ts';
 import type { DecideConfig, Snapshot } from '../../src/operator/decide/decide-input.ts';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
 import type { NodeView } from '../../src/operator/decide/node-view.ts';
 import { viewNode } from '../../src/operator/decide/node-view.ts';
 import { stepHolder } from '../../src/operator/decide/phase-steps.ts';
-import type { Ledger } from '../../src/operator/read/ledger.ts';
 
 /** One slot, 10-minute timeouts, a 30 s soak, no hooks, a 1-minute retry backoff. */
 export const decideConfig: DecideConfig = {

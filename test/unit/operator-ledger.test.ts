@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
 import {
   inPool,
-  type Ledger,
   type LedgerChange,
   parseLedger,
   poolOf,

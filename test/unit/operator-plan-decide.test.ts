@@ -6,6 +6,7 @@ import { Phase } from '../../src/api/phases.ts';
 import type { Action } from '../../src/operator/decide/action.ts';
 import { parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
 import { decide } from '../../src/operator/decide/decide.ts';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
 import { unavailableWithoutSlot } from '../../src/operator/decide/need.ts';
 import { viewNode } from '../../src/operator/decide/node-view.ts';
 import type { JobView, PlanSlot } from '../../src/operator/decide/plan-work.ts';
@@ -17,7 +18,7 @@ import {
   stoppedOn,
   workOf,
 } from '../../src/operator/plans/plan-pass.ts';
-import { type Ledger, parseLedger, withChanges } from '../../src/operator/read/ledger.ts';
+import { parseLedger, withChanges } from '../../src/operator/read/ledger.ts';
 import { patchFor } from '../../src/operator/write/node-writes.ts';
 import { ago, decideConfig, NOW, needs, node, state } from './operator-fixtures.ts';
 

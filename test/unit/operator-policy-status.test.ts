@@ -5,11 +5,11 @@ import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { decide } from '../../src/operator/decide/decide.ts';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
 import { viewNode } from '../../src/operator/decide/node-view.ts';
 import type { PolicyEntry } from '../../src/operator/policies/policies.ts';
 import { policyStatus, statusChanged, statusPatch } from '../../src/operator/policies/policy-status.ts';
 import { planPools } from '../../src/operator/policies/pool-plan.ts';
-import type { Ledger } from '../../src/operator/read/ledger.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { NOW, needs, node } from './operator-fixtures.ts';
 

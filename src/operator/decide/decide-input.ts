@@ -3,9 +3,9 @@
  * and its steps both name them without importing each other.
  */
 
-import type { Ledger } from '../read/ledger.ts';
 import type { MaxUnavailable } from './budget.ts';
 import type { ChecksReading, Health } from './health-gate.ts';
+import type { Ledger } from './ledger-view.ts';
 import type { NodeView } from './node-view.ts';
 import type { PlanPass } from './plan-work.ts';
 import type { RemediationRate } from './policy-need.ts';

@@ -5,10 +5,10 @@
  * never guess.
  */
 import { Phase } from '../../api/phases.ts';
-import type { Ledger } from '../read/ledger.ts';
 import type { Action } from './action.ts';
 import type { DecideConfig } from './decide-input.ts';
 import { firstWait, NODE_GATES, type PassState } from './gates.ts';
+import type { Ledger } from './ledger-view.ts';
 import { ms, needsWork, outsideAttempt, unavailableWithoutSlot } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { type PlanPass, planDoneLabel } from './plan-work.ts';

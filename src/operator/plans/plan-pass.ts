@@ -5,6 +5,7 @@
  */
 import { planLabel, sucPlanLabel } from '../../api/keys.ts';
 import type { PlanFailure } from '../../api/plan.ts';
+import type { Ledger } from '../decide/ledger-view.ts';
 import type { NodeView } from '../decide/node-view.ts';
 import { preparing } from '../decide/plan-prepare.ts';
 import {
@@ -16,7 +17,6 @@ import {
   planDoneLabel,
 } from '../decide/plan-work.ts';
 import type { Wait } from '../decide/wait.ts';
-import type { Ledger } from '../read/ledger.ts';
 
 /** A Plan as a pass uses it (plans.ts resolves it from the cluster's Plan). */
 export interface PassPlan {

@@ -8,9 +8,9 @@ import { planLabel, sucPlanLabel } from '../../api/keys.ts';
 import { Phase } from '../../api/phases.ts';
 import { PlanConditions, type PlanFailure, type PlanStatus } from '../../api/plan.ts';
 import type { Condition } from '../../api/update-policy.ts';
+import type { Ledger } from '../decide/ledger-view.ts';
 import type { NodeView } from '../decide/node-view.ts';
 import type { JobView } from '../decide/plan-work.ts';
-import type { Ledger } from '../read/ledger.ts';
 import {
   appliedBy,
   DISABLED,

@@ -7,9 +7,9 @@
 import { Phase } from '../../api/phases.ts';
 import type { Decision } from '../decide/decide.ts';
 import { type GateInput, NODE_GATES, PASS_GATES } from '../decide/gates.ts';
+import type { Ledger } from '../decide/ledger-view.ts';
 import { needsWork, outsideAttempt } from '../decide/need.ts';
 import type { NodeView } from '../decide/node-view.ts';
-import type { Ledger } from '../read/ledger.ts';
 import { inPool } from '../read/ledger.ts';
 import { DEFAULT_POOL, type PoolPlan } from './pool-plan.ts';
 

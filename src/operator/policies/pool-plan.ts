@@ -19,6 +19,7 @@ import { speaking } from '../decide/agent-protocol.ts';
 import { budgetSlots } from '../decide/budget.ts';
 import type { DecideConfig } from '../decide/decide-input.ts';
 import type { ChecksReading } from '../decide/health-gate.ts';
+import type { Ledger } from '../decide/ledger-view.ts';
 import type { NodeView } from '../decide/node-view.ts';
 import { policyReading, RATE_WINDOW_MS, remediationRate } from '../decide/policy-need.ts';
 import { activeBudgets } from '../decide/reason-budgets.ts';
@@ -32,7 +33,6 @@ import {
   waveCap,
 } from '../decide/waves.ts';
 import { type KuredView, kuredDisrupted, kuredHold } from '../protocols/kured-lock.ts';
-import type { Ledger } from '../read/ledger.ts';
 import { inPool, poolOf } from '../read/ledger.ts';
 import type { PolicyEntry, PolicyState } from './policies.ts';
 

@@ -8,8 +8,8 @@ import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import type { KubeLog } from '../../kube/backoff.ts';
 import { describeError } from '../../kube/errors.ts';
 import { type Health, healthGated, healthRereadDue } from '../decide/health-gate.ts';
+import type { Ledger } from '../decide/ledger-view.ts';
 import type { NodeView } from '../decide/node-view.ts';
-import type { Ledger } from './ledger.ts';
 import { PodReads } from './pod-reads.ts';
 
 /** Reads of DaemonSet pods in flight. */

@@ -7,37 +7,10 @@ import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { AGENT_PROTOCOLS, type AgentProtocol, LEDGER } from '../../api/keys.ts';
 import { statusCode } from '../../kube/errors.ts';
 import type { Action } from '../decide/action.ts';
+import type { Ledger } from '../decide/ledger-view.ts';
 import type { PlanSlot } from '../decide/plan-work.ts';
-import type { InPool, Slot } from '../decide/slot.ts';
+import type { InPool } from '../decide/slot.ts';
 import type { RolloutRecord } from '../decide/waves.ts';
-
-/** A node promised the slot of a holder whose attempt is about to end (see Ledger.next). */
-export interface Succession extends InPool {
-  /** The slot holder whose slot this node takes. */
-  after: string;
-  /** When the promise was made (RFC 3339); a promised node already in an attempt holds the slot since then. */
-  since: string;
-}
-
-export interface Ledger {
-  slots: Record<string, Slot>;
-  /**
-   * Successors: node → the holder whose slot it takes once that holder's attempt has ended. Promised while
-   * the holder soaks, so that the write that ends the holder's attempt can be followed at once by the
-   * successor's admission, with no pass and no ledger write between the two (the grant-latency path).
-   * A promised node holds no slot and counts against no budget until its predecessor's attempt has
-   * ended; a slot promised to a node is never given to another in the same pass.
-   */
-  next?: Record<string, Succession>;
-  /** When the default pool last admitted a node (for the minimum spacing between grants). */
-  lastGrant?: string;
-  /** When each named pool last admitted a node. */
-  poolGrants?: Record<string, string>;
-  /** The default pool's rollout in waves (waves.ts). */
-  rollout?: RolloutRecord;
-  /** Each named pool's rollout in progress, for a policy with spec.rollout. */
-  rollouts?: Record<string, RolloutRecord>;
-}
 
 /**
  * The ledger holds every pool's budget: each slot and promise names its pool, so a node keeps its slot

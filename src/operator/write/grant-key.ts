@@ -18,8 +18,8 @@ import {
 } from '../../api/grant.ts';
 import { Annotations } from '../../api/keys.ts';
 import { describeError, statusCode } from '../../kube/errors.ts';
+import type { Ledger } from '../decide/ledger-view.ts';
 import type { NodeView } from '../decide/node-view.ts';
-import type { Ledger } from '../read/ledger.ts';
 
 const LABELS = { 'app.kubernetes.io/name': 'nuo' };
 
