@@ -284,7 +284,7 @@ export const SCALE_DOWN_PROTECTION: readonly string[] = Object.values(ScaleDownP
 /**
  * operator: the Node conditions of KEP-5683 (node lifecycle conditions, `k8s.io/api` core/v1
  * NodeConditionType) that nuo publishes in a Node's status while it maintains the node
- * (src/operator/lifecycle-conditions.ts says which and when), through the status subresource. nuo owns
+ * (src/operator/write/lifecycle-conditions.ts says which and when), through the status subresource. nuo owns
  * such a condition only while its reason starts with NUO_REASON_PREFIX: one with any other reason is
  * another writer's (an admin's, another controller's), and nuo never changes or removes it.
  */

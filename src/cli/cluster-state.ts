@@ -16,21 +16,22 @@ import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import { type CoreosProtocol, isCoreosProtocol } from '../api/keys.ts';
 import type { UpdatePolicy } from '../api/update-policy.ts';
 import { describeError, statusCode } from '../kube/errors.ts';
-import { type Decision, decide } from '../operator/decide.ts';
-import { readHealth } from '../operator/health-check-reads.ts';
-import { parseKuredLock, viewLock } from '../operator/kured-lock.ts';
-import { inPool, type Ledger, LedgerStore } from '../operator/ledger.ts';
-import { type NodeView, viewNode } from '../operator/node-view.ts';
-import { type PassPlan, plansOfPass } from '../operator/plan-pass.ts';
-import { passPlan } from '../operator/plan-resolve.ts';
-import { type PolicyEntry, type PolicyState, resumeOf } from '../operator/policies.ts';
+import { type Decision, decide } from '../operator/decide/decide.ts';
+import type { Ledger } from '../operator/decide/ledger-view.ts';
+import { type NodeView, viewNode } from '../operator/decide/node-view.ts';
+import { type PassPlan, plansOfPass } from '../operator/plans/plan-pass.ts';
+import { passPlan } from '../operator/plans/plan-resolve.ts';
+import { type PolicyEntry, type PolicyState, resumeOf } from '../operator/policies/policies.ts';
 import {
   type OperatorSighting,
   type PolicyBlockers,
   type PoolPlan,
   planPools,
-} from '../operator/pool-plan.ts';
-import { lookForOperator } from '../operator/protocol-operators.ts';
+} from '../operator/policies/pool-plan.ts';
+import { parseKuredLock, viewLock } from '../operator/protocols/kured-lock.ts';
+import { lookForOperator } from '../operator/protocols/protocol-operators.ts';
+import { readHealth } from '../operator/read/health-check-reads.ts';
+import { inPool, LedgerStore } from '../operator/read/ledger.ts';
 import type { CalendarClock } from '../policy/calendar-clock.ts';
 import type { HealthReading } from '../policy/health-checks.ts';
 import { resolvePolicy } from '../policy/resolve.ts';

@@ -5,9 +5,9 @@
 import { parseArgs } from 'node:util';
 import { sucPlanLabel } from '../api/keys.ts';
 import { PlanConditions } from '../api/plan.ts';
-import { appliedBy, optedOut } from '../operator/plan-pass.ts';
-import type { PlanEntry } from '../operator/plan-resolve.ts';
-import { planDoneLabel } from '../operator/plan-work.ts';
+import { planDoneLabel } from '../operator/decide/plan-work.ts';
+import { appliedBy, optedOut } from '../operator/plans/plan-pass.ts';
+import type { PlanEntry } from '../operator/plans/plan-resolve.ts';
 import { type ClusterState, readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
 import { explainApiError, kubeconfigFrom } from './kube.ts';

@@ -9,9 +9,9 @@ import { JobLabels } from '../api/keys.ts';
 import { type Plan, PlanConditions } from '../api/plan.ts';
 import { SUC_PLANS } from '../api/plan-groups.ts';
 import { statusCode } from '../kube/errors.ts';
-import { jobView } from '../operator/plan-jobs.ts';
-import { type PlanEntry, planEntries } from '../operator/plan-resolve.ts';
-import type { JobView } from '../operator/plan-work.ts';
+import type { JobView } from '../operator/decide/plan-work.ts';
+import { jobView } from '../operator/plans/plan-jobs.ts';
+import { type PlanEntry, planEntries } from '../operator/plans/plan-resolve.ts';
 
 export interface PlansRead {
   /** The Plan CRD is not installed. */

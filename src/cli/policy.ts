@@ -3,7 +3,7 @@
  * `nuo policy resume NAME`: lets a pool halted by its failure budget go on.
  */
 import { parseArgs } from 'node:util';
-import { explainNode } from '../operator/explain.ts';
+import { explainNode } from '../operator/policies/explain.ts';
 import { readClusterState } from './cluster-state.ts';
 import { type Command, err, out, UsageError } from './command.ts';
 import { explainApiError, kubeconfigFrom, singleNode } from './kube.ts';

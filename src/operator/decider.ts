@@ -8,19 +8,23 @@ import type { V1Node } from '@kubernetes/client-node';
 import { AgentProtocol, type CoreosProtocol, type ForeignProtocol } from '../api/keys.ts';
 import type { CalendarClock } from '../policy/calendar-clock.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
-import { admissionOrder } from './admission.ts';
-import { speaking } from './agent-protocol.ts';
-import { type Action, type DecideConfig, type Decision, decide } from './decide.ts';
-import type { DrainSettings } from './drain-runner.ts';
-import type { Wait } from './gates.ts';
-import type { Health } from './health-gate.ts';
-import { wantsLock } from './kured-lock.ts';
-import { inPool, type Ledger, type LedgerChange, type Slot } from './ledger.ts';
-import { needsWork, outsideAttempt } from './need.ts';
-import { type NodeView, viewNode } from './node-view.ts';
-import { type PassPlan, type PlansOfPass, plansOfPass } from './plan-pass.ts';
-import type { JobView } from './plan-work.ts';
-import type { PolicyState } from './policies.ts';
+import type { Action } from './decide/action.ts';
+import { admissionOrder } from './decide/admission.ts';
+import { speaking } from './decide/agent-protocol.ts';
+import { type Decision, decide } from './decide/decide.ts';
+import type { DecideConfig } from './decide/decide-input.ts';
+import type { Health } from './decide/health-gate.ts';
+import type { Ledger } from './decide/ledger-view.ts';
+import { needsWork, outsideAttempt } from './decide/need.ts';
+import { type NodeView, viewNode } from './decide/node-view.ts';
+import type { JobView } from './decide/plan-work.ts';
+import type { Slot } from './decide/slot.ts';
+import { SoakClock } from './decide/soak-clock.ts';
+import { landingExists, softTaintsMost } from './decide/taints.ts';
+import { unmanagedWrites } from './decide/unmanaged.ts';
+import type { Wait } from './decide/wait.ts';
+import { type PassPlan, type PlansOfPass, plansOfPass } from './plans/plan-pass.ts';
+import type { PolicyState } from './policies/policies.ts';
 import {
   DEFAULT_POOL,
   type OperatorSighting,
@@ -31,10 +35,10 @@ import {
   planPools,
   policyConfig,
   STAND_DOWN,
-} from './pool-plan.ts';
-import { SoakClock } from './soak-clock.ts';
-import { landingExists, softTaintsMost } from './taints.ts';
-import { unmanagedWrites } from './unmanaged.ts';
+} from './policies/pool-plan.ts';
+import { wantsLock } from './protocols/kured-lock.ts';
+import { inPool, type LedgerChange } from './read/ledger.ts';
+import type { DrainSettings } from './write/drain-runner.ts';
 
 /** Actions that change only the ledger: the pass's own conditional write. */
 export type LedgerOnly = Extract<LedgerChange, { type: 'release' | 'promise' | 'unpromise' | 'claim' }>;

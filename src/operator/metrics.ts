@@ -2,7 +2,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { PHASES } from '../api/phases.ts';
 import type { BuildInfo } from '../util/build-info.ts';
-import type { NodeView } from './node-view.ts';
+import type { NodeView } from './decide/node-view.ts';
 
 /** What the budget gauges read of a pass's decisions (a PassDecision), named here so that no import circles back. */
 interface PassBudgets {

@@ -11,13 +11,13 @@ import { describeError, statusCode } from '../kube/errors.ts';
 import { isFenced } from '../kube/fence.ts';
 import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { Limiter } from '../util/parallel.ts';
+import type { Health } from './decide/health-gate.ts';
+import type { Ledger } from './decide/ledger-view.ts';
+import type { NodeView } from './decide/node-view.ts';
 import { type Decider, isLedgerChange, type NodeStep, type PassDecision } from './decider.ts';
-import type { Health } from './health-gate.ts';
-import type { Ledger } from './ledger.ts';
 import type { OperatorMetrics } from './metrics.ts';
-import { NodeBackoff } from './node-backoff.ts';
-import type { NodeView } from './node-view.ts';
-import { Conflict, type NodeCache } from './node-writer.ts';
+import { NodeBackoff } from './write/node-backoff.ts';
+import { Conflict, type NodeCache } from './write/node-writer.ts';
 
 /**
  * Steps of nodes in an attempt in flight: enough that a first wave of admissions starts draining

@@ -5,26 +5,26 @@
  */
 import { Phase } from '../api/phases.ts';
 import type { KubeLog } from '../kube/backoff.ts';
-import type { Action } from './decide.ts';
+import type { Action } from './decide/action.ts';
+import type { Health } from './decide/health-gate.ts';
+import type { Ledger } from './decide/ledger-view.ts';
+import type { NodeView } from './decide/node-view.ts';
 import { type Decider, isLedgerChange, type PassDecision } from './decider.ts';
-import type { Health } from './health-gate.ts';
-import type { HealthReads } from './health-reads.ts';
+import type { OperatorMetrics } from './metrics.ts';
+import type { NodeSteps } from './node-steps.ts';
+import type { PolicyState } from './policies/policies.ts';
+import type { PolicyStatusWriter } from './policies/policy-status-writer.ts';
+import type { Pool } from './policies/pool-plan.ts';
+import type { HealthReads } from './read/health-reads.ts';
 import {
-  type Ledger,
   type LedgerCache,
   type LedgerChange,
   LedgerConflict,
   type LedgerVersion,
   type RolloutChange,
-} from './ledger.ts';
-import type { LifecycleWriter } from './lifecycle-writer.ts';
-import type { OperatorMetrics } from './metrics.ts';
-import type { NodeSteps } from './node-steps.ts';
-import type { NodeView } from './node-view.ts';
-import type { PolicyState } from './policies.ts';
-import type { PolicyStatusWriter } from './policy-status-writer.ts';
-import type { Pool } from './pool-plan.ts';
-import type { ProblemReports } from './problem-reports.ts';
+} from './read/ledger.ts';
+import type { LifecycleWriter } from './write/lifecycle-writer.ts';
+import type { ProblemReports } from './write/problem-reports.ts';
 
 const RESYNC_ACTIVE_MS = 1000;
 const RESYNC_IDLE_MS = 30_000;

@@ -16,9 +16,9 @@ import {
   type Selector,
   selectorText,
 } from '../kube/selector.ts';
-import { type MaxUnavailable, parseMaxUnavailable } from '../operator/budget.ts';
-import { KURED_LOCK_ANNOTATION, type KuredSettings } from '../operator/kured-lock.ts';
-import type { RolloutSettings } from '../operator/waves.ts';
+import { type MaxUnavailable, parseMaxUnavailable } from '../operator/decide/budget.ts';
+import type { RolloutSettings } from '../operator/decide/waves.ts';
+import { KURED_LOCK_ANNOTATION, type KuredSettings } from '../operator/protocols/kured-lock.ts';
 import { parseDuration } from '../util/duration.ts';
 import type { FieldError } from './field-error.ts';
 import { type ResolvedHealthCheck, resolveHealthCheck } from './health-checks.ts';

@@ -6,7 +6,7 @@
  * its own, so a seed's faults are the same with Plans or without. Pure.
  */
 import type { PlanSpec } from '../api/plan.ts';
-import type { PlanPrepare } from '../operator/plan-work.ts';
+import type { PlanPrepare } from '../operator/decide/plan-work.ts';
 import { SimJobAnnotations } from './job-keys.ts';
 import type { PlanObject } from './plans.ts';
 import { Random } from './random.ts';

@@ -3,7 +3,7 @@
  * the policies, a pod's workload, the PDB that refused an eviction in the audit log.
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import { budgetSlots } from '../operator/budget.ts';
+import { budgetSlots } from '../operator/decide/budget.ts';
 import type { ResolvedPolicy } from '../policy/resolve.ts';
 import type { Budget } from './checker.ts';
 import type { AuditEvent } from './cluster/audit.ts';

@@ -18,7 +18,7 @@ import { Annotations, DEFAULT_NAMESPACE } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { readClusterState } from '../cli/cluster-state.ts';
 import { ResilientInformer } from '../kube/informer.ts';
-import { explainNode } from '../operator/explain.ts';
+import { explainNode } from '../operator/policies/explain.ts';
 import { type CalendarClock, calendarAt, REAL_CLOCK } from '../policy/calendar-clock.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../policy/resolve.ts';
 import { windowState } from '../policy/windows.ts';

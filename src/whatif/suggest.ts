@@ -4,7 +4,7 @@
  * the choice suggest-rank.ts's.
  */
 import { stringify } from 'yaml';
-import { budgetSlots, parseMaxUnavailable } from '../operator/budget.ts';
+import { budgetSlots, parseMaxUnavailable } from '../operator/decide/budget.ts';
 import { assignPools } from '../policy/pools.ts';
 import { resolvePolicy } from '../policy/resolve.ts';
 import type { UpdatePolicyObject } from './objects.ts';

@@ -14,7 +14,7 @@ import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
-import { KURED_LOCK_ANNOTATION } from '../../src/operator/kured-lock.ts';
+import { KURED_LOCK_ANNOTATION } from '../../src/operator/protocols/kured-lock.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { KURED_ACCOUNT } from '../../src/sim/kured-agent.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';

@@ -6,9 +6,9 @@ import type { Plan } from '../../src/api/plan.ts';
 import type { ClusterState } from '../../src/cli/cluster-state.ts';
 import { planLines, planNodeRows } from '../../src/cli/plan.ts';
 import { entriesOf } from '../../src/cli/plans.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import { plansOfPass } from '../../src/operator/plan-pass.ts';
-import { passPlan } from '../../src/operator/plan-resolve.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import { plansOfPass } from '../../src/operator/plans/plan-pass.ts';
+import { passPlan } from '../../src/operator/plans/plan-resolve.ts';
 import { decideConfig, NOW, node } from './operator-fixtures.ts';
 
 const plan = (name: string, namespace: string, status: Plan['status'] = {}): Plan => ({

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { releaseRefusal } from '../../src/cli/release.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
 
 test('releaseRefusal: only a Failed attempt, and not while its agent marks reboot-in-progress', () => {
   const state = (phase?: string, extra: Record<string, string> = {}) => ({

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations, LifecycleConditions } from '../../src/api/keys.ts';
 import { lifecycleColumn, policyLines, statusReason } from '../../src/cli/nodes.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
 
 const NOW = new Date('2026-11-24T12:00:00Z');
 const node = (annotations: Record<string, string>): V1Node => ({ metadata: { name: 'n', annotations } });

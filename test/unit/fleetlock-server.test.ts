@@ -4,9 +4,9 @@ import { Annotations as A, AgentProtocol, FleetLockKeys as K } from '../../src/a
 import { Phase } from '../../src/api/phases.ts';
 import type { FleetLockNode } from '../../src/fleetlock/answer.ts';
 import { type FleetLockBackend, handle } from '../../src/fleetlock/server.ts';
-import { speaking } from '../../src/operator/agent-protocol.ts';
-import { fleetLockNode } from '../../src/operator/fleetlock-nodes.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
+import { speaking } from '../../src/operator/decide/agent-protocol.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import { fleetLockNode } from '../../src/operator/protocols/fleetlock-nodes.ts';
 import { ago, NOW, node } from './operator-fixtures.ts';
 
 const ID = '4d4a86c9c6644a479560ded5d19a30c5';

@@ -18,17 +18,18 @@ import {
 } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
-import { operatorKeys, speaking } from '../../src/operator/agent-protocol.ts';
-import { type DecideConfig, decide } from '../../src/operator/decide.ts';
+import { operatorKeys, speaking } from '../../src/operator/decide/agent-protocol.ts';
+import { decide } from '../../src/operator/decide/decide.ts';
+import type { DecideConfig } from '../../src/operator/decide/decide-input.ts';
+import { revokeForeignGrants } from '../../src/operator/decide/foreign-grants.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import { stepHolder } from '../../src/operator/decide/phase-steps.ts';
 import { Decider } from '../../src/operator/decider.ts';
-import { revokeForeignGrants } from '../../src/operator/foreign-grants.ts';
-import { parseLedger, withChanges } from '../../src/operator/ledger.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import { patchFor, type WriteAction } from '../../src/operator/node-writes.ts';
-import { stepHolder } from '../../src/operator/phase-steps.ts';
-import type { PolicyEntry } from '../../src/operator/policies.ts';
-import { foreignOperatorHold, planPools, protocolOf } from '../../src/operator/pool-plan.ts';
-import { sightingOf } from '../../src/operator/protocol-operators.ts';
+import type { PolicyEntry } from '../../src/operator/policies/policies.ts';
+import { foreignOperatorHold, planPools, protocolOf } from '../../src/operator/policies/pool-plan.ts';
+import { sightingOf } from '../../src/operator/protocols/protocol-operators.ts';
+import { parseLedger, withChanges } from '../../src/operator/read/ledger.ts';
+import { patchFor, type WriteAction } from '../../src/operator/write/node-writes.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { ago, decideConfig, holderStep, NOW, node, ofType } from './operator-fixtures.ts';
 

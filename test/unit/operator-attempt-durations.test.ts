@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MAX_DURATION_SAMPLES } from '../../src/api/update-policy.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
 import {
   AttemptClock,
   type AttemptMarks,
@@ -8,8 +9,7 @@ import {
   attemptSample,
   median,
   observeAttempt,
-} from '../../src/operator/attempt-durations.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
+} from '../../src/operator/policies/attempt-durations.ts';
 import { ago, NOW, node, state } from './operator-fixtures.ts';
 
 /** The node `n` in `phase` since `since` seconds before NOW, Ready since `ready` seconds before. */

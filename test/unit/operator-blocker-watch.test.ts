@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
-import { blockersKey } from '../../src/operator/blocker-watch.ts';
+import { blockersKey } from '../../src/operator/read/blocker-watch.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 
 const keyOf = (blockers: UpdatePolicySpec['blockers']) => {

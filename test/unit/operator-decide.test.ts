@@ -4,25 +4,27 @@ import type { V1Node, V1NodeCondition, V1NodeSystemInfo } from '@kubernetes/clie
 import { Annotations, Taints } from '../../src/api/keys.ts';
 import { PHASES, Phase } from '../../src/api/phases.ts';
 import { parseSelector } from '../../src/kube/selector.ts';
-import { budgetSlots, parseMaxUnavailable } from '../../src/operator/budget.ts';
-import { type Action, type DecideConfig, decide } from '../../src/operator/decide.ts';
+import type { Action } from '../../src/operator/decide/action.ts';
+import { budgetSlots, parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
+import { decide } from '../../src/operator/decide/decide.ts';
+import type { DecideConfig } from '../../src/operator/decide/decide-input.ts';
 import {
   HEALTH_LEAD_MS,
   HEALTH_REREAD_MS,
   healthDue,
   healthGated,
   healthRereadDue,
-} from '../../src/operator/health-gate.ts';
-import type { Ledger } from '../../src/operator/ledger.ts';
+} from '../../src/operator/decide/health-gate.ts';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
 import {
   isPendingTaint,
   sameView,
   slimNode,
   viewNode,
   withPendingTaints,
-} from '../../src/operator/node-view.ts';
-import { landingExists, softTaintsMost } from '../../src/operator/taints.ts';
-import { unmanagedReason, unmanagedWrites } from '../../src/operator/unmanaged.ts';
+} from '../../src/operator/decide/node-view.ts';
+import { landingExists, softTaintsMost } from '../../src/operator/decide/taints.ts';
+import { unmanagedReason, unmanagedWrites } from '../../src/operator/decide/unmanaged.ts';
 import {
   ago,
   decideConfig,

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { parseMaxUnavailable } from '../../src/operator/budget.ts';
-import { doNotDisrupt, evictable } from '../../src/operator/do-not-disrupt.ts';
+import { parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
+import { doNotDisrupt, evictable } from '../../src/operator/read/do-not-disrupt.ts';
 import { needs, node, ofType, run } from './operator-fixtures.ts';
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');

@@ -5,12 +5,14 @@
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { parseMaxUnavailable } from '../../src/operator/budget.ts';
-import { type Action, type DecideConfig, decide, type Snapshot } from '../../src/operator/decide.ts';
-import type { Ledger } from '../../src/operator/ledger.ts';
-import type { NodeView } from '../../src/operator/node-view.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import { stepHolder } from '../../src/operator/phase-steps.ts';
+import type { Action } from '../../src/operator/decide/action.ts';
+import { parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
+import { decide } from '../../src/operator/decide/decide.ts';
+import type { DecideConfig, Snapshot } from '../../src/operator/decide/decide-input.ts';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
+import type { NodeView } from '../../src/operator/decide/node-view.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import { stepHolder } from '../../src/operator/decide/phase-steps.ts';
 
 /** One slot, 10-minute timeouts, a 30 s soak, no hooks, a 1-minute retry backoff. */
 export const decideConfig: DecideConfig = {

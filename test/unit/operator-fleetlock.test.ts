@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Annotations as A, AgentProtocol, FleetLockKeys as K, Labels as L } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { fleetLockNeed, operatorKeys, speaking } from '../../src/operator/agent-protocol.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import { patchFor } from '../../src/operator/node-writes.ts';
-import { foreignOperatorHold } from '../../src/operator/pool-plan.ts';
+import { fleetLockNeed, operatorKeys, speaking } from '../../src/operator/decide/agent-protocol.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import { foreignOperatorHold } from '../../src/operator/policies/pool-plan.ts';
+import { patchFor } from '../../src/operator/write/node-writes.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { ago, decideConfig, holderStep, NOW, node } from './operator-fixtures.ts';
 

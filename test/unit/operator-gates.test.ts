@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
-import type { DecideConfig } from '../../src/operator/decide.ts';
-import { firstWait, NODE_GATES, PASS_GATES, type PassState } from '../../src/operator/gates.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
+import type { DecideConfig } from '../../src/operator/decide/decide-input.ts';
+import { firstWait, NODE_GATES, PASS_GATES, type PassState } from '../../src/operator/decide/gates.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
 import { decideConfig } from './operator-fixtures.ts';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Phase } from '../../src/api/phases.ts';
-import { parseMaxUnavailable } from '../../src/operator/budget.ts';
+import { parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
 import {
   KURED_LOCK_ANNOTATION,
   type KuredSettings,
@@ -12,7 +12,7 @@ import {
   parseKuredLock,
   viewLock,
   wantsLock,
-} from '../../src/operator/kured-lock.ts';
+} from '../../src/operator/protocols/kured-lock.ts';
 import { NOW, needs, node, ofType, run, state } from './operator-fixtures.ts';
 
 const t = NOW.getTime();

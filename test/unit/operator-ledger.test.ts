@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
 import {
   inPool,
-  type Ledger,
   type LedgerChange,
   parseLedger,
   poolOf,
   withChanges,
   withPoolChanges,
-} from '../../src/operator/ledger.ts';
+} from '../../src/operator/read/ledger.ts';
 
 const cm = (text?: string): V1ConfigMap => ({
   metadata: { name: 'nuo-slots', namespace: 'nuo-system' },

@@ -3,16 +3,16 @@ import { test } from 'node:test';
 import type { V1NodeCondition } from '@kubernetes/client-node';
 import { Annotations as A, LifecycleConditions as C, Labels as L } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import type { Slot } from '../../src/operator/ledger.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import type { PlanSlot } from '../../src/operator/decide/plan-work.ts';
+import type { Slot } from '../../src/operator/decide/slot.ts';
 import {
   lifecyclePatch,
   NuoReason,
   ownedByNuo,
   sameLifecycle,
   wantedConditions,
-} from '../../src/operator/lifecycle-conditions.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import type { PlanSlot } from '../../src/operator/plan-work.ts';
+} from '../../src/operator/write/lifecycle-conditions.ts';
 import { NOW, needs, node, state } from './operator-fixtures.ts';
 
 const plan = (prepare: PlanSlot['prepare'], reboot = false): PlanSlot => ({

@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations as A, Labels as L, ScaleDownProtection as P, Taints } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import { type NodeWrite, patchFor, type WriteAction } from '../../src/operator/node-writes.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import { type NodeWrite, patchFor, type WriteAction } from '../../src/operator/write/node-writes.ts';
 
 const NOW = new Date('2026-11-24T12:00:00Z');
 const T = NOW.toISOString();

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { parseMaxUnavailable } from '../../src/operator/budget.ts';
-import type { NodeView } from '../../src/operator/node-view.ts';
-import { drainKey, handsOver, OwnNode, ownNodeLast } from '../../src/operator/own-node.ts';
+import { parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
+import type { NodeView } from '../../src/operator/decide/node-view.ts';
+import { drainKey, handsOver, OwnNode, ownNodeLast } from '../../src/operator/decide/own-node.ts';
 import { ago, needs, node, ofType, run, state } from './operator-fixtures.ts';
 
 const view = (name: string) => ({ name }) as NodeView;

@@ -3,10 +3,11 @@ import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import type { Action, DecideConfig } from '../../src/operator/decide.ts';
-import type { ChecksReading } from '../../src/operator/health-gate.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import { PAUSED_HOLDER, stepHolder } from '../../src/operator/phase-steps.ts';
+import type { Action } from '../../src/operator/decide/action.ts';
+import type { DecideConfig } from '../../src/operator/decide/decide-input.ts';
+import type { ChecksReading } from '../../src/operator/decide/health-gate.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import { PAUSED_HOLDER, stepHolder } from '../../src/operator/decide/phase-steps.ts';
 import { decideConfig } from './operator-fixtures.ts';
 
 const NOW = new Date('2026-11-24T12:00:00Z');

@@ -3,12 +3,13 @@ import test from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations, planLabel } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { parseMaxUnavailable } from '../../src/operator/budget.ts';
-import { type Action, decide } from '../../src/operator/decide.ts';
-import { type Ledger, parseLedger, withChanges } from '../../src/operator/ledger.ts';
-import { unavailableWithoutSlot } from '../../src/operator/need.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import { patchFor } from '../../src/operator/node-writes.ts';
+import type { Action } from '../../src/operator/decide/action.ts';
+import { parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
+import { decide } from '../../src/operator/decide/decide.ts';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
+import { unavailableWithoutSlot } from '../../src/operator/decide/need.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import type { JobView, PlanSlot } from '../../src/operator/decide/plan-work.ts';
 import {
   DISABLED,
   optedOut,
@@ -16,8 +17,9 @@ import {
   plansOfPass,
   stoppedOn,
   workOf,
-} from '../../src/operator/plan-pass.ts';
-import type { JobView, PlanSlot } from '../../src/operator/plan-work.ts';
+} from '../../src/operator/plans/plan-pass.ts';
+import { parseLedger, withChanges } from '../../src/operator/read/ledger.ts';
+import { patchFor } from '../../src/operator/write/node-writes.ts';
 import { ago, decideConfig, NOW, needs, node, state } from './operator-fixtures.ts';
 
 const plan = (over: Partial<PassPlan> = {}): PassPlan => ({

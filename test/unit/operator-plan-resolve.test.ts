@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import type { Plan, PlanSpec } from '../../src/api/plan.ts';
 import { NUO_PLANS } from '../../src/api/plan-groups.ts';
-import type { DrainSettings } from '../../src/operator/drain-runner.ts';
 import {
   completionLabels,
   nameTaken,
@@ -10,7 +9,8 @@ import {
   passPlan,
   planDrainSettings,
   planPrepare,
-} from '../../src/operator/plan-resolve.ts';
+} from '../../src/operator/plans/plan-resolve.ts';
+import type { DrainSettings } from '../../src/operator/write/drain-runner.ts';
 
 const upgrade = { image: 'example.com/os' };
 const spec = (over: Partial<PlanSpec> = {}): PlanSpec => ({ version: 'v1', upgrade, ...over }) as PlanSpec;

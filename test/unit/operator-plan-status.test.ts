@@ -3,12 +3,12 @@ import test from 'node:test';
 import { Annotations, planLabel } from '../../src/api/keys.ts';
 import type { Plan, PlanStatus } from '../../src/api/plan.ts';
 import { NUO_PLANS } from '../../src/api/plan-groups.ts';
-import type { Ledger } from '../../src/operator/ledger.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import type { PassPlan } from '../../src/operator/plan-pass.ts';
-import type { PlanEntry } from '../../src/operator/plan-resolve.ts';
-import { type PlanStatusInput, planStatus } from '../../src/operator/plan-status.ts';
-import type { JobView } from '../../src/operator/plan-work.ts';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import type { JobView } from '../../src/operator/decide/plan-work.ts';
+import type { PassPlan } from '../../src/operator/plans/plan-pass.ts';
+import type { PlanEntry } from '../../src/operator/plans/plan-resolve.ts';
+import { type PlanStatusInput, planStatus } from '../../src/operator/plans/plan-status.ts';
 import { ago, NOW, node, state } from './operator-fixtures.ts';
 
 const p: PassPlan = {

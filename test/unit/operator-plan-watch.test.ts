@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import type { Plan } from '../../src/api/plan.ts';
 import { NUO_PLANS } from '../../src/api/plan-groups.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import type { PlanEntry } from '../../src/operator/plan-resolve.ts';
-import { planJob } from '../../src/operator/plan-watch.ts';
-import type { PlanSlot } from '../../src/operator/plan-work.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import type { PlanSlot } from '../../src/operator/decide/plan-work.ts';
+import type { PlanEntry } from '../../src/operator/plans/plan-resolve.ts';
+import { planJob } from '../../src/operator/plans/plan-watch.ts';
 import { JOB_DEFAULTS } from '../../src/plan/job.ts';
 import { node } from './operator-fixtures.ts';
 

@@ -6,7 +6,7 @@ import {
   blockedSince,
   rolloutFinished,
   rolloutHalted,
-} from '../../src/operator/policy-events.ts';
+} from '../../src/operator/policies/policy-events.ts';
 
 const status = (reason?: string, message = 'why'): UpdatePolicyStatus => ({
   conditions: [

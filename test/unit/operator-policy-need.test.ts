@@ -4,13 +4,11 @@ import { parseBtime } from '../../src/agent/linux.ts';
 import { agentStep } from '../../src/agent/step.ts';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { decide } from '../../src/operator/decide.ts';
-import { remediationOnly } from '../../src/operator/need.ts';
-import { type NodeView, viewNode } from '../../src/operator/node-view.ts';
-import { patchFor } from '../../src/operator/node-writes.ts';
-import { stepHolder } from '../../src/operator/phase-steps.ts';
+import { decide } from '../../src/operator/decide/decide.ts';
+import { remediationOnly } from '../../src/operator/decide/need.ts';
+import { type NodeView, viewNode } from '../../src/operator/decide/node-view.ts';
+import { stepHolder } from '../../src/operator/decide/phase-steps.ts';
 import {
-  type PolicyReading,
   policyReading,
   RATE_WINDOW_MS,
   rateWait,
@@ -19,7 +17,9 @@ import {
   remediationRate,
   remediationReading,
   shortDuration,
-} from '../../src/operator/policy-need.ts';
+} from '../../src/operator/decide/policy-need.ts';
+import type { PolicyReading } from '../../src/operator/decide/policy-reading.ts';
+import { patchFor } from '../../src/operator/write/node-writes.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { ago, decideConfig, NOW, node } from './operator-fixtures.ts';
 

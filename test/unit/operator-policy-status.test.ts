@@ -4,12 +4,12 @@ import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
-import { decide } from '../../src/operator/decide.ts';
-import type { Ledger } from '../../src/operator/ledger.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import type { PolicyEntry } from '../../src/operator/policies.ts';
-import { policyStatus, statusChanged, statusPatch } from '../../src/operator/policy-status.ts';
-import { planPools } from '../../src/operator/pool-plan.ts';
+import { decide } from '../../src/operator/decide/decide.ts';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import type { PolicyEntry } from '../../src/operator/policies/policies.ts';
+import { policyStatus, statusChanged, statusPatch } from '../../src/operator/policies/policy-status.ts';
+import { planPools } from '../../src/operator/policies/pool-plan.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { NOW, needs, node } from './operator-fixtures.ts';
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { UpdatePolicySpec } from '../../src/api/update-policy.ts';
-import type { Ledger } from '../../src/operator/ledger.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import type { PolicyEntry, PolicyState } from '../../src/operator/policies.ts';
-import { DEFAULT_POOL, planPools } from '../../src/operator/pool-plan.ts';
+import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import type { PolicyEntry, PolicyState } from '../../src/operator/policies/policies.ts';
+import { DEFAULT_POOL, planPools } from '../../src/operator/policies/pool-plan.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { NOW, node } from './operator-fixtures.ts';
 

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
-import type { EventRecorder } from '../../src/operator/events.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import { ProblemReports } from '../../src/operator/problem-reports.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import type { EventRecorder } from '../../src/operator/write/events.ts';
+import { ProblemReports } from '../../src/operator/write/problem-reports.ts';
 
 const node = (name: string, annotations: Record<string, string>): V1Node => ({
   metadata: { name, annotations },

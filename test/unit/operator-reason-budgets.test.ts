@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Annotations } from '../../src/api/keys.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import type { PlanWork } from '../../src/operator/plan-work.ts';
-import { activeBudgets, attemptReason, reasonLimit } from '../../src/operator/reason-budgets.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import type { PlanWork } from '../../src/operator/decide/plan-work.ts';
+import { activeBudgets, attemptReason, reasonLimit } from '../../src/operator/decide/reason-budgets.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { NOW, needs, node, ofType, run } from './operator-fixtures.ts';
 

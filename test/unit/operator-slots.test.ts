@@ -3,9 +3,9 @@ import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { admissionOrder } from '../../src/operator/admission.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
-import { releaseStale } from '../../src/operator/slots.ts';
+import { admissionOrder } from '../../src/operator/decide/admission.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import { releaseStale } from '../../src/operator/decide/slots.ts';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');
 const at = (s: number) => new Date(NOW + s * 1000).toISOString();

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Phase } from '../../src/api/phases.ts';
-import type { NodeView } from '../../src/operator/node-view.ts';
-import { SoakClock } from '../../src/operator/soak-clock.ts';
+import type { NodeView } from '../../src/operator/decide/node-view.ts';
+import { SoakClock } from '../../src/operator/decide/soak-clock.ts';
 
 const T = Date.parse('2026-11-24T12:00:00Z');
 const at = (s: number) => new Date(T + s * 1000);

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Phase } from '../../src/api/phases.ts';
-import { parseMaxUnavailable } from '../../src/operator/budget.ts';
-import type { Slot } from '../../src/operator/ledger.ts';
-import { viewNode } from '../../src/operator/node-view.ts';
+import { parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
+import { viewNode } from '../../src/operator/decide/node-view.ts';
+import type { Slot } from '../../src/operator/decide/slot.ts';
 import {
   nextRollout,
   type RolloutRecord,
@@ -12,7 +12,7 @@ import {
   type SlotCap,
   waveCap,
   waveSize,
-} from '../../src/operator/waves.ts';
+} from '../../src/operator/decide/waves.ts';
 import { ago, NOW, needs, node, ofType, run, state } from './operator-fixtures.ts';
 
 const waves = (initial: number, growth: number, pauseBetweenMs = 0): RolloutSettings => ({

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { parseMaxUnavailable } from '../../src/operator/budget.ts';
+import { parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
 import { needs, node, ofType, run, state } from './operator-fixtures.ts';
 
 const ZONE = 'topology.kubernetes.io/zone';

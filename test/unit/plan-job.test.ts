@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { JobAnnotations, JobLabels, planKey } from '../../src/api/keys.ts';
 import type { Plan, PlanSpec } from '../../src/api/plan.ts';
-import { jobView } from '../../src/operator/plan-jobs.ts';
+import { jobView } from '../../src/operator/plans/plan-jobs.ts';
 import {
   activeDeadline,
   buildJob,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { HealthCheck } from '../../src/api/update-policy.ts';
-import { readError } from '../../src/operator/health-check-reads.ts';
+import { readError } from '../../src/operator/read/health-check-reads.ts';
 import { celValue, compileCel } from '../../src/policy/cel.ts';
 import {
   conditionExpression,

@@ -1,0 +1,526 @@
+/**
+ * The pools of a pass: which nodes each budget covers, with the settings decide() applies to them and
+ * why, if at all, it admits nothing now. Pure: policies, the cluster-wide pause, nodes, ledger and time
+ * in; pools out.
+ * - UpdatePolicies make the pools (policy/pools.ts says which node goes where). A node no policy selects
+ *   is left alone: without any policy, nuo touches no node.
+ * - A pool whose policy is gone, invalid, or not read yet finishes its attempts in progress under the
+ *   settings it last had (a policy's defaults when it never had any) and admits nothing: a missing or
+ *   broken policy never frees a budget. So does the default pool '', which only an older operator's
+ *   ledger entries (no pool named) can hold.
+ */
+
+import { AgentProtocol, type CoreosProtocol, isCoreosProtocol } from '../../api/keys.ts';
+import { type CalendarClock, REAL_CLOCK, windowStateOn } from '../../policy/calendar-clock.ts';
+import { firstFailing, type HealthReading } from '../../policy/health-checks.ts';
+import { assignPools } from '../../policy/pools.ts';
+import { type ResolvedPolicy, resolvePolicy } from '../../policy/resolve.ts';
+import { speaking } from '../decide/agent-protocol.ts';
+import { budgetSlots } from '../decide/budget.ts';
+import type { DecideConfig } from '../decide/decide-input.ts';
+import type { ChecksReading } from '../decide/health-gate.ts';
+import type { Ledger } from '../decide/ledger-view.ts';
+import type { NodeView } from '../decide/node-view.ts';
+import { policyReading, RATE_WINDOW_MS, remediationRate } from '../decide/policy-need.ts';
+import { activeBudgets } from '../decide/reason-budgets.ts';
+import type { Wait } from '../decide/wait.ts';
+import {
+  nextRollout,
+  type RolloutHold,
+  type RolloutRecord,
+  type RolloutSettings,
+  rolloutHold,
+  waveCap,
+} from '../decide/waves.ts';
+import { type KuredView, kuredDisrupted, kuredHold } from '../protocols/kured-lock.ts';
+import { inPool, poolOf } from '../read/ledger.ts';
+import type { PolicyEntry, PolicyState } from './policies.ts';
+
+/** The pool of a ledger entry that names none (written by an operator older than policies). */
+export const DEFAULT_POOL = '';
+
+/** An UpdatePolicy that sets nothing: the settings an attempt without a policy's finishes under. */
+const EMPTY_POLICY = resolvePolicy({ metadata: { name: DEFAULT_POOL }, spec: {} });
+if (!EMPTY_POLICY.ok)
+  throw new Error(`the UpdatePolicy defaults do not resolve: ${EMPTY_POLICY.errors[0]?.message}`);
+export const POLICY_DEFAULTS: ResolvedPolicy = EMPTY_POLICY.policy;
+
+/** Why a pool admits nothing, as its policy's Blocked condition names it. */
+export type HoldCode =
+  | 'Paused'
+  | 'CircuitOpen'
+  | 'OutsideWindow'
+  | 'AlertFiring'
+  | 'PrometheusUnavailable'
+  | 'PodBlocker'
+  | 'HealthCheck'
+  | 'InvalidSpec'
+  | 'PolicyGone'
+  | 'PoliciesNotRead'
+  | 'Superseded'
+  | 'KuredLock'
+  | 'KuredLockUnknown'
+  | 'ForeignOperator'
+  | RolloutHold['code'];
+
+/**
+ * What nuo saw of CLUO's or FLUO's own update-operator (protocol-operators.ts): `standDown` says why nuo
+ * leaves the protocol's pools alone (it runs, or nuo could not tell), absent when it does not run.
+ */
+export interface OperatorSighting {
+  standDown?: string;
+}
+
+/** Holds that stand the pool down entirely: not even its attempts in progress are stepped. */
+export const STAND_DOWN: ReadonlySet<HoldCode> = new Set(['ForeignOperator']);
+
+/** A blocker's verdict for a pool (Prometheus): blocked or clear, and why; none yet = not checked. */
+export interface BlockerVerdict {
+  blocked: boolean;
+  reason: string;
+  /** Blocked because Prometheus could not be asked (fail closed), not because an alert fires. */
+  unavailable?: boolean;
+}
+
+/** A running pod one of a policy's pod blockers (`blockers.pods[blocker]`) matches. */
+export interface BlockingPod {
+  namespace: string;
+  name: string;
+  node: string;
+  blocker: number;
+}
+
+/** What a policy's blockers answered last (blocker-watch.ts); a missing part is not asked yet. */
+export interface PolicyBlockers {
+  prometheus?: BlockerVerdict;
+  pods?: BlockingPod[] | { error: string };
+  /** The health checks' last reading. */
+  health?: HealthReading;
+  /** kured's lock as last read, for a policy with coexistence.kured (kured-keeper.ts). */
+  kured?: KuredView | { error: string };
+}
+
+export interface PoolHold extends Wait {
+  code: HoldCode;
+}
+
+export interface Pool {
+  /** The pool's name: its UpdatePolicy's, or DEFAULT_POOL. */
+  name: string;
+  /** decide()'s settings; `config.hold` is `hold`. */
+  config: DecideConfig;
+  hold?: PoolHold;
+  nodes: NodeView[];
+  /** The policy that makes this pool now, if any. */
+  policy?: PolicyEntry;
+  /** Its rollout in waves (spec.rollout): the record after this look, and whether the ledger must take it. */
+  rollout?: PoolRollout;
+}
+
+export interface PoolRollout {
+  settings?: RolloutSettings;
+  /** Absent: no rollout in progress (or none kept: the policy has no spec.rollout). */
+  record?: RolloutRecord;
+  /** The record differs from the ledger's: the pass writes it. */
+  changed: boolean;
+}
+
+export interface PoolPlan {
+  pools: Pool[];
+  /** Nodes two or more policies select → those policies (each of them reports it). */
+  conflicts: Map<string, string[]>;
+  /** Nodes no policy selects (only while policies exist). */
+  unmatched: string[];
+}
+
+/** decide()'s settings from a policy's, with the operator's cluster-wide pause. */
+export function policyConfig(p: ResolvedPolicy, paused: boolean): DecideConfig {
+  return {
+    maxUnavailable: p.maxUnavailable,
+    minGrantSpacingMs: p.reboot.minGrantSpacingMs,
+    drainTimeoutMs: p.drain.timeoutMs,
+    rebootTimeoutMs: p.reboot.rebootTimeoutMs,
+    returnTimeoutMs: p.reboot.returnTimeoutMs,
+    soakMs: p.reboot.soakMs,
+    beforeRebootAnnotations: p.reboot.beforeRebootAnnotations,
+    afterRebootAnnotations: p.reboot.afterRebootAnnotations,
+    retryBackoffMs: p.reboot.retryBackoffMs,
+    retryBackoffMaxMs: p.reboot.retryBackoffMaxMs,
+    maxIneffectiveReboots: p.reboot.maxIneffectiveReboots,
+    paused,
+    pendingTaint: p.reboot.pendingTaint,
+    ...(p.reboot.failedSlotTtlMs === undefined ? {} : { failedSlotTtlMs: p.reboot.failedSlotTtlMs }),
+    ...(p.maxUnavailablePerZone || p.zoneOrder === 'OneAtATime'
+      ? {
+          zones: {
+            label: p.zoneLabel,
+            order: p.zoneOrder,
+            ...(p.maxUnavailablePerZone ? { max: p.maxUnavailablePerZone } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+/**
+ * Why a valid policy's pool admits nothing now, if it does not, in this order: paused; its rollout
+ * (halted by its failure budget, or pausing between waves); the circuit
+ * breaker (more of the pool NotReady than it allows); outside its windows; a blocker (Prometheus not
+ * asked yet, unreachable or answering an alert: fail closed); a health check failing or not evaluated.
+ */
+export function policyHold(
+  p: ResolvedPolicy,
+  nodes: readonly NodeView[],
+  now: Date,
+  blockers?: PolicyBlockers,
+  rollout?: RolloutHold,
+  clock: CalendarClock = REAL_CLOCK,
+): PoolHold | undefined {
+  if (p.paused) return { code: 'Paused', reason: `waiting: UpdatePolicy ${p.name} is paused` };
+  if (rollout) return rollout;
+  const circuit = circuitHold(p, nodes);
+  if (circuit) return circuit;
+  const window = windowStateOn(clock, p.windows, now);
+  if (!window.open) {
+    return {
+      code: 'OutsideWindow',
+      reason: `waiting: ${window.reason}`,
+      ...(window.changesAt ? { until: window.changesAt.getTime() } : {}),
+    };
+  }
+  return (
+    prometheusHold(p, blockers?.prometheus) ??
+    podHold(p, nodes, blockers?.pods) ??
+    healthHold(p, blockers?.health) ??
+    kuredPoolHold(p, blockers?.kured)
+  );
+}
+
+/** A health check failing, or none evaluated yet, holds the pool (fail closed). */
+function healthHold(p: ResolvedPolicy, reading: HealthReading | undefined): PoolHold | undefined {
+  const gate = healthGate(p, reading);
+  if (!gate) return undefined;
+  if (gate.at === undefined)
+    return { code: 'HealthCheck', reason: 'waiting: the health checks are not evaluated yet' };
+  if (!gate.failing) return undefined;
+  return {
+    code: 'HealthCheck',
+    reason: `waiting: health check ${gate.failing.name} fails`,
+    detail: gate.failing.reading,
+  };
+}
+
+/** What the health gate of a policy's finished nodes reads: nothing when it has no health checks. */
+function healthGate(p: ResolvedPolicy, reading: HealthReading | undefined): ChecksReading | undefined {
+  if (p.healthChecks.length === 0) return undefined;
+  if (!reading) return {};
+  const bad = firstFailing(reading);
+  return { at: reading.at, ...(bad ? { failing: bad } : {}) };
+}
+
+function kuredPoolHold(p: ResolvedPolicy, view: PolicyBlockers['kured']): PoolHold | undefined {
+  const wait = p.kured && kuredHold(p.kured, view);
+  if (!wait) return undefined;
+  // Taking turns with kured is the migration going as planned; a lock nuo cannot read is not.
+  return { ...wait, code: view === undefined || 'error' in view ? 'KuredLockUnknown' : 'KuredLock' };
+}
+
+function prometheusHold(p: ResolvedPolicy, verdict: BlockerVerdict | undefined): PoolHold | undefined {
+  if (!p.prometheus) return undefined;
+  if (!verdict) return { code: 'PrometheusUnavailable', reason: 'waiting: Prometheus not asked yet' };
+  if (!verdict.blocked) return undefined;
+  return {
+    code: verdict.unavailable ? 'PrometheusUnavailable' : 'AlertFiring',
+    reason: `waiting: ${verdict.reason}`,
+  };
+}
+
+/**
+ * A running pod a pool-scoped pod blocker matches, on any node of the pool, holds it; not knowing holds
+ * it whatever the scope (a node-scoped blocker cannot say which nodes are free).
+ */
+function podHold(
+  p: ResolvedPolicy,
+  nodes: readonly NodeView[],
+  pods: PolicyBlockers['pods'],
+): PoolHold | undefined {
+  if (p.podBlockers.length === 0) return undefined;
+  if (!pods) return { code: 'PodBlocker', reason: 'waiting: the pod blockers are not read yet' };
+  if ('error' in pods) return { code: 'PodBlocker', reason: `waiting: ${pods.error}` };
+  const inPool = new Set(nodes.map((n) => n.name));
+  const blocking = pods.filter((pod) => inPool.has(pod.node) && p.podBlockers[pod.blocker]?.scope !== 'Node');
+  if (blocking.length === 0) return undefined;
+  const named = blocking
+    .slice(0, 3)
+    .map((pod) => `${pod.namespace}/${pod.name} on ${pod.node} (blockers.pods[${pod.blocker}])`)
+    .join(', ');
+  const more = blocking.length > 3 ? ` and ${blocking.length - 3} more` : '';
+  return { code: 'PodBlocker', reason: `waiting: pod ${named}${more} is running` };
+}
+
+/** The nodes a node-scoped pod blocker's running pod holds, each with the pods that hold it. */
+export function nodeBlocks(p: ResolvedPolicy, pods: PolicyBlockers['pods']): Map<string, Wait> {
+  const held = new Map<string, string[]>();
+  if (!pods || 'error' in pods) return new Map();
+  for (const pod of pods) {
+    if (p.podBlockers[pod.blocker]?.scope !== 'Node') continue;
+    held.set(pod.node, [
+      ...(held.get(pod.node) ?? []),
+      `${pod.namespace}/${pod.name} (blockers.pods[${pod.blocker}])`,
+    ]);
+  }
+  return new Map(
+    [...held].map(([node, names]) => [node, { reason: `waiting: pod ${names.join(', ')} is running on it` }]),
+  );
+}
+
+/** More of the pool NotReady than `circuitBreaker.maxNotReady` allows: something is wrong, admit nothing. */
+function circuitHold(p: ResolvedPolicy, nodes: readonly NodeView[]): PoolHold | undefined {
+  if (!p.circuitBreaker) return undefined;
+  const notReady = nodes.filter((n) => !n.ready).length;
+  const allowed = budgetSlots(p.circuitBreaker, nodes.length);
+  if (notReady <= allowed) return undefined;
+  return {
+    code: 'CircuitOpen',
+    reason: `waiting: circuit open: ${notReady} of ${nodes.length} nodes NotReady (more than ${allowed})`,
+  };
+}
+
+/**
+ * The protocol a node's agent is read through: the one its slot recorded at its admission while it holds
+ * one (an attempt ends in the protocol it began in, whatever its policy says meanwhile), else its pool's.
+ */
+export function protocolOf(ledger: Ledger, node: string, pool: AgentProtocol): AgentProtocol {
+  const slot = ledger.slots[node];
+  return slot ? (slot.protocol ?? AgentProtocol.nuo) : pool;
+}
+
+/** Nodes of a pool without a policy: only its attempts in progress, each in its slot's protocol. */
+const spokenByTheirSlots = (nodes: NodeView[], ledger: Ledger) =>
+  nodes.map((n) => speaking(n, protocolOf(ledger, n.name, AgentProtocol.nuo)));
+
+/**
+ * A pool whose agents speak CLUO's or FLUO's protocol while that project's own update-operator runs (or
+ * before nuo has looked): two operators granting the same agents' reboots would each spend a budget the
+ * other does not see, so nuo stands down and says why.
+ */
+export function foreignOperatorHold(
+  p: ResolvedPolicy,
+  sighting: (protocol: CoreosProtocol) => OperatorSighting | undefined,
+): PoolHold | undefined {
+  if (!isCoreosProtocol(p.agentProtocol)) return undefined;
+  const seen = sighting(p.agentProtocol);
+  if (!seen)
+    return {
+      code: 'ForeignOperator',
+      reason: `waiting: not looked yet whether the ${p.agentProtocol} update-operator runs; no node of this pool is touched until then`,
+    };
+  if (seen.standDown === undefined) return undefined;
+  return {
+    code: 'ForeignOperator',
+    reason: `not managed: ${seen.standDown}; nuo touches no node of this pool until it is gone`,
+  };
+}
+
+/** A pool with its hold, if any, in its settings too (decide()'s first gate after the pauses). */
+function pool(
+  name: string,
+  config: DecideConfig,
+  nodes: NodeView[],
+  hold?: PoolHold,
+  policy?: PolicyEntry,
+): Pool {
+  return {
+    name,
+    config: hold ? { ...config, hold } : config,
+    nodes,
+    ...(hold ? { hold } : {}),
+    ...(policy ? { policy } : {}),
+  };
+}
+
+/** The pool of a valid or invalid policy: its settings (the last valid ones), and its hold. */
+function policyPool(
+  entry: PolicyEntry,
+  paused: boolean,
+  nodes: NodeView[],
+  now: Date,
+  blockers: PolicyBlockers | undefined,
+  sighting: (protocol: CoreosProtocol) => OperatorSighting | undefined,
+  ledger: Ledger,
+  clock: CalendarClock,
+): Pool | undefined {
+  const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
+  if (!resolved) return undefined;
+  // Read through the pool's protocol (a need is the protocol's reboot-needed), with what the policy asks.
+  const spoken = nodes.map((n) =>
+    withPolicyAsks(speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)), resolved, now),
+  );
+  const rollout = poolRollout(entry, resolved, spoken, ledger, now);
+  const standDown = foreignOperatorHold(resolved, sighting);
+  const hold: PoolHold | undefined = standDown
+    ? standDown
+    : entry.current.ok
+      ? policyHold(
+          resolved,
+          nodes,
+          now,
+          blockers,
+          rollout.settings && rolloutHold(rollout.record, rollout.settings, entry.name, now.getTime()),
+          clock,
+        )
+      : {
+          code: 'InvalidSpec',
+          reason: `waiting: UpdatePolicy ${entry.name} is invalid (${entry.current.errors[0]?.field}: ${entry.current.errors[0]?.message}); fix it to go on`,
+        };
+  const config = policyConfig(resolved, paused);
+  const cap = rollout.settings && waveCap(rollout.record, rollout.settings);
+  if (cap) config.slotCaps = [cap];
+  if (resolved.budgets.length > 0) {
+    const budgets = activeBudgets(resolved.budgets, nodes.length, now, clock);
+    config.reasonBudgets = budgets.active;
+    if (budgets.changesAt !== undefined) config.reasonBudgetsChangeAt = budgets.changesAt;
+  }
+  if (entry.current.ok && resolved.podBlockers.some((b) => b.scope === 'Node'))
+    config.podBlocked = nodeBlocks(resolved, blockers?.pods);
+  // Only a valid policy's checks are read (blocker-watch.ts): an invalid one's finished nodes are not held.
+  const checks = entry.current.ok ? healthGate(resolved, blockers?.health) : undefined;
+  if (checks) config.healthChecks = checks;
+  // kured's holders use the pool's slots whether or not the policy is valid now: they are disrupted.
+  const kured = blockers?.kured;
+  if (resolved.kured && kured && !('error' in kured)) {
+    config.disruptedElsewhere = kuredDisrupted(
+      kured,
+      nodes.map((n) => n.name),
+    );
+  }
+  if (resolved.remediation)
+    config.remediationRate = remediationRate(
+      nodes,
+      resolved.remediation.maxPerHour,
+      now.getTime(),
+      RATE_WINDOW_MS / clock.speed,
+    );
+  return {
+    ...pool(entry.name, config, spoken, hold, entry),
+    ...(rollout.settings || rollout.changed ? { rollout } : {}),
+  };
+}
+
+/** The pool's rollout after this look; a policy without spec.rollout keeps no record. */
+function poolRollout(
+  entry: PolicyEntry,
+  p: ResolvedPolicy,
+  nodes: readonly NodeView[],
+  ledger: Ledger,
+  now: Date,
+): PoolRollout {
+  const mine = inPool(ledger, entry.name);
+  const record =
+    p.rollout &&
+    nextRollout({
+      previous: mine.rollout,
+      settings: p.rollout,
+      nodes,
+      slots: mine.slots,
+      now,
+      ...(entry.resumed ? { resumedAt: entry.resumed.at } : {}),
+    });
+  return {
+    ...(p.rollout ? { settings: p.rollout } : {}),
+    ...(record ? { record } : {}),
+    changed: JSON.stringify(record) !== JSON.stringify(mine.rollout),
+  };
+}
+
+/** The node with what its policy's remediation and maxUptime ask of it this pass, if anything. */
+function withPolicyAsks(n: NodeView, p: ResolvedPolicy, now: Date): NodeView {
+  if (!p.remediation && p.reboot.maxUptimeMs === undefined) return n;
+  const asks = policyReading(
+    n,
+    {
+      ...(p.remediation ? { remediation: p.remediation } : {}),
+      ...(p.reboot.maxUptimeMs === undefined ? {} : { maxUptimeMs: p.reboot.maxUptimeMs }),
+    },
+    now.getTime(),
+  );
+  return Object.keys(asks).length > 0 ? { ...n, policyAsks: asks } : n;
+}
+
+export function planPools(input: {
+  state: PolicyState;
+  /** The operator's cluster-wide pause. */
+  paused: boolean;
+  nodes: readonly NodeView[];
+  ledger: Ledger;
+  now: Date;
+  /** What each policy's blockers answered last. */
+  blockers?: (policy: string) => PolicyBlockers | undefined;
+  /** What nuo saw of CLUO's and FLUO's own update-operator; absent: not looked yet. */
+  sighting?: (protocol: CoreosProtocol) => OperatorSighting | undefined;
+  /** The clock windows and scheduled budgets are read on; absent: the real one. */
+  clock?: CalendarClock;
+}): PoolPlan {
+  const { state, ledger, now, paused } = input;
+  const holding = (name: string) => poolOf(ledger, name);
+  const byPool = new Map<string, NodeView[]>();
+  const add = (pool: string, n: NodeView) => byPool.set(pool, [...(byPool.get(pool) ?? []), n]);
+  const orphan = (name: string, code: HoldCode, why: string): Pool =>
+    pool(name, policyConfig(POLICY_DEFAULTS, paused), spokenByTheirSlots(byPool.get(name) ?? [], ledger), {
+      code,
+      reason: `waiting: ${why}`,
+    });
+
+  if (!state.known) {
+    for (const n of input.nodes) {
+      const pool = holding(n.name);
+      if (pool !== undefined) add(pool, n);
+    }
+    return {
+      pools: [...byPool.keys()].map((name) =>
+        orphan(name, 'PoliciesNotRead', 'the UpdatePolicies are not read yet'),
+      ),
+      conflicts: new Map(),
+      unmatched: [],
+    };
+  }
+
+  const selectors = state.policies.flatMap((e) => {
+    const p = e.current.ok ? e.current.policy : e.lastValid;
+    return p ? [{ name: e.name, selects: p.selects }] : [];
+  });
+  const assignment = assignPools(input.nodes, selectors, holding);
+  const byName = new Map(input.nodes.map((n) => [n.name, n]));
+  for (const [node, pool] of assignment.pools) add(pool, byName.get(node) as NodeView);
+  const pools: Pool[] = [];
+  for (const entry of state.policies) {
+    const made = policyPool(
+      entry,
+      paused,
+      byPool.get(entry.name) ?? [],
+      now,
+      input.blockers?.(entry.name),
+      input.sighting ?? (() => undefined),
+      ledger,
+      input.clock ?? REAL_CLOCK,
+    );
+    if (made) pools.push(made);
+    byPool.delete(entry.name);
+  }
+  for (const name of byPool.keys()) {
+    pools.push(
+      name === DEFAULT_POOL
+        ? orphan(
+            name,
+            'Superseded',
+            'no UpdatePolicy holds this attempt (an older operator began it): it finishes, nothing new starts',
+          )
+        : orphan(
+            name,
+            'PolicyGone',
+            `UpdatePolicy ${name} is gone: its attempts in progress finish, nothing new starts`,
+          ),
+    );
+  }
+  return { pools, conflicts: assignment.conflicts, unmatched: assignment.unmatched };
+}

@@ -1,0 +1,297 @@
+/**
+ * The slot ledger: one ConfigMap recording which nodes hold a slot of the disruption budget. Every change
+ * is a conditional replace (resourceVersion), so admissions are serialised by the API server itself: a
+ * stale or second operator that decided on an old view gets 409 and must re-read and re-decide.
+ */
+import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
+import { AGENT_PROTOCOLS, type AgentProtocol, LEDGER } from '../../api/keys.ts';
+import { statusCode } from '../../kube/errors.ts';
+import type { Action } from '../decide/action.ts';
+import type { Ledger } from '../decide/ledger-view.ts';
+import type { PlanSlot } from '../decide/plan-work.ts';
+import type { InPool } from '../decide/slot.ts';
+import type { RolloutRecord } from '../decide/waves.ts';
+
+/**
+ * The ledger holds every pool's budget: each slot and promise names its pool, so a node keeps its slot
+ * in the pool that admitted it until its attempt ends, whatever its labels say meanwhile. `inPool` is
+ * one pool's part, as decide() counts it (in the same shape, `lastGrant` that pool's).
+ */
+export function inPool(ledger: Ledger, pool: string): Ledger {
+  const mine = (e: InPool) => (e.pool ?? '') === pool;
+  const slots = Object.fromEntries(Object.entries(ledger.slots).filter(([, s]) => mine(s)));
+  const next = Object.entries(ledger.next ?? {}).filter(([, s]) => mine(s));
+  const lastGrant = pool === '' ? ledger.lastGrant : ledger.poolGrants?.[pool];
+  const rollout = pool === '' ? ledger.rollout : ledger.rollouts?.[pool];
+  return {
+    slots,
+    ...(next.length > 0 ? { next: Object.fromEntries(next) } : {}),
+    ...(lastGrant === undefined ? {} : { lastGrant }),
+    ...(rollout === undefined ? {} : { rollout }),
+  };
+}
+
+/** The pool whose budget holds `node`'s slot or promise ('' the default), or undefined. */
+export function poolOf(ledger: Ledger, node: string): string | undefined {
+  const entry = ledger.slots[node] ?? ledger.next?.[node];
+  return entry === undefined ? undefined : (entry.pool ?? '');
+}
+
+const PREPARES: ReadonlySet<unknown> = new Set(['drain', 'cordon', 'none']);
+
+function isPlanSlot(p: unknown): p is PlanSlot {
+  if (typeof p !== 'object' || p === null) return false;
+  const s = p as Record<string, unknown>;
+  return (
+    typeof s.ref === 'string' &&
+    typeof s.hash === 'string' &&
+    typeof s.version === 'string' &&
+    PREPARES.has(s.prepare) &&
+    typeof s.reboot === 'boolean'
+  );
+}
+
+function isRolloutRecord(r: unknown): r is RolloutRecord {
+  if (typeof r !== 'object' || r === null) return false;
+  const o = r as Record<string, unknown>;
+  return (
+    typeof o.since === 'string' &&
+    Number.isInteger(o.wave) &&
+    typeof o.waveSince === 'string' &&
+    Number.isInteger(o.completed) &&
+    Array.isArray(o.counted) &&
+    o.counted.every((d) => typeof d === 'string') &&
+    typeof o.failed === 'object' &&
+    o.failed !== null &&
+    Object.values(o.failed).every((f) => typeof f === 'string')
+  );
+}
+
+export class LedgerConflict extends Error {}
+
+export interface LedgerVersion {
+  ledger: Ledger;
+  resourceVersion: string;
+}
+
+export function parseLedger(cm: V1ConfigMap): Ledger {
+  const text = cm.data?.[LEDGER.key];
+  if (!text) return { slots: {} };
+  try {
+    const doc = JSON.parse(text) as Ledger;
+    if (typeof doc !== 'object' || doc === null || typeof doc.slots !== 'object' || doc.slots === null) {
+      throw new Error('no "slots" object');
+    }
+    const next: unknown = doc.next;
+    if (
+      next !== undefined &&
+      (typeof next !== 'object' ||
+        next === null ||
+        Object.values(next).some(
+          (s: { after?: unknown; since?: unknown } | null) =>
+            typeof s?.after !== 'string' || typeof s.since !== 'string',
+        ))
+    ) {
+      throw new Error('"next" must map nodes to { after, since }');
+    }
+    const entries: { pool?: unknown }[] = [...Object.values(doc.slots), ...Object.values(doc.next ?? {})];
+    if (entries.some((e) => e.pool !== undefined && typeof e.pool !== 'string')) {
+      throw new Error('a "pool" that is not a string');
+    }
+    const plans = Object.values(doc.slots).map((s) => (s as { plan?: unknown }).plan);
+    if (plans.some((p) => p !== undefined && !isPlanSlot(p))) {
+      throw new Error('a "plan" that is not { ref, hash, version, prepare, reboot }');
+    }
+    const protocols = Object.values(doc.slots).map((s) => (s as { protocol?: unknown }).protocol);
+    const known = new Set<unknown>(AGENT_PROTOCOLS.filter((p: AgentProtocol) => p !== 'nuo'));
+    if (protocols.some((p) => p !== undefined && !known.has(p))) {
+      throw new Error(`a "protocol" that is not one of ${[...known].join(', ')}`);
+    }
+    const grants: unknown = doc.poolGrants;
+    if (
+      grants !== undefined &&
+      (typeof grants !== 'object' ||
+        grants === null ||
+        Object.values(grants).some((g) => typeof g !== 'string'))
+    ) {
+      throw new Error('"poolGrants" must map pools to times');
+    }
+    const rollouts = [
+      ...(doc.rollout === undefined ? [] : [doc.rollout]),
+      ...Object.values(doc.rollouts ?? {}),
+    ];
+    if (rollouts.some((r) => !isRolloutRecord(r))) {
+      throw new Error('a rollout that is not { since, wave, waveSince, completed, counted, failed }');
+    }
+    return doc;
+  } catch (err) {
+    // Never guess who holds a slot: refuse to act until a person repairs or deletes the ledger.
+    throw new Error(
+      `ConfigMap ${cm.metadata?.namespace}/${LEDGER.name} is corrupt (${(err as Error).message}); nuo admits no node until it is repaired`,
+    );
+  }
+}
+
+export class LedgerStore {
+  readonly #core: CoreV1Api;
+  readonly #namespace: string;
+
+  constructor(core: CoreV1Api, namespace: string) {
+    this.#core = core;
+    this.#namespace = namespace;
+  }
+
+  async read(): Promise<LedgerVersion> {
+    try {
+      const cm = await this.#core.readNamespacedConfigMap({ name: LEDGER.name, namespace: this.#namespace });
+      return { ledger: parseLedger(cm), resourceVersion: cm.metadata?.resourceVersion ?? '' };
+    } catch (err) {
+      if (statusCode(err) !== 404) throw err;
+      try {
+        const cm = await this.#core.createNamespacedConfigMap({
+          namespace: this.#namespace,
+          body: {
+            metadata: { name: LEDGER.name, labels: { 'app.kubernetes.io/name': 'nuo' } },
+            data: { [LEDGER.key]: JSON.stringify({ slots: {} }) },
+          },
+        });
+        return { ledger: { slots: {} }, resourceVersion: cm.metadata?.resourceVersion ?? '' };
+      } catch (createErr) {
+        if (statusCode(createErr) === 409) return this.read();
+        throw createErr;
+      }
+    }
+  }
+
+  /** Replaces the ledger if it is still at `from`; throws LedgerConflict otherwise. */
+  async write(from: LedgerVersion, ledger: Ledger): Promise<LedgerVersion> {
+    try {
+      const cm = await this.#core.replaceNamespacedConfigMap({
+        name: LEDGER.name,
+        namespace: this.#namespace,
+        body: {
+          metadata: {
+            name: LEDGER.name,
+            resourceVersion: from.resourceVersion,
+            labels: { 'app.kubernetes.io/name': 'nuo' },
+          },
+          data: { [LEDGER.key]: JSON.stringify(ledger) },
+        },
+      });
+      return { ledger, resourceVersion: cm.metadata?.resourceVersion ?? '' };
+    } catch (err) {
+      if (statusCode(err) === 409) throw new LedgerConflict('the slot ledger changed meanwhile');
+      throw err;
+    }
+  }
+}
+
+/** A pool's rollout record as this pass leaves it: absent, the rollout has ended. */
+export interface RolloutChange {
+  type: 'rollout';
+  record?: RolloutRecord;
+}
+
+/**
+ * decide()'s actions that change the ledger: the slots a pass takes, frees, promises and records, and
+ * its pool's rollout record.
+ */
+export type LedgerChange =
+  | Extract<Action, { type: 'admit' | 'release' | 'promise' | 'unpromise' | 'claim' }>
+  | RolloutChange;
+
+/**
+ * The ledger after `changes` to `pool`'s budget (default ''), made at `at` (RFC 3339): a new object, the
+ * old one untouched.
+ */
+export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at: string, pool = ''): Ledger {
+  const l = structuredClone(ledger);
+  const tag = pool === '' ? {} : { pool };
+  for (const a of changes) {
+    if (a.type === 'rollout') setRollout(l, pool, a.record);
+    else if (a.type === 'release') delete l.slots[a.node];
+    else if (a.type === 'promise') l.next = { ...l.next, [a.node]: { after: a.after, since: at, ...tag } };
+    else if (a.type === 'unpromise') delete l.next?.[a.node];
+    else {
+      // An admission takes its slot now; a claim records a handover made when its promise was.
+      const plan = a.type === 'admit' && a.plan ? { plan: a.plan } : {};
+      const protocol = a.protocol ? { protocol: a.protocol } : {};
+      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at, ...tag, ...plan, ...protocol };
+      delete l.next?.[a.node];
+    }
+  }
+  if (l.next && Object.keys(l.next).length === 0) delete l.next;
+  if (changes.some((a) => a.type === 'admit')) {
+    if (pool === '') l.lastGrant = at;
+    else l.poolGrants = { ...l.poolGrants, [pool]: at };
+  }
+  return l;
+}
+
+/** Records (or, with none, removes) `pool`'s rollout in `l`. */
+function setRollout(l: Ledger, pool: string, record: RolloutRecord | undefined): void {
+  if (pool === '') {
+    if (record) l.rollout = record;
+    else delete l.rollout;
+    return;
+  }
+  const { [pool]: _, ...others } = l.rollouts ?? {};
+  l.rollouts = record ? { ...others, [pool]: record } : others;
+  if (Object.keys(l.rollouts).length === 0) delete l.rollouts;
+}
+
+/** Each pool's changes of a pass (pool → its changes), applied in one write. */
+export type PoolChanges = ReadonlyMap<string, readonly LedgerChange[]>;
+
+export function withPoolChanges(ledger: Ledger, changes: PoolChanges, at: string): Ledger {
+  let l = ledger;
+  for (const [pool, list] of changes) l = withChanges(l, list, at, pool);
+  return l;
+}
+
+/**
+ * The ledger as this leader last read or wrote it, read again when older than `ttlMs`. While it leads,
+ * nuo is the ledger's only writer, so a read before every decision buys nothing: a change by anyone else
+ * makes the next write 409, which drops the copy, and a stale copy only holds slots longer than needed,
+ * never fewer.
+ */
+export class LedgerCache {
+  readonly #store: LedgerStore;
+  readonly #ttlMs: number;
+  #copy: { version: LedgerVersion; at: number } | undefined;
+
+  constructor(store: LedgerStore, ttlMs: number) {
+    this.#store = store;
+    this.#ttlMs = ttlMs;
+  }
+
+  /** The ledger as last read or written here, if any (a handover decides on it). */
+  get last(): Ledger | undefined {
+    return this.#copy?.version.ledger;
+  }
+
+  async read(): Promise<LedgerVersion> {
+    const copy = this.#copy;
+    if (copy && performance.now() - copy.at < this.#ttlMs) return copy.version;
+    const version = await this.#store.read();
+    this.#copy = { version, at: performance.now() };
+    return version;
+  }
+
+  /** The ledger at `from` with each pool's `changes`, written conditionally (LedgerConflict on 409: re-decide). */
+  async write(from: LedgerVersion, changes: PoolChanges, at: string): Promise<LedgerVersion> {
+    try {
+      const version = await this.#store.write(from, withPoolChanges(from.ledger, changes, at));
+      this.#copy = { version, at: performance.now() };
+      return version;
+    } catch (err) {
+      this.#copy = undefined;
+      throw err;
+    }
+  }
+
+  /** A new leadership reads afresh. */
+  forget(): void {
+    this.#copy = undefined;
+  }
+}
