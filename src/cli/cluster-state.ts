@@ -22,12 +22,8 @@ import { type NodeView, viewNode } from '../operator/decide/node-view.ts';
 import { type PassPlan, plansOfPass } from '../operator/plans/plan-pass.ts';
 import { passPlan } from '../operator/plans/plan-resolve.ts';
 import { type PolicyEntry, type PolicyState, resumeOf } from '../operator/policies/policies.ts';
-import {
-  type OperatorSighting,
-  type PolicyBlockers,
-  type PoolPlan,
-  planPools,
-} from '../operator/policies/pool-plan.ts';
+import type { OperatorSighting, PolicyBlockers } from '../operator/policies/pool-holds.ts';
+import { type PoolPlan, planPools } from '../operator/policies/pool-plan.ts';
 import { parseKuredLock, viewLock } from '../operator/protocols/kured-lock.ts';
 import { lookForOperator } from '../operator/protocols/protocol-operators.ts';
 import { readHealth } from '../operator/read/health-check-reads.ts';

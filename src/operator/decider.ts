@@ -25,16 +25,14 @@ import { unmanagedWrites } from './decide/unmanaged.ts';
 import type { Wait } from './decide/wait.ts';
 import { type PassPlan, type PlansOfPass, plansOfPass } from './plans/plan-pass.ts';
 import type { PolicyState } from './policies/policies.ts';
+import { type OperatorSighting, type PolicyBlockers, STAND_DOWN } from './policies/pool-holds.ts';
 import {
   DEFAULT_POOL,
-  type OperatorSighting,
   POLICY_DEFAULTS,
-  type PolicyBlockers,
   type Pool,
   type PoolPlan,
   planPools,
   policyConfig,
-  STAND_DOWN,
 } from './policies/pool-plan.ts';
 import { wantsLock } from './protocols/kured-lock.ts';
 import { inPool, type LedgerChange } from './read/ledger.ts';

@@ -9,7 +9,7 @@ import { Annotations as A, AgentProtocol, FleetLockKeys as K, Labels as L } from
 import { Phase } from '../../src/api/phases.ts';
 import { fleetLockNeed, operatorKeys, speaking } from '../../src/operator/decide/agent-protocol.ts';
 import { viewNode } from '../../src/operator/decide/node-view.ts';
-import { foreignOperatorHold } from '../../src/operator/policies/pool-plan.ts';
+import { foreignOperatorHold } from '../../src/operator/policies/pool-holds.ts';
 import { patchFor } from '../../src/operator/write/node-writes.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { ago, decideConfig, holderStep, NOW, node } from './operator-fixtures.ts';

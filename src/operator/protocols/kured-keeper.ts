@@ -11,7 +11,7 @@ import { sleep } from '../../kube/backoff.ts';
 import { describeError } from '../../kube/errors.ts';
 import { mergePatch } from '../../kube/patch.ts';
 import type { PolicyEntry } from '../policies/policies.ts';
-import type { PolicyBlockers } from '../policies/pool-plan.ts';
+import type { PolicyBlockers } from '../policies/pool-holds.ts';
 import {
   type KuredLock,
   type KuredSettings,

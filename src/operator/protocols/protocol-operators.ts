@@ -10,7 +10,7 @@ import type { KubeLog } from '../../kube/backoff.ts';
 import { sleep } from '../../kube/backoff.ts';
 import { describeError } from '../../kube/errors.ts';
 import type { PolicyEntry } from '../policies/policies.ts';
-import type { OperatorSighting } from '../policies/pool-plan.ts';
+import type { OperatorSighting } from '../policies/pool-holds.ts';
 
 const nameOf = (o: { metadata?: { namespace?: string; name?: string } }) =>
   `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;

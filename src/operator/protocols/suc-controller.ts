@@ -8,7 +8,7 @@
 import type { AppsV1Api, CoordinationV1Api } from '@kubernetes/client-node';
 import type { KubeLog } from '../../kube/backoff.ts';
 import { sleep } from '../../kube/backoff.ts';
-import type { OperatorSighting } from '../policies/pool-plan.ts';
+import type { OperatorSighting } from '../policies/pool-holds.ts';
 import { type ForeignController, lookForController } from './protocol-operators.ts';
 
 /** SUC's manifests name its Deployment, its controller (SYSTEM_UPGRADE_CONTROLLER_NAME) and so its Lease. */

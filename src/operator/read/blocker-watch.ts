@@ -13,7 +13,7 @@ import { describeError } from '../../kube/errors.ts';
 import { PrometheusBlocker } from '../../policy/prometheus.ts';
 import type { ResolvedPolicy } from '../../policy/resolve.ts';
 import type { PolicyEntry } from '../policies/policies.ts';
-import type { BlockingPod, PolicyBlockers } from '../policies/pool-plan.ts';
+import type { BlockingPod, PolicyBlockers } from '../policies/pool-holds.ts';
 import { type ObjectReader, readHealth } from './health-check-reads.ts';
 
 interface Watched {
