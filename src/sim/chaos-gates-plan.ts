@@ -36,12 +36,15 @@ export function planGates(plan: RunPlan): GatesPlan {
   const spells = rnd.int(1, 3);
   const unhealthy = Array.from({ length: spells }, () => ({
     atMs: tenth(rnd.between(1000, 40_000)),
-    forMs: tenth(rnd.between(2000, 10_000)),
+    // Mostly longer than a reading may be old (checker-gates.ts staleMs), so the checker's rule bites.
+    forMs: tenth(rnd.between(3000, 15_000)),
   })).sort((a, b) => a.atMs - b.atMs);
   const resumeAfterMs = Array.from({ length: 3 }, () => tenth(rnd.between(1000, 8000)));
   const remediation = { node: rnd.pick(plan.nodes), atMs: tenth(rnd.between(2000, 30_000)) };
-  const others = plan.nodes.filter((n) => n !== remediation.node);
-  const refresh = others.filter(() => rnd.chance(0.3));
+  // Mostly nodes without an update (an update's reboot refreshes a node before its own need shows).
+  const refresh = plan.nodes.filter(
+    (n) => n !== remediation.node && rnd.chance(updated.includes(n) ? 0.2 : 0.7),
+  );
   return {
     ...(lateNode ? { late: { node: lateNode, rebootMs: lateMs } } : {}),
     unhealthy,
