@@ -77,8 +77,8 @@ const row = (label: string, value: string | number) => `  ${label.padEnd(34)} ${
 
 /** What a gates campaign did to the gates, and what the checker saw of them. */
 const GATES_ROWS = [
-  ['unhealthy', 'health check: unhealthy spells (the checker saw)'],
-  ['halts', 'pool Halted by its failure budget (the checker saw)'],
+  ['unhealthy', 'health check: unhealthy spells played'],
+  ['halts', 'pool Halted (the checker saw it turn True)'],
   ['resumes', 'nuo policy resume run by the person'],
   ['remediations', 'remediation admissions (the checker read)'],
   ['refreshes', 'refresh admissions (the checker read)'],
