@@ -78,6 +78,24 @@ export interface ReasonBudget {
 }
 
 /**
+ * The nodes an admission of `node` at `now` must have left room for in a budget per reason: itself, and
+ * those disrupted (an attempt of nuo's among them) since `raceMs` before it or longer (`since`: when each
+ * disruption began). The budget limits the admissions for its reasons against every disrupted node, in
+ * the operator's order within a pass: two admitted in the same pass are written in either order, so an
+ * attempt that began with this one is not held against it (the count of attempts for those reasons at
+ * once still is).
+ */
+export function settledDisruptions(
+  node: string,
+  since: ReadonlyMap<string, number>,
+  now: number,
+  raceMs: number,
+): string[] {
+  const settled = [...since].filter(([, t]) => now - t >= raceMs).map(([name]) => name);
+  return [...new Set([node, ...settled])].sort();
+}
+
+/**
  * An attempt for `reason` started with `disrupted` nodes of its pool disrupted (itself among them): each
  * budget for that reason it exceeds, as a detail.
  */

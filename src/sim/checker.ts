@@ -49,6 +49,7 @@ import { isPhase, Phase } from '../api/phases.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
 import { GateChecker, type GateSettings } from './checker-gates.ts';
+import { settledDisruptions } from './checker-gates-rules.ts';
 import { type KuredLockRef, kuredHolders } from './checker-kured.ts';
 import { CORDONED_PHASES, lifecycleLeft, protectionLeft } from './checker-phases.ts';
 import {
@@ -588,12 +589,12 @@ export class SafetyChecker {
     this.#judge((nodes, pods) => this.#admissionBreaches(node, nodes, pods, now));
     const started = this.#informer.get(node);
     if (!this.gates || !started) return;
-    const nodes = this.#informer.list();
-    const inPool = (n: V1Node) =>
-      this.#budgets.some((b) => b.selects(labelsOf(n)) && b.selects(labelsOf(started)));
-    const disrupted = this.#counted(nodes, this.#planPods.list(), now)
-      .filter(inPool)
-      .map((n) => n.metadata?.name ?? '');
+    const inPool = (name: string) => {
+      const n = this.#informer.get(name);
+      return n && this.#budgets.some((b) => b.selects(labelsOf(n)) && b.selects(labelsOf(started)));
+    };
+    const since = new Map([...this.#disruptedSince].filter(([name]) => inPool(name)));
+    const disrupted = settledDisruptions(node, since, now, RACE_MS);
     for (const b of this.gates.admitted(started, disrupted)) this.#violate(b.rule, b.detail);
   }
 

@@ -10,6 +10,7 @@ import {
   reasonCountBreaches,
   reasonOf,
   remediationRateBreaches,
+  settledDisruptions,
 } from '../../src/sim/checker-gates-rules.ts';
 import { node } from './operator-fixtures.ts';
 
@@ -138,5 +139,37 @@ test('remediations past maxPerHour within any hour are caught; one an hour apart
       2,
     ),
     [],
+  );
+});
+
+test('a budget per reason counts the disruptions that began RACE_MS or more before the admission, and the admitted node: not an attempt the same pass admitted', () => {
+  const since = new Map([
+    ['old', 0],
+    ['same-pass', 9_990],
+    ['just-settled', 8_000],
+    ['me', 10_000],
+  ]);
+  assert.deepEqual(settledDisruptions('me', since, 10_000, 2000), ['just-settled', 'me', 'old']);
+  assert.deepEqual(
+    settledDisruptions('new', new Map(), 10_000, 2000),
+    ['new'],
+    'itself, though not tracked yet',
+  );
+  // Seed 8 of the gates campaign: a pass admitted node-1 (Remediation, 0 disrupted) and node-2 (Reboot);
+  // node-2's write landed first. Not a breach of a budget of 1 for Remediation.
+  const pass = new Map([
+    ['node-2', 10_000],
+    ['node-1', 10_015],
+  ]);
+  const budgets: ReasonBudget[] = [{ name: 'fixes', max: 1, reasons: ['Remediation'] }];
+  assert.deepEqual(
+    reasonBudgetBreaches('node-1', 'Remediation', settledDisruptions('node-1', pass, 10_015, 2000), budgets),
+    [],
+  );
+  // node-2 in its attempt for 2 s already: the remediation had no room.
+  assert.equal(
+    reasonBudgetBreaches('node-1', 'Remediation', settledDisruptions('node-1', pass, 12_015, 2000), budgets)
+      .length,
+    1,
   );
 });
