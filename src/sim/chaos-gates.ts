@@ -288,11 +288,16 @@ export function playGates(
       await sleep(250, signal);
     while (!signal.aborted && fleet.checker.rebootsOf(node) < want) {
       const n = await env.core.readNode({ name: node }).catch(() => undefined);
-      // Set, and set again on a node deleted and registered again (its status is new).
+      // Set, and set again on a node deleted and registered again (its status is new); a write the API
+      // server did not answer (restarting) is tried again at the next look.
       if (n && !n.status?.conditions?.some((c) => c.type === CONDITION)) {
-        await setCondition(env.core, node, true);
-        if (!acts.remediationSet) note(`${node}: ${CONDITION}=True (for 10m), as node-problem-detector says`);
-        acts.remediationSet = true;
+        const set = await setCondition(env.core, node, true).then(
+          () => true,
+          () => false,
+        );
+        if (set && !acts.remediationSet)
+          note(`${node}: ${CONDITION}=True (for 10m), as node-problem-detector says`);
+        acts.remediationSet ||= set;
       }
       await sleep(500, signal);
     }

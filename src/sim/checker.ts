@@ -51,7 +51,7 @@ import { pollUntil } from '../util/poll.ts';
 import { GateChecker, type GateSettings } from './checker-gates.ts';
 import { settledDisruptions } from './checker-gates-rules.ts';
 import { type KuredLockRef, kuredHolders } from './checker-kured.ts';
-import { CORDONED_PHASES, lifecycleLeft, protectionLeft } from './checker-phases.ts';
+import { CORDONED_PHASES, inAttemptPhase, lifecycleLeft, protectionLeft } from './checker-phases.ts';
 import {
   isPlanReboot,
   nodeOfPlanPod,
@@ -62,7 +62,7 @@ import {
 } from './checker-plans.ts';
 import { protocolGrantMissing, rebootMarkOf } from './checker-protocols.ts';
 import { type Budget, disruptedNow, inAttempt, labelsOf, podNodes, scopes } from './checker-scopes.ts';
-import { completedAttempt, rolloutOver, waveLimit } from './checker-waves.ts';
+import { completedAttempt, rolloutOver, waveLimitUnsure } from './checker-waves.ts';
 
 export type { PlanBudget } from './checker-plans.ts';
 
@@ -148,6 +148,10 @@ export class SafetyChecker {
   readonly #adminCordoned = new Map<string, string>();
   /** Attempts completed in each waved budget's rollout so far (by budget name). */
   readonly #completed = new Map<string, number>();
+  /** Of those, the attempts whose node was Failed in them (checker-waves.ts waveLimitUnsure). */
+  readonly #unsure = new Map<string, number>();
+  /** Nodes Failed in their attempt in progress. */
+  readonly #failedInAttempt = new Set<string>();
   /** performance.now() since when each disrupted node has been disrupted, as this watch saw it. */
   readonly #disruptedSince = new Map<string, number>();
   /** The autoscalers' protection annotations each node carried when first seen: someone else's. */
@@ -534,18 +538,29 @@ export class SafetyChecker {
 
   /** A completed attempt counts in its waved pool's rollout; a rollout with nothing left starts over. */
   #countWaves(node: V1Node, old: V1Node | undefined): void {
+    const name = node.metadata?.name ?? '';
+    const completed = completedAttempt(node, old);
+    const wasFailed = this.#failedInAttempt.has(name);
+    if (node.metadata?.annotations?.[Annotations.state] === Phase.failed) this.#failedInAttempt.add(name);
+    else if (!inAttemptPhase(node)) this.#failedInAttempt.delete(name);
     for (const b of this.#budgets) {
       if (!b.waves || !b.selects(labelsOf(node))) continue;
       const mine = this.#informer.list().filter((n) => b.selects(labelsOf(n)));
-      if (rolloutOver(mine)) this.#completed.delete(b.name);
-      else if (completedAttempt(node, old))
-        this.#completed.set(b.name, (this.#completed.get(b.name) ?? 0) + 1);
+      if (rolloutOver(mine)) {
+        this.#completed.delete(b.name);
+        this.#unsure.delete(b.name);
+      } else if (completed) {
+        this.#completed.set(b.name, (this.#completed.get(b.name) ?? 0) + (wasFailed ? 0 : 1));
+        if (wasFailed) this.#unsure.set(b.name, (this.#unsure.get(b.name) ?? 0) + 1);
+      }
     }
   }
 
   /** The most of a budget's nodes in attempts at once now: its max, or less in a wave. */
   #max(b: Budget): number {
-    return b.waves ? Math.min(b.max, waveLimit(b.waves, this.#completed.get(b.name) ?? 0)) : b.max;
+    if (!b.waves) return b.max;
+    const limit = waveLimitUnsure(b.waves, this.#completed.get(b.name) ?? 0, this.#unsure.get(b.name) ?? 0);
+    return Math.min(b.max, limit);
   }
 
   /**
