@@ -16,6 +16,10 @@ export interface ChaosPart {
   plans?: boolean;
   /** Run with a pool of FLUO's real update-agents beside a pool of nuo's. */
   fluo?: boolean;
+  /** Run with one UpdatePolicy with every gate (src/sim/chaos-gates.ts). */
+  gates?: boolean;
+  /** Gates runs: what the run did to the gates and what the checker saw of them, by kind. */
+  gatesSeen?: Record<string, number>;
   finished: number;
   expectedStalls: number;
   /** Faults injected by kind, and those that could not strike. */
@@ -29,7 +33,7 @@ export interface ChaosPart {
 }
 
 const setting = (p: ChaosPart) =>
-  `${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ', --policies' : ''}${p.plans ? ', --plans' : ''}${p.fluo ? ', --fluo' : ''}`;
+  `${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ', --policies' : ''}${p.plans ? ', --plans' : ''}${p.fluo ? ', --fluo' : ''}${p.gates ? ', --gates' : ''}`;
 
 /** The parts added up, in seed order; throws on an overlap, a gap or a different setting. */
 export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
@@ -49,7 +53,8 @@ export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
       p.maxUnavailable !== first.maxUnavailable ||
       !p.policies !== !first.policies ||
       !p.plans !== !first.plans ||
-      !p.fluo !== !first.fluo
+      !p.fluo !== !first.fluo ||
+      !p.gates !== !first.gates
     )
       throw new Error(`part from seed ${p.seed} ran ${setting(p)}; the first ran ${setting(first)}`);
     if (p.seed < next) throw new Error(`part from seed ${p.seed} overlaps seeds up to ${next - 1}`);
@@ -63,6 +68,9 @@ export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
       skipped: merged.skipped + p.skipped,
       violations: sum(merged.violations, p.violations),
       runaways: merged.runaways + p.runaways,
+      ...(merged.gatesSeen || p.gatesSeen
+        ? { gatesSeen: sum(merged.gatesSeen ?? {}, p.gatesSeen ?? {}) }
+        : {}),
       elapsedMs: merged.elapsedMs + p.elapsedMs,
     };
   }

@@ -1,12 +1,15 @@
 /**
- * npm run chaos -- --runs N --seed S [--nodes M] [--max-unavailable K] [--policies] [--plans] [--fluo]
+ * npm run chaos -- --runs N --seed S [--nodes M] [--max-unavailable K] [--policies] [--plans] [--fluo] [--gates]
  *   [--keep-logs DIR] [--part DIR]
  * npm run chaos -- --merge DIR/*.json
  *
  * Rollouts on one local control plane while faults of every kind strike at seeded moments
  * (src/sim/chaos.ts, src/sim/chaos-faults.ts); with --policies under two UpdatePolicies with zone caps,
  * with --plans beside an upgrade Plan over every node (src/sim/chaos-upgrade.ts), with --fluo a third of
- * the nodes on FLUO's real update-agent under a FLUO-protocol UpdatePolicy, the rest under nuo's. Prints each run's plan and outcome, then a table of the
+ * the nodes on FLUO's real update-agent under a FLUO-protocol UpdatePolicy, the rest under nuo's, with
+ * --gates under one UpdatePolicy with every gate (a health check on a custom resource the run flips,
+ * waves with a failure budget the run's late node spends and a person resumes, a remediation, refreshes
+ * and a budget for those: src/sim/chaos-gates.ts). Prints each run's plan and outcome, then a table of the
  * faults injected by kind and the violations by rule, and the command that replays the runs; publishes
  * the table in docs/benchmarks.md. Exits 1 on any violation.
  *
@@ -37,6 +40,7 @@ const { values, positionals } = parseArgs({
     policies: { type: 'boolean', default: false },
     plans: { type: 'boolean', default: false },
     fluo: { type: 'boolean', default: false },
+    gates: { type: 'boolean', default: false },
   },
   allowPositionals: true,
   strict: true,
@@ -52,7 +56,7 @@ function int(name: string, value: string | undefined, min: number, max = Number.
 
 function tally(
   result: ChaosResult,
-  o: Pick<ChaosPart, 'seed' | 'runs' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans' | 'fluo'>,
+  o: Pick<ChaosPart, 'seed' | 'runs' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans' | 'fluo' | 'gates'>,
   elapsedMs: number,
 ): ChaosPart {
   return {
@@ -65,20 +69,33 @@ function tally(
     runaways: result.runs.reduce((s, r) => s + r.runaways.length, 0),
     elapsedMs,
     versions: result.versions,
+    ...(result.gates ? { gatesSeen: result.gates } : {}),
   };
 }
 
 const row = (label: string, value: string | number) => `  ${label.padEnd(34)} ${value}`;
+
+/** What a gates campaign did to the gates, and what the checker saw of them. */
+const GATES_ROWS = [
+  ['unhealthy', 'health check: unhealthy spells played'],
+  ['halts', 'pool Halted (the checker saw it turn True)'],
+  ['resumes', 'nuo policy resume run by the person'],
+  ['remediations', 'remediation admissions (the checker read)'],
+  ['refreshes', 'refresh admissions (the checker read)'],
+] as const;
 const totalOf = (p: ChaosPart) => RULES.reduce((s, r) => s + (p.violations[r] ?? 0), 0);
 
 function summary(p: ChaosPart): string[] {
   return [
-    `Chaos: ${p.runs} run(s), seeds ${p.seed}…${p.seed + p.runs - 1}, ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' per pool (two UpdatePolicies, zone cap 1)' : ''}${p.plans ? ', an upgrade Plan over every node' : ''}${p.fluo ? " per pool (one of FLUO's real update-agents, one of nuo's)" : ''}, ${(p.elapsedMs / 1000).toFixed(0)}s`,
+    `Chaos: ${p.runs} run(s), seeds ${p.seed}…${p.seed + p.runs - 1}, ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' per pool (two UpdatePolicies, zone cap 1)' : ''}${p.plans ? ', an upgrade Plan over every node' : ''}${p.fluo ? " per pool (one of FLUO's real update-agents, one of nuo's)" : ''}${p.gates ? ', every gate of one UpdatePolicy' : ''}, ${(p.elapsedMs / 1000).toFixed(0)}s`,
     row('runs finished', `${p.finished}/${p.runs}`),
     row('expected stalls (never returns)', p.expectedStalls),
     'faults injected',
     ...FAULT_KINDS.map((k) => row(`  ${k}`, p.injected[k] ?? 0)),
     row('  skipped', p.skipped),
+    ...(p.gates
+      ? ['gates', ...GATES_ROWS.map(([k, label]) => row(`  ${label}`, p.gatesSeen?.[k] ?? 0))]
+      : []),
     'violations',
     ...RULES.map((r) => row(`  ${r}`, p.violations[r] ?? 0)),
     row('  total', totalOf(p)),
@@ -89,12 +106,12 @@ function summary(p: ChaosPart): string[] {
 function publishCampaign(p: ChaosPart, command: string): void {
   const cell = (label: string, value: string | number) => `| ${label} | ${value} |`;
   publish({
-    id: `chaos${p.policies ? '-policies' : ''}${p.plans ? '-plans' : ''}${p.fluo ? '-fluo' : ''}`,
-    title: `Fault injection${p.policies ? ' with UpdatePolicies: two pools, zone caps' : p.fluo ? " with FLUO's real update-agent in a pool of its own" : ' against the safety rules'}${p.plans ? ', an upgrade Plan beside the reboots' : ''}`,
+    id: `chaos${p.policies ? '-policies' : ''}${p.plans ? '-plans' : ''}${p.fluo ? '-fluo' : ''}${p.gates ? '-gates' : ''}`,
+    title: `Fault injection${p.policies ? ' with UpdatePolicies: two pools, zone caps' : p.fluo ? " with FLUO's real update-agent in a pool of its own" : p.gates ? ' through the gates: health check, waves and halts, remediation, refresh, reason budgets' : ' against the safety rules'}${p.plans ? ', an upgrade Plan beside the reboots' : ''}`,
     versions: p.versions,
     command,
     body: [
-      `${p.runs} seeded run(s) (seeds ${p.seed}…${p.seed + p.runs - 1}), ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' in each of two pools (UpdatePolicies) with a zone cap of 1, every pool budget and zone cap checked' : ''}${p.plans ? '; in each run an upgrade Plan over every node (its concurrency, drain and reboot drawn from the seed) shares the budget with the reboots, its concurrency checked too' : ''}${p.fluo ? " in each of two pools: a third of the nodes run FLUO's update-agent (built from its pinned source, one runc container per node) under `agentProtocol: flatcar-update-operator`, the others nuo's agents; every fault strikes both (an agent restart kills FLUO's container), and both pool budgets are checked" : ''}, ${(p.elapsedMs / 3_600_000).toFixed(1)} h of runs; faults of ${FAULT_KINDS.length} kinds at`,
+      `${p.runs} seeded run(s) (seeds ${p.seed}…${p.seed + p.runs - 1}), ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' in each of two pools (UpdatePolicies) with a zone cap of 1, every pool budget and zone cap checked' : ''}${p.plans ? '; in each run an upgrade Plan over every node (its concurrency, drain and reboot drawn from the seed) shares the budget with the reboots, its concurrency checked too' : ''}${p.fluo ? " in each of two pools: a third of the nodes run FLUO's update-agent (built from its pinned source, one runc container per node) under `agentProtocol: flatcar-update-operator`, the others nuo's agents; every fault strikes both (an agent restart kills FLUO's container), and both pool budgets are checked" : ''}${p.gates ? " under one UpdatePolicy with every gate: a health check (CEL) on a custom resource the run turns unhealthy 1 to 3 times for 3 to 15 s; waves (1 or 2 nodes, ×2) with a failure budget of 1, spent by a node that comes back after its returnTimeout (the plan's never-returning node, else in 60 % of the runs one of the updated nodes; faults spend it too) and resumed with `nuo policy resume` 1 to 8 s after the person reads `Halted`; a node condition (`KernelDeadlock`) remediated, set as node-problem-detector would and cleared after the reboot (maxPerHour 1); nodes booted 3 h ago refreshed (maxUptime 1h); a budget of 1 for Remediation and Refresh. The checker reads the custom resource and the policy itself and holds nuo to: no admission while the check had failed longer than a reading may be old (--blocker-interval 1 s + 4 s), none while Halted until resumed (ordered by resourceVersion), each wave's allowance, the remediation rate, the reason budget" : ''}, ${(p.elapsedMs / 3_600_000).toFixed(1)} h of runs; faults of ${FAULT_KINDS.length} kinds at`,
       'seeded moments of rollouts on one local control plane, an independent checker watching every node.',
       '',
       '| | count |',
@@ -103,6 +120,7 @@ function publishCampaign(p: ChaosPart, command: string): void {
       cell('expected stalls (a node that never returns holds its slot)', p.expectedStalls),
       ...FAULT_KINDS.map((k) => cell(`fault: ${k}`, p.injected[k] ?? 0)),
       cell('faults that could not strike (skipped)', p.skipped),
+      ...(p.gates ? GATES_ROWS.map(([k, label]) => cell(label, p.gatesSeen?.[k] ?? 0)) : []),
       ...RULES.map((r) => cell(`**violations: ${r}**`, `**${p.violations[r] ?? 0}**`)),
       cell('operators killed: memory runaway, or hung after SIGTERM', p.runaways),
     ].join('\n'),
@@ -126,6 +144,7 @@ if (values.merge) {
         policies: p.policies === true,
         plans: p.plans === true,
         fluo: p.fluo === true,
+        gates: p.gates === true,
       }),
     );
   publishCampaign(campaign, commands.join('`, then `'));
@@ -150,12 +169,13 @@ const result = await runChaos({
   policies: values.policies,
   plans: values.plans,
   fluo: values.fluo,
+  gates: values.gates,
   log: (line) => process.stdout.write(`${line}\n`),
 });
-const { policies, plans, fluo } = values;
+const { policies, plans, fluo, gates } = values;
 const part = tally(
   result,
-  { seed, runs, nodes, maxUnavailable, policies, plans, fluo },
+  { seed, runs, nodes, maxUnavailable, policies, plans, fluo, gates },
   Date.now() - started,
 );
 const lines = ['', ...summary(part)];
@@ -163,8 +183,8 @@ for (const r of result.runs.flatMap((r) => r.runaways)) lines.push(`  ${r}`);
 lines.push('', `reproduce: ${result.reproduce}`);
 for (const r of result.runs.filter((r) => r.violations.length > 0 || r.runaways.length > 0)) {
   lines.push(
-    `  run ${r.index + 1}'s plan alone (the pods placed afresh): ${reproduceCommand({ runs: 1, seed: r.plan.seed, nodes, maxUnavailable, policies, plans, fluo })}`,
-    `  run ${r.index + 1} after the runs before it (the pods where they left them): ${reproduceCommand({ runs: r.index + 1, seed, nodes, maxUnavailable, policies, plans, fluo })}`,
+    `  run ${r.index + 1}'s plan alone (the pods placed afresh): ${reproduceCommand({ runs: 1, seed: r.plan.seed, nodes, maxUnavailable, policies, plans, fluo, gates })}`,
+    `  run ${r.index + 1} after the runs before it (the pods where they left them): ${reproduceCommand({ runs: r.index + 1, seed, nodes, maxUnavailable, policies, plans, fluo, gates })}`,
   );
 }
 if (result.logsKeptIn) lines.push(`logs (operators, agents, control plane): ${result.logsKeptIn}`);

@@ -44,9 +44,19 @@ function expectedStall(
 }
 
 /**
- * Where a run stands (`rebootsOf`: the checker's count): done = every planned node rebooted once and
- * Idle, the never-returning one Failed and the nodes it stalls waiting, and, in a run with an upgrade
- * Plan, every other node Idle with the Plan applied at its hash.
+ * A gates run's reboots (chaos-gates-plan.ts expectedReboots): each node's count, its update's and the
+ * policy's own; the remediation's node may instead wait for the rate limit, one reboot short (an
+ * aborted remediation used the hour's one).
+ */
+export interface GatesState {
+  expected: ReadonlyMap<string, number>;
+  remediation: string;
+}
+
+/**
+ * Where a run stands (`rebootsOf`: the checker's count): done = every planned node rebooted once (in a
+ * gates run, as often as expected) and Idle, the never-returning one Failed and the nodes it stalls
+ * waiting, and, in a run with an upgrade Plan, every other node Idle with the Plan applied at its hash.
  */
 export function progress(
   nodes: V1Node[],
@@ -54,24 +64,31 @@ export function progress(
   rebootsOf: (node: string) => number,
   pools: ChaosPools | undefined,
   upgrade?: UpgradeState,
+  gates?: GatesState,
 ): { done: boolean; states: string } {
   const byName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
   let done = true;
   const states: string[] = [];
-  for (const { node } of plan.updates) {
+  const wanted = gates?.expected ?? new Map(plan.updates.map((u) => [u.node, 1]));
+  for (const [node, want] of wanted) {
     const a = byName.get(node)?.metadata?.annotations ?? {};
     const state = a[Annotations.state];
     const reboots = rebootsOf(node);
+    const rateLimited =
+      node === gates?.remediation &&
+      reboots === want - 1 &&
+      /remediation rate limit/.test(a[Annotations.stateReason] ?? '');
     const ok =
       node === plan.neverReturns
         ? state === Phase.failed
         : (reboots === 0 && expectedStall(node, byName, plan, pools, upgrade)) ||
+          rateLimited ||
           // A node deleted after its reboot and registered again has no phase: nothing left to do.
-          ((state === Phase.idle || (state === undefined && reboots === 1)) &&
+          ((state === Phase.idle || (state === undefined && reboots === want)) &&
             a[Annotations.rebootNeeded] === undefined &&
             a[Annotations.rebootRequested] === undefined &&
             a[Annotations.rebootInProgress] === undefined &&
-            reboots === 1);
+            reboots === want);
     if (!ok) done = false;
     states.push(`${node}=${state ?? '-'}(${reboots} reboot(s); ${a[Annotations.stateReason] ?? ''})`);
   }
@@ -118,6 +135,7 @@ export async function awaitRollout(
   deadline: number,
   pools: ChaosPools | undefined,
   upgrade?: { concurrency: number; hash: () => Promise<string | undefined> },
+  gates?: GatesState,
 ): Promise<{ finished: boolean; last: string }> {
   let last = '';
   let overdue: ReturnType<typeof setTimeout> | undefined;
@@ -128,7 +146,7 @@ export async function awaitRollout(
         async () => {
           const state = upgrade && { hash: await upgrade.hash(), concurrency: upgrade.concurrency };
           const nodes = (await env.core.listNode()).items;
-          const p = progress(nodes, plan, (n) => fleet.checker.rebootsOf(n), pools, state);
+          const p = progress(nodes, plan, (n) => fleet.checker.rebootsOf(n), pools, state, gates);
           last = p.states;
           return p.done ? true : undefined;
         },

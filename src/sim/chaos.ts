@@ -26,6 +26,17 @@ import {
   strike,
 } from './chaos-faults.ts';
 import {
+  BLOCKER_INTERVAL_MS,
+  bootedAt,
+  type ChaosGates,
+  type GatesActs,
+  gatesChecking,
+  playGates,
+  prepareGates,
+  resetGates,
+} from './chaos-gates.ts';
+import { describeGates, expectedReboots, type GatesPlan, gatedRun, planGates } from './chaos-gates-plan.ts';
+import {
   DEFAULT_TIMINGS,
   describeFault,
   describePlan,
@@ -82,6 +93,12 @@ export interface ChaosOptions {
    * nuo's agents (chaos-policies.ts prepareFluoPools); the faults strike both.
    */
   fluo?: boolean;
+  /**
+   * One UpdatePolicy with every gate: a health check on a custom resource the run flips, waves with a
+   * failure budget (a late node halts the pool; the run resumes it), a remediation, refreshes and a
+   * budget for those (chaos-gates.ts).
+   */
+  gates?: boolean;
 }
 
 export type Rule = Violation['rule'];
@@ -94,6 +111,12 @@ export const RULES: readonly Rule[] = [
   'cordon-left',
   'cordon-outside-attempt',
   'plan-concurrency',
+  'conditions-left',
+  'protection-left',
+  'health-check',
+  'halted',
+  'reason-budget',
+  'remediation-rate',
   'not-finished',
 ];
 
@@ -113,6 +136,8 @@ export interface RunResult {
   /** The planned never-returning node, seen Failed with its slot held (an expected stall, not a breach). */
   expectedStall?: string;
   drains: DrainSummary;
+  /** A gates run: what its people did, and what the checker saw of the gates. */
+  gates?: GatesActs & { halts: number; remediations: number; refreshes: number };
 }
 
 export interface ChaosResult {
@@ -126,6 +151,8 @@ export interface ChaosResult {
   versions: LocalCluster['binaries']['versions'];
   /** Where the logs were kept (only when a run had a violation and keepLogsDir was given). */
   logsKeptIn?: string;
+  /** Gates runs: the health check's unhealthy spells, halts and resumes, remediations and refreshes. */
+  gates?: Record<keyof NonNullable<RunResult['gates']>, number>;
 }
 
 /** Leader election fast enough for seconds-long runs (as the fault tests use). */
@@ -137,9 +164,12 @@ export function nodeNames(count: number): string[] {
 }
 
 export function reproduceCommand(
-  o: Pick<ChaosOptions, 'runs' | 'seed' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans' | 'fluo'>,
+  o: Pick<
+    ChaosOptions,
+    'runs' | 'seed' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans' | 'fluo' | 'gates'
+  >,
 ) {
-  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}${o.policies ? ' --policies' : ''}${o.plans ? ' --plans' : ''}${o.fluo ? ' --fluo' : ''}`;
+  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}${o.policies ? ' --policies' : ''}${o.plans ? ' --plans' : ''}${o.fluo ? ' --fluo' : ''}${o.gates ? ' --gates' : ''}`;
 }
 
 const emptyKinds = (): Record<FaultKind, number> =>
@@ -150,6 +180,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   if (!Number.isInteger(o.seed)) throw new Error(`seed must be an integer, got ${o.seed}`);
   if (o.fluo && (o.policies || o.plans))
     throw new Error('--fluo makes pools of its own: run it without --policies or --plans');
+  if (o.gates && (o.policies || o.plans || o.fluo))
+    throw new Error('--gates makes a policy of its own: run it without --policies, --plans or --fluo');
   const timings: PlanTimings = { ...DEFAULT_TIMINGS, ...o.timings };
   const names = nodeNames(o.nodes);
   const own = o.cluster === undefined;
@@ -165,17 +197,26 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       ? { pools: await prepareFluoPools(cluster, env, names, o.maxUnavailable) }
       : o.policies
         ? { pools: await preparePools(cluster, env, names, o.maxUnavailable) }
-        : await prepareOnePool(cluster, o.maxUnavailable).then(() => ({}));
+        : o.gates
+          ? await prepareGates(cluster).then(() => ({}))
+          : await prepareOnePool(cluster, o.maxUnavailable).then(() => ({}));
     if (o.plans) await prepareUpgrades(cluster);
     for (let i = 0; i < o.runs; i++) {
-      const plan = planRun(o.seed + i, names, o.maxUnavailable, timings);
+      const drawn = planRun(o.seed + i, names, o.maxUnavailable, timings);
+      const gatesPlan = o.gates ? planGates(drawn) : undefined;
+      const plan = gatesPlan ? gatedRun(drawn, gatesPlan) : drawn;
       const upgrade = o.plans ? planUpgrade(plan.seed, o.maxUnavailable) : undefined;
-      const described = describePlan(plan) + (upgrade ? `\n${describeUpgrade(upgrade)}` : '');
+      const described =
+        describePlan(plan) +
+        (upgrade ? `\n${describeUpgrade(upgrade)}` : '') +
+        (gatesPlan ? `\n${describeGates(gatesPlan)}` : '');
       o.log(`run ${i + 1}/${o.runs} (seed ${plan.seed}):\n${described}`);
       const repairsBefore = readinessRepairs(cluster);
+      if (gatesPlan && env) await resetGates(cluster, env, o.maxUnavailable, gatesPlan);
       const result = await runOne(cluster, env, i, plan, o.log, {
         ...setting,
         ...(upgrade ? { upgrade } : {}),
+        ...(gatesPlan ? { gates: { plan: gatesPlan, ...gatesChecking(o.maxUnavailable, gatesPlan) } } : {}),
       });
       const repairs = readinessRepairs(cluster) - repairsBefore;
       results.push(result);
@@ -186,7 +227,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         result.runaways.map((r) => `; RUNAWAY: ${r}`).join('');
       const d = result.drains;
       o.log(
-        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s; slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}`,
+        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s;${result.gates ? ` gates: ${JSON.stringify(result.gates)};` : ''} slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}`,
       );
     }
   } catch (err) {
@@ -212,10 +253,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     for (const k of FAULT_KINDS) injected[k] += r.injected[k];
     for (const v of r.violations) violations[v.rule]++;
   }
+  const gatesTally = o.gates
+    ? Object.fromEntries(
+        (['unhealthy', 'resumes', 'remediationSet', 'halts', 'remediations', 'refreshes'] as const).map(
+          (k) => [k, results.reduce((sum, r) => sum + Number(r.gates?.[k] ?? 0), 0)],
+        ),
+      )
+    : undefined;
   return {
     runs: results,
     injected,
     violations,
+    ...(gatesTally ? { gates: gatesTally as NonNullable<ChaosResult['gates']> } : {}),
     expectedStalls: results.filter((r) => r.expectedStall).length,
     reproduce: reproduceCommand(o),
     versions: cluster.binaries.versions,
@@ -279,9 +328,10 @@ async function runOne(
   index: number,
   plan: RunPlan,
   log: (line: string) => void,
-  setting: { pools?: ChaosPools; upgrade?: ChaosUpgrade },
+  setting: { pools?: ChaosPools; upgrade?: ChaosUpgrade; gates?: ChaosGates & { plan: GatesPlan } },
 ): Promise<RunResult> {
-  const { upgrade } = setting;
+  const { upgrade, gates } = setting;
+  const expected = gates && expectedReboots(plan, gates.plan);
   await resetNodes(env);
   // Earlier runs of a campaign leave the pods where their drains put them; this run starts from there.
   const web = await env.core.listNamespacedPod({ namespace: CHAOS_NAMESPACE, labelSelector: 'app=web' });
@@ -294,7 +344,8 @@ async function runOne(
   const fleet = new Fleet(cluster, {
     rebootMs: DEFAULT_TIMINGS.rebootMinMs,
     rebootMsByNode: Object.fromEntries(plan.updates.map((u) => [u.node, u.rebootMs])),
-    budget: setting.pools?.budgets ?? plan.maxUnavailable,
+    budget: setting.pools?.budgets ?? gates?.budgets ?? plan.maxUnavailable,
+    ...(gates ? { gates: gates.checker, bootedAt: bootedAt(gates.plan) } : {}),
     ...(upgrade ? { plans: [{ name: UPGRADE_REF, max: upgrade.concurrency }] } : {}),
     agentCheckIntervalMs: 2000,
     ...(setting.pools?.fluoNodes ? { fluoNodes: setting.pools.fluoNodes } : {}),
@@ -302,7 +353,7 @@ async function runOne(
   });
   const injected = emptyKinds();
   const skipped: string[] = [];
-  const args = OPERATOR_ARGS;
+  const args = gates ? [...OPERATOR_ARGS, `--blocker-interval=${BLOCKER_INTERVAL_MS}ms`] : OPERATOR_ARGS;
   const cancelled = new AbortController();
   const { replicas, replicaIds } = runReplicas(env, fleet, plan.seed, args, cancelled.signal);
   let t0 = Date.now();
@@ -331,9 +382,21 @@ async function runOne(
     await fleet.start();
     replicas.start();
     replicas.start();
-    fleet.stageUpdates(plan.updates.map((u) => u.node));
+    const updated = new Set(plan.updates.map((u) => u.node));
+    fleet.stageUpdates([...updated]);
+    // The policy's own reboots: a refresh, a remediation (beyond an update's).
+    for (const [node, count] of expected ?? []) {
+      const extra = count - (updated.has(node) ? 1 : 0);
+      if (extra > 0) fleet.checker.allowReboots(node, extra);
+    }
     if (upgrade) await applyPlan(cluster, upgradePlan(upgrade));
     t0 = Date.now();
+    const played =
+      gates &&
+      expected &&
+      playGates(cluster, env, fleet, gates.plan, expected, updated, cancelled.signal, (line) =>
+        log(`  ${stamp()} gates: ${line}`),
+      );
     const boundMs =
       plan.boundMs +
       (upgrade
@@ -360,6 +423,7 @@ async function runOne(
       deadline,
       setting.pools,
       upgrade && { concurrency: upgrade.concurrency, hash },
+      expected && gates && { expected, remediation: gates.plan.remediation.node },
     );
     const elapsedMs = Date.now() - t0;
     if (!finished) {
@@ -373,6 +437,9 @@ async function runOne(
     await fleet.checker.settle(); // grant confirmations still in flight
     // Let in-flight faults end (an API server restart completes) before the fleet is stopped.
     await faults;
+    cancelled.abort();
+    await played?.done;
+    const seen = fleet.checker.gates?.seen;
     return {
       index,
       plan,
@@ -385,6 +452,16 @@ async function runOne(
       elapsedMs,
       drains: drainSummary(cluster, replicaIds),
       ...(plan.neverReturns && finished ? { expectedStall: plan.neverReturns } : {}),
+      ...(played && seen
+        ? {
+            gates: {
+              ...played.acts,
+              halts: seen.halts,
+              remediations: seen.remediations,
+              refreshes: seen.refreshes,
+            },
+          }
+        : {}),
     };
   } finally {
     cancelled.abort();

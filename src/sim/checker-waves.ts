@@ -28,6 +28,17 @@ export function waveLimit(w: WaveBudget, completed: number): number {
   return size - (completed - before);
 }
 
+/**
+ * The most a wave may hold after `completed` attempts completed and `unsure` more ended Idle after their
+ * node was Failed: the operator counts such an attempt failed, and also completed when its pass sees it
+ * Idle before the slot goes (and never once a resume forgave it), so either count may be its own.
+ */
+export function waveLimitUnsure(w: WaveBudget, completed: number, unsure: number): number {
+  let most = 0;
+  for (let k = 0; k <= unsure; k++) most = Math.max(most, waveLimit(w, completed + k));
+  return most;
+}
+
 /** An attempt of `node` just completed: it left an attempt's phase for Idle. */
 export const completedAttempt = (node: V1Node, old: V1Node | undefined): boolean =>
   inAttemptPhase(old) && (node.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle;

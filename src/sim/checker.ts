@@ -21,6 +21,10 @@
  * that began less than RACE_MS before an attempt started is not held against it: no client can see
  * another's write before it is made, and an admin who cordons a node as nuo admits another one is a
  * coincidence the next admission accounts for.
+ *
+ * A policy's gates (options.gates) are judged by checker-gates.ts, which it tells of each admission and
+ * each attempt that ends: no admission while a health check fails or the pool is Halted, reason budgets
+ * and the remediation rate limit.
  */
 import type { KeyObject } from 'node:crypto';
 import {
@@ -35,16 +39,17 @@ import { GRANT_KEY_NAME, GrantCheck, PUBLIC_KEY_FIELD, publicKeyFromPem, verifyG
 import {
   AgentProtocol,
   Annotations,
-  AutoscalerTaints,
   DEFAULT_NAMESPACE,
   isCoreosProtocol,
   JobLabels,
   protocolKeys,
   SCALE_DOWN_PROTECTION,
 } from '../api/keys.ts';
-import { isPhase } from '../api/phases.ts';
+import { isPhase, Phase } from '../api/phases.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
+import { GateChecker, type GateSettings } from './checker-gates.ts';
+import { settledDisruptions } from './checker-gates-rules.ts';
 import { type KuredLockRef, kuredHolders } from './checker-kured.ts';
 import { CORDONED_PHASES, inAttemptPhase, lifecycleLeft, protectionLeft } from './checker-phases.ts';
 import {
@@ -56,27 +61,12 @@ import {
   planNodes,
 } from './checker-plans.ts';
 import { protocolGrantMissing, rebootMarkOf } from './checker-protocols.ts';
-import { completedAttempt, rolloutOver, type WaveBudget, waveLimit } from './checker-waves.ts';
-import { isReady } from './cluster/nodes.ts';
+import { type Budget, disruptedNow, inAttempt, labelsOf, podNodes, scopes } from './checker-scopes.ts';
+import { completedAttempt, rolloutOver, waveLimitUnsure } from './checker-waves.ts';
+import type { Violation } from './violation.ts';
 
 export type { PlanBudget } from './checker-plans.ts';
-
-export interface Violation {
-  rule:
-    | 'budget'
-    | 'reboot-without-grant'
-    | 'reboot-not-drained'
-    | 'double-reboot'
-    | 'admin-cordon-removed'
-    | 'cordon-left'
-    | 'cordon-outside-attempt'
-    | 'plan-concurrency'
-    | 'conditions-left'
-    | 'protection-left'
-    | 'not-finished';
-  at: Date;
-  detail: string;
-}
+export type { Violation } from './violation.ts';
 
 /** How long nuo may take to remove the lifecycle conditions of an attempt that ended. */
 export const LIFECYCLE_GRACE_MS = 15_000;
@@ -84,36 +74,7 @@ export const LIFECYCLE_GRACE_MS = 15_000;
 /** How long before an attempt starts a disruption must have begun to count against it. */
 export const RACE_MS = 2000;
 
-/**
- * In an attempt: in one of its phases, under nuo's cordon, or running a Plan Job's pod (`planPodNodes`:
- * the nodes that run one).
- */
-const inAttempt = (n: V1Node | undefined, planPodNodes: ReadonlySet<string>) =>
-  inAttemptPhase(n) ||
-  n?.metadata?.annotations?.[Annotations.cordonedByNuo] === 'true' ||
-  planPodNodes.has(n?.metadata?.name ?? '');
-/** An autoscaler's NoSchedule taint: the node is being removed (src/api/keys.ts AutoscalerTaints). */
-const beingRemoved = (n: V1Node) =>
-  (n.spec?.taints ?? []).some(
-    (t) => t.effect === 'NoSchedule' && Object.values(AutoscalerTaints).some((key) => key === t.key),
-  );
-const disruptedNow = (n: V1Node, planPodNodes: ReadonlySet<string>) =>
-  !isReady(n) || n.spec?.unschedulable === true || inAttempt(n, planPodNodes) || beingRemoved(n);
-
-/**
- * A budget the checker holds nuo to: a pool's nodes (by their labels), how many may be disrupted at
- * once, and at most how many in any one zone; and the protocol its agents speak (nuo's by default), which
- * says what a grant of a reboot is.
- */
-export interface Budget {
-  name: string;
-  selects: (labels: Record<string, string>) => boolean;
-  max: number;
-  zones?: { label: string; max: number };
-  protocol?: AgentProtocol;
-  /** The pool's rollout in waves (spec.rollout.waves): at once, no more than the current wave allows. */
-  waves?: WaveBudget;
-}
+export type { Budget } from './checker-scopes.ts';
 
 export interface CheckerOptions {
   /** The operator's namespace, where it publishes the key its grants are verified with. */
@@ -125,6 +86,8 @@ export interface CheckerOptions {
    * counted in every budget, and its reboot is kured's own (no grant asked; drained still).
    */
   kured?: KuredLockRef;
+  /** One policy's gates held to their rules (checker-gates.ts): health check, halt, reason budgets. */
+  gates?: GateSettings;
 }
 
 /**
@@ -150,6 +113,8 @@ export class SafetyChecker {
   readonly #plans: PlanBudget[];
   /** kured's DaemonSet, whose annotation is its lock, when kured runs beside nuo. */
   readonly #kured: { ref: KuredLockRef; informer: ResilientInformer<V1DaemonSet> } | undefined;
+  /** The gates' view, when a policy's gates are held to their rules. */
+  readonly gates: GateChecker | undefined;
   /** Reboots that were kured's, per node. */
   readonly #kuredReboots = new Map<string, number>();
   /** Reboots that were a Plan's own, per node. */
@@ -164,6 +129,10 @@ export class SafetyChecker {
   readonly #adminCordoned = new Map<string, string>();
   /** Attempts completed in each waved budget's rollout so far (by budget name). */
   readonly #completed = new Map<string, number>();
+  /** Of those, the attempts whose node was Failed in them (checker-waves.ts waveLimitUnsure). */
+  readonly #unsure = new Map<string, number>();
+  /** Nodes Failed in their attempt in progress. */
+  readonly #failedInAttempt = new Set<string>();
   /** performance.now() since when each disrupted node has been disrupted, as this watch saw it. */
   readonly #disruptedSince = new Map<string, number>();
   /** The autoscalers' protection annotations each node carried when first seen: someone else's. */
@@ -209,6 +178,7 @@ export class SafetyChecker {
       informer.onEvent(() => this.#observeKured());
       this.#kured = { ref, informer };
     }
+    this.gates = options.gates && new GateChecker(kubeconfig, options.gates);
   }
 
   /** The nodes kured's lock names now, as this watch saw it. */
@@ -239,7 +209,12 @@ export class SafetyChecker {
 
   async start(): Promise<void> {
     this.#grantKey = await this.#readGrantKey();
-    await Promise.all([this.#informer.start(), this.#planPods.start(), this.#kured?.informer.start()]);
+    await Promise.all([
+      this.#informer.start(),
+      this.#planPods.start(),
+      this.#kured?.informer.start(),
+      this.gates?.start(),
+    ]);
     const planPodNodes = this.#planPodNodes();
     for (const n of this.#informer.list()) {
       this.#firstSeen(n);
@@ -466,6 +441,7 @@ export class SafetyChecker {
         this.#violate('protection-left', `${name} still carries ${left.join(', ')} after the rollout`);
     }
     await this.#lifecycleCheck(exempt);
+    for (const b of (await this.gates?.final()) ?? []) this.#violate(b.rule, b.detail);
   }
 
   /**
@@ -504,6 +480,7 @@ export class SafetyChecker {
       this.#markedCordoned.delete(name);
       this.#disruptedSince.delete(name);
       this.#protectionBefore.delete(name);
+      this.gates?.ended(node, false);
       this.#count();
       return;
     }
@@ -535,23 +512,36 @@ export class SafetyChecker {
     if (type === 'update' && inAttempt(node, planPodNodes) && !inAttempt(old, planPodNodes)) {
       this.#checkAdmission(name);
     }
+    if (type === 'update' && !inAttempt(node, planPodNodes) && inAttempt(old, planPodNodes))
+      this.gates?.ended(node, old?.metadata?.annotations?.[Annotations.state] === Phase.afterReboot);
     this.#count();
   }
 
   /** A completed attempt counts in its waved pool's rollout; a rollout with nothing left starts over. */
   #countWaves(node: V1Node, old: V1Node | undefined): void {
+    const name = node.metadata?.name ?? '';
+    const completed = completedAttempt(node, old);
+    const wasFailed = this.#failedInAttempt.has(name);
+    if (node.metadata?.annotations?.[Annotations.state] === Phase.failed) this.#failedInAttempt.add(name);
+    else if (!inAttemptPhase(node)) this.#failedInAttempt.delete(name);
     for (const b of this.#budgets) {
       if (!b.waves || !b.selects(labelsOf(node))) continue;
       const mine = this.#informer.list().filter((n) => b.selects(labelsOf(n)));
-      if (rolloutOver(mine)) this.#completed.delete(b.name);
-      else if (completedAttempt(node, old))
-        this.#completed.set(b.name, (this.#completed.get(b.name) ?? 0) + 1);
+      if (rolloutOver(mine)) {
+        this.#completed.delete(b.name);
+        this.#unsure.delete(b.name);
+      } else if (completed) {
+        this.#completed.set(b.name, (this.#completed.get(b.name) ?? 0) + (wasFailed ? 0 : 1));
+        if (wasFailed) this.#unsure.set(b.name, (this.#unsure.get(b.name) ?? 0) + 1);
+      }
     }
   }
 
   /** The most of a budget's nodes in attempts at once now: its max, or less in a wave. */
   #max(b: Budget): number {
-    return b.waves ? Math.min(b.max, waveLimit(b.waves, this.#completed.get(b.name) ?? 0)) : b.max;
+    if (!b.waves) return b.max;
+    const limit = waveLimitUnsure(b.waves, this.#completed.get(b.name) ?? 0, this.#unsure.get(b.name) ?? 0);
+    return Math.min(b.max, limit);
   }
 
   /**
@@ -593,17 +583,31 @@ export class SafetyChecker {
   #checkAdmission(node: string): void {
     const now = performance.now();
     this.#judge((nodes, pods) => this.#admissionBreaches(node, nodes, pods, now));
+    const started = this.#informer.get(node);
+    if (!this.gates || !started) return;
+    const inPool = (name: string) => {
+      const n = this.#informer.get(name);
+      return n && this.#budgets.some((b) => b.selects(labelsOf(n)) && b.selects(labelsOf(started)));
+    };
+    const since = new Map([...this.#disruptedSince].filter(([name]) => inPool(name)));
+    const disrupted = settledDisruptions(node, since, now, RACE_MS);
+    for (const b of this.gates.admitted(started, disrupted)) this.#violate(b.rule, b.detail);
   }
 
-  #admissionBreaches(node: string, nodes: V1Node[], pods: readonly V1Pod[], now: number): Breach[] {
+  /** Nodes an admission at `now` must leave room for: in attempts, or disrupted for RACE_MS or more. */
+  #counted(nodes: V1Node[], pods: readonly V1Pod[], now: number): V1Node[] {
     const planPodNodes = new Set([...podNodes(pods), ...this.#kuredHeld()]);
-    const started = nodes.find((n) => n.metadata?.name === node);
-    const counted = nodes.filter(
+    return nodes.filter(
       (n) =>
         inAttempt(n, planPodNodes) ||
         (disruptedNow(n, planPodNodes) &&
           now - (this.#disruptedSince.get(n.metadata?.name ?? '') ?? now) >= RACE_MS),
     );
+  }
+
+  #admissionBreaches(node: string, nodes: V1Node[], pods: readonly V1Pod[], now: number): Breach[] {
+    const started = nodes.find((n) => n.metadata?.name === node);
+    const counted = this.#counted(nodes, pods, now);
     const out: Breach[] = [];
     for (const b of this.#budgets) {
       if (!started || !b.selects(labelsOf(started))) continue;
@@ -705,42 +709,18 @@ export class SafetyChecker {
     try {
       await this.settle();
     } finally {
-      await Promise.all([this.#informer.stop(), this.#planPods.stop(), this.#kured?.informer.stop()]);
+      await Promise.all([
+        this.#informer.stop(),
+        this.#planPods.stop(),
+        this.#kured?.informer.stop(),
+        this.gates?.stop(),
+      ]);
     }
   }
 }
-
-const labelsOf = (n: V1Node): Record<string, string> => n.metadata?.labels ?? {};
 
 /** A breach found, before it is recorded. */
 interface Breach {
   rule: Violation['rule'];
   detail: string;
-}
-
-/** The nodes that run a pod of a Plan's Job among `pods`. */
-function podNodes(pods: readonly V1Pod[]): Set<string> {
-  const out = new Set<string>();
-  for (const p of pods) {
-    const node = nodeOfPlanPod(p);
-    if (node) out.add(node);
-  }
-  return out;
-}
-
-/**
- * The scopes an admission is checked in: the budget's pool (at most `max`, its wave's limit when less),
- * and the started node's zone if capped.
- */
-function scopes(b: Budget, max: number, started: V1Node, counted: V1Node[]) {
-  const inPool = counted.filter((n) => b.selects(labelsOf(n)));
-  const names = (list: V1Node[]) => list.map((n) => n.metadata?.name ?? '');
-  const of = b.name ? ` of ${b.name}` : '';
-  const out = [{ scope: b.name ? ` in ${b.name}` : '', max, over: names(inPool) }];
-  if (b.zones) {
-    const zone = labelsOf(started)[b.zones.label] ?? '';
-    const inZone = inPool.filter((n) => (labelsOf(n)[b.zones?.label ?? ''] ?? '') === zone);
-    out.push({ scope: ` in zone ${zone}${of}`, max: b.zones.max, over: names(inZone) });
-  }
-  return out;
 }

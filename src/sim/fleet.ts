@@ -13,6 +13,7 @@ import type { UpdatePolicySpec } from '../api/update-policy.ts';
 import { kubeconfigCredentials } from '../kube/kubeconfig-credentials.ts';
 import { LeanClient } from '../kube/lean-client.ts';
 import { type Budget, type PlanBudget, SafetyChecker } from './checker.ts';
+import type { GateSettings } from './checker-gates.ts';
 import { KURED_DEFAULT_LOCK } from './checker-kured.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import { sampleProc } from './cluster/proc.ts';
@@ -69,6 +70,8 @@ export interface FleetOptions {
   budget: number | Budget[];
   /** Plans the checker holds to a concurrency of their own (CheckerOptions.plans). */
   plans?: PlanBudget[];
+  /** A policy's gates the checker holds to their rules (CheckerOptions.gates). */
+  gates?: GateSettings;
   agentCheckIntervalMs?: number;
   /**
    * The agents' reportSpreadMs (default 0: at once). Tests stage an update and look at what follows at
@@ -125,6 +128,7 @@ export class Fleet {
     });
     this.checker = new SafetyChecker(cluster.kubeconfig, options.budget, {
       plans: options.plans,
+      ...(options.gates ? { gates: options.gates } : {}),
       ...(options.kuredNodes?.length ? { kured: KURED_DEFAULT_LOCK } : {}),
     });
     const agentLog = join(cluster.dir, 'logs', 'agents.log');

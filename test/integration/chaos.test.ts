@@ -3,8 +3,9 @@
  * kind of fault strikes (leaders killed, paused past their Lease or restarted with a skewed clock; agents,
  * the API server and etcd restarted or paused; admins cordoning and uncordoning; a node deleted mid-attempt;
  * hostile values and forged grants from a third client; the PDB tightened mid-drain), with delayed
- * reboots and a node that never returns; also under UpdatePolicies, beside an upgrade Plan, and with a
- * pool of FLUO's real update-agents. The independent checker of each run must see no violation.
+ * reboots and a node that never returns; also under UpdatePolicies, beside an upgrade Plan, with a
+ * pool of FLUO's real update-agents, and through every gate of a policy (health check, waves and a
+ * halt resumed, remediation, refresh). The independent checker of each run must see no violation.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -24,7 +25,7 @@ const cluster = await useCluster({ nodes: NODES, zones: 2 });
  * that replays it) goes with every assertion's message, since CI keeps only the failure's message.
  */
 async function campaign(
-  o: Pick<ChaosOptions, 'runs' | 'seed' | 'policies' | 'plans' | 'fluo'>,
+  o: Pick<ChaosOptions, 'runs' | 'seed' | 'policies' | 'plans' | 'fluo' | 'gates'>,
 ): Promise<{ result: ChaosResult; transcript: string; violations: string[] }> {
   const lines: string[] = [];
   const result = await runChaos({
@@ -123,4 +124,20 @@ test(`chaos with FLUO's real update-agent: seed ${FLUO_SEED}, a FLUO pool beside
   for (const kind of ['restart-agent', 'delete-node'] as const)
     assert.ok(onFluo.includes(kind), `${kind} strikes FLUO's node-0 (${onFluo.join(', ')})`);
   assert.ok(result.reproduce.endsWith('--fluo'), result.reproduce);
+});
+
+/**
+ * Seed 21 with --gates: node-3 comes back past its returnTimeout (the pool halts and the run resumes
+ * it), node-1 (no update) is remediated, node-5 (no update) refreshed, the Widget turns unhealthy.
+ */
+const GATES_SEED = 21;
+
+test(`chaos through the gates: seed ${GATES_SEED}, a halt resumed, a remediation, a refresh, the health check flipped, no violation`, async () => {
+  const { result, transcript, violations } = await campaign({ runs: 1, seed: GATES_SEED, gates: true });
+  assert.deepEqual(violations, [], `no violation of the gates' rules, nor of the others${transcript}`);
+  assert.equal(result.runs.filter((r) => r.finished).length, 1, `the run finished${transcript}`);
+  const g = result.gates ?? assert.fail(`no gates tally${transcript}`);
+  for (const k of ['unhealthy', 'halts', 'resumes', 'remediations', 'refreshes'] as const)
+    assert.ok(g[k] >= 1, `${k}: ${JSON.stringify(g)}${transcript}`);
+  assert.ok(result.reproduce.endsWith('--gates'), result.reproduce);
 });

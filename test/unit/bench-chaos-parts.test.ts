@@ -47,3 +47,14 @@ test('overlapping or missing seeds, or another setting, are refused', () => {
   );
   assert.throws(() => mergeParts([]), /no campaign parts/);
 });
+
+test('gates parts add up what they did to the gates; a gates part beside another setting is refused', () => {
+  const gates = (seed: number, halts: number) =>
+    part(seed, 10, { gates: true, gatesSeen: { halts, resumes: halts, remediations: 10 } });
+  const m = mergeParts([gates(11, 3), gates(1, 4)]);
+  assert.deepEqual(m.gatesSeen, { halts: 7, resumes: 7, remediations: 20 });
+  assert.throws(
+    () => mergeParts([gates(1, 1), part(11, 10)]),
+    /from seed 11 ran 6 nodes, maxUnavailable 2; the first ran 6 nodes, maxUnavailable 2, --gates$/,
+  );
+});

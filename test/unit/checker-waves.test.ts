@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { completedAttempt, rolloutOver, waveLimit } from '../../src/sim/checker-waves.ts';
+import { completedAttempt, rolloutOver, waveLimit, waveLimitUnsure } from '../../src/sim/checker-waves.ts';
 import { node } from './operator-fixtures.ts';
 
 test("the checker's wave limit: the current wave's size less its completed attempts", () => {
@@ -32,4 +32,19 @@ test('a completion is an attempt phase left for Idle; a rollout is over when no 
   assert.equal(rolloutOver([at(Phase.idle), at(Phase.pending)]), false);
   assert.equal(rolloutOver([at(undefined, { [Annotations.rebootNeeded]: 'true' })]), false);
   assert.equal(rolloutOver([at(Phase.rebooting)]), false);
+});
+
+test("an attempt that ended Idle after its node was Failed may or may not be the operator's completion: the wave allows the most either way", () => {
+  // Waves 1, 2, 4. Gates campaign seed 32: the late node's attempt (Failed, forgiven by a resume, then
+  // back and Idle) is no completion to the operator, so wave 2 allows 2; counted, it would allow 1.
+  const w = { initial: 1, growth: 2 };
+  const table: [number, number, number][] = [
+    [0, 0, 1],
+    [0, 1, 2],
+    [1, 1, 2],
+    [2, 0, 1],
+    [1, 2, 4],
+  ];
+  for (const [completed, unsure, limit] of table)
+    assert.equal(waveLimitUnsure(w, completed, unsure), limit, `${completed} completed, ${unsure} unsure`);
 });

@@ -129,7 +129,7 @@ test('nextRollout: starts with the first need, counts each ended attempt once, e
   assert.equal(nextRollout({ previous: r1, settings: s, nodes: [done], slots: {}, now: NOW }), undefined);
 });
 
-test('nextRollout: an aborted or Failed attempt is a failure, once; a resume drops those before it', () => {
+test('nextRollout: an aborted or Failed attempt is a failure, once', () => {
   const s = { maxFailedAttempts: 3 };
   const aborted = view('a', { ...needs, ...state(Phase.pending, 10), 'nuo.dev/failures': '1' });
   const failed = view('b', { ...needs, ...state(Phase.failed, 10) });
@@ -150,16 +150,53 @@ test('nextRollout: an aborted or Failed attempt is a failure, once; a resume dro
     now: NOW,
   });
   assert.deepEqual(r3?.failed, {});
-  // Resumed after they were seen: they no longer count; a failure seen after the resume does.
-  const resumed = nextRollout({
-    previous: record({ failed: { old: ago(60), new: ago(5) } }),
-    settings: s,
-    nodes: [view('c', needs)],
-    slots: {},
-    now: NOW,
-    resumedAt: new Date(ago(30)),
+});
+
+test("nextRollout: a resume forgives the failures recorded before nuo read it, whatever the clocks say, and a Failed node still in its slot is not counted again; a failure after it counts, even when nuo's clock is behind the person's", () => {
+  const s = { maxFailedAttempts: 1 };
+  const failed = view('b', { ...needs, ...state(Phase.failed, 10) });
+  const slots = { b: slot(ago(90)) };
+  const id = `b@${ago(90)}`;
+  const ahead = new Date(NOW.getTime() + 455_000).toISOString();
+  const resumedAt = new Date(NOW.getTime() - 1000);
+  const look = (
+    previous: RolloutRecord,
+    o: { nodes?: ReturnType<typeof view>[]; slots?: Record<string, Slot> } = {},
+  ) =>
+    nextRollout({
+      previous,
+      settings: s,
+      nodes: o.nodes ?? [failed],
+      slots: o.slots ?? slots,
+      now: NOW,
+      resumedAt,
+    });
+  // Seen failing by an operator whose clock is 455 s ahead of the person who resumed.
+  const forgiven = look(record({ failed: { [id]: ahead } }));
+  assert.deepEqual(forgiven?.failed, {}, 'the resume is honoured');
+  assert.equal(forgiven?.resumed, resumedAt.toISOString());
+  // The next look: the node still Failed in its slot, the same resume.
+  const next = forgiven && look(forgiven);
+  assert.deepEqual(next?.failed, {}, 'not counted again');
+  assert.equal(next && rolloutHold(next, s, 'p', NOW.getTime()), undefined, 'not halted again');
+  // A failure seen after the resume was honoured counts, though nuo's clock (NOW) is behind the resume.
+  const behind = view('c', { ...needs, ...state(Phase.failed, 10) });
+  const again = look(record({ resumed: new Date(NOW.getTime() + 600_000).toISOString() }), {
+    nodes: [behind],
+    slots: { c: slot(ago(80)) },
   });
-  assert.deepEqual(resumed?.failed, { new: ago(5) });
+  assert.deepEqual(Object.keys(again?.failed ?? {}), [`c@${ago(80)}`]);
+  assert.equal(again && rolloutHold(again, s, 'p', NOW.getTime())?.code, 'Halted');
+  // A rollout that starts after a resume has nothing of it to forgive.
+  const fresh = nextRollout({
+    previous: undefined,
+    settings: s,
+    nodes: [failed],
+    slots,
+    now: NOW,
+    resumedAt,
+  });
+  assert.deepEqual(Object.keys(fresh?.failed ?? {}), [id]);
 });
 
 test('decide: the tightest cap counts, and a node it keeps waiting names it', () => {

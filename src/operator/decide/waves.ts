@@ -40,6 +40,12 @@ export interface RolloutRecord {
   counted: string[];
   /** Failed attempts (`node@since`) of this rollout → when nuo saw them fail (RFC 3339). */
   failed: Record<string, string>;
+  /**
+   * The resume (`nuo.dev/resumed-at`, as written) this rollout has honoured: a different one is a new
+   * resume. Compared by value, never with nuo's clock: the person's and the operator's clocks need not
+   * agree.
+   */
+  resumed?: string;
 }
 
 /** Largest wave size computed: beyond any pool. */
@@ -67,8 +73,9 @@ function outcome(n: NodeView, slot: Slot): 'done' | 'failed' | undefined {
 /**
  * The pool's rollout after this look: none while no node needs work or holds a slot (a rollout ends
  * when nothing is left to do, and the next need starts a new one); else the record with every attempt
- * that ended counted, failures from before the last resume dropped, and the next wave begun once the
- * current one has completed its size.
+ * that ended counted, and the next wave begun once the current one has completed its size. A resume not
+ * honoured yet forgives every failure recorded before this look: those attempts are counted already, so
+ * a Failed node still in its slot does not spend the budget again.
  */
 export function nextRollout(input: {
   previous: RolloutRecord | undefined;
@@ -85,24 +92,37 @@ export function nextRollout(input: {
   const holding = Object.keys(slots).some((name) => byName.has(name));
   if (!holding && !nodes.some((n) => needsWork(n, t) !== undefined)) return undefined;
   const at = now.toISOString();
+  const resume = input.resumedAt?.toISOString();
+  // A rollout that starts after a resume has nothing of it to forgive.
   const r: RolloutRecord = input.previous
     ? structuredClone(input.previous)
-    : { since: at, wave: 1, waveSince: at, completed: 0, counted: [], failed: {} };
+    : {
+        since: at,
+        wave: 1,
+        waveSince: at,
+        completed: 0,
+        counted: [],
+        failed: {},
+        ...(resume ? { resumed: resume } : {}),
+      };
+  if (resume !== undefined && resume !== r.resumed) {
+    r.counted.push(...Object.keys(r.failed).filter((id) => !r.counted.includes(id)));
+    r.failed = {};
+    r.resumed = resume;
+  }
   const held = new Set(Object.entries(slots).map(([name, slot]) => attemptOf(name, slot)));
   r.counted = r.counted.filter((id) => held.has(id));
   for (const [name, slot] of Object.entries(slots)) {
     const n = byName.get(name);
     const seen = n && outcome(n, slot);
     const id = attemptOf(name, slot);
+    if (r.counted.includes(id)) continue;
     if (seen === 'failed') r.failed[id] ??= at;
-    else if (seen === 'done' && !r.counted.includes(id)) {
+    else if (seen === 'done') {
       r.counted.push(id);
       r.completed++;
     }
   }
-  const resumed = input.resumedAt?.getTime();
-  if (resumed !== undefined)
-    r.failed = Object.fromEntries(Object.entries(r.failed).filter(([, when]) => Date.parse(when) > resumed));
   if (r.completed >= waveSize(settings, r.wave)) {
     r.wave++;
     r.waveSince = at;

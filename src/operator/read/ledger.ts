@@ -63,7 +63,8 @@ function isRolloutRecord(r: unknown): r is RolloutRecord {
     o.counted.every((d) => typeof d === 'string') &&
     typeof o.failed === 'object' &&
     o.failed !== null &&
-    Object.values(o.failed).every((f) => typeof f === 'string')
+    Object.values(o.failed).every((f) => typeof f === 'string') &&
+    (o.resumed === undefined || typeof o.resumed === 'string')
   );
 }
 
