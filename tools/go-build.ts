@@ -174,7 +174,7 @@ export interface PinnedCommand {
   ldflags: (version: string) => string;
 }
 
-async function planCommand(c: PinnedCommand): Promise<{ path: string; target: GoTarget; dir: string }> {
+async function planCommand(c: PinnedCommand): Promise<BuildPlan> {
   const version = await requiredVersion(c.moduleDir, c.modulePath);
   const target: GoTarget = { name: c.name, moduleDir: c.moduleDir, pkg: c.pkg, ldflags: c.ldflags(version) };
   const hash = createHash('sha256');
@@ -184,24 +184,39 @@ async function planCommand(c: PinnedCommand): Promise<{ path: string; target: Go
   return { path: join(dir, 'bin', c.name), target, dir };
 }
 
-/** A pinned command's path, built first if missing (once, across processes). Throws if the build fails. */
-export async function ensureCommand(
-  c: PinnedCommand,
+/** Where a Go build goes: the binary's path, what to build, and the cache directory locked while building. */
+export interface BuildPlan {
+  path: string;
+  target: GoTarget;
+  dir: string;
+}
+
+/** The planned binary's path, built first if missing (once, across processes). Throws if the build fails. */
+export async function ensureBuilt(
+  { path, target, dir }: BuildPlan,
+  what: string,
   log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<string> {
-  const { path, target, dir } = await planCommand(c);
   if (existsSync(path)) return path;
   await mkdir(dirname(path), { recursive: true });
   await withLock(
     dir,
     async () => {
       if (existsSync(path)) return;
-      log(`building ${c.name} (${c.modulePath}) into ${dir}`);
+      log(`building ${what} into ${dir}`);
       await goBuild(target, path, log);
     },
     log,
   );
   return path;
+}
+
+/** A pinned command's path, built first if missing (once, across processes). Throws if the build fails. */
+export async function ensureCommand(
+  c: PinnedCommand,
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<string> {
+  return ensureBuilt(await planCommand(c), `${c.name} (${c.modulePath})`, log);
 }
 
 /** `build.ts [--print]` for a pinned command (see buildCommand). */

@@ -9,12 +9,7 @@
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import {
-  ApiextensionsV1Api,
-  type CoreV1Api,
-  CustomObjectsApi,
-  type KubernetesObject,
-} from '@kubernetes/client-node';
+import { type CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
@@ -22,7 +17,6 @@ import type { UpdatePolicy, UpdatePolicySpec } from '../api/update-policy.ts';
 import { sleep } from '../kube/backoff.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
-import { pollUntil } from '../util/poll.ts';
 import type { Env } from './chaos-env.ts';
 import { CHAOS_NAMESPACE } from './chaos-faults.ts';
 import { type GatesPlan, RETURN_TIMEOUT_MS } from './chaos-gates-plan.ts';
@@ -31,6 +25,7 @@ import type { GateSettings } from './checker-gates.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import type { Fleet } from './fleet.ts';
 import { applyPolicy, deletePolicies, installPolicyCrd } from './policies.ts';
+import { installWidgetCrd } from './widgets.ts';
 
 export const GATES_POLICY = 'chaos-gates';
 const WIDGETS = { group: 'chaos.nuo.dev', version: 'v1', plural: 'widgets' } as const;
@@ -116,41 +111,7 @@ export function gatesChecking(maxUnavailable: number, g: GatesPlan): ChaosGates 
 export async function prepareGates(cluster: LocalCluster): Promise<void> {
   await installPolicyCrd(cluster);
   await deletePolicies(cluster);
-  const crds = cluster.kubeconfig.makeApiClient(ApiextensionsV1Api);
-  await crds
-    .createCustomResourceDefinition({
-      body: {
-        metadata: { name: `${WIDGETS.plural}.${WIDGETS.group}` },
-        spec: {
-          group: WIDGETS.group,
-          scope: 'Namespaced',
-          names: { kind: 'Widget', plural: WIDGETS.plural, singular: 'widget', listKind: 'WidgetList' },
-          versions: [
-            {
-              name: WIDGETS.version,
-              served: true,
-              storage: true,
-              schema: {
-                openAPIV3Schema: {
-                  type: 'object',
-                  properties: { status: { type: 'object', properties: { health: { type: 'string' } } } },
-                },
-              },
-            },
-          ],
-        },
-      },
-    })
-    .catch((err: unknown) => {
-      if (statusCode(err) !== 409) throw err;
-    });
-  const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
-  await pollUntil('Widgets to be served', () =>
-    custom.listNamespacedCustomObject({ ...WIDGETS, namespace: CHAOS_NAMESPACE }).then(
-      () => true,
-      () => undefined,
-    ),
-  );
+  await installWidgetCrd(cluster.kubeconfig, WIDGETS, CHAOS_NAMESPACE);
 }
 
 /** Sends `call` until it is answered, through an API server restart or pause (as a person retries). */

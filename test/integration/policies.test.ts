@@ -10,7 +10,6 @@ import { spawnSync } from 'node:child_process';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
-  ApiextensionsV1Api,
   AppsV1Api,
   BatchV1Api,
   CoreV1Api,
@@ -32,6 +31,7 @@ import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet, type FleetOptions } from '../../src/sim/fleet.ts';
 import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
+import { installWidgetCrd } from '../../src/sim/widgets.ts';
 import { deployment, undrainablePod, waitAvailable } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { startPrometheus, Target } from './prometheus-server.ts';
@@ -149,40 +149,9 @@ const pool = (name: string, max: number, zones?: Budget['zones']): Budget => ({
 
 /** A tiny custom resource whose status a test flips: what a health check reads (as a CephCluster). */
 const WIDGETS = { group: 'test.nuo.dev', version: 'v1', plural: 'widgets' };
-const crds = cluster.kubeconfig.makeApiClient(ApiextensionsV1Api);
 const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api);
 
-async function installWidgetCrd(): Promise<void> {
-  await crds.createCustomResourceDefinition({
-    body: {
-      metadata: { name: `${WIDGETS.plural}.${WIDGETS.group}` },
-      spec: {
-        group: WIDGETS.group,
-        scope: 'Namespaced',
-        names: { kind: 'Widget', plural: WIDGETS.plural, singular: 'widget', listKind: 'WidgetList' },
-        versions: [
-          {
-            name: WIDGETS.version,
-            served: true,
-            storage: true,
-            schema: {
-              openAPIV3Schema: {
-                type: 'object',
-                properties: { status: { type: 'object', properties: { health: { type: 'string' } } } },
-              },
-            },
-          },
-        ],
-      },
-    },
-  });
-  await pollUntil('Widgets to be served', () =>
-    custom.listNamespacedCustomObject({ ...WIDGETS, namespace: 'default' }).then(
-      () => true,
-      () => undefined,
-    ),
-  );
-}
+const installWidgets = () => installWidgetCrd(cluster.kubeconfig, WIDGETS, 'default');
 
 /** Creates the Widget default/ceph with this health, or sets it. */
 async function setWidgetHealth(health: string): Promise<void> {
@@ -408,7 +377,7 @@ describe('UpdatePolicies', () => {
   });
 
   test("a health check the API server refuses when it is not one kind of check; one on a custom resource holds the pool while its status is unhealthy, keeps a finished node's slot when it turns unhealthy after the reboot, and lets the rollout go on once it passes; a ServiceAccount reads it once granted get and list", async () => {
-    await installWidgetCrd();
+    await installWidgets();
     await setWidgetHealth('HEALTH_WARN');
     const object = {
       apiVersion: `${WIDGETS.group}/v1`,

@@ -7,15 +7,21 @@
  *   node tools/suc-hash/build.ts --print  print the binary's path and exit (no build)
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildCommand, cacheRoot, type GoTarget, goBuild, requiredVersion, withLock } from '../go-build.ts';
+import {
+  type BuildPlan,
+  buildCommand,
+  cacheRoot,
+  ensureBuilt,
+  type GoTarget,
+  requiredVersion,
+} from '../go-build.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-async function plan(): Promise<{ path: string; target: GoTarget; dir: string }> {
+async function plan(): Promise<BuildPlan> {
   const kubectl = await requiredVersion(here, 'k8s.io/kubectl');
   const target: GoTarget = { name: 'secret-hash', moduleDir: here, pkg: '.', ldflags: '-s -w' };
   const hash = createHash('sha256');
@@ -28,19 +34,7 @@ async function plan(): Promise<{ path: string; target: GoTarget; dir: string }> 
 export async function ensureSecretHash(
   log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<string> {
-  const { path, target, dir } = await plan();
-  if (existsSync(path)) return path;
-  await mkdir(dirname(path), { recursive: true });
-  await withLock(
-    dir,
-    async () => {
-      if (existsSync(path)) return;
-      log(`building secret-hash into ${dir}`);
-      await goBuild(target, path, log);
-    },
-    log,
-  );
-  return path;
+  return ensureBuilt(await plan(), 'secret-hash', log);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
