@@ -2,7 +2,7 @@
 import { table } from '../cli/table.ts';
 import { formatMs } from './report-table.ts';
 import { type Settings, settingsPatch, settingsText } from './suggest.ts';
-import type { Ranked } from './suggest-rank.ts';
+import type { Outcome, Ranked } from './suggest-rank.ts';
 
 export interface SuggestOutput {
   policy: string;
@@ -14,21 +14,12 @@ export interface SuggestOutput {
   /** Settings generated but not tried (beyond --suggest-max). */
   notTried: number;
   /** Best first; the first is the suggestion when `suggestion` is set. */
-  tried: {
+  tried: ({
     settings: Settings;
     current: boolean;
     eligible: boolean;
     why: string[];
-    nodes: number;
-    finished: number;
-    totalMs?: number;
-    elapsedMs?: number;
-    pdbsBlocked: string[];
-    stuck: string[];
-    violations: string[];
-    fitsWindow?: boolean;
-    error?: string;
-  }[];
+  } & Outcome)[];
   suggestion?: { settings: Settings; totalMs?: number; kubectl: string; spec: string };
 }
 
