@@ -70,6 +70,21 @@ async function rolloutDone(f: Fleet, timeoutMs = 240_000) {
   });
 }
 
+/** `nodes` each rebooted once and back to Idle (the others may still wait). */
+async function rebootedOnce(f: Fleet, nodes: readonly string[]) {
+  await pollUntil(
+    `${nodes.join(', ')} rebooted once and back to Idle`,
+    async () => {
+      const states = await nodeStates();
+      const done = nodes.every(
+        (n) => f.checker.rebootsOf(n) === 1 && states.find((s) => s.name === n)?.state === Phase.idle,
+      );
+      return done ? true : undefined;
+    },
+    { timeoutMs: 240_000, intervalMs: 250 },
+  );
+}
+
 async function newFleet(budget: number, options: Partial<ConstructorParameters<typeof Fleet>[1]> = {}) {
   await fleet?.stop();
   fleet = new Fleet(cluster, { rebootMs: 300, budget, agentCheckIntervalMs: 2000, ...options });
@@ -212,17 +227,7 @@ describe('rollout', () => {
       created.clear();
       await f.killOperator('op-a');
       await operatorUnder(f, 'op-b', { maxUnavailable: 1 });
-      await pollUntil(
-        'the four nodes rebooted once and back to Idle',
-        async () => {
-          const states = await nodeStates();
-          const done = waiting.every(
-            (n) => f.checker.rebootsOf(n) === 1 && states.find((s) => s.name === n)?.state === Phase.idle,
-          );
-          return done ? true : undefined;
-        },
-        { timeoutMs: 240_000, intervalMs: 250 },
-      );
+      await rebootedOnce(f, waiting);
       await assertSafe(f);
       assert.ok(created.size > 0, 'the drains evicted pods, and their replacements were created');
       const evictedAgain = [...created].filter((p) => deleted.has(p));
@@ -263,17 +268,7 @@ describe('rollout', () => {
       await moves.start();
       await f.killOperator('op-a');
       await operatorUnder(f, 'op-b', { maxUnavailable: 1 });
-      await pollUntil(
-        'the four nodes rebooted once and back to Idle',
-        async () => {
-          const states = await nodeStates();
-          const done = waiting.every(
-            (n) => f.checker.rebootsOf(n) === 1 && states.find((s) => s.name === n)?.state === Phase.idle,
-          );
-          return done ? true : undefined;
-        },
-        { timeoutMs: 240_000, intervalMs: 250 },
-      );
+      await rebootedOnce(f, waiting);
       await assertSafe(f);
       const m = moves.moves(waiting, 1);
       assert.equal(m.evictions, 6, `node-0's and node-1's pods evicted, each once: ${movesLine(m)}`);
