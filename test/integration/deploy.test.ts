@@ -399,6 +399,7 @@ describe('UpdatePolicy CRD (deploy/base/updatepolicy-crd.yaml)', () => {
       deleteEmptyDirData: false,
       force: false,
       podSelector: '',
+      skipWaitForDeleteTimeoutSeconds: 0,
     });
     assert.equal(got.spec.reboot.soak, '30s');
     assert.equal(got.spec.reboot.maxIneffectiveReboots, 3);
