@@ -4,7 +4,8 @@
  * a conditional write (reconciler.ts, node-steps.ts, attempt-writes.ts) — that says when to look again.
  * Everything it knows is in the API (node annotations and the slot ledger): a new leader continues
  * exactly where the last one stopped. This module only wires the parts and runs the loop under the
- * leader election.
+ * leader election; it is over 400 lines because its constructor is the one place where every part (the
+ * watches, readers, writers, protocol keepers and the decider) is built and connected.
  */
 import {
   AppsV1Api,

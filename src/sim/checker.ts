@@ -25,6 +25,10 @@
  * A policy's gates (options.gates) are judged by checker-gates.ts, which it tells of each admission and
  * each attempt that ends: no admission while a health check fails or the pool is Halted, reason budgets
  * and the remediation rate limit.
+ *
+ * Over 400 lines on purpose: the rules that share what the watches saw (attempts, disruptions, cordons,
+ * reboots) stay in one class, fed in the order the API server delivered each object; what a rule decides
+ * from that state alone is a pure function in checker-*.ts.
  */
 import type { KeyObject } from 'node:crypto';
 import {
