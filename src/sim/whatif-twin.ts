@@ -125,6 +125,27 @@ async function waitServiceAccounts(cluster: LocalCluster, namespaces: readonly s
   }
 }
 
+/**
+ * Waits until the ReplicaSet controller has synced each ReplicaSet made for a Deployment (its
+ * observedGeneration): the Deployment controller shares its informer, so it then finds the ReplicaSet
+ * when its Deployment comes, rather than making one of its own that would replace the seeds.
+ */
+async function waitSynced(cluster: LocalCluster, replicaSets: readonly Manifest[], timeoutMs: number) {
+  await inParallel(replicaSets, 20, async (rs) => {
+    await pollUntil(
+      `the twin's ReplicaSet ${rs.metadata.namespace}/${rs.metadata.name} to be synced`,
+      async () => {
+        const live = await cluster.raw.request<{ status?: { observedGeneration?: number } }>(
+          'GET',
+          `${collection(rs)}/${rs.metadata.name}`,
+        );
+        return (live.status?.observedGeneration ?? 0) >= 1 ? true : undefined;
+      },
+      { timeoutMs, intervalMs: 100 },
+    );
+  });
+}
+
 /** The twin as it stands now: its nodes, owners and pods, read as a snapshot is. */
 async function readTwin(cluster: LocalCluster): Promise<Snapshot> {
   const kinds = new Set(['Node', 'Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job', 'Pod']);
@@ -201,8 +222,13 @@ export async function applyTwin(
   ];
   await waitServiceAccounts(cluster, namespaces.filter(Boolean), timeoutMs);
   await createAll(cluster, twin.pdbs);
+  await createAll(cluster, twin.seeds);
+  await createAll(cluster, twin.seedReplicaSets);
+  await waitSynced(cluster, twin.seedReplicaSets as Manifest[], timeoutMs);
   await createAll(cluster, [...twin.workloads, ...twin.pods]);
-  log(`${twin.workloads.length} owners and ${twin.pods.length} bare pods created`);
+  log(
+    `${twin.seeds.length} pods on their snapshot nodes, ${twin.workloads.length} owners and ${twin.pods.length} bare pods created`,
+  );
 
   let lags: string[] = [];
   const deadline = Date.now() + timeoutMs;

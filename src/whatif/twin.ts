@@ -3,11 +3,8 @@
  * controllers and nuo meet the same nodes, workloads and budgets (a pure builder; the harness applies it,
  * src/sim/whatif-twin.ts). What a twin keeps and drops, and why: docs/decisions/0047-what-a-twin-keeps.md.
  */
-import type { V1LabelSelector } from '@kubernetes/client-node';
 import { Annotations, JobLabels } from '../api/keys.ts';
 import type {
-  KeptContainer,
-  KeptPodSpec,
   NodeObject,
   PdbObject,
   PlanObject,
@@ -18,19 +15,19 @@ import type {
   WorkloadObject,
 } from './objects.ts';
 import { defined } from './raw.ts';
+import { seedsOf, type TwinTemplate } from './seeds.ts';
 import type { Snapshot } from './snapshot.ts';
+import { type Known, nonEmpty, type TwinSpec, twinLabels, twinPodSpec, twinSelector } from './twin-spec.ts';
 import {
   isMirrorPod,
   isTerminal,
+  livePods,
   Owners,
   type PodStanding,
   podStandings,
   type WorkloadKey,
   workloadKey,
 } from './workloads.ts';
-
-/** The image of every twin container: KWOK runs no container, and the source's registries are not reached. */
-export const TWIN_IMAGE = 'registry.example/nuo-whatif-twin:1';
 
 /** A twin Job's pods run this long (KWOK's pod-complete delay): a Job's remaining time is not known. */
 export const TWIN_JOB_RUN = '24h';
@@ -48,19 +45,6 @@ const DERIVED_TAINTS = ['node.kubernetes.io/', 'node.cloudprovider.kubernetes.io
 
 /** Node annotations a person writes and a twin keeps (nuo's own state starts afresh in a twin). */
 const KEPT_NODE_ANNOTATIONS = new Set<string>([Annotations.paused]);
-
-/** Labels the API server or a controller writes on pods and templates: a twin's own get new values. */
-const GENERATED_LABELS = new Set([
-  'pod-template-hash',
-  'controller-revision-hash',
-  'statefulset.kubernetes.io/pod-name',
-  'apps.kubernetes.io/pod-index',
-  'controller-uid',
-  'job-name',
-  'batch.kubernetes.io/controller-uid',
-  'batch.kubernetes.io/job-name',
-  'batch.kubernetes.io/job-completion-index',
-]);
 
 export interface TwinNode {
   name: string;
@@ -87,6 +71,12 @@ export interface Twin {
   priorityClasses: object[];
   updatePolicies: object[];
   plans: object[];
+  /**
+   * Pods of ReplicaSets, Deployments and StatefulSets on their snapshot nodes, then the ReplicaSets that
+   * adopt a Deployment's: created before the workloads, which adopt them (seeds.ts).
+   */
+  seeds: object[];
+  seedReplicaSets: object[];
   workloads: object[];
   pdbs: object[];
   /** Pods no owner of the snapshot recreates: created as they were, on their node. */
@@ -94,67 +84,6 @@ export interface Twin {
   expectations: TwinExpectation[];
   /** What was left out or changed, one line each, for the person reading the prediction. */
   notes: string[];
-}
-
-const nonEmpty = <T extends object>(o: T | undefined): T | undefined =>
-  o && Object.keys(o).length > 0 ? o : undefined;
-
-function twinLabels(labels: StringMap | undefined): StringMap | undefined {
-  if (!labels) return undefined;
-  return nonEmpty(Object.fromEntries(Object.entries(labels).filter(([k]) => !GENERATED_LABELS.has(k))));
-}
-
-/** A selector without the generated labels (a ReplicaSet's pod-template-hash): the twin's differ. */
-function twinSelector(selector: V1LabelSelector | undefined): V1LabelSelector | undefined {
-  if (!selector) return undefined;
-  return defined({
-    matchLabels: twinLabels(selector.matchLabels),
-    matchExpressions: selector.matchExpressions?.filter((e) => !GENERATED_LABELS.has(e.key)),
-  });
-}
-
-function twinContainer(c: KeptContainer): object {
-  return defined({
-    name: c.name,
-    image: TWIN_IMAGE,
-    resources: c.resources,
-    ports: c.ports,
-    restartPolicy: c.restartPolicy,
-  });
-}
-
-/** Why a pod spec could not be kept whole in a twin, and the spec it gets. */
-interface TwinSpec {
-  spec: object;
-  dropped: string[];
-}
-
-function twinPodSpec(spec: KeptPodSpec, known: { priorityClasses: Set<string> }, bare: boolean): TwinSpec {
-  const dropped: string[] = [];
-  const unknownClass =
-    spec.priorityClassName !== undefined && !known.priorityClasses.has(spec.priorityClassName);
-  if (unknownClass) dropped.push(`priorityClassName ${spec.priorityClassName} (not in the snapshot)`);
-  const otherScheduler = spec.schedulerName !== undefined && spec.schedulerName !== 'default-scheduler';
-  if (otherScheduler) dropped.push(`schedulerName ${spec.schedulerName} (the twin runs kube-scheduler only)`);
-  if (spec.overhead) dropped.push('overhead (its RuntimeClass is not in a snapshot)');
-  const volumes = spec.volumes?.filter((v) => 'emptyDir' in v);
-  return {
-    spec: defined({
-      containers: spec.containers.map(twinContainer),
-      initContainers: spec.initContainers?.map(twinContainer),
-      nodeName: bare ? spec.nodeName : undefined,
-      nodeSelector: spec.nodeSelector,
-      affinity: spec.affinity,
-      tolerations: spec.tolerations,
-      topologySpreadConstraints: spec.topologySpreadConstraints,
-      priorityClassName: unknownClass ? undefined : spec.priorityClassName,
-      terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds,
-      hostNetwork: spec.hostNetwork,
-      volumes: volumes?.length ? volumes : undefined,
-      automountServiceAccountToken: false,
-    }),
-    dropped,
-  };
 }
 
 function twinNode(n: NodeObject): TwinNode {
@@ -175,23 +104,23 @@ function twinNode(n: NodeObject): TwinNode {
   });
 }
 
-/** The twin's manifest of a top-level owner, or why it has none. */
+/** The twin's manifest of a top-level owner and its pod template, or why it has none. */
 function twinWorkload(
   w: WorkloadObject,
   standing: PodStanding | undefined,
-  known: { priorityClasses: Set<string> },
-): { manifest?: object; note?: string; dropped: string[] } {
+  known: Known,
+): { manifest?: object; template?: TwinTemplate; note?: string; dropped: string[] } {
   const name = workloadKey(w);
   const isPlanJob = w.kind === 'Job' && w.metadata.labels?.[JobLabels.plan] !== undefined;
   if (isPlanJob) return { note: `${name}: a Plan's Job (the twin's operator makes its own)`, dropped: [] };
   if (w.kind === 'Job' && !standing?.pods)
     return { note: `${name}: no pod running (a finished Job holds no node)`, dropped: [] };
-  const { spec, dropped } = twinPodSpec(w.spec.template.spec, known, false);
+  const { spec, dropped } = twinPodSpec(w.spec.template.spec, known);
   const annotations =
     w.kind === 'Job'
       ? { ...w.spec.template.metadata.annotations, [KWOK_COMPLETE_DELAY]: TWIN_JOB_RUN }
       : w.spec.template.metadata.annotations;
-  const template = {
+  const template: TwinTemplate = {
     metadata: defined({
       labels: twinLabels(w.spec.template.metadata.labels),
       annotations: nonEmpty(annotations),
@@ -218,6 +147,7 @@ function twinWorkload(
             strategy: w.kind === 'Deployment' ? w.spec.strategy : undefined,
           }),
         },
+        template,
         dropped,
       };
     case 'StatefulSet':
@@ -231,10 +161,12 @@ function twinWorkload(
             serviceName: w.spec.serviceName,
             // Its pods are made at once: a twin need not wait for each before the next.
             podManagementPolicy: 'Parallel',
-            updateStrategy: w.spec.updateStrategy,
+            // Its seeds carry no revision of its own: a rolling update would replace them, moving them.
+            updateStrategy: { type: 'OnDelete' },
             minReadySeconds: w.spec.minReadySeconds,
           }),
         },
+        template,
         dropped,
       };
     case 'DaemonSet':
@@ -248,6 +180,7 @@ function twinWorkload(
             minReadySeconds: w.spec.minReadySeconds,
           }),
         },
+        template,
         dropped,
       };
     case 'Job': {
@@ -263,6 +196,7 @@ function twinWorkload(
             template,
           }),
         },
+        template,
         dropped,
       };
     }
@@ -278,13 +212,9 @@ function twinPdb(p: PdbObject): object {
   };
 }
 
-function twinPod(
-  p: PodObject,
-  known: { priorityClasses: Set<string> },
-  nodes: Set<string>,
-): TwinSpec & { manifest: object } {
+function twinPod(p: PodObject, known: Known, nodes: Set<string>): TwinSpec & { manifest: object } {
   const onKnownNode = p.spec.nodeName !== undefined && nodes.has(p.spec.nodeName);
-  const { spec, dropped } = twinPodSpec(p.spec, known, onKnownNode);
+  const { spec, dropped } = twinPodSpec(p.spec, known, onKnownNode ? p.spec.nodeName : undefined);
   if (p.spec.nodeName && !onKnownNode) dropped.push(`nodeName ${p.spec.nodeName} (not in the snapshot)`);
   return {
     manifest: {
@@ -339,6 +269,10 @@ export function buildTwin(s: Snapshot): Twin {
       .sort()
       .map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),
   ];
+  const nodeNames = new Set(s.nodes.map((n) => n.metadata.name));
+  const live = livePods(s);
+  const seeds: object[] = [];
+  const seedReplicaSets: object[] = [];
   const workloads: object[] = [];
   const expectations: TwinExpectation[] = [];
   const noteDropped = (what: string, dropped: string[]) => {
@@ -352,12 +286,14 @@ export function buildTwin(s: Snapshot): Twin {
     const built = twinWorkload(w, standing, known);
     if (built.note) notes.push(built.note);
     noteDropped(key, built.dropped);
-    if (!built.manifest) continue;
+    if (!built.manifest || !built.template) continue;
     workloads.push(built.manifest);
+    const seeded = built.template ? seedsOf(w, built.template, live.get(key) ?? [], nodeNames) : { pods: [] };
+    seeds.push(...seeded.pods);
+    if (seeded.replicaSet) seedReplicaSets.push(seeded.replicaSet);
     if (standing) expectations.push({ workload: key, standing });
   }
   const pods: object[] = [];
-  const nodeNames = new Set(s.nodes.map((n) => n.metadata.name));
   for (const p of s.pods) {
     if (isTerminal(p) || owners.topOf(p.metadata)) continue;
     const key = owners.keyOf(p);
@@ -397,6 +333,8 @@ export function buildTwin(s: Snapshot): Twin {
       ),
     updatePolicies: s.updatePolicies.map(custom),
     plans: s.plans.map(custom),
+    seeds,
+    seedReplicaSets,
     workloads,
     pdbs: s.pdbs.map(twinPdb),
     pods,

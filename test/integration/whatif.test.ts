@@ -37,7 +37,7 @@ import { readSnapshotFiles } from '../../src/whatif/parse.ts';
 import { clusterSources, readSnapshotFrom } from '../../src/whatif/read-cluster.ts';
 import { type Snapshot, SnapshotCollector } from '../../src/whatif/snapshot.ts';
 import { buildTwin } from '../../src/whatif/twin.ts';
-import { nodeZones, type PodStanding, podStandings } from '../../src/whatif/workloads.ts';
+import { livePods, nodeZones, type PodStanding, podStandings } from '../../src/whatif/workloads.ts';
 
 const READER = 'system:serviceaccount:default:whatif-reader';
 const NS = 'shop';
@@ -193,6 +193,18 @@ function classes(s: Snapshot): Record<string, object> {
     const unreadyZones = st.unreadyNodes.map((n) => zones.get(n) ?? '?').sort();
     out[key] = { pods, scheduled, ready, unready, zones: placed, unreadyZones };
   }
+  return out;
+}
+
+/** Per workload, the nodes of its placed pods, and of its unready ones. */
+function placements(s: Snapshot): Record<string, { nodes: string[]; unready: string[] }> {
+  const standings = podStandings(s);
+  const out: Record<string, { nodes: string[]; unready: string[] }> = {};
+  for (const [key, pods] of livePods(s))
+    out[key] = {
+      nodes: pods.flatMap((p) => p.spec.nodeName ?? []).sort(),
+      unready: standings.get(key)?.unreadyNodes ?? [],
+    };
   return out;
 }
 
@@ -360,6 +372,18 @@ test('the twin of the snapshot stands as the source did: nodes, placement classe
   for (const key of Object.keys(sourceClasses).filter((k) => k.startsWith(`${NS}/`)))
     assert.deepEqual(classes(copy)[key], sourceClasses[key], key);
   assert.deepEqual(pdbStatus(copy), pdbStatus(source));
+  // Seeds: each pod on its snapshot node, the unready ones too, the Deployment's under one ReplicaSet.
+  for (const key of [`${NS}/Deployment/web`, `${NS}/StatefulSet/db`])
+    assert.deepEqual(placements(copy)[key], placements(source)[key], `${key} on the same nodes`);
+  const replicaSetsOfWeb = (s: Snapshot) =>
+    s.workloads
+      .filter((w) => w.kind === 'ReplicaSet' && w.metadata.ownerReferences?.some((o) => o.name === 'web'))
+      .map((w) => w.metadata.name);
+  assert.deepEqual(
+    replicaSetsOfWeb(copy),
+    replicaSetsOfWeb(source),
+    "the Deployment adopted the source's ReplicaSet",
+  );
   const logsNodes = (s: Snapshot) =>
     s.pods
       .filter((p) => p.metadata.name.startsWith('logs-'))

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Snapshot, SnapshotCollector } from '../../src/whatif/snapshot.ts';
-import { buildTwin, TWIN_IMAGE, TWIN_JOB_RUN } from '../../src/whatif/twin.ts';
+import { buildTwin, TWIN_JOB_RUN } from '../../src/whatif/twin.ts';
+import { TWIN_IMAGE } from '../../src/whatif/twin-spec.ts';
 import { unreadyPicks } from '../../src/whatif/unready.ts';
 import { podStandings } from '../../src/whatif/workloads.ts';
 import { rawNode, rawPdb, rawPod, rawWorkload } from './whatif-fixtures.ts';
@@ -296,6 +297,79 @@ test("buildTwin: a ReplicaSet of no Deployment in the snapshot is made with its 
   });
 });
 
+test("buildTwin: seeds, pods of a Deployment's ReplicaSet and a StatefulSet on their snapshot nodes, made for their owners to adopt", () => {
+  const twin = buildTwin(shop());
+  type Seed = M & { spec: { nodeName?: string; containers: { image: string }[] } };
+  const seeds = twin.seeds as Seed[];
+  assert.deepEqual(
+    seeds.map((p) => `${p.metadata.name} on ${p.spec.nodeName}`),
+    ['web-1 on n1', 'web-2 on n2', 'db-0 on n1', 'db-1 on n2'],
+    'placed pods only (web-3 was pending); no DaemonSet, Job or bare pod among them',
+  );
+  const web1 = byName(seeds, 'Pod', 'web-1') as Seed;
+  assert.deepEqual(web1.metadata.labels, { app: 'web', 'pod-template-hash': 'abc123' });
+  assert.equal(web1.spec.containers[0]?.image, TWIN_IMAGE);
+  assert.equal(web1.metadata.namespace, 'shop');
+  assert.equal(
+    (web1 as { metadata: { ownerReferences?: unknown } }).metadata.ownerReferences,
+    undefined,
+    'an orphan: its owner adopts it',
+  );
+  assert.deepEqual(byName(seeds, 'Pod', 'db-0').metadata.labels, { app: 'web' }, 'no hash for a StatefulSet');
+
+  const [rs] = twin.seedReplicaSets as M[];
+  assert.equal(twin.seedReplicaSets.length, 1);
+  assert.equal(rs?.metadata.name, 'web-abc123', "the snapshot's ReplicaSet of those pods");
+  assert.equal(rs?.spec.replicas, 3);
+  assert.deepEqual(rs?.spec.selector, { matchLabels: { app: 'web', 'pod-template-hash': 'abc123' } });
+  const web = byName(twin.workloads, 'Deployment', 'web');
+  const rsTemplate = rs?.spec.template as { metadata: { labels: object }; spec: object };
+  const webTemplate = web.spec.template as { metadata: { labels: object }; spec: object };
+  assert.deepEqual(
+    rsTemplate.spec,
+    webTemplate.spec,
+    "the Deployment's template, so that it is its current one",
+  );
+  assert.deepEqual(web1.metadata.annotations, (webTemplate.metadata as M['metadata']).annotations);
+  assert.deepEqual(rsTemplate.metadata.labels, {
+    ...webTemplate.metadata.labels,
+    'pod-template-hash': 'abc123',
+  });
+  assert.deepEqual(
+    byName(twin.workloads, 'StatefulSet', 'db').spec.updateStrategy,
+    { type: 'OnDelete' },
+    'no rolling update replaces its seeds',
+  );
+});
+
+test('buildTwin: at most replicas seeds; a StatefulSet seeds only its own ordinals; pods on unknown nodes are not seeded', () => {
+  const c = new SnapshotCollector();
+  const add = (o: unknown) => c.add(o, 'test');
+  add(rawNode('n1', 'zone-a'));
+  add(rawWorkload('ReplicaSet', 'solo', { replicas: 2 }));
+  for (const [name, node] of [
+    ['solo-a', 'n1'],
+    ['solo-b', 'n1'],
+    ['solo-c', 'n1'],
+    ['solo-d', 'gone'],
+  ])
+    add(rawPod(name as string, node, { owner: { kind: 'ReplicaSet', name: 'solo' } }));
+  add(rawWorkload('StatefulSet', 'db', { replicas: 2, serviceName: 'db' }));
+  for (const name of ['db-0', 'db-2', 'db-01', 'dbx-1'])
+    add(rawPod(name, 'n1', { owner: { kind: 'StatefulSet', name: 'db' } }));
+  const twin = buildTwin(c.finish());
+  assert.deepEqual(
+    (twin.seeds as M[]).map((p) => p.metadata.name),
+    ['solo-a', 'solo-b', 'db-0'],
+  );
+  assert.deepEqual(
+    (twin.seeds as M[])[0]?.metadata.labels,
+    { app: 'web' },
+    "a lone ReplicaSet's selector, no hash",
+  );
+  assert.deepEqual(twin.seedReplicaSets, [], 'a ReplicaSet of no Deployment is made as a workload');
+});
+
 test('buildTwin of an empty snapshot is empty', () => {
   const twin = buildTwin(new SnapshotCollector().finish());
   assert.deepEqual(twin, {
@@ -304,6 +378,8 @@ test('buildTwin of an empty snapshot is empty', () => {
     priorityClasses: [],
     updatePolicies: [],
     plans: [],
+    seeds: [],
+    seedReplicaSets: [],
     workloads: [],
     pdbs: [],
     pods: [],
