@@ -4,8 +4,9 @@ import { readSnapshotFiles } from '../whatif/parse.ts';
 import { buildReport, type WhatifReport } from '../whatif/report.ts';
 import { reportSvg } from '../whatif/report-svg.ts';
 import { formatMs, reportTable } from '../whatif/report-table.ts';
+import { retimed } from '../whatif/retime.ts';
 import { type Snapshot, SnapshotError } from '../whatif/snapshot.ts';
-import { observedAtSpeed, type PoolTimes, TimingError, twinTiming } from '../whatif/timing.ts';
+import { type PoolTimes, TimingError, twinTiming } from '../whatif/timing.ts';
 import { buildTwin } from '../whatif/twin.ts';
 import { err, out, UsageError } from './command.ts';
 import type { WhatifRunHarness } from './harness.ts';
@@ -97,7 +98,7 @@ export async function runPrediction(
     return 1;
   }
   for (const d of result.twin.differences) err(`twin differs from the snapshot: ${d}`);
-  const report = buildReport(observedAtSpeed(result.observations, flags.speed));
+  const report = buildReport(retimed(result.observations, flags.speed));
   if (flags.format === 'json') {
     const output: RunOutput = {
       ...report,

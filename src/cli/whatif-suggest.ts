@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { buildReport, type WhatifReport } from '../whatif/report.ts';
 import { reportSvg } from '../whatif/report-svg.ts';
 import { formatMs } from '../whatif/report-table.ts';
+import { retimed } from '../whatif/retime.ts';
 import { type Snapshot, SnapshotError } from '../whatif/snapshot.ts';
 import {
   type Candidate,
@@ -18,7 +19,7 @@ import {
 } from '../whatif/suggest.ts';
 import { outcomeOf, rankSuggestions, type Tried } from '../whatif/suggest-rank.ts';
 import { suggestOutput, suggestTable } from '../whatif/suggest-report.ts';
-import { observedAtSpeed, TimingError, twinTiming } from '../whatif/timing.ts';
+import { TimingError, twinTiming } from '../whatif/timing.ts';
 import { buildTwin } from '../whatif/twin.ts';
 import { durationFlag } from './args.ts';
 import { err, out, UsageError } from './command.ts';
@@ -112,7 +113,7 @@ export async function runSuggest(
         until: facts.members,
         log: (line) => err(`    ${line}`),
       });
-      const report = buildReport(observedAtSpeed(result.observations, flags.speed));
+      const report = buildReport(retimed(result.observations, flags.speed));
       tried.push({ candidate, outcome: outcomeOf(report, facts.policy, suggest.windowMs) });
       reports.set(candidate, report);
     } catch (e) {
