@@ -5,7 +5,7 @@
  */
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../api/keys.ts';
-import { Phase } from '../api/phases.ts';
+import { isPhase, Phase } from '../api/phases.ts';
 import { inAttemptPhase } from './checker-phases.ts';
 
 /** A pool's waves: the first of `initial` nodes, each next `growth` times as many. */
@@ -29,9 +29,10 @@ export function waveLimit(w: WaveBudget, completed: number): number {
 }
 
 /**
- * The most a wave may hold after `completed` attempts completed and `unsure` more ended Idle after their
- * node was Failed: the operator counts such an attempt failed, and also completed when its pass sees it
- * Idle before the slot goes (and never once a resume forgave it), so either count may be its own.
+ * The most a wave may hold after `completed` attempts completed and `unsure` more ended as attemptEnd
+ * says: the operator counts such an attempt completed only when its pass sees the node Idle before the
+ * slot goes (a Failed one, also failed, and never once a resume forgave it), so either count may be its
+ * own.
  */
 export function waveLimitUnsure(w: WaveBudget, completed: number, unsure: number): number {
   let most = 0;
@@ -42,6 +43,30 @@ export function waveLimitUnsure(w: WaveBudget, completed: number, unsure: number
 /** An attempt of `node` just completed: it left an attempt's phase for Idle. */
 export const completedAttempt = (node: V1Node, old: V1Node | undefined): boolean =>
   inAttemptPhase(old) && (node.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle;
+
+/** A third party just overwrote the phase of `node` in an attempt with a value that is no phase. */
+export function garbledInAttempt(node: V1Node, old: V1Node | undefined): boolean {
+  const state = node.metadata?.annotations?.[Annotations.state];
+  return inAttemptPhase(old) && state !== undefined && !isPhase(state);
+}
+
+/**
+ * How an update of a node counts in its waved pool's rollout: a completed attempt; an unsure one, which
+ * the operator may or may not count completed (waveLimitUnsure); or nothing. Unsure: an attempt that
+ * ended Idle after its node was Failed in it, or after its phase was overwritten with no phase (the
+ * operator restores the phase from the node's other keys and ends the attempt; ended Idle, nothing is
+ * left to do, and its pass counts it completed if it sees the node Idle before the slot goes).
+ */
+export function attemptEnd(
+  node: V1Node,
+  old: V1Node | undefined,
+  was: { failed: boolean; garbled: boolean },
+): 'completed' | 'unsure' | undefined {
+  if (completedAttempt(node, old)) return was.failed ? 'unsure' : 'completed';
+  const idle = (node.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle;
+  if (was.garbled && idle) return 'unsure';
+  return undefined;
+}
 
 /** Nothing of the pool's rollout is left: no node in an attempt, waiting, or needing a reboot. */
 export function rolloutOver(nodes: readonly V1Node[]): boolean {

@@ -66,7 +66,7 @@ import {
 } from './checker-plans.ts';
 import { protocolGrantMissing, rebootMarkOf } from './checker-protocols.ts';
 import { type Budget, disruptedNow, inAttempt, labelsOf, podNodes, scopes } from './checker-scopes.ts';
-import { completedAttempt, rolloutOver, waveLimitUnsure } from './checker-waves.ts';
+import { attemptEnd, garbledInAttempt, rolloutOver, waveLimitUnsure } from './checker-waves.ts';
 import type { Violation } from './violation.ts';
 
 export type { PlanBudget } from './checker-plans.ts';
@@ -133,10 +133,12 @@ export class SafetyChecker {
   readonly #adminCordoned = new Map<string, string>();
   /** Attempts completed in each waved budget's rollout so far (by budget name). */
   readonly #completed = new Map<string, number>();
-  /** Of those, the attempts whose node was Failed in them (checker-waves.ts waveLimitUnsure). */
+  /** Attempts beside those that the operator may or may not count completed (checker-waves.ts attemptEnd). */
   readonly #unsure = new Map<string, number>();
   /** Nodes Failed in their attempt in progress. */
   readonly #failedInAttempt = new Set<string>();
+  /** Nodes whose phase a third party overwrote with no phase in their attempt, not yet restored. */
+  readonly #garbledInAttempt = new Set<string>();
   /** performance.now() since when each disrupted node has been disrupted, as this watch saw it. */
   readonly #disruptedSince = new Map<string, number>();
   /** The autoscalers' protection annotations each node carried when first seen: someone else's. */
@@ -524,20 +526,23 @@ export class SafetyChecker {
   /** A completed attempt counts in its waved pool's rollout; a rollout with nothing left starts over. */
   #countWaves(node: V1Node, old: V1Node | undefined): void {
     const name = node.metadata?.name ?? '';
-    const completed = completedAttempt(node, old);
-    const wasFailed = this.#failedInAttempt.has(name);
-    if (node.metadata?.annotations?.[Annotations.state] === Phase.failed) this.#failedInAttempt.add(name);
+    const state = node.metadata?.annotations?.[Annotations.state];
+    const ended = attemptEnd(node, old, {
+      failed: this.#failedInAttempt.has(name),
+      garbled: this.#garbledInAttempt.has(name),
+    });
+    if (state === Phase.failed) this.#failedInAttempt.add(name);
     else if (!inAttemptPhase(node)) this.#failedInAttempt.delete(name);
+    if (garbledInAttempt(node, old)) this.#garbledInAttempt.add(name);
+    else if (state === undefined || isPhase(state)) this.#garbledInAttempt.delete(name);
     for (const b of this.#budgets) {
       if (!b.waves || !b.selects(labelsOf(node))) continue;
       const mine = this.#informer.list().filter((n) => b.selects(labelsOf(n)));
       if (rolloutOver(mine)) {
         this.#completed.delete(b.name);
         this.#unsure.delete(b.name);
-      } else if (completed) {
-        this.#completed.set(b.name, (this.#completed.get(b.name) ?? 0) + (wasFailed ? 0 : 1));
-        if (wasFailed) this.#unsure.set(b.name, (this.#unsure.get(b.name) ?? 0) + 1);
-      }
+      } else if (ended === 'completed') this.#completed.set(b.name, (this.#completed.get(b.name) ?? 0) + 1);
+      else if (ended === 'unsure') this.#unsure.set(b.name, (this.#unsure.get(b.name) ?? 0) + 1);
     }
   }
 

@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { completedAttempt, rolloutOver, waveLimit, waveLimitUnsure } from '../../src/sim/checker-waves.ts';
+import {
+  attemptEnd,
+  completedAttempt,
+  garbledInAttempt,
+  rolloutOver,
+  waveLimit,
+  waveLimitUnsure,
+} from '../../src/sim/checker-waves.ts';
 import { node } from './operator-fixtures.ts';
 
 test("the checker's wave limit: the current wave's size less its completed attempts", () => {
@@ -47,4 +54,34 @@ test("an attempt that ended Idle after its node was Failed may or may not be the
   ];
   for (const [completed, unsure, limit] of table)
     assert.equal(waveLimitUnsure(w, completed, unsure), limit, `${completed} completed, ${unsure} unsure`);
+});
+
+test('attemptEnd: completed, unsure after Failed or a phase overwritten with no phase, else nothing', () => {
+  // Gates campaign seed 5: node-3, rebooted in wave 2, had its phase overwritten ("Garbage"); the
+  // operator restored it, ended the attempt Idle (nothing left) and counted it completed, so wave 3
+  // admitted 2 nodes where a checker that did not count it allowed 1.
+  const at = (phase?: string) => node('a', { annotations: phase ? { [Annotations.state]: phase } : {} });
+  const plain = { failed: false, garbled: false };
+  const cases: [
+    string | undefined,
+    string | undefined,
+    { failed: boolean; garbled: boolean },
+    string | undefined,
+  ][] = [
+    [Phase.idle, Phase.afterReboot, plain, 'completed'],
+    [Phase.idle, Phase.failed, { failed: true, garbled: false }, 'unsure'],
+    [Phase.idle, Phase.afterReboot, { failed: true, garbled: false }, 'unsure'],
+    [Phase.idle, 'Garbage', { failed: false, garbled: true }, 'unsure'],
+    [undefined, 'Garbage', { failed: false, garbled: true }, 'unsure'],
+    [Phase.pending, 'Garbage', { failed: false, garbled: true }, undefined],
+    [Phase.idle, 'Garbage', plain, undefined],
+    [Phase.pending, Phase.draining, plain, undefined],
+    [Phase.rebooting, 'Garbage', { failed: false, garbled: true }, undefined],
+  ];
+  for (const [now, before, was, want] of cases)
+    assert.equal(attemptEnd(at(now), at(before), was), want, `${before} → ${now} ${JSON.stringify(was)}`);
+  assert.equal(garbledInAttempt(at('Garbage'), at(Phase.afterReboot)), true);
+  assert.equal(garbledInAttempt(at('Garbage'), at(Phase.idle)), false, 'not in an attempt');
+  assert.equal(garbledInAttempt(at(Phase.idle), at(Phase.afterReboot)), false, 'a phase');
+  assert.equal(garbledInAttempt(at(undefined), at(Phase.afterReboot)), false, 'removed: Idle');
 });
