@@ -77,3 +77,67 @@ export function rolloutOver(nodes: readonly V1Node[]): boolean {
     );
   });
 }
+
+/** How a node's update counts in the waved budgets that select it (checker.ts names them). */
+export interface WaveUpdate {
+  node: V1Node;
+  old: V1Node | undefined;
+  /** The waved budgets selecting the node, each with whether its rollout is over now. */
+  budgets: { name: string; over: boolean; nodes: readonly string[] }[];
+}
+
+/**
+ * What the checker counts of each waved budget's rollout (by budget name), from the nodes' updates
+ * alone: completed attempts, unsure ones (attemptEnd; and a completed one whose node was then deleted:
+ * the operator counts an attempt when a pass sees its node Idle with the slot still held, and a node
+ * deleted, and registered again without nuo's keys, before that pass never is).
+ */
+export class WaveTally {
+  readonly #completed = new Map<string, number>();
+  readonly #unsure = new Map<string, number>();
+  /** Nodes Failed in their attempt in progress. */
+  readonly #failed = new Set<string>();
+  /** Nodes whose phase a third party overwrote with no phase in their attempt, not yet restored. */
+  readonly #garbled = new Set<string>();
+  /** Nodes whose last attempt counted completed in the rollouts in progress. */
+  readonly #completedNodes = new Set<string>();
+
+  #add(counts: Map<string, number>, budget: string, by: number): void {
+    counts.set(budget, (counts.get(budget) ?? 0) + by);
+  }
+
+  updated({ node, old, budgets }: WaveUpdate): void {
+    const name = node.metadata?.name ?? '';
+    const state = node.metadata?.annotations?.[Annotations.state];
+    const ended = attemptEnd(node, old, { failed: this.#failed.has(name), garbled: this.#garbled.has(name) });
+    if (state === Phase.failed) this.#failed.add(name);
+    else if (!inAttemptPhase(node)) this.#failed.delete(name);
+    if (garbledInAttempt(node, old)) this.#garbled.add(name);
+    else if (state === undefined || isPhase(state)) this.#garbled.delete(name);
+    if (ended === 'completed') this.#completedNodes.add(name);
+    else if (inAttemptPhase(node)) this.#completedNodes.delete(name);
+    for (const b of budgets) {
+      if (b.over) {
+        this.#completed.delete(b.name);
+        this.#unsure.delete(b.name);
+        for (const n of b.nodes) this.#completedNodes.delete(n);
+      } else if (ended === 'completed') this.#add(this.#completed, b.name, 1);
+      else if (ended === 'unsure') this.#add(this.#unsure, b.name, 1);
+    }
+  }
+
+  /** A node was deleted: its completion in the rollouts of `budgets` (those selecting it) is unsure. */
+  deleted(name: string, budgets: readonly string[]): void {
+    if (!this.#completedNodes.delete(name)) return;
+    for (const b of budgets) {
+      if ((this.#completed.get(b) ?? 0) === 0) continue;
+      this.#add(this.#completed, b, -1);
+      this.#add(this.#unsure, b, 1);
+    }
+  }
+
+  /** The most of the budget's nodes its current wave allows in attempts at once. */
+  limit(budget: string, w: WaveBudget): number {
+    return waveLimitUnsure(w, this.#completed.get(budget) ?? 0, this.#unsure.get(budget) ?? 0);
+  }
+}

@@ -55,7 +55,7 @@ import { pollUntil } from '../util/poll.ts';
 import { GateChecker, type GateSettings } from './checker-gates.ts';
 import { settledDisruptions } from './checker-gates-rules.ts';
 import { type KuredLockRef, kuredHolders } from './checker-kured.ts';
-import { CORDONED_PHASES, inAttemptPhase, lifecycleLeft, protectionLeft } from './checker-phases.ts';
+import { CORDONED_PHASES, lifecycleLeft, protectionLeft } from './checker-phases.ts';
 import {
   isPlanReboot,
   nodeOfPlanPod,
@@ -66,7 +66,7 @@ import {
 } from './checker-plans.ts';
 import { protocolGrantMissing, rebootMarkOf } from './checker-protocols.ts';
 import { type Budget, disruptedNow, inAttempt, labelsOf, podNodes, scopes } from './checker-scopes.ts';
-import { attemptEnd, garbledInAttempt, rolloutOver, waveLimitUnsure } from './checker-waves.ts';
+import { rolloutOver, WaveTally } from './checker-waves.ts';
 import type { Violation } from './violation.ts';
 
 export type { PlanBudget } from './checker-plans.ts';
@@ -131,14 +131,8 @@ export class SafetyChecker {
    * late from before it.
    */
   readonly #adminCordoned = new Map<string, string>();
-  /** Attempts completed in each waved budget's rollout so far (by budget name). */
-  readonly #completed = new Map<string, number>();
-  /** Attempts beside those that the operator may or may not count completed (checker-waves.ts attemptEnd). */
-  readonly #unsure = new Map<string, number>();
-  /** Nodes Failed in their attempt in progress. */
-  readonly #failedInAttempt = new Set<string>();
-  /** Nodes whose phase a third party overwrote with no phase in their attempt, not yet restored. */
-  readonly #garbledInAttempt = new Set<string>();
+  /** What the checker counts of each waved budget's rollout. */
+  readonly #waves = new WaveTally();
   /** performance.now() since when each disrupted node has been disrupted, as this watch saw it. */
   readonly #disruptedSince = new Map<string, number>();
   /** The autoscalers' protection annotations each node carried when first seen: someone else's. */
@@ -482,6 +476,10 @@ export class SafetyChecker {
   #observe(type: string, node: V1Node, old: V1Node | undefined): void {
     const name = node.metadata?.name ?? '';
     if (type === 'delete') {
+      this.#waves.deleted(
+        name,
+        this.#budgets.filter((b) => b.waves && b.selects(labelsOf(node))).map((b) => b.name),
+      );
       this.#adminCordoned.delete(name);
       this.#markedCordoned.delete(name);
       this.#disruptedSince.delete(name);
@@ -525,31 +523,19 @@ export class SafetyChecker {
 
   /** A completed attempt counts in its waved pool's rollout; a rollout with nothing left starts over. */
   #countWaves(node: V1Node, old: V1Node | undefined): void {
-    const name = node.metadata?.name ?? '';
-    const state = node.metadata?.annotations?.[Annotations.state];
-    const ended = attemptEnd(node, old, {
-      failed: this.#failedInAttempt.has(name),
-      garbled: this.#garbledInAttempt.has(name),
-    });
-    if (state === Phase.failed) this.#failedInAttempt.add(name);
-    else if (!inAttemptPhase(node)) this.#failedInAttempt.delete(name);
-    if (garbledInAttempt(node, old)) this.#garbledInAttempt.add(name);
-    else if (state === undefined || isPhase(state)) this.#garbledInAttempt.delete(name);
-    for (const b of this.#budgets) {
-      if (!b.waves || !b.selects(labelsOf(node))) continue;
-      const mine = this.#informer.list().filter((n) => b.selects(labelsOf(n)));
-      if (rolloutOver(mine)) {
-        this.#completed.delete(b.name);
-        this.#unsure.delete(b.name);
-      } else if (ended === 'completed') this.#completed.set(b.name, (this.#completed.get(b.name) ?? 0) + 1);
-      else if (ended === 'unsure') this.#unsure.set(b.name, (this.#unsure.get(b.name) ?? 0) + 1);
-    }
+    const budgets = this.#budgets
+      .filter((b) => b.waves && b.selects(labelsOf(node)))
+      .map((b) => {
+        const mine = this.#informer.list().filter((n) => b.selects(labelsOf(n)));
+        return { name: b.name, over: rolloutOver(mine), nodes: mine.map((n) => n.metadata?.name ?? '') };
+      });
+    this.#waves.updated({ node, old, budgets });
   }
 
   /** The most of a budget's nodes in attempts at once now: its max, or less in a wave. */
   #max(b: Budget): number {
     if (!b.waves) return b.max;
-    const limit = waveLimitUnsure(b.waves, this.#completed.get(b.name) ?? 0, this.#unsure.get(b.name) ?? 0);
+    const limit = this.#waves.limit(b.name, b.waves);
     return Math.min(b.max, limit);
   }
 

@@ -7,6 +7,7 @@ import {
   completedAttempt,
   garbledInAttempt,
   rolloutOver,
+  WaveTally,
   waveLimit,
   waveLimitUnsure,
 } from '../../src/sim/checker-waves.ts';
@@ -84,4 +85,40 @@ test('attemptEnd: completed, unsure after Failed or a phase overwritten with no 
   assert.equal(garbledInAttempt(at('Garbage'), at(Phase.idle)), false, 'not in an attempt');
   assert.equal(garbledInAttempt(at(Phase.idle), at(Phase.afterReboot)), false, 'a phase');
   assert.equal(garbledInAttempt(at(undefined), at(Phase.afterReboot)), false, 'removed: Idle');
+});
+
+test('WaveTally: completions, unsure ends, a completed node deleted before the operator could count it, a rollout over', () => {
+  // Waves 2, 4. Gates campaign seed 13: node-0 completed in wave 1 and was deleted and registered again
+  // before a pass saw it Idle with its slot: the operator never counted it and admitted 2 more at once.
+  const w = { initial: 2, growth: 2 };
+  const at = (name: string, phase?: string) =>
+    node(name, { annotations: phase ? { [Annotations.state]: phase } : {} });
+  const pool = (over = false) => [{ name: 'pool', over, nodes: ['n0', 'n1', 'n2'] }];
+  const tally = new WaveTally();
+  assert.equal(tally.limit('pool', w), 2);
+  tally.updated({ node: at('n0', Phase.idle), old: at('n0', Phase.afterReboot), budgets: pool() });
+  assert.equal(tally.limit('pool', w), 1, 'one of wave 1 completed');
+  tally.deleted('n1', ['pool']);
+  assert.equal(tally.limit('pool', w), 1, 'a node that completed nothing: no change');
+  tally.deleted('n0', ['pool']);
+  assert.equal(tally.limit('pool', w), 2, 'its completion unsure: the most either count allows');
+  tally.deleted('n0', ['pool']);
+  assert.equal(tally.limit('pool', w), 2, 'once');
+
+  tally.updated({ node: at('n1', Phase.failed), old: at('n1', Phase.rebooting), budgets: pool() });
+  tally.updated({ node: at('n1', Phase.idle), old: at('n1', Phase.failed), budgets: pool() });
+  tally.updated({ node: at('n2', 'Garbage'), old: at('n2', Phase.afterReboot), budgets: pool() });
+  tally.updated({ node: at('n2', Phase.idle), old: at('n2', 'Garbage'), budgets: pool() });
+  assert.equal(tally.limit('pool', w), 4, '0 to 3 completed: wave 1 or 2, the most is 4');
+
+  tally.updated({ node: at('n0', Phase.draining), old: at('n0'), budgets: pool() });
+  tally.updated({ node: at('n0', Phase.idle), old: at('n0', Phase.afterReboot), budgets: pool() });
+  tally.updated({ node: at('n0', Phase.draining), old: at('n0', Phase.idle), budgets: pool() });
+  tally.deleted('n0', ['pool']);
+  assert.equal(tally.limit('pool', w), 4, 'in a new attempt when deleted: its completion stays counted');
+
+  tally.updated({ node: at('n1'), old: at('n1', Phase.idle), budgets: pool(true) });
+  assert.equal(tally.limit('pool', w), 2, 'a rollout over starts again at wave 1');
+  tally.deleted('n0', ['pool']);
+  assert.equal(tally.limit('pool', w), 2);
 });
