@@ -1,8 +1,8 @@
 /**
  * A compressed run mapped back to real time by what was compressed (decision 0070). The twin divides
  * its hosts' time down and its policies' durations by the speed; the drains, the scheduler, the API
- * server and the agents' reactions run at their own pace. So a node's time in Rebooting, AfterReboot
- * (the soak), Failed, and in a drain that ran into its timeout, is multiplied back, and the rest of its
+ * server and the agents' reactions run at their own pace (and so does the drain timeout, left undivided).
+ * So a node's time in Rebooting, AfterReboot (the soak) and Failed is multiplied back, and the rest of its
  * attempt kept; an attempt starts as long after the slot it took was freed as it did in the twin; and a
  * node's wait between its own attempts (the retry backoff) is multiplied back. Pure.
  */
@@ -13,15 +13,8 @@ import { observedAtSpeed } from './timing.ts';
 /** Phases whose length the twin divided by its speed: the host down, the soak, a failed attempt's timeouts. */
 const COMPRESSED = new Set<string>([Phase.rebooting, Phase.afterReboot, Phase.failed]);
 
-/** Where a drain goes when it succeeds; left otherwise, it ran into its (divided) timeout. */
-const DRAINED = new Set<string>([Phase.rebootGranted, Phase.upgrading]);
-
-/** How many times longer a phase lasts in real time than it did in the twin, given the phase after it. */
-export function stretch(phase: string, next: string, speed: number): number {
-  if (COMPRESSED.has(phase)) return speed;
-  if (phase === Phase.draining && !DRAINED.has(next)) return speed;
-  return 1;
-}
+/** How many times longer a phase lasts in real time than it did in the twin. */
+export const stretch = (phase: string, speed: number): number => (COMPRESSED.has(phase) ? speed : 1);
 
 const inSlot = (phase: string) => SLOT_PHASES.has(phase as Phase);
 
@@ -82,7 +75,7 @@ function mappedPhases(n: ObservedNode, starts: ReadonlyMap<number, number>, spee
     const start = starts.get(i);
     if (start !== undefined) out.push(start);
     else if (!before || previous === undefined) out.push(p.atMs);
-    else out.push(previous + (p.atMs - before.atMs) * stretch(before.phase, p.phase, speed));
+    else out.push(previous + (p.atMs - before.atMs) * stretch(before.phase, speed));
   });
   return out;
 }

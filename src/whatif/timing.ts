@@ -24,8 +24,10 @@ export function compressDuration(text: string, speed: number): string {
 
 /**
  * The policy with its defaults filled in (a default left out would stay at full length) and every
- * duration divided by `speed`. Windows and scheduled budgets stay as written: the twin's operator reads
- * them on a simulated clock running `speed` times as fast (src/policy/calendar-clock.ts).
+ * duration divided by `speed` but the drain timeout: a twin's drains run at their own pace (decision
+ * 0070), so a divided timeout would end drains the real rollout lets finish. Windows and scheduled
+ * budgets stay as written: the twin's operator reads them on a simulated clock running `speed` times as
+ * fast (src/policy/calendar-clock.ts).
  */
 export function compressPolicy(policy: UpdatePolicyObject, speed: number): UpdatePolicyObject {
   if (speed === 1) return policy;
@@ -38,7 +40,6 @@ export function compressPolicy(policy: UpdatePolicyObject, speed: number): Updat
     ...policy,
     spec: {
       ...spec,
-      drain: { ...spec.drain, timeout: c(spec.drain?.timeout) },
       reboot: {
         ...reboot,
         rebootTimeout: c(reboot.rebootTimeout),

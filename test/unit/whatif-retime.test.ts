@@ -50,21 +50,18 @@ const oneSlot = () =>
     ]),
   ]);
 
-test('stretch: the host down, the soak, a failed attempt and a drain that timed out are multiplied back; the rest is kept', () => {
-  const cases: [string, string, number][] = [
-    ['Rebooting', 'AfterReboot', 10],
-    ['AfterReboot', 'Idle', 10],
-    ['Failed', 'Pending', 10],
-    ['Draining', 'RebootGranted', 1],
-    ['Draining', 'Upgrading', 1],
-    ['Draining', 'Pending', 10],
-    ['Draining', 'Failed', 10],
-    ['RebootGranted', 'Rebooting', 1],
-    ['BeforeReboot', 'Draining', 1],
-    ['Upgrading', 'RebootGranted', 1],
-    ['Pending', 'Draining', 1],
+test('stretch: the host down, the soak and a failed attempt are multiplied back; drains and the rest are kept', () => {
+  const cases: [string, number][] = [
+    ['Rebooting', 10],
+    ['AfterReboot', 10],
+    ['Failed', 10],
+    ['Draining', 1],
+    ['RebootGranted', 1],
+    ['BeforeReboot', 1],
+    ['Upgrading', 1],
+    ['Pending', 1],
   ];
-  for (const [phase, next, want] of cases) assert.equal(stretch(phase, next, 10), want, `${phase} → ${next}`);
+  for (const [phase, want] of cases) assert.equal(stretch(phase, 10), want, phase);
 });
 
 test('retimed: drains and reactions kept, reboots and soaks ×speed; the next attempt as soon after the freed slot', () => {
@@ -83,7 +80,7 @@ test('retimed leaves a real-time run as it is', () => {
   assert.equal(retimed(o, 1), o);
 });
 
-test('retimed: a retry waits its backoff ×speed after its own attempt; a timed-out drain counts ×speed', () => {
+test('retimed: a retry waits its backoff ×speed after its own attempt; a drain that gave up is kept as it ran', () => {
   const o = run([
     node('a', [
       ['Pending', 0],
@@ -96,7 +93,7 @@ test('retimed: a retry waits its backoff ×speed after its own attempt; a timed-
       ['Idle', 4700],
     ]),
   ]);
-  assert.deepEqual(times(retimed(o, 10)), { a: [0, 0, 30_000, 35_000, 35_500, 35_600, 40_600, 41_600] });
+  assert.deepEqual(times(retimed(o, 10)), { a: [0, 0, 3000, 8000, 8500, 8600, 13_600, 14_600] });
 });
 
 test('retimed: pools free their own slots; an attempt started with the rollout keeps its start', () => {
