@@ -155,11 +155,11 @@ test('a rollout leaves its measured durations in the policy status, and nuo what
     for (const s of d.rebootSeconds) assert.ok(s >= 4 && s < 40, `a reboot of ${s} s for a host down 4 s`);
     const reboot = d.rebootP50Seconds ?? Number.NaN;
     assert.ok(reboot >= 4, String(reboot));
-    assert.deepEqual(
-      d.returnSeconds,
-      d.rebootSeconds.map(() => 0),
-      'a simulated host is Ready as it boots',
-    );
+    // A simulated host posts its new boot ID and Ready in one write; the operator may read them a moment
+    // apart on a loaded machine (0.1 s was seen), never a reboot's length.
+    assert.equal(d.returnSeconds.length, d.samples);
+    for (const s of d.returnSeconds)
+      assert.ok(s >= 0 && s < 1, `a return of ${s} s for a host Ready as it boots`);
 
     const snapshotFile = join(dir, 'measured.yaml');
     const snap = await nuo(['whatif', 'snapshot', `--kubeconfig=${cluster.kubeconfigPath}`]);
