@@ -16,7 +16,7 @@ import { Phase } from '../api/phases.ts';
 import type { UpdatePolicy, UpdatePolicySpec } from '../api/update-policy.ts';
 import { sleep } from '../kube/backoff.ts';
 import { statusCode } from '../kube/errors.ts';
-import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
+import { mergePatch } from '../kube/patch.ts';
 import type { Env } from './chaos-env.ts';
 import { CHAOS_NAMESPACE } from './chaos-faults.ts';
 import { type GatesPlan, RETURN_TIMEOUT_MS } from './chaos-gates-plan.ts';
@@ -24,6 +24,7 @@ import type { Budget } from './checker.ts';
 import type { GateSettings } from './checker-gates.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import type { Fleet } from './fleet.ts';
+import { clearNodeProblem, setNodeProblem } from './node-problem.ts';
 import { applyPolicy, deletePolicies, installPolicyCrd } from './policies.ts';
 import { installWidgetCrd } from './widgets.ts';
 
@@ -150,30 +151,15 @@ async function setHealth(cluster: LocalCluster, health: string, signal?: AbortSi
 }
 
 const setCondition = (core: CoreV1Api, node: string, present: boolean) =>
-  core.patchNodeStatus(
-    {
-      name: node,
-      body: {
-        status: {
-          conditions: [
-            present
-              ? {
-                  type: CONDITION,
-                  status: 'True',
-                  reason: 'DockerHung',
-                  message:
-                    'chaos runner, as node-problem-detector: task docker:7 blocked for more than 120 seconds.',
-                  lastHeartbeatTime: new Date(),
-                  // Held long enough (the policy's `for` is 5m): due at once.
-                  lastTransitionTime: new Date(Date.now() - 10 * 60_000),
-                }
-              : { type: CONDITION, $patch: 'delete' },
-          ],
-        },
-      },
-    },
-    strategicMergePatch,
-  );
+  present
+    ? setNodeProblem(core, node, {
+        type: CONDITION,
+        reason: 'DockerHung',
+        message: 'chaos runner, as node-problem-detector: task docker:7 blocked for more than 120 seconds.',
+        // Held long enough (the policy's `for` is 5m): due at once.
+        since: new Date(Date.now() - 10 * 60_000),
+      })
+    : clearNodeProblem(core, node, CONDITION);
 
 /** A clean slate for a gates run: the run's policy, the Widget healthy, no node with the condition. */
 export async function resetGates(
@@ -238,13 +224,15 @@ export function playGates(
   const want = expected.get(node) ?? 1;
   const remediate = (async () => {
     await sleep(g.remediation.atMs, signal);
+    // No phase is Idle, as nuo reads it (a node deleted and registered again has none); a read that
+    // failed is no answer.
     const state = async () =>
-      (await env.core.readNode({ name: node })).metadata?.annotations?.[Annotations.state];
+      (await env.core.readNode({ name: node })).metadata?.annotations?.[Annotations.state] ?? Phase.idle;
     // The condition comes when no update is left to reboot for (else that reboot takes it: no remediation).
     while (
       !signal.aborted &&
       updated.has(node) &&
-      !(fleet.checker.rebootsOf(node) >= 1 && (await state().catch(() => '')) === Phase.idle)
+      !(fleet.checker.rebootsOf(node) >= 1 && (await state().catch(() => undefined)) === Phase.idle)
     )
       await sleep(250, signal);
     while (!signal.aborted && fleet.checker.rebootsOf(node) < want) {

@@ -9,12 +9,13 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { Annotations, PolicyAnnotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
 import { CHAOS_NAMESPACE } from '../../src/sim/chaos-faults.ts';
 import { GATES_POLICY, prepareGates } from '../../src/sim/chaos-gates.ts';
 import { RACE_MS, SafetyChecker, type Violation } from '../../src/sim/checker.ts';
 import type { GateSettings } from '../../src/sim/checker-gates.ts';
 import { HOUR_MS } from '../../src/sim/checker-gates-rules.ts';
+import { clearNodeProblem, setNodeProblem } from '../../src/sim/node-problem.ts';
 import { applyPolicy } from '../../src/sim/policies.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
@@ -99,10 +100,7 @@ beforeEach(async () => {
   await setHealth('HEALTH_OK');
   for (const name of NODES) {
     await phase(name, Phase.idle, { [Annotations.bootTime]: new Date().toISOString() });
-    await core.patchNodeStatus(
-      { name, body: { status: { conditions: [{ type: 'KernelDeadlock', $patch: 'delete' }] } } },
-      strategicMergePatch,
-    );
+    await clearNodeProblem(core, name, 'KernelDeadlock');
   }
   checker = new SafetyChecker(cluster.kubeconfig, 3, { gates: SETTINGS });
   await checker.start();
@@ -196,25 +194,7 @@ describe('the gates rules fail when broken', () => {
         [Annotations.bootTime]: new Date().toISOString(),
       });
     for (const name of ['node-1', 'node-2']) {
-      await core.patchNodeStatus(
-        {
-          name,
-          body: {
-            status: {
-              conditions: [
-                {
-                  type: 'KernelDeadlock',
-                  status: 'True',
-                  reason: 'Test',
-                  lastHeartbeatTime: new Date(),
-                  lastTransitionTime: new Date(Date.now() - 600_000),
-                },
-              ],
-            },
-          },
-        },
-        strategicMergePatch,
-      );
+      await setNodeProblem(core, name, { type: 'KernelDeadlock', since: new Date(Date.now() - 600_000) });
       await seen(c, name, false);
       await phase(name, Phase.draining);
       await seen(c, name, true);

@@ -23,13 +23,14 @@ import { Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { statusCode } from '../../src/kube/errors.ts';
-import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
 import { unmanagedReason } from '../../src/operator/decide/unmanaged.ts';
 import { readHealth } from '../../src/operator/read/health-check-reads.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet, type FleetOptions } from '../../src/sim/fleet.ts';
 import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
+import { clearNodeProblem, setNodeProblem } from '../../src/sim/node-problem.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
 import { installWidgetCrd } from '../../src/sim/widgets.ts';
 import { deployment, undrainablePod, waitAvailable } from '../../src/sim/workload.ts';
@@ -1086,27 +1087,12 @@ describe('UpdatePolicies', () => {
   test("a node's condition held for `for` gets one remediation reboot through the budget, with its reason and Event, and the pool's next waits for the rate limit; a node up longer than maxUptime is refreshed, a young one is not", async () => {
     const HOUR = 3_600_000;
     const kernelDeadlock = (name: string, minutesAgo: number) =>
-      core.patchNodeStatus(
-        {
-          name,
-          body: {
-            // As node-problem-detector writes it: its own condition type beside the kubelet's.
-            status: {
-              conditions: [
-                {
-                  type: 'KernelDeadlock',
-                  status: 'True',
-                  reason: 'DockerHung',
-                  message: 'task docker:7 blocked for more than 120 seconds.',
-                  lastHeartbeatTime: new Date(),
-                  lastTransitionTime: new Date(Date.now() - minutesAgo * 60_000),
-                },
-              ],
-            },
-          },
-        },
-        strategicMergePatch,
-      );
+      setNodeProblem(core, name, {
+        type: 'KernelDeadlock',
+        reason: 'DockerHung',
+        message: 'task docker:7 blocked for more than 120 seconds.',
+        since: new Date(Date.now() - minutesAgo * 60_000),
+      });
     const refused = await createPolicy('short', {
       nodeSelector: { matchLabels: { pool: 'none' } },
       reboot: { maxUptime: '30m' },
@@ -1166,11 +1152,7 @@ describe('UpdatePolicies', () => {
       for (const name of ['node-4', 'node-5']) assert.equal(f.checker.rebootsOf(name), 0, `${name} is young`);
       await assertSafe(f);
     } finally {
-      for (const name of ['node-0', 'node-1'])
-        await core.patchNodeStatus(
-          { name, body: { status: { conditions: [{ type: 'KernelDeadlock', $patch: 'delete' }] } } },
-          strategicMergePatch,
-        );
+      for (const name of ['node-0', 'node-1']) await clearNodeProblem(core, name, 'KernelDeadlock');
     }
   });
 
