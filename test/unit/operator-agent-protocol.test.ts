@@ -124,7 +124,7 @@ test("each write in the protocol's keys: action → patch", () => {
   const table: Array<[string, WriteAction, typeof hooks | DecideConfig, ReturnType<typeof patchFor>]> = [
     [
       "admitted with hooks: the protocol's before-reboot label, the autoscalers' protection as for nuo's agent",
-      { type: 'admit', node: 'n', reason: 'r' },
+      { type: 'admit', node: 'n', reason: 'r', for: 'Reboot' },
       hooks,
       {
         annotations: {
@@ -424,15 +424,15 @@ test('an attempt ends in the protocol it began in: its slot records it, whatever
   const admitted = withChanges(
     { slots: {} },
     [
-      { type: 'admit', node: 'f', reason: 'r', protocol: FLUO },
-      { type: 'admit', node: 'n', reason: 'r' },
+      { type: 'admit', node: 'f', reason: 'r', for: 'Reboot', protocol: FLUO },
+      { type: 'admit', node: 'n', reason: 'r', for: 'Reboot' },
     ],
     'T',
     'pool',
   );
   assert.deepEqual(admitted.slots, {
-    f: { since: 'T', pool: 'pool', protocol: FLUO },
-    n: { since: 'T', pool: 'pool' },
+    f: { since: 'T', pool: 'pool', protocol: FLUO, reason: 'Reboot' },
+    n: { since: 'T', pool: 'pool', reason: 'Reboot' },
   });
   const claimed = withChanges({ slots: {} }, [{ type: 'claim', node: 'f', since: 'S', protocol: FLUO }], 'T');
   assert.deepEqual(claimed.slots.f, { since: 'S', protocol: FLUO });
@@ -480,7 +480,7 @@ test('an admission of a node of the protocol names it, for its slot', () => {
   );
   assert.deepEqual(
     actions.filter((a) => a.type === 'admit'),
-    [{ type: 'admit', node: 'a', reason: 'reboot needed', protocol: FLUO }],
+    [{ type: 'admit', node: 'a', reason: 'reboot needed', for: 'Reboot', protocol: FLUO }],
   );
 });
 

@@ -475,7 +475,9 @@ describe('decide: the reboot-pending taint', () => {
   });
   test('a node admitted or in an attempt is not written for its taint; off means none anywhere', () => {
     const admitted = run([node('a', { annotations: needs })], { cfg: { pendingTaint: true } });
-    assert.deepEqual(admitted.actions, [{ type: 'admit', node: 'a', reason: 'reboot needed' }]);
+    assert.deepEqual(admitted.actions, [
+      { type: 'admit', node: 'a', reason: 'reboot needed', for: 'Reboot' },
+    ]);
     const inAttempt = run([node('b', { annotations: state(Phase.draining, 5), taints: [pendingTaint] })], {
       ledger: { slots: busy },
       draining: ['b'],

@@ -19,7 +19,7 @@ const cm = (text?: string): V1ConfigMap => ({
 test('a ledger reads its slots and promises; anything malformed is corrupt, never guessed', () => {
   assert.deepEqual(parseLedger(cm()), { slots: {} });
   const ok = {
-    slots: { a: { since: '2026-11-23T12:00:00Z' } },
+    slots: { a: { since: '2026-11-23T12:00:00Z' }, c: { since: '2026-11-23T12:00:01Z', reason: 'Refresh' } },
     next: { b: { after: 'a', since: '2026-11-23T12:00:05Z' } },
   };
   assert.deepEqual(parseLedger(cm(JSON.stringify(ok))), ok);
@@ -29,6 +29,7 @@ test('a ledger reads its slots and promises; anything malformed is corrupt, neve
     ['next not an object', '{"slots":{},"next":3}'],
     ['a promise without its predecessor', '{"slots":{},"next":{"b":{"since":"x"}}}'],
     ['a promise that is null', '{"slots":{},"next":{"b":null}}'],
+    ['a slot for no reason a budget knows', '{"slots":{"a":{"since":"x","reason":"Nap"}}}'],
   ] as const) {
     assert.throws(() => parseLedger(cm(text)), /nuo-system\/nuo-slots is corrupt .*admits no node/, what);
   }
@@ -46,9 +47,9 @@ test("a pass's ledger changes: slots taken and freed, promises made, withdrawn a
       'a slot freed and taken in one write',
       [
         { type: 'release', node: 'a', reason: 'done' },
-        { type: 'admit', node: 'e', reason: 'needed' },
+        { type: 'admit', node: 'e', reason: 'needed', for: 'Reboot' },
       ],
-      { slots: { b: { since: 'B' }, e: { since: at } }, next: before.next, lastGrant: at },
+      { slots: { b: { since: 'B' }, e: { since: at, reason: 'Reboot' } }, next: before.next, lastGrant: at },
     ],
     [
       'a handover recorded: the slot held since the promise',
@@ -108,7 +109,7 @@ test("one ledger holds every pool's budget: each pool sees and changes only its 
           { type: 'claim', node: 'w2', since: 'W2' },
         ],
       ],
-      ['gpu', [{ type: 'admit', node: 'g2', reason: 'needed' }]],
+      ['gpu', [{ type: 'admit', node: 'g2', reason: 'needed', for: 'Reboot' }]],
     ]),
     at,
   );
@@ -116,7 +117,7 @@ test("one ledger holds every pool's budget: each pool sees and changes only its 
     a: { since: 'A' },
     w2: { since: 'W2', pool: 'workers' },
     g1: { since: 'G1', pool: 'gpu' },
-    g2: { since: at, pool: 'gpu' },
+    g2: { since: at, pool: 'gpu', reason: 'Reboot' },
   });
   assert.equal(after.next, undefined);
   assert.equal(after.lastGrant, 'L', "another pool's admission leaves the default pool's spacing alone");

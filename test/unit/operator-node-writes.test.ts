@@ -75,7 +75,7 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
     ],
     [
       'admitted, no hooks: Draining and cordoned in one write',
-      { type: 'admit', node: 'n', reason: 'r' },
+      { type: 'admit', node: 'n', reason: 'r', for: 'Reboot' },
       node(),
       none,
       {
@@ -87,7 +87,7 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
     // eligibility.go, HasNoScaleDownAnnotation: `"true"` only), written by a person.
     [
       "admitted where a person disabled the cluster autoscaler's scale-down: theirs kept, not recorded as nuo's",
-      { type: 'admit', node: 'n', reason: 'r' },
+      { type: 'admit', node: 'n', reason: 'r', for: 'Reboot' },
       node({ [P.clusterAutoscaler]: 'true' }),
       none,
       {
@@ -101,7 +101,7 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
     ],
     [
       'admitted where both are someone else\'s (even Karpenter\'s "false"): nothing of them written',
-      { type: 'admit', node: 'n', reason: 'r' },
+      { type: 'admit', node: 'n', reason: 'r', for: 'Reboot' },
       node({ [P.clusterAutoscaler]: 'true', [P.karpenter]: 'false' }),
       none,
       { annotations: phase(Phase.draining, 'admitted, no before-reboot hooks; draining'), cordon: true },
@@ -126,6 +126,7 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
         type: 'admit',
         node: 'n',
         reason: 'r',
+        for: 'Plan',
         plan: { ref: 'ns/p', hash: 'h', version: 'v', reboot: false, prepare: 'none' },
       },
       node(),
@@ -140,7 +141,7 @@ test('each step writes exactly its keys: action × node × hooks → one patch',
     ],
     [
       'admitted with hooks: their label set, stale hook values cleared',
-      { type: 'admit', node: 'n', reason: 'r' },
+      { type: 'admit', node: 'n', reason: 'r', for: 'Reboot' },
       node({ 'hook/before': 'true' }),
       hooks,
       {

@@ -394,7 +394,7 @@ test('the write that starts a Plan’s attempt names the Plan and cordons as the
   const n = viewNode(node('a', { labels: worker }));
   const start = (prepare: PlanSlot['prepare']) =>
     patchFor(
-      { type: 'admit', node: 'a', reason: 'r', plan: { ...slotOf(plan()), prepare } },
+      { type: 'admit', node: 'a', reason: 'r', for: 'Plan', plan: { ...slotOf(plan()), prepare } },
       n,
       decideConfig,
       NOW,
@@ -418,11 +418,11 @@ test('a node running a Plan’s Job counts as disrupted, slot or not', () => {
 test('the ledger records a Plan’s attempt with its slot, and refuses a malformed one', () => {
   const l = withChanges(
     { slots: {} },
-    [{ type: 'admit', node: 'a', reason: 'r', plan: slotOf(plan()) }],
+    [{ type: 'admit', node: 'a', reason: 'r', for: 'Plan', plan: slotOf(plan()) }],
     NOW.toISOString(),
     'p',
   );
-  assert.deepEqual(l.slots.a, { since: NOW.toISOString(), pool: 'p', plan: slotOf(plan()) });
+  assert.deepEqual(l.slots.a, { since: NOW.toISOString(), pool: 'p', plan: slotOf(plan()), reason: 'Plan' });
   const cm = (slots: unknown) => ({ metadata: {}, data: { 'ledger.json': JSON.stringify({ slots }) } });
   assert.deepEqual(parseLedger(cm(l.slots)).slots.a?.plan, slotOf(plan()));
   assert.throws(() => parseLedger(cm({ a: { since: 'x', plan: { ref: 1 } } })), /"plan" that is not/);

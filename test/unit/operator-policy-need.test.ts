@@ -161,6 +161,7 @@ test('decide admits one remediation an hour through the budget; the others wait 
     type: 'admit',
     node: 'a',
     reason: 'remediation: KernelDeadlock=True since then',
+    for: 'Remediation',
     remediation: true,
   });
   const b = first.actions.find((a) => a.node === 'b');
@@ -183,10 +184,15 @@ test('decide admits one remediation an hour through the budget; the others wait 
 
 test('a remediation admission records its time; a completion that leaves the condition counts an ineffective reboot', () => {
   const n = remediable('a');
-  const write = patchFor({ type: 'admit', node: 'a', reason: 'r', remediation: true }, n, decideConfig, NOW);
+  const write = patchFor(
+    { type: 'admit', node: 'a', reason: 'r', for: 'Remediation', remediation: true },
+    n,
+    decideConfig,
+    NOW,
+  );
   assert.equal(write.annotations[Annotations.remediatedAt], NOW.toISOString());
   assert.equal(
-    patchFor({ type: 'admit', node: 'a', reason: 'r' }, n, decideConfig, NOW).annotations[
+    patchFor({ type: 'admit', node: 'a', reason: 'r', for: 'Reboot' }, n, decideConfig, NOW).annotations[
       Annotations.remediatedAt
     ],
     undefined,

@@ -3,8 +3,9 @@ import { test } from 'node:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
+import type { AttemptReason } from '../../src/api/update-policy.ts';
 import { admissionOrder } from '../../src/operator/decide/admission.ts';
-import { viewNode } from '../../src/operator/decide/node-view.ts';
+import { type NodeView, viewNode } from '../../src/operator/decide/node-view.ts';
 import { releaseStale } from '../../src/operator/decide/slots.ts';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');
@@ -48,6 +49,41 @@ test('a ledger entry is released only when nothing stands behind it', () => {
     const { holders, actions } = releaseStale({ slots: { a: slot } }, byName, NOW);
     assert.deepEqual(actions, reason ? [{ type: 'release', node: 'a', reason }] : [], what);
     assert.equal(holders.has('a'), reason === undefined, what);
+  }
+});
+
+test('an admission not written yet stands only for the reason its budgets allowed', () => {
+  const slot = (reason?: AttemptReason) => ({ since: at(-100), ...(reason ? { reason } : {}) });
+  // Registered again since its admission: no phase, no time; a condition now its only need.
+  const registeredAgain: NodeView = {
+    ...viewNode(node('a', {})),
+    policyAsks: { need: { kind: 'remediation', reason: 'remediation: KernelDeadlock=True' } },
+  };
+  const staged = viewNode(node('a', { [Annotations.rebootNeeded]: 'true' }));
+  const table: Array<[string, NodeView, AttemptReason | undefined, boolean, string | undefined]> = [
+    [
+      'admitted for a reboot, a remediation now: released',
+      registeredAgain,
+      'Reboot',
+      false,
+      'admitted for Reboot, but needs a Remediation now: admitted again under its budgets',
+    ],
+    ['admitted for the remediation it needs: redone', registeredAgain, 'Remediation', false, undefined],
+    ['the same reason: redone', staged, 'Reboot', false, undefined],
+    ['a slot from before reasons were kept: redone', registeredAgain, undefined, false, undefined],
+    ['its admission write in flight: kept', registeredAgain, 'Reboot', true, undefined],
+  ];
+  for (const [what, n, reason, admitting, released] of table) {
+    const { holders, actions } = releaseStale(
+      { slots: { a: slot(reason) } },
+      new Map([['a', n]]),
+      NOW,
+      undefined,
+      undefined,
+      new Set(admitting ? ['a'] : []),
+    );
+    assert.deepEqual(actions, released ? [{ type: 'release', node: 'a', reason: released }] : [], what);
+    assert.equal(holders.has('a'), released === undefined, what);
   }
 });
 

@@ -4,6 +4,7 @@
  */
 import type { ForeignProtocol } from '../../api/keys.ts';
 import type { Phase } from '../../api/phases.ts';
+import type { AttemptReason } from '../../api/update-policy.ts';
 import type { PlanSlot } from './plan-work.ts';
 
 export type Action =
@@ -15,6 +16,8 @@ export type Action =
       type: 'admit';
       node: string;
       reason: string;
+      /** What it is admitted for (spec.budgets judged it for that), recorded in its slot. */
+      for: AttemptReason;
       plan?: PlanSlot;
       protocol?: ForeignProtocol;
       /** Admitted for its policy's remediation: the write records when (nuo.dev/remediated-at). */

@@ -23,7 +23,7 @@ import type { NodeView } from './node-view.ts';
 import { ownNodeLast } from './own-node.ts';
 import { prepareWait } from './plan-prepare.ts';
 import { planSlot } from './plan-work.ts';
-import { reasonLimit } from './reason-budgets.ts';
+import { attemptReason, reasonLimit } from './reason-budgets.ts';
 import { byNodeName } from './slots.ts';
 import type { Wait } from './wait.ts';
 import type { ZoneBudget } from './zones.ts';
@@ -153,6 +153,7 @@ export function admit(input: AdmissionInput): Admission {
       type: 'admit',
       node: n.name,
       reason: needsWork(n, t) ?? 'admitted',
+      for: attemptReason(n, t),
       ...(plan ? { plan: planSlot(plan) } : {}),
       ...(n.protocol ? { protocol: n.protocol } : {}),
       ...(remediation ? { remediation } : {}),

@@ -48,7 +48,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   // Every node of the snapshot is the pool's: which nodes a budget covers is the pool plan's business.
   const eligible = snapshot.nodes;
   const actions: Action[] = revokeForeignGrants(snapshot.nodes, snapshot.ownGrant);
-  const stale = releaseStale(snapshot.ledger, byName, t, c.plans, wake.at);
+  const stale = releaseStale(snapshot.ledger, byName, t, c.plans, wake.at, snapshot.admitting);
   const holders = stale.holders;
   const inFlight = new Set([...snapshot.admitting].filter((name) => !holders.has(name) && byName.has(name)));
   const promises = settlePromises(snapshot.ledger, byName, holders, inFlight, c, t);

@@ -3,6 +3,7 @@
  * budget. A leaf, so that the ledger and the rollout's waves, which the ledger records, both name it.
  */
 import type { ForeignProtocol } from '../../api/keys.ts';
+import type { AttemptReason } from '../../api/update-policy.ts';
 import type { PlanSlot } from './plan-work.ts';
 
 /** The budget a slot counts in: a pool's name; absent for the default pool (''). */
@@ -18,4 +19,9 @@ export interface Slot extends InPool {
    * admission: the attempt ends in it, whatever the policy says meanwhile. Absent: nuo's.
    */
   protocol?: ForeignProtocol;
+  /**
+   * What the node was admitted for, as the pool's budgets for reasons judged it: an admission redone
+   * for another reason is no longer the one they allowed. Absent in a ledger written before it was kept.
+   */
+  reason?: AttemptReason;
 }

@@ -12,14 +12,18 @@ import type { Ledger } from './ledger-view.ts';
 import { ms, needsWork, outsideAttempt, unavailableWithoutSlot } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { type PlanPass, planDoneLabel } from './plan-work.ts';
+import { attemptReason } from './reason-budgets.ts';
 
 /** Actions of these steps that change only the ledger. */
 type LedgerAction = Extract<Action, { type: 'release' | 'unpromise' | 'claim' | 'promise' }>;
 
 /**
  * Ledger entries with nothing behind them: the node is gone, or came back to a phase without a slot (a
- * crash between "node Idle" and "release"). Returns the holders left and the releases. A Plan's attempt
- * that completed keeps its slot for the Plan's postCompleteDelay (`delayed`: held, nothing to step).
+ * crash between "node Idle" and "release"), or an admission not written yet that no longer stands (the
+ * node needs nothing now, or needs it for another reason than the one its budgets allowed). Returns the
+ * holders left and the releases. A Plan's attempt that completed keeps its slot for the Plan's
+ * postCompleteDelay (`delayed`: held, nothing to step). `admitting`: admissions whose node write is in
+ * flight, kept.
  */
 export function releaseStale(
   ledger: Ledger,
@@ -27,6 +31,7 @@ export function releaseStale(
   t: number,
   plans?: PlanPass,
   wake?: (at: number) => void,
+  admitting: ReadonlySet<string> = new Set(),
 ): { holders: Set<string>; actions: LedgerAction[]; delayed: Set<string> } {
   const holders = new Set(Object.keys(ledger.slots));
   const delayed = new Set<string>();
@@ -51,6 +56,11 @@ export function releaseStale(
         wake?.(until);
       } else release(name, `node is ${n.state ?? Phase.idle} after its attempt`);
     } else if (!needsWork(n, t)) release(name, 'admitted, but no longer needs a reboot or a Plan');
+    else if (!admitting.has(name) && slot.reason && slot.reason !== attemptReason(n, t))
+      release(
+        name,
+        `admitted for ${slot.reason}, but needs a ${attemptReason(n, t)} now: admitted again under its budgets`,
+      );
   }
   return { holders, actions, delayed };
 }

@@ -5,6 +5,7 @@
  */
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import { AGENT_PROTOCOLS, type AgentProtocol, LEDGER } from '../../api/keys.ts';
+import { ATTEMPT_REASONS } from '../../api/update-policy.ts';
 import { statusCode } from '../../kube/errors.ts';
 import type { Action } from '../decide/action.ts';
 import type { Ledger } from '../decide/ledger-view.ts';
@@ -107,6 +108,11 @@ export function parseLedger(cm: V1ConfigMap): Ledger {
     const known = new Set<unknown>(AGENT_PROTOCOLS.filter((p: AgentProtocol) => p !== 'nuo'));
     if (protocols.some((p) => p !== undefined && !known.has(p))) {
       throw new Error(`a "protocol" that is not one of ${[...known].join(', ')}`);
+    }
+    const reasons = Object.values(doc.slots).map((s) => (s as { reason?: unknown }).reason);
+    const attemptReasons = new Set<unknown>(ATTEMPT_REASONS);
+    if (reasons.some((r) => r !== undefined && !attemptReasons.has(r))) {
+      throw new Error(`a "reason" that is not one of ${ATTEMPT_REASONS.join(', ')}`);
     }
     const grants: unknown = doc.poolGrants;
     if (
@@ -217,7 +223,8 @@ export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at
       // An admission takes its slot now; a claim records a handover made when its promise was.
       const plan = a.type === 'admit' && a.plan ? { plan: a.plan } : {};
       const protocol = a.protocol ? { protocol: a.protocol } : {};
-      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at, ...tag, ...plan, ...protocol };
+      const reason = a.type === 'admit' ? { reason: a.for } : {};
+      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at, ...tag, ...plan, ...protocol, ...reason };
       delete l.next?.[a.node];
     }
   }
