@@ -88,9 +88,11 @@ export interface WaveUpdate {
 
 /**
  * What the checker counts of each waved budget's rollout (by budget name), from the nodes' updates
- * alone: completed attempts, unsure ones (attemptEnd; and a completed one whose node was then deleted:
- * the operator counts an attempt when a pass sees its node Idle with the slot still held, and a node
- * deleted, and registered again without nuo's keys, before that pass never is).
+ * alone: completed attempts, unsure ones (attemptEnd; a completed one whose node was then deleted; and
+ * one whose node was deleted in it). The operator counts an attempt when a pass sees its node Idle with
+ * the slot still held: a node deleted, and registered again without nuo's keys, before that pass is
+ * never counted, unless a pass finds it ended in its slot (a phase a third client garbled on the new
+ * node, restored and ended Idle).
  */
 export class WaveTally {
   readonly #completed = new Map<string, number>();
@@ -126,13 +128,22 @@ export class WaveTally {
     }
   }
 
-  /** A node was deleted: its completion in the rollouts of `budgets` (those selecting it) is unsure. */
-  deleted(name: string, budgets: readonly string[]): void {
-    if (!this.#completedNodes.delete(name)) return;
+  /**
+   * A node was deleted (`inAttempt`: in an attempt's phase): its completion in the rollouts of `budgets`
+   * (those selecting it) is unsure, and so is the end of the attempt it was in (its phase garbled too).
+   * The node registered again is a new one: nothing of it is carried over.
+   */
+  deleted(name: string, budgets: readonly string[], inAttempt: boolean): void {
+    const ended = inAttempt || this.#garbled.has(name);
+    this.#failed.delete(name);
+    this.#garbled.delete(name);
+    const completed = this.#completedNodes.delete(name);
     for (const b of budgets) {
-      if ((this.#completed.get(b) ?? 0) === 0) continue;
-      this.#add(this.#completed, b, -1);
-      this.#add(this.#unsure, b, 1);
+      if (completed && (this.#completed.get(b) ?? 0) > 0) {
+        this.#add(this.#completed, b, -1);
+        this.#add(this.#unsure, b, 1);
+      }
+      if (ended) this.#add(this.#unsure, b, 1);
     }
   }
 

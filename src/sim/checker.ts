@@ -55,7 +55,7 @@ import { pollUntil } from '../util/poll.ts';
 import { GateChecker, type GateSettings } from './checker-gates.ts';
 import { settledDisruptions } from './checker-gates-rules.ts';
 import { type KuredLockRef, kuredHolders } from './checker-kured.ts';
-import { CORDONED_PHASES, lifecycleLeft, protectionLeft } from './checker-phases.ts';
+import { CORDONED_PHASES, inAttemptPhase, lifecycleLeft, protectionLeft } from './checker-phases.ts';
 import {
   isPlanReboot,
   nodeOfPlanPod,
@@ -475,10 +475,17 @@ export class SafetyChecker {
 
   #observe(type: string, node: V1Node, old: V1Node | undefined): void {
     const name = node.metadata?.name ?? '';
+    // A node deleted and registered again while the watch was down: a list shows only the new one.
+    if (type === 'update' && old?.metadata?.uid && node.metadata?.uid !== old.metadata.uid) {
+      this.#observe('delete', old, undefined);
+      this.#observe('add', node, undefined);
+      return;
+    }
     if (type === 'delete') {
       this.#waves.deleted(
         name,
         this.#budgets.filter((b) => b.waves && b.selects(labelsOf(node))).map((b) => b.name),
+        inAttemptPhase(node),
       );
       this.#adminCordoned.delete(name);
       this.#markedCordoned.delete(name);

@@ -98,11 +98,15 @@ test('WaveTally: completions, unsure ends, a completed node deleted before the o
   assert.equal(tally.limit('pool', w), 2);
   tally.updated({ node: at('n0', Phase.idle), old: at('n0', Phase.afterReboot), budgets: pool() });
   assert.equal(tally.limit('pool', w), 1, 'one of wave 1 completed');
-  tally.deleted('n1', ['pool']);
-  assert.equal(tally.limit('pool', w), 1, 'a node that completed nothing: no change');
-  tally.deleted('n0', ['pool']);
+  tally.deleted('n1', ['pool'], false);
+  assert.equal(
+    tally.limit('pool', w),
+    1,
+    'a node that completed nothing, deleted outside an attempt: no change',
+  );
+  tally.deleted('n0', ['pool'], false);
   assert.equal(tally.limit('pool', w), 2, 'its completion unsure: the most either count allows');
-  tally.deleted('n0', ['pool']);
+  tally.deleted('n0', ['pool'], false);
   assert.equal(tally.limit('pool', w), 2, 'once');
 
   tally.updated({ node: at('n1', Phase.failed), old: at('n1', Phase.rebooting), budgets: pool() });
@@ -114,11 +118,37 @@ test('WaveTally: completions, unsure ends, a completed node deleted before the o
   tally.updated({ node: at('n0', Phase.draining), old: at('n0'), budgets: pool() });
   tally.updated({ node: at('n0', Phase.idle), old: at('n0', Phase.afterReboot), budgets: pool() });
   tally.updated({ node: at('n0', Phase.draining), old: at('n0', Phase.idle), budgets: pool() });
-  tally.deleted('n0', ['pool']);
+  tally.deleted('n0', ['pool'], true);
   assert.equal(tally.limit('pool', w), 4, 'in a new attempt when deleted: its completion stays counted');
 
   tally.updated({ node: at('n1'), old: at('n1', Phase.idle), budgets: pool(true) });
   assert.equal(tally.limit('pool', w), 2, 'a rollout over starts again at wave 1');
-  tally.deleted('n0', ['pool']);
+  tally.deleted('n0', ['pool'], false);
   assert.equal(tally.limit('pool', w), 2);
+});
+
+test('WaveTally: an attempt whose node is deleted in it may end either way for the operator', () => {
+  // Waves 2, 4. Gates campaign seed 12: node-0, deleted in AfterReboot, registered again with no phase;
+  // a third client wrote `Garbage` on the new node, the operator restored it, ended the attempt Idle in
+  // its slot and counted it: wave 2 (of 4) admitted 2 while the checker, which had counted only node-1,
+  // allowed 1.
+  const w = { initial: 2, growth: 2 };
+  const at = (name: string, phase?: string) =>
+    node(name, { annotations: phase ? { [Annotations.state]: phase } : {} });
+  const pool = [{ name: 'pool', over: false, nodes: ['n0', 'n1', 'n2', 'n3'] }];
+  const tally = new WaveTally();
+  tally.updated({ node: at('n1', Phase.idle), old: at('n1', Phase.afterReboot), budgets: pool });
+  assert.equal(tally.limit('pool', w), 1);
+  tally.deleted('n0', ['pool'], true);
+  assert.equal(tally.limit('pool', w), 4, 'counted or not: wave 1 with 1 left, or wave 2 of 4');
+  tally.updated({ node: at('n0'), old: undefined, budgets: pool });
+  tally.updated({ node: at('n0', 'Garbage'), old: at('n0'), budgets: pool });
+  tally.updated({ node: at('n0', Phase.idle), old: at('n0', 'Garbage'), budgets: pool });
+  assert.equal(tally.limit('pool', w), 4, 'the new node ending Idle is no second completion');
+
+  const garbled = new WaveTally();
+  garbled.updated({ node: at('n1', Phase.idle), old: at('n1', Phase.afterReboot), budgets: pool });
+  garbled.updated({ node: at('n2', 'Garbage'), old: at('n2', Phase.draining), budgets: pool });
+  garbled.deleted('n2', ['pool'], false);
+  assert.equal(garbled.limit('pool', w), 4, 'a phase garbled in its attempt: deleted in it all the same');
 });
