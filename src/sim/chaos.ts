@@ -65,6 +65,7 @@ import type { Violation } from './checker.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
 import { Fleet } from './fleet.ts';
 import { RebootBehaviour } from './host.ts';
+import { superviseKwok } from './kwok-leases.ts';
 import { applyPlan, readPlan } from './plans.ts';
 import { placementSummary } from './workload.ts';
 
@@ -138,6 +139,8 @@ export interface RunResult {
   drains: DrainSummary;
   /** A gates run: what its people did, and what the checker saw of the gates. */
   gates?: GatesActs & { halts: number; remediations: number; refreshes: number };
+  /** Times KWOK was restarted because its node Leases had stalled (kwok-leases.ts). */
+  kwokRestarts: number;
 }
 
 export interface ChaosResult {
@@ -227,7 +230,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         result.runaways.map((r) => `; RUNAWAY: ${r}`).join('');
       const d = result.drains;
       o.log(
-        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s;${result.gates ? ` gates: ${JSON.stringify(result.gates)};` : ''} slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}`,
+        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s;${result.gates ? ` gates: ${JSON.stringify(result.gates)};` : ''} slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}${result.kwokRestarts ? `; KWOK restarted ${result.kwokRestarts} time(s), its node Leases stalled` : ''}`,
       );
     }
   } catch (err) {
@@ -378,10 +381,12 @@ async function runOne(
     }
   };
 
+  let supervised: Promise<number> = Promise.resolve(0);
   try {
     await fleet.start();
     replicas.start();
     replicas.start();
+    supervised = superviseKwok(cluster, env, cancelled.signal, (line) => log(`  ${stamp()} kwok: ${line}`));
     const updated = new Set(plan.updates.map((u) => u.node));
     fleet.stageUpdates([...updated]);
     // The policy's own reboots: a refresh, a remediation (beyond an update's).
@@ -439,6 +444,7 @@ async function runOne(
     await faults;
     cancelled.abort();
     await played?.done;
+    const kwokRestarts = await supervised;
     const seen = fleet.checker.gates?.seen;
     return {
       index,
@@ -451,6 +457,7 @@ async function runOne(
       finished: finished === true,
       elapsedMs,
       drains: drainSummary(cluster, replicaIds),
+      kwokRestarts,
       ...(plan.neverReturns && finished ? { expectedStall: plan.neverReturns } : {}),
       ...(played && seen
         ? {

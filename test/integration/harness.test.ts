@@ -12,7 +12,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, beforeEach, describe, test } from 'node:test';
-import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { BatchV1Api, CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { GRANT_KEY_NAME, generateGrantKey, PUBLIC_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
 import { Annotations, JobLabels, PREPARE_STAGE, ScaleDownProtection } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
@@ -20,6 +20,7 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import { type PlanBudget, SafetyChecker, type Violation } from '../../src/sim/checker.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
+import { STALE_LEASE_MS, superviseKwok } from '../../src/sim/kwok-leases.ts';
 import { diagnose, diagnosisFlags } from '../../src/sim/runaway.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
@@ -521,5 +522,45 @@ describe('diagnosing a runaway', () => {
       child.kill('SIGKILL');
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("the chaos runner's KWOK supervisor", () => {
+  test('a KWOK that stops renewing its node Leases (here: stopped with SIGSTOP) is restarted, and the Leases are renewed again', async () => {
+    const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
+    const stop = new AbortController();
+    const notes: string[] = [];
+    const supervised = superviseKwok(cluster, { core, coordination }, stop.signal, (line) =>
+      notes.push(line),
+    );
+    const stalled = Date.now();
+    try {
+      cluster.components.kwok.setPaused(true);
+      await pollUntil('the supervisor to restart KWOK', async () => (notes.length > 0 ? true : undefined), {
+        timeoutMs: STALE_LEASE_MS + 60_000,
+        intervalMs: 500,
+      });
+      assert.match(
+        notes[0] ?? '',
+        /^KWOK stopped renewing the Leases of node-0, node-1, node-2 \(30 s and more\): restarted/,
+      );
+      assert.ok(Date.now() - stalled >= STALE_LEASE_MS, 'not before the Leases were a whole period old');
+      await pollUntil(
+        "every node's Lease renewed by the new KWOK",
+        async () => {
+          const leases = (await coordination.listNamespacedLease({ namespace: 'kube-node-lease' })).items;
+          const renewed = leases.filter(
+            (l) => new Date(l.spec?.renewTime ?? 0).getTime() > stalled + STALE_LEASE_MS,
+          );
+          return renewed.length === NODES.length ? true : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+    } finally {
+      // The stopped KWOK, if the supervisor never replaced it.
+      cluster.components.kwok.setPaused(false);
+      stop.abort();
+    }
+    assert.equal(await supervised, 1, 'restarted once');
   });
 });
