@@ -139,8 +139,8 @@ export interface RunResult {
   drains: DrainSummary;
   /** A gates run: what its people did, and what the checker saw of the gates. */
   gates?: GatesActs & { halts: number; remediations: number; refreshes: number };
-  /** Times KWOK was restarted because its node Leases had stalled (kwok-leases.ts). */
-  kwokRestarts: number;
+  /** Nodes whose Lease KWOK dropped and the runner renewed (kwok-leases.ts). */
+  leasesRenewed: string[];
 }
 
 export interface ChaosResult {
@@ -230,7 +230,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         result.runaways.map((r) => `; RUNAWAY: ${r}`).join('');
       const d = result.drains;
       o.log(
-        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s;${result.gates ? ` gates: ${JSON.stringify(result.gates)};` : ''} slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}${result.kwokRestarts ? `; KWOK restarted ${result.kwokRestarts} time(s), its node Leases stalled` : ''}`,
+        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s;${result.gates ? ` gates: ${JSON.stringify(result.gates)};` : ''} slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}${result.leasesRenewed.length ? `; Leases KWOK dropped, renewed by the runner: ${result.leasesRenewed.join(', ')}` : ''}`,
       );
     }
   } catch (err) {
@@ -381,12 +381,12 @@ async function runOne(
     }
   };
 
-  let supervised: Promise<number> = Promise.resolve(0);
+  let supervised: Promise<string[]> = Promise.resolve([]);
   try {
     await fleet.start();
     replicas.start();
     replicas.start();
-    supervised = superviseKwok(cluster, env, cancelled.signal, (line) => log(`  ${stamp()} kwok: ${line}`));
+    supervised = superviseKwok(env, cancelled.signal, (line) => log(`  ${stamp()} kwok: ${line}`));
     const updated = new Set(plan.updates.map((u) => u.node));
     fleet.stageUpdates([...updated]);
     // The policy's own reboots: a refresh, a remediation (beyond an update's).
@@ -444,7 +444,7 @@ async function runOne(
     await faults;
     cancelled.abort();
     await played?.done;
-    const kwokRestarts = await supervised;
+    const leasesRenewed = await supervised;
     const seen = fleet.checker.gates?.seen;
     return {
       index,
@@ -457,7 +457,7 @@ async function runOne(
       finished: finished === true,
       elapsedMs,
       drains: drainSummary(cluster, replicaIds),
-      kwokRestarts,
+      leasesRenewed,
       ...(plan.neverReturns && finished ? { expectedStall: plan.neverReturns } : {}),
       ...(played && seen
         ? {

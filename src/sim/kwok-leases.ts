@@ -1,15 +1,21 @@
 /**
- * What a node supervisor does for a hung kubelet, played for KWOK during chaos runs: KWOK v0.8.0 can stop
- * renewing the node Leases it keeps and never resume (seen when a node was deleted and registered again
- * while the API server restarted: every other node's Lease went stale, and the node lifecycle controller
- * marked those nodes unreachable for the rest of the campaign). nuo then rightly holds, and the run ends
- * unfinished on a simulation artefact. A kubelet's Lease does not stall so; the runner restarts KWOK
- * when one does, and the run's log says so.
+ * A kubelet's node Lease, played for the nodes KWOK drops during chaos runs: KWOK v0.8.0 can stop renewing
+ * the node Leases it keeps and never resume, or never make one for a node registered again (seen when a
+ * node was deleted and registered again, once during an API server restart: every other node's Lease went
+ * stale; once the new node got none). The node lifecycle controller then marks those nodes unreachable
+ * for the rest of the campaign, nuo rightly holds, and the run ends unfinished on a simulation artefact.
+ * A kubelet keeps its Lease while it runs; so the runner renews a Lease KWOK dropped, and the run's log
+ * says which. (Restarting KWOK is no cure: a new KWOK makes no Lease for a node whose status a simulated
+ * host holds, as host.ts does in every chaos run.)
  */
-import type { CoordinationV1Api, CoreV1Api, V1Lease, V1Node } from '@kubernetes/client-node';
+import {
+  type CoordinationV1Api,
+  type CoreV1Api,
+  type V1Lease,
+  V1MicroTime,
+  type V1Node,
+} from '@kubernetes/client-node';
 import { sleep } from '../kube/backoff.ts';
-import type { LocalCluster } from './cluster/cluster.ts';
-import { KWOK_CUSTOM_STATUS } from './cluster/component-args.ts';
 
 /**
  * How long a Lease KWOK keeps may go unrenewed before KWOK counts as stalled: three of its renewals (every
@@ -17,14 +23,17 @@ import { KWOK_CUSTOM_STATUS } from './cluster/component-args.ts';
  */
 export const STALE_LEASE_MS = 30_000;
 const LOOK_MS = 2000;
+const NODE_LEASES = 'kube-node-lease';
 
-/** When each node (by UID) was first seen with its status kept by KWOK, not by its simulated host. */
+/** KWOK plays the nodes annotated so (nodes.ts); others are not its to renew. */
+const KWOK_NODE = 'kwok.x-k8s.io/node';
+
+/** When each node KWOK plays (by UID) was first seen. */
 export type KeptSince = Map<string, number>;
 
 /**
- * The nodes whose Lease KWOK has not renewed for STALE_LEASE_MS although it has kept their status at
- * least that long (a node whose host holds its status, mid-reboot or never returning, is its host's; a
- * node just registered or just back from its host gets a whole period first). Updates `kept`.
+ * The nodes KWOK plays whose Lease it has not renewed (or made) for STALE_LEASE_MS although it has
+ * played them at least that long (a node just registered gets a whole period first). Updates `kept`.
  */
 export function staleLeases(
   nodes: readonly V1Node[],
@@ -40,7 +49,7 @@ export function staleLeases(
   for (const n of nodes) {
     const uid = n.metadata?.uid ?? '';
     const name = n.metadata?.name ?? '';
-    if (n.metadata?.annotations?.[KWOK_CUSTOM_STATUS] !== undefined) continue;
+    if (n.metadata?.annotations?.[KWOK_NODE] === undefined) continue;
     live.add(uid);
     const since = kept.get(uid) ?? now;
     kept.set(uid, since);
@@ -50,34 +59,73 @@ export function staleLeases(
   return stale;
 }
 
+/** Who holds the Leases the runner renews (KWOK takes one back once it lapses). */
+export const RUNNER_HOLDER = 'chaos-runner';
+const LEASE_SECONDS = 40;
+
 /**
- * Looks at the node Leases every LOOK_MS until `signal` aborts and restarts KWOK when staleLeases names
- * any; a look the API server does not answer (a fault) is skipped. Resolves with the restarts made.
+ * The Lease of a node, renewed now by the runner: the one read with the runner's spec, or a new one owned
+ * by the node (gone with it). MicroTime: the API server takes a Lease's times with microseconds only.
+ */
+export function renewedLease(node: V1Node, old: V1Lease | undefined, now: Date): V1Lease {
+  const at = new V1MicroTime(now.getTime());
+  const spec = {
+    holderIdentity: RUNNER_HOLDER,
+    leaseDurationSeconds: LEASE_SECONDS,
+    renewTime: at,
+    acquireTime: at,
+  };
+  if (old) return { ...old, spec };
+  const name = node.metadata?.name ?? '';
+  return {
+    metadata: {
+      name,
+      namespace: NODE_LEASES,
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata?.uid ?? '' }],
+    },
+    spec,
+  };
+}
+
+/**
+ * Looks at the node Leases every LOOK_MS until `signal` aborts and renews those staleLeases names, as
+ * their kubelets would; a look or a write the API server does not answer (a fault) waits for the next
+ * look. Resolves with the nodes whose Leases it renewed.
  */
 export async function superviseKwok(
-  cluster: LocalCluster,
   api: { core: CoreV1Api; coordination: CoordinationV1Api },
   signal: AbortSignal,
   note: (line: string) => void,
-): Promise<number> {
+): Promise<string[]> {
   const kept: KeptSince = new Map();
-  let restarts = 0;
+  const adopted = new Set<string>();
   while (!signal.aborted) {
     await sleep(LOOK_MS, signal);
     if (signal.aborted) break;
     const read = await Promise.all([
       api.core.listNode(),
-      api.coordination.listNamespacedLease({ namespace: 'kube-node-lease' }),
+      api.coordination.listNamespacedLease({ namespace: NODE_LEASES }),
     ]).catch(() => undefined);
     if (!read) continue;
-    const stale = staleLeases(read[0].items, read[1].items, kept, Date.now());
-    if (stale.length === 0) continue;
-    await cluster.restart('kwok');
-    restarts++;
-    kept.clear();
-    note(
-      `KWOK stopped renewing the Leases of ${stale.join(', ')} (${STALE_LEASE_MS / 1000} s and more): restarted, as a supervisor restarts a hung kubelet`,
-    );
+    const [nodes, leases] = [read[0].items, read[1].items];
+    for (const name of staleLeases(nodes, leases, kept, Date.now())) {
+      const node = nodes.find((n) => n.metadata?.name === name);
+      const old = leases.find((l) => l.metadata?.name === name);
+      if (!node) continue;
+      const body = renewedLease(node, old, new Date());
+      const wrote = await (old
+        ? api.coordination.replaceNamespacedLease({ name, namespace: NODE_LEASES, body })
+        : api.coordination.createNamespacedLease({ namespace: NODE_LEASES, body })
+      ).then(
+        () => true,
+        () => false,
+      );
+      if (!wrote || adopted.has(name)) continue;
+      adopted.add(name);
+      note(
+        `KWOK had not renewed the Lease of ${name} for ${STALE_LEASE_MS / 1000} s${old ? '' : ' (it made none)'}: renewed by the runner, as its kubelet would`,
+      );
+    }
   }
-  return restarts;
+  return [...adopted];
 }
