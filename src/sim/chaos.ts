@@ -65,7 +65,7 @@ import type { Violation } from './checker.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
 import { Fleet } from './fleet.ts';
 import { RebootBehaviour } from './host.ts';
-import { superviseKwok } from './kwok-leases.ts';
+import { type LeaseSupervision, superviseKwok } from './kwok-leases.ts';
 import { applyPlan, readPlan } from './plans.ts';
 import { placementSummary } from './workload.ts';
 
@@ -139,8 +139,6 @@ export interface RunResult {
   drains: DrainSummary;
   /** A gates run: what its people did, and what the checker saw of the gates. */
   gates?: GatesActs & { halts: number; remediations: number; refreshes: number };
-  /** Nodes whose Lease KWOK dropped and the runner renewed (kwok-leases.ts). */
-  leasesRenewed: string[];
 }
 
 export interface ChaosResult {
@@ -194,8 +192,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   let logsKeptIn: string | undefined;
   let failed = false;
   let env: Env | undefined;
+  const leasesStop = new AbortController();
+  let leases: LeaseSupervision | undefined;
   try {
     env = await prepare(cluster, names);
+    // For the whole campaign: a Lease KWOK dropped must not lapse between two runs either.
+    leases = superviseKwok(env, leasesStop.signal, (line) =>
+      o.log(`  ${new Date().toISOString().slice(11, 23)} kwok: ${line}`),
+    );
     const setting = o.fluo
       ? { pools: await prepareFluoPools(cluster, env, names, o.maxUnavailable) }
       : o.policies
@@ -215,6 +219,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         (gatesPlan ? `\n${describeGates(gatesPlan)}` : '');
       o.log(`run ${i + 1}/${o.runs} (seed ${plan.seed}):\n${described}`);
       const repairsBefore = readinessRepairs(cluster);
+      const takenBefore = leases.takeovers.length;
       if (gatesPlan && env) await resetGates(cluster, env, o.maxUnavailable, gatesPlan);
       const result = await runOne(cluster, env, i, plan, o.log, {
         ...setting,
@@ -222,6 +227,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         ...(gatesPlan ? { gates: { plan: gatesPlan, ...gatesChecking(o.maxUnavailable, gatesPlan) } } : {}),
       });
       const repairs = readinessRepairs(cluster) - repairsBefore;
+      const taken = leases.takeovers.slice(takenBefore);
       results.push(result);
       const outcome =
         (result.violations.length === 0
@@ -230,7 +236,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         result.runaways.map((r) => `; RUNAWAY: ${r}`).join('');
       const d = result.drains;
       o.log(
-        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s;${result.gates ? ` gates: ${JSON.stringify(result.gates)};` : ''} slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}${result.leasesRenewed.length ? `; Leases KWOK dropped, renewed by the runner: ${result.leasesRenewed.join(', ')}` : ''}`,
+        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s;${result.gates ? ` gates: ${JSON.stringify(result.gates)};` : ''} slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}${taken.length ? `; Leases KWOK dropped, renewed by the runner: ${taken.join(', ')}` : ''}`,
       );
     }
   } catch (err) {
@@ -239,6 +245,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     if (env) o.log(await workloadReport(cluster, env).catch((e) => `  (workload report failed: ${e})`));
     throw err;
   } finally {
+    leasesStop.abort();
+    await leases?.done;
     // Evidence first: the cluster's directory goes with it.
     if (
       o.keepLogsDir &&
@@ -381,12 +389,10 @@ async function runOne(
     }
   };
 
-  let supervised: Promise<string[]> = Promise.resolve([]);
   try {
     await fleet.start();
     replicas.start();
     replicas.start();
-    supervised = superviseKwok(env, cancelled.signal, (line) => log(`  ${stamp()} kwok: ${line}`));
     const updated = new Set(plan.updates.map((u) => u.node));
     fleet.stageUpdates([...updated]);
     // The policy's own reboots: a refresh, a remediation (beyond an update's).
@@ -444,7 +450,6 @@ async function runOne(
     await faults;
     cancelled.abort();
     await played?.done;
-    const leasesRenewed = await supervised;
     const seen = fleet.checker.gates?.seen;
     return {
       index,
@@ -457,7 +462,6 @@ async function runOne(
       finished: finished === true,
       elapsedMs,
       drains: drainSummary(cluster, replicaIds),
-      leasesRenewed,
       ...(plan.neverReturns && finished ? { expectedStall: plan.neverReturns } : {}),
       ...(played && seen
         ? {

@@ -87,26 +87,32 @@ export function renewedLease(node: V1Node, old: V1Lease | undefined, now: Date):
   };
 }
 
+/** The runner's part of the node Leases while a campaign runs. */
+export interface LeaseSupervision {
+  /** Each node whose Lease the runner took over from KWOK (or made), once per takeover, in order. */
+  takeovers: string[];
+  /** Resolves once `signal` aborted and the last look is over. */
+  done: Promise<void>;
+}
+
 /**
  * Looks at the node Leases every LOOK_MS until `signal` aborts and renews those staleLeases names, as
- * their kubelets would; a look or a write the API server does not answer (a fault) waits for the next
- * look. Resolves with the nodes whose Leases it renewed.
+ * their kubelets would (a Lease the runner holds is renewed by it from then on: KWOK takes it back only
+ * once it lapses); a look or a write the API server does not answer (a fault) waits for the next look.
  */
-export async function superviseKwok(
+export function superviseKwok(
   api: { core: CoreV1Api; coordination: CoordinationV1Api },
   signal: AbortSignal,
   note: (line: string) => void,
-): Promise<string[]> {
+): LeaseSupervision {
+  const takeovers: string[] = [];
   const kept: KeptSince = new Map();
-  const adopted = new Set<string>();
-  while (!signal.aborted) {
-    await sleep(LOOK_MS, signal);
-    if (signal.aborted) break;
+  const look = async () => {
     const read = await Promise.all([
       api.core.listNode(),
       api.coordination.listNamespacedLease({ namespace: NODE_LEASES }),
     ]).catch(() => undefined);
-    if (!read) continue;
+    if (!read) return;
     const [nodes, leases] = [read[0].items, read[1].items];
     for (const name of staleLeases(nodes, leases, kept, Date.now())) {
       const node = nodes.find((n) => n.metadata?.name === name);
@@ -120,12 +126,18 @@ export async function superviseKwok(
         () => true,
         () => false,
       );
-      if (!wrote || adopted.has(name)) continue;
-      adopted.add(name);
+      if (!wrote || old?.spec?.holderIdentity === RUNNER_HOLDER) continue;
+      takeovers.push(name);
       note(
-        `KWOK had not renewed the Lease of ${name} for ${STALE_LEASE_MS / 1000} s${old ? '' : ' (it made none)'}: renewed by the runner, as its kubelet would`,
+        `KWOK had not renewed the Lease of ${name} for ${STALE_LEASE_MS / 1000} s${old ? '' : ' (it made none)'}: renewed by the runner from now on, as its kubelet would`,
       );
     }
-  }
-  return [...adopted];
+  };
+  const done = (async () => {
+    while (!signal.aborted) {
+      await sleep(LOOK_MS, signal);
+      if (!signal.aborted) await look();
+    }
+  })();
+  return { takeovers, done };
 }

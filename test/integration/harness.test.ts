@@ -528,7 +528,7 @@ describe('diagnosing a runaway', () => {
 });
 
 describe("the chaos runner's part of a kubelet's Lease", () => {
-  test("Leases KWOK stops renewing (here: KWOK stopped with SIGSTOP) are renewed by the runner, a host-held node's too, and nodes stay Ready", async () => {
+  test("Leases KWOK stops renewing (here: KWOK stopped with SIGSTOP) or never made are renewed by the runner from then on, a host-held node's too, and nodes stay Ready", async () => {
     const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
     const stop = new AbortController();
     const notes: string[] = [];
@@ -545,7 +545,7 @@ describe("the chaos runner's part of a kubelet's Lease", () => {
       cluster.components.kwok.setPaused(true);
       // A Lease KWOK never made, as for a node registered again.
       await coordination.deleteNamespacedLease({ name: 'node-2', namespace: 'kube-node-lease' });
-      await pollUntil(
+      const taken = await pollUntil(
         "every node's Lease renewed by the runner",
         async () => {
           const leases = (await coordination.listNamespacedLease({ namespace: 'kube-node-lease' })).items;
@@ -559,8 +559,19 @@ describe("the chaos runner's part of a kubelet's Lease", () => {
         [...notes].sort(),
         NODES.map(
           (n) =>
-            `KWOK had not renewed the Lease of ${n} for 30 s${n === 'node-2' ? ' (it made none)' : ''}: renewed by the runner, as its kubelet would`,
+            `KWOK had not renewed the Lease of ${n} for 30 s${n === 'node-2' ? ' (it made none)' : ''}: renewed by the runner from now on, as its kubelet would`,
         ),
+      );
+      const first = new Date(
+        taken.find((l) => l.metadata?.name === 'node-0')?.spec?.renewTime ?? 0,
+      ).getTime();
+      await pollUntil(
+        "node-0's Lease renewed again by the runner",
+        async () => {
+          const l = await coordination.readNamespacedLease({ name: 'node-0', namespace: 'kube-node-lease' });
+          return new Date(l.spec?.renewTime ?? 0).getTime() > first ? true : undefined;
+        },
+        { timeoutMs: STALE_LEASE_MS + 15_000, intervalMs: 500 },
       );
       const nodes = (await core.listNode()).items;
       assert.deepEqual(
@@ -573,6 +584,7 @@ describe("the chaos runner's part of a kubelet's Lease", () => {
       stop.abort();
       await custom(null);
     }
-    assert.deepEqual((await supervised).sort(), NODES);
+    await supervised.done;
+    assert.deepEqual([...supervised.takeovers].sort(), NODES, 'each taken over once, however often renewed');
   });
 });
