@@ -16,6 +16,7 @@ import {
   type V1Node,
 } from '@kubernetes/client-node';
 import { sleep } from '../kube/backoff.ts';
+import { KWOK_NODE } from './cluster/component-args.ts';
 
 /**
  * How long a Lease KWOK keeps may go unrenewed before KWOK counts as stalled: three of its renewals (every
@@ -24,9 +25,6 @@ import { sleep } from '../kube/backoff.ts';
 export const STALE_LEASE_MS = 30_000;
 const LOOK_MS = 2000;
 const NODE_LEASES = 'kube-node-lease';
-
-/** KWOK plays the nodes annotated so (nodes.ts); others are not its to renew. */
-const KWOK_NODE = 'kwok.x-k8s.io/node';
 
 /** When each node KWOK plays (by UID) was first seen. */
 export type KeptSince = Map<string, number>;

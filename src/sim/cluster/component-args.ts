@@ -7,6 +7,9 @@ import type { Pki } from './pki.ts';
 
 export type ComponentName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok';
 
+/** KWOK plays the nodes annotated `${KWOK_NODE}=fake` (nodes.ts registers them so). */
+export const KWOK_NODE = 'kwok.x-k8s.io/node';
+
 /** Nodes annotated `${KWOK_CUSTOM_STATUS}=custom` keep the status their simulated host writes. */
 export const KWOK_CUSTOM_STATUS = 'kwok.x-k8s.io/status';
 
@@ -141,7 +144,7 @@ export function componentArgs({
       `--kubeconfig=${kubeconfigPath}`,
       `--config=${join(dir, 'kwok.yaml')}`,
       '--manage-all-nodes=false',
-      '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+      `--manage-nodes-with-annotation-selector=${KWOK_NODE}=fake`,
       '--manage-nodes-with-label-selector=',
       // A simulated node host takes over the status of a node it is rebooting (NotReady, new boot ID).
       `--disregard-status-with-annotation-selector=${KWOK_CUSTOM_STATUS}=custom`,

@@ -1,6 +1,7 @@
 /** KWOK nodes: Node objects that the kwok controller keeps Ready and whose pods it "runs". */
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { inParallel } from '../../util/parallel.ts';
+import { KWOK_NODE } from './component-args.ts';
 import { type RawApi, Tally } from './raw-api.ts';
 
 export interface NodeSpec {
@@ -25,7 +26,7 @@ export function kwokNode(spec: NodeSpec): V1Node {
     kind: 'Node',
     metadata: {
       name: spec.name,
-      annotations: { 'kwok.x-k8s.io/node': 'fake', 'node.alpha.kubernetes.io/ttl': '0', ...spec.annotations },
+      annotations: { [KWOK_NODE]: 'fake', 'node.alpha.kubernetes.io/ttl': '0', ...spec.annotations },
       labels: {
         'kubernetes.io/arch': 'amd64',
         'kubernetes.io/os': 'linux',
