@@ -30,8 +30,11 @@ export interface Step {
   log?: { level: 'info' | 'warn'; message: string };
 }
 
-/** The operator's phases in which a reboot is granted or under way: the agent's marker must stay. */
-const REBOOT_PHASES: ReadonlySet<string> = new Set([Phase.rebootGranted, Phase.rebooting]);
+/**
+ * The operator's phases in which a reboot is granted or under way, or failed: the agent's marker must
+ * stay. A Failed node that comes back is recovered by its changed boot ID, which only the marker records.
+ */
+const REBOOT_PHASES: ReadonlySet<string> = new Set([Phase.rebootGranted, Phase.rebooting, Phase.failed]);
 
 /** Marks a grant the node outlived without rebooting for it: the operator sees a changed boot ID. */
 export const REBOOTED_BEFORE_GRANT = 'rebooted-before-grant';

@@ -1,20 +1,22 @@
 /** `nuo release NODE --reason TEXT`: a person ends a Failed node's attempt and frees its slot. */
 import { parseArgs } from 'node:util';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { Annotations } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
+import { viewNode } from '../operator/decide/node-view.ts';
+import { mayBeRebooting } from '../operator/decide/step-context.ts';
 import { type Command, err, out, UsageError } from './command.ts';
 import { explainApiError, kubeconfigFrom, kubeFlags, singleNode } from './kube.ts';
 import { usageText } from './usage.ts';
 
 /** Why the node's attempt cannot be released now, or undefined when it can. Pure. */
-export function releaseRefusal(annotations: Record<string, string>): string | undefined {
-  const state = annotations[Annotations.state] ?? Phase.idle;
+export function releaseRefusal(node: V1Node): string | undefined {
+  const state = node.metadata?.annotations?.[Annotations.state] ?? Phase.idle;
   if (state !== Phase.failed)
     return `it is ${state}, not Failed: only a Failed attempt is released by hand (every other phase ends by its own timeout)`;
-  if (annotations[Annotations.rebootInProgress] === 'true')
+  if (mayBeRebooting(viewNode(node)))
     return 'its agent marks reboot-in-progress, so it may be rebooting now; if the machine is gone for good, delete its Node object';
   return undefined;
 }
@@ -27,8 +29,9 @@ export const releaseCommand: Command = {
     '',
     `Asks the operator (${Annotations.release}) to end the attempt of a node in Failed: its grant`,
     "withdrawn, nuo's cordon undone, its slot of the budget freed; the node retries after its backoff.",
-    'Refused while the agent marks reboot-in-progress (the node may be rebooting now). The request names',
-    "this Failed phase: one left behind frees nothing later. The reason goes in the node's reason and Events.",
+    'Refused while the agent marks reboot-in-progress on the boot it started from (the node may be',
+    'rebooting now). The request names this Failed phase: one left behind frees nothing later. The reason',
+    "goes in the node's reason and Events.",
     '',
     'Flags:',
     '  --reason TEXT   why (required: it is the record of who freed the slot and why)',
@@ -48,7 +51,7 @@ export const releaseCommand: Command = {
     try {
       const n = await core.readNode({ name: node });
       const annotations = n.metadata?.annotations ?? {};
-      const refusal = releaseRefusal(annotations);
+      const refusal = releaseRefusal(n);
       if (refusal) {
         err(`error: cannot release node/${node}: ${refusal}`);
         return 1;

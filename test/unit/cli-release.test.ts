@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { V1NodeSystemInfo } from '@kubernetes/client-node';
 import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { releaseRefusal } from '../../src/cli/release.ts';
 import { viewNode } from '../../src/operator/decide/node-view.ts';
 
 test('releaseRefusal: only a Failed attempt, and not while its agent marks reboot-in-progress', () => {
-  const state = (phase?: string, extra: Record<string, string> = {}) => ({
-    ...(phase ? { [Annotations.state]: phase } : {}),
-    ...extra,
+  const state = (phase?: string, extra: Record<string, string> = {}, bootID = 'boot-1') => ({
+    metadata: { name: 'n', annotations: { ...(phase ? { [Annotations.state]: phase } : {}), ...extra } },
+    status: { nodeInfo: { bootID } as V1NodeSystemInfo },
   });
   assert.match(releaseRefusal(state()) ?? '', /^it is Idle, not Failed/);
   assert.match(
@@ -18,6 +19,20 @@ test('releaseRefusal: only a Failed attempt, and not while its agent marks reboo
   assert.match(
     releaseRefusal(state(Phase.failed, { [Annotations.rebootInProgress]: 'true' })) ?? '',
     /reboot-in-progress, so it may be rebooting now; .*delete its Node object/,
+  );
+  assert.match(
+    releaseRefusal(
+      state(Phase.failed, { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: 'boot-1' }),
+    ) ?? '',
+    /may be rebooting now/,
+    'a mark from this very boot: the reboot may be under way',
+  );
+  assert.equal(
+    releaseRefusal(
+      state(Phase.failed, { [Annotations.rebootInProgress]: 'true', [Annotations.bootIdBefore]: 'boot-0' }),
+    ),
+    undefined,
+    'a mark from an earlier boot: the reboot is over (the agent keeps it while Failed)',
   );
   assert.equal(releaseRefusal(state(Phase.failed)), undefined);
 });

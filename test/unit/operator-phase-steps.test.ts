@@ -182,6 +182,19 @@ const cases: Case[] = [
     want: ['explain'],
   },
   {
+    what: 'failed, released while its agent marks a reboot from an earlier boot (back, NotReady): the attempt ends',
+    phase: Phase.failed,
+    age: 100,
+    ready: false,
+    bootId: 'boot-2',
+    annotations: {
+      [Annotations.release]: release(100),
+      [Annotations.rebootInProgress]: 'true',
+      [Annotations.bootIdBefore]: 'boot-1',
+    },
+    want: ['abort'],
+  },
+  {
     what: 'failed for longer than the policy failedSlotTTL: the attempt ends',
     phase: Phase.failed,
     age: 700,

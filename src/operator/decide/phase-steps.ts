@@ -12,7 +12,7 @@ import { ms, needsWork, remediationOnly } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { planFinished, rebootedBy, upgrading } from './plan-steps.ts';
 import { planDoneLabel } from './plan-work.ts';
-import { bootChanged, endAttempt, explain, type StepContext } from './step-context.ts';
+import { bootChanged, endAttempt, explain, mayBeRebooting, type StepContext } from './step-context.ts';
 
 /** Why a node drained or granted is cordoned and drained again: someone uncordoned it mid-attempt. */
 export const UNCORDONED_DURING_DRAIN =
@@ -230,7 +230,7 @@ function released(n: NodeView, { config, wake }: StepContext, age: number): Acti
       n,
       `${why}; refused: ${n.protocol}'s agent could still reboot on the grant; if the machine is gone for good, delete its Node object`,
     );
-  if (n.rebootInProgress)
+  if (mayBeRebooting(n))
     return explain(
       n,
       `${why}; refused while its agent marks reboot-in-progress (it may be rebooting now); if the machine is gone for good, delete its Node object`,

@@ -29,6 +29,12 @@ export const explain = (n: NodeView, reason: string): Action[] =>
 /** The agent's reboot mark names an earlier boot: the node rebooted. */
 export const bootChanged = (n: NodeView) => Boolean(n.bootIdBefore) && n.bootId !== n.bootIdBefore;
 
+/**
+ * The agent marks a reboot still under the boot it started from: the node may be rebooting now. A mark
+ * under a changed boot ID is a reboot over (the agent keeps it while the node is Failed).
+ */
+export const mayBeRebooting = (n: NodeView) => n.rebootInProgress && !bootChanged(n);
+
 /** The attempt ends with nuo's cordon undone, no failure counted: Pending while work is left, else Idle. */
 export const endAttempt = (n: NodeView, ctx: StepContext, reason: string): Action => ({
   type: 'end',
