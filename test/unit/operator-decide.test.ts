@@ -216,6 +216,43 @@ describe('decide: admission', () => {
     assert.equal(redo?.type === 'transition' && redo.to, Phase.beforeReboot, 'redone while it fits');
   });
 
+  test('an admission not yet written on its node is withdrawn while the pool admits nothing (a failing health check)', () => {
+    // Campaign seed 13: node h deleted in Draining and registered again while a health check failed; the
+    // new leader redid its admission's node write, starting a disruption the check held back.
+    const ledger = { slots: { h: { since: ago(5) }, x: { since: ago(60) } } };
+    const nodes = [
+      node('h', { annotations: needs }),
+      node('x', {
+        unschedulable: true,
+        annotations: { ...state(Phase.draining, 50), [Annotations.cordonedByNuo]: 'true' },
+      }),
+    ];
+    const hold = { reason: 'waiting: health check ceph fails', detail: 'Widget ceph: false' };
+    const cfg = { maxUnavailable: parseMaxUnavailable('2') };
+    const held = run(nodes, { ledger, draining: ['x'], cfg: { ...cfg, hold } });
+    assert.deepEqual(
+      ofType(held.actions, 'release'),
+      ['h'],
+      'the unstarted admission is withdrawn; x, in progress, keeps its slot',
+    );
+    const why = held.actions.find((a) => a.type === 'release');
+    assert.match(
+      why?.type === 'release' ? why.reason : '',
+      /withdrawn before it started: the pool admits nothing now \(health check ceph fails\)/,
+    );
+    assert.deepEqual(
+      held.actions.filter((a) => a.type === 'transition' && a.node === 'h').length,
+      0,
+      'its node is not written',
+    );
+    const inFlight = run(nodes, { ledger, draining: ['x'], admitting: ['h'], cfg: { ...cfg, hold } });
+    assert.deepEqual(ofType(inFlight.actions, 'release'), [], 'not while its node write is in flight here');
+    const clear = run(nodes, { ledger, draining: ['x'], cfg });
+    assert.deepEqual(ofType(clear.actions, 'release'), [], 'no hold, room in the budget: kept');
+    const redo = clear.actions.find((a) => a.type === 'transition' && a.node === 'h');
+    assert.equal(redo?.type === 'transition' && redo.to, Phase.beforeReboot, 'and redone');
+  });
+
   test('slot holders in the ledger count, whatever their node says', () => {
     const d = run(
       [

@@ -61,7 +61,14 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const disrupted = unavailable(eligible, holders, inFlight, c.disruptedElsewhere);
   const excess = holders.size + disrupted.length + promises.reserved + inFlight.size - slots;
   actions.push(
-    ...withdrawUnstarted(snapshot.ledger, byName, holders, snapshot.admitting, excess, stale.delayed),
+    ...withdrawUnstarted(
+      snapshot.ledger,
+      byName,
+      holders,
+      snapshot.admitting,
+      { excess, ...(c.hold ? { hold: c.hold } : {}) },
+      stale.delayed,
+    ),
   );
 
   const step = {

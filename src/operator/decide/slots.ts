@@ -13,6 +13,7 @@ import { ms, needsWork, outsideAttempt, unavailableWithoutSlot } from './need.ts
 import type { NodeView } from './node-view.ts';
 import { type PlanPass, planDoneLabel } from './plan-work.ts';
 import { attemptReason } from './reason-budgets.ts';
+import type { Wait } from './wait.ts';
 
 /** Actions of these steps that change only the ledger. */
 type LedgerAction = Extract<Action, { type: 'release' | 'unpromise' | 'claim' | 'promise' }>;
@@ -77,36 +78,40 @@ function postCompleteUntil(slot: Ledger['slots'][string], n: NodeView, plans: Pl
 
 /**
  * Admissions whose node write has not happened yet (a leader died between the ledger write and the node
- * write) while the budget is now exceeded — by a node an admin cordoned or one that went NotReady in
- * between: withdrawn, the most recent first, as many as the excess, rather than start disrupting a node
- * over budget. A holder unavailable already is not withdrawn (it would count just the same).
+ * write, or the node was deleted and registered again), while they may no longer start:
+ * - the pool admits nothing now (`hold`: a failing health check, Halted, a closed window, a blocker):
+ *   every one is withdrawn, rather than start disrupting a node under a gate that holds the others;
+ * - else the budget is exceeded (`excess`), by a node an admin cordoned or one that went NotReady in
+ *   between: the most recent first, as many as the excess. A holder unavailable already is not withdrawn
+ *   then (it would count just the same).
+ * The node waits in Pending, and is admitted again once the gates and the budget let it.
  */
 export function withdrawUnstarted(
   ledger: Ledger,
   byName: ReadonlyMap<string, NodeView>,
   holders: Set<string>,
   admitting: ReadonlySet<string>,
-  excess: number,
+  limit: { excess: number; hold?: Wait },
   ended: ReadonlySet<string> = new Set(),
 ): LedgerAction[] {
-  if (excess <= 0) return [];
+  const { excess, hold } = limit;
+  if (!hold && excess <= 0) return [];
   // An admission whose node write is in flight here has started: its write may land at any moment. A
   // slot kept after its attempt ended (a Plan's postCompleteDelay) is no admission.
   const unstarted = [...holders]
     .filter((name) => !admitting.has(name) && !ended.has(name))
     .map((name) => ({ name, n: byName.get(name), since: Date.parse(ledger.slots[name]?.since ?? '') }))
     .filter(
-      ({ n }) => n !== undefined && outsideAttempt(n) && !n.stateMalformed && !unavailableWithoutSlot(n),
+      ({ n }) =>
+        n !== undefined && outsideAttempt(n) && !n.stateMalformed && (hold || !unavailableWithoutSlot(n)),
     )
     .sort((a, b) => b.since - a.since || (a.name < b.name ? 1 : -1))
-    .slice(0, excess);
+    .slice(0, hold ? undefined : excess);
   for (const { name } of unstarted) holders.delete(name);
-  return unstarted.map(({ name }) => ({
-    type: 'release',
-    node: name,
-    reason:
-      'admission withdrawn before it started: the budget is exceeded since (a node cordoned or NotReady meanwhile)',
-  }));
+  const reason = hold
+    ? `admission withdrawn before it started: the pool admits nothing now (${hold.reason.replace(/^waiting: /, '')})`
+    : 'admission withdrawn before it started: the budget is exceeded since (a node cordoned or NotReady meanwhile)';
+  return unstarted.map(({ name }) => ({ type: 'release', node: name, reason }));
 }
 
 export interface Promises {
