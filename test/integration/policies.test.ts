@@ -17,9 +17,10 @@ import {
   KubernetesObjectApi,
   PolicyV1Api,
   RbacAuthorizationV1Api,
+  type V1ConfigMap,
 } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
-import { Annotations, Labels } from '../../src/api/keys.ts';
+import { Annotations, Labels, LEDGER } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { statusCode } from '../../src/kube/errors.ts';
@@ -506,6 +507,75 @@ describe('UpdatePolicies', () => {
       return r.checks[0]?.healthy ? r : undefined;
     });
     assert.equal(granted.checks[0]?.reading, 'Widget default/ceph: true');
+  });
+
+  test('an admission whose node write never happened (a leader died between the two writes) is withdrawn while a health check fails, not redone; the node goes once the check passes', async () => {
+    await installWidgets();
+    await setWidgetHealth('HEALTH_WARN');
+    await createPolicy('unstarted', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      healthChecks: [
+        {
+          name: 'ceph',
+          object: {
+            apiVersion: `${WIDGETS.group}/v1`,
+            kind: 'Widget',
+            namespace: 'default',
+            name: 'ceph',
+            expression: "object.status.health == 'HEALTH_OK'",
+          },
+        },
+      ],
+      ...QUICK,
+    });
+    const f = await startFleet([pool('a', 1)], ['--blocker-interval=1s']);
+    f.stageUpdates(['node-0']);
+    await pollUntil('node-0 to say the health check holds it', async () =>
+      /health check ceph fails/.test(await stateReason('node-0')) ? true : undefined,
+    );
+    // What a leader leaves that died after its ledger write and before its node write: node-0's slot,
+    // with no phase on the node to show for it.
+    const ledgerRef = { name: LEDGER.name, namespace: 'nuo-system' };
+    await pollUntil('the slot written as a dying leader would', async () => {
+      const cm = await core.readNamespacedConfigMap(ledgerRef).catch((err: unknown) => {
+        if (statusCode(err) !== 404) throw err;
+        return { metadata: ledgerRef, data: {} } as V1ConfigMap;
+      });
+      const ledger = JSON.parse(cm.data?.[LEDGER.key] ?? '{}');
+      ledger.slots = {
+        ...ledger.slots,
+        'node-0': { since: new Date().toISOString(), pool: 'unstarted', reason: 'Reboot' },
+      };
+      cm.data = { ...cm.data, [LEDGER.key]: JSON.stringify(ledger) };
+      const write = cm.metadata?.resourceVersion
+        ? core.replaceNamespacedConfigMap({ ...ledgerRef, body: cm })
+        : core.createNamespacedConfigMap({ namespace: ledgerRef.namespace, body: cm });
+      return write.then(
+        () => true,
+        (err: unknown) => {
+          if (statusCode(err) === 409) return undefined; // the operator wrote it meanwhile: again
+          throw err;
+        },
+      );
+    });
+    const slots = async () =>
+      JSON.parse((await core.readNamespacedConfigMap(ledgerRef)).data?.[LEDGER.key] ?? '{}').slots ?? {};
+    await pollUntil('node-0 slot withdrawn', async () => ('node-0' in (await slots()) ? undefined : true));
+    const n0 = await core.readNode({ name: 'node-0' });
+    assert.equal(n0.metadata?.annotations?.[Annotations.state], Phase.pending, 'it waits again');
+    assert.equal(n0.spec?.unschedulable, undefined, 'never cordoned');
+    assert.equal(f.checker.rebootsOf('node-0'), 0);
+    assert.ok(
+      operatorLog(cluster, 'op-a').some((l) =>
+        /admission withdrawn before it started: the pool admits nothing now \(health check ceph fails\)/.test(
+          String(l.reason),
+        ),
+      ),
+      'the withdrawal names the hold',
+    );
+    await setWidgetHealth('HEALTH_OK');
+    await rebooted(f, ['node-0']);
+    await assertSafe(f);
   });
 
   test('an undrainable node under onFailure Skip is labelled skipped after its drain failed afterAttempts times in a row (other failures not counted), and the rollout finishes without it', async () => {
