@@ -7,6 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
@@ -804,6 +806,41 @@ describe('UpdatePolicies', () => {
     assert.equal(n0.metadata?.annotations?.[Annotations.release], undefined, 'the request is consumed');
     assert.equal(n0.spec?.unschedulable, undefined, "nuo's cordon undone");
     assert.equal(f.checker.rebootsOf('node-0'), 0);
+    await assertSafe(f);
+  });
+
+  test('a node whose reboot outlasts rebootTimeout, its grant removed by a third client meanwhile, goes Failed and, back under a new boot ID, completes', async () => {
+    await createPolicy('late', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      reboot: { soak: '1s', retryBackoff: '1h', rebootTimeout: '3s' },
+    });
+    const f = await startFleet([pool('a', 1)], [], { rebootMsByNode: { 'node-0': 8000 } });
+    f.stageUpdates(['node-0']);
+    const phase = async () =>
+      (await core.readNode({ name: 'node-0' })).metadata?.annotations?.[Annotations.state];
+    await pollUntil('node-0 Rebooting', async () => ((await phase()) === Phase.rebooting ? true : undefined));
+    await core.patchNode(
+      { name: 'node-0', body: { metadata: { annotations: { [Annotations.rebootOk]: null } } } },
+      mergePatch,
+    );
+    await pollUntil('node-0 Failed: no new boot ID within 3 s', async () =>
+      (await phase()) === Phase.failed ? true : undefined,
+    );
+    // No operator sees the node come back before its agent has looked at it: what the agent leaves
+    // decides whether the reboot is ever seen.
+    const agentLooks = () =>
+      readFileSync(join(cluster.dir, 'logs', 'agents.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('node-0: agent running')).length;
+    const looksBefore = agentLooks();
+    await f.killOperator('op-a');
+    await pollUntil('node-0 back, its new agent having looked at it', async () =>
+      agentLooks() > looksBefore ? true : undefined,
+    );
+    f.startOperator('op-b', FAST_LEASE);
+    // The agent kept its mark while the node is Failed: the changed boot ID is seen, the node resumes at
+    // the health gate and completes (with the mark cleared, it stayed Failed for good).
+    await rebooted(f, ['node-0']);
     await assertSafe(f);
   });
 
