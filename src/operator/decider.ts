@@ -106,6 +106,18 @@ function waitingNodes(plan: PoolPlan, now: Date): string[] {
   return admissionOrder(waiting, new Set()).map((n) => n.name);
 }
 
+/**
+ * The step a slot holder decided on its own takes: none when the decision frees its slot. The release is
+ * a ledger write only a pass makes; the node's write that follows it (Idle, or Pending) landing alone
+ * would show an attempt ended since its admission, which the rollout counts as completed.
+ */
+export function holderStep(actions: readonly Action[], node: string): NodeStep | undefined {
+  if (actions.some((a) => a.type === 'release' && a.node === node)) return undefined;
+  return actions.find(
+    (a): a is NodeStep => a.node === node && !isLedgerChange(a) && a.type !== 'admit' && a.type !== 'pending',
+  );
+}
+
 export class Decider {
   readonly #o: DeciderOptions;
   /** Admissions decided here and not yet landed (Snapshot.admitting): marked before any await. */
@@ -285,11 +297,7 @@ export class Decider {
     const pool = this.#plan?.pools.find((p) => p.name === (slot.pool ?? DEFAULT_POOL));
     if (pool?.hold && STAND_DOWN.has(pool.hold.code)) return undefined;
     const config = pool?.config ?? this.#defaults();
-    const { actions } = decide(snapshot, config, now);
-    return actions.find(
-      (a): a is NodeStep =>
-        a.node === view.name && !isLedgerChange(a) && a.type !== 'admit' && a.type !== 'pending',
-    );
+    return holderStep(decide(snapshot, config, now).actions, view.name);
   }
 
   /** A new leadership observes afresh: what was seen before it may have changed unseen since. */
