@@ -19,16 +19,16 @@ import {
   KubernetesObjectApi,
   PolicyV1Api,
   RbacAuthorizationV1Api,
-  type V1ConfigMap,
 } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
-import { Annotations, Labels, LEDGER } from '../../src/api/keys.ts';
+import { Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { statusCode } from '../../src/kube/errors.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { unmanagedReason } from '../../src/operator/decide/unmanaged.ts';
 import { readHealth } from '../../src/operator/read/health-check-reads.ts';
+import { LedgerConflict, LedgerStore } from '../../src/operator/read/ledger.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { Fleet, type FleetOptions } from '../../src/sim/fleet.ts';
@@ -537,31 +537,20 @@ describe('UpdatePolicies', () => {
     );
     // What a leader leaves that died after its ledger write and before its node write: node-0's slot,
     // with no phase on the node to show for it.
-    const ledgerRef = { name: LEDGER.name, namespace: 'nuo-system' };
+    const store = new LedgerStore(core, 'nuo-system');
     await pollUntil('the slot written as a dying leader would', async () => {
-      const cm = await core.readNamespacedConfigMap(ledgerRef).catch((err: unknown) => {
-        if (statusCode(err) !== 404) throw err;
-        return { metadata: ledgerRef, data: {} } as V1ConfigMap;
-      });
-      const ledger = JSON.parse(cm.data?.[LEDGER.key] ?? '{}');
-      ledger.slots = {
-        ...ledger.slots,
-        'node-0': { since: new Date().toISOString(), pool: 'unstarted', reason: 'Reboot' },
-      };
-      cm.data = { ...cm.data, [LEDGER.key]: JSON.stringify(ledger) };
-      const write = cm.metadata?.resourceVersion
-        ? core.replaceNamespacedConfigMap({ ...ledgerRef, body: cm })
-        : core.createNamespacedConfigMap({ namespace: ledgerRef.namespace, body: cm });
-      return write.then(
+      const from = await store.read();
+      const slot = { since: new Date().toISOString(), pool: 'unstarted', reason: 'Reboot' as const };
+      const ledger = { ...from.ledger, slots: { ...from.ledger.slots, 'node-0': slot } };
+      return store.write(from, ledger).then(
         () => true,
         (err: unknown) => {
-          if (statusCode(err) === 409) return undefined; // the operator wrote it meanwhile: again
+          if (err instanceof LedgerConflict) return undefined; // the operator wrote it meanwhile: again
           throw err;
         },
       );
     });
-    const slots = async () =>
-      JSON.parse((await core.readNamespacedConfigMap(ledgerRef)).data?.[LEDGER.key] ?? '{}').slots ?? {};
+    const slots = async () => (await store.read()).ledger.slots;
     await pollUntil('node-0 slot withdrawn', async () => ('node-0' in (await slots()) ? undefined : true));
     const n0 = await core.readNode({ name: 'node-0' });
     assert.equal(n0.metadata?.annotations?.[Annotations.state], Phase.pending, 'it waits again');
