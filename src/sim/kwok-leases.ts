@@ -5,8 +5,10 @@
  * stale; once the new node got none). The node lifecycle controller then marks those nodes unreachable
  * for the rest of the campaign, nuo rightly holds, and the run ends unfinished on a simulation artefact.
  * A kubelet keeps its Lease while it runs; so the runner renews a Lease KWOK dropped, and the run's log
- * says which. (Restarting KWOK is no cure: a new KWOK makes no Lease for a node whose status a simulated
- * host holds, as host.ts does in every chaos run.)
+ * says which. It renews it in KWOK's name: KWOK plays a node's pods (starts them, finishes their deletion)
+ * only while the node's Lease names KWOK, so a Lease held under another name would leave every pod later
+ * bound there Pending, and a PDB over it refusing evictions for good. (Restarting KWOK is no cure: a new
+ * KWOK makes no Lease for a node whose status a simulated host holds, as host.ts does in every chaos run.)
  */
 import {
   type CoordinationV1Api,
@@ -57,18 +59,25 @@ export function staleLeases(
   return stale;
 }
 
-/** Who holds the Leases the runner renews (KWOK takes one back once it lapses). */
-export const RUNNER_HOLDER = 'chaos-runner';
 const LEASE_SECONDS = 40;
 
+/** KWOK's identity (a host name and a UUID of its process): the holder the Leases of the nodes it plays name. */
+export function kwokIdentity(nodes: readonly V1Node[], leases: readonly V1Lease[]): string | undefined {
+  const played = new Set(
+    nodes.filter((n) => n.metadata?.annotations?.[KWOK_NODE] !== undefined).map((n) => n.metadata?.name),
+  );
+  return leases.find((l) => played.has(l.metadata?.name) && l.spec?.holderIdentity)?.spec?.holderIdentity;
+}
+
 /**
- * The Lease of a node, renewed now by the runner: the one read with the runner's spec, or a new one owned
- * by the node (gone with it). MicroTime: the API server takes a Lease's times with microseconds only.
+ * The Lease of a node, renewed now by the runner in `holder`'s name: the one read with the runner's spec,
+ * or a new one owned by the node (gone with it). MicroTime: the API server takes a Lease's times with
+ * microseconds only.
  */
-export function renewedLease(node: V1Node, old: V1Lease | undefined, now: Date): V1Lease {
+export function renewedLease(node: V1Node, old: V1Lease | undefined, now: Date, holder: string): V1Lease {
   const at = new V1MicroTime(now.getTime());
   const spec = {
-    holderIdentity: RUNNER_HOLDER,
+    holderIdentity: holder,
     leaseDurationSeconds: LEASE_SECONDS,
     renewTime: at,
     acquireTime: at,
@@ -87,16 +96,17 @@ export function renewedLease(node: V1Node, old: V1Lease | undefined, now: Date):
 
 /** The runner's part of the node Leases while a campaign runs. */
 export interface LeaseSupervision {
-  /** Each node whose Lease the runner took over from KWOK (or made), once per takeover, in order. */
+  /** Each node whose Lease the runner took over from KWOK (or made), once per node (by UID), in order. */
   takeovers: string[];
   /** Resolves once `signal` aborted and the last look is over. */
   done: Promise<void>;
 }
 
 /**
- * Looks at the node Leases every LOOK_MS until `signal` aborts and renews those staleLeases names, as
- * their kubelets would (a Lease the runner holds is renewed by it from then on: KWOK takes it back only
- * once it lapses); a look or a write the API server does not answer (a fault) waits for the next look.
+ * Looks at the node Leases every LOOK_MS until `signal` aborts and renews those staleLeases names in
+ * KWOK's name, as their kubelets would (KWOK renews them too if it comes back); a look or a write the API
+ * server does not answer (a fault) waits for the next look, and so does every write until a Lease has
+ * named KWOK (one in another name would take the node's pods from KWOK).
  */
 export function superviseKwok(
   api: { core: CoreV1Api; coordination: CoordinationV1Api },
@@ -104,7 +114,9 @@ export function superviseKwok(
   note: (line: string) => void,
 ): LeaseSupervision {
   const takeovers: string[] = [];
+  const taken = new Set<string>();
   const kept: KeptSince = new Map();
+  let identity: string | undefined;
   const look = async () => {
     const read = await Promise.all([
       api.core.listNode(),
@@ -112,11 +124,13 @@ export function superviseKwok(
     ]).catch(() => undefined);
     if (!read) return;
     const [nodes, leases] = [read[0].items, read[1].items];
+    identity ??= kwokIdentity(nodes, leases);
+    if (identity === undefined) return;
     for (const name of staleLeases(nodes, leases, kept, Date.now())) {
       const node = nodes.find((n) => n.metadata?.name === name);
       const old = leases.find((l) => l.metadata?.name === name);
       if (!node) continue;
-      const body = renewedLease(node, old, new Date());
+      const body = renewedLease(node, old, new Date(), identity);
       const wrote = await (old
         ? api.coordination.replaceNamespacedLease({ name, namespace: NODE_LEASES, body })
         : api.coordination.createNamespacedLease({ namespace: NODE_LEASES, body })
@@ -124,7 +138,9 @@ export function superviseKwok(
         () => true,
         () => false,
       );
-      if (!wrote || old?.spec?.holderIdentity === RUNNER_HOLDER) continue;
+      const uid = node.metadata?.uid ?? '';
+      if (!wrote || taken.has(uid)) continue;
+      taken.add(uid);
       takeovers.push(name);
       note(
         `KWOK had not renewed the Lease of ${name} for ${STALE_LEASE_MS / 1000} s${old ? '' : ' (it made none)'}: renewed by the runner from now on, as its kubelet would`,

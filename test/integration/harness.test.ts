@@ -22,7 +22,7 @@ import { KWOK_CUSTOM_STATUS } from '../../src/sim/cluster/component-args.ts';
 import { isReady } from '../../src/sim/cluster/nodes.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
-import { RUNNER_HOLDER, STALE_LEASE_MS, superviseKwok } from '../../src/sim/kwok-leases.ts';
+import { STALE_LEASE_MS, superviseKwok } from '../../src/sim/kwok-leases.ts';
 import { diagnose, diagnosisFlags } from '../../src/sim/runaway.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { useCluster } from './support.ts';
@@ -528,7 +528,7 @@ describe('diagnosing a runaway', () => {
 });
 
 describe("the chaos runner's part of a kubelet's Lease", () => {
-  test("Leases KWOK stops renewing (here: KWOK stopped with SIGSTOP) or never made are renewed by the runner from then on, a host-held node's too, and nodes stay Ready", async () => {
+  test("Leases KWOK stops renewing (here: KWOK stopped with SIGSTOP) or never made are renewed by the runner from then on, in KWOK's name, a host-held node's too; nodes stay Ready and KWOK, back, still plays their pods", async () => {
     const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
     const stop = new AbortController();
     const notes: string[] = [];
@@ -540,21 +540,30 @@ describe("the chaos runner's part of a kubelet's Lease", () => {
         mergePatch,
       );
     await custom('custom');
+    const before = (await coordination.listNamespacedLease({ namespace: 'kube-node-lease' })).items;
+    const kwok = before[0]?.spec?.holderIdentity;
+    assert.ok(kwok, 'KWOK keeps the node Leases');
     const stalled = Date.now();
     try {
       cluster.components.kwok.setPaused(true);
       // A Lease KWOK never made, as for a node registered again.
       await coordination.deleteNamespacedLease({ name: 'node-2', namespace: 'kube-node-lease' });
+      // KWOK, stopped, renews nothing: a Lease renewed since is the runner's doing.
       const taken = await pollUntil(
         "every node's Lease renewed by the runner",
         async () => {
           const leases = (await coordination.listNamespacedLease({ namespace: 'kube-node-lease' })).items;
-          const renewed = leases.filter((l) => l.spec?.holderIdentity === RUNNER_HOLDER);
+          const renewed = leases.filter((l) => new Date(l.spec?.renewTime ?? 0).getTime() > stalled);
           return renewed.length === NODES.length ? renewed : undefined;
         },
         { timeoutMs: STALE_LEASE_MS + 30_000, intervalMs: 500 },
       );
       assert.ok(Date.now() - stalled >= STALE_LEASE_MS, 'not before the Leases were a whole period old');
+      assert.deepEqual(
+        taken.map((l) => l.spec?.holderIdentity),
+        NODES.map(() => kwok),
+        "in KWOK's name, the Lease it never made too",
+      );
       assert.deepEqual(
         [...notes].sort(),
         NODES.map(
@@ -578,6 +587,29 @@ describe("the chaos runner's part of a kubelet's Lease", () => {
         nodes.filter((n) => !isReady(n)).map((n) => n.metadata?.name),
         [],
         'no node marked unreachable',
+      );
+      // KWOK plays only the pods of nodes whose Lease names it: a pod bound to a renewed node starts, and
+      // its deletion finishes.
+      cluster.components.kwok.setPaused(false);
+      const pod = { name: 'on-a-renewed-node', namespace: 'nuo-system' };
+      await core.createNamespacedPod({
+        namespace: pod.namespace,
+        body: {
+          metadata: { name: pod.name },
+          spec: { nodeName: 'node-1', containers: [{ name: 'main', image: 'registry.invalid/idle' }] },
+        },
+      });
+      await pollUntil(`${pod.name} Running on node-1`, async () => {
+        const p = await core.readNamespacedPod(pod);
+        return p.status?.phase === 'Running' ? true : undefined;
+      });
+      await core.deleteNamespacedPod(pod);
+      await pollUntil(`${pod.name} gone`, async () =>
+        (await core.listNamespacedPod({ namespace: pod.namespace })).items.some(
+          (p) => p.metadata?.name === pod.name,
+        )
+          ? undefined
+          : true,
       );
     } finally {
       cluster.components.kwok.setPaused(false);

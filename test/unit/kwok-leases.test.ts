@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Lease, V1Node } from '@kubernetes/client-node';
-import { type KeptSince, STALE_LEASE_MS, staleLeases } from '../../src/sim/kwok-leases.ts';
+import { type KeptSince, kwokIdentity, STALE_LEASE_MS, staleLeases } from '../../src/sim/kwok-leases.ts';
 
 const T = Date.parse('2026-11-27T20:00:00Z');
 const node = (name: string, uid = name, kwok = true): V1Node => ({
@@ -38,4 +38,25 @@ test("staleLeases: a node KWOK plays whose Lease it has not renewed for the whol
     'registered again (a new UID): a whole period first',
   );
   assert.equal(kept.has('a'), false, 'nodes gone are forgotten');
+});
+
+test("kwokIdentity: the holder named by the Lease of a node KWOK plays, not another node's", () => {
+  const held = (name: string, holder?: string): V1Lease => ({
+    metadata: { name },
+    spec: holder ? { holderIdentity: holder } : {},
+  });
+  assert.equal(
+    kwokIdentity([node('a'), node('b', 'b', false)], [held('b', 'kubelet-b'), held('a', 'vm_1234')]),
+    'vm_1234',
+  );
+  assert.equal(
+    kwokIdentity([node('a'), node('c')], [held('a'), held('c', 'vm_1234')]),
+    'vm_1234',
+    'a Lease naming no one is skipped',
+  );
+  assert.equal(
+    kwokIdentity([node('a')], [held('b', 'kubelet-b')]),
+    undefined,
+    'no Lease of a node KWOK plays',
+  );
 });
