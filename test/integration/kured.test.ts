@@ -173,6 +173,8 @@ describe('nuo beside kured 1.23.0', () => {
     });
     f.startOperator('op-a', FAST_LEASE);
     f.stageUpdates([kuredNode]);
+    // kured first looks 30–90 s after each start (its delaytick over a minute): once before the reboot and
+    // once after it, before it uncordons. 60–180 s of waiting before drain, reboot and a loaded machine.
     await pollUntil(
       `${kuredNode} rebooted by kured, uncordoned, its lock still held`,
       async () => {
@@ -184,7 +186,7 @@ describe('nuo beside kured 1.23.0', () => {
           ? true
           : undefined;
       },
-      { timeoutMs: 240_000, intervalMs: 500 },
+      { timeoutMs: 400_000, intervalMs: 500 },
     );
 
     /** The most of nuo's nodes in an attempt at once while kured's lock named its node. */
