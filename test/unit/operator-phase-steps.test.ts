@@ -228,6 +228,15 @@ const cases: Case[] = [
     want: ['complete'],
   },
   {
+    what: 'after reboot, entered by a leader whose clock ran 372 s ahead: a reading since this leader saw it back counts',
+    phase: Phase.afterReboot,
+    age: -372,
+    readyFor: 31,
+    healthy: true,
+    checks: { at: NOW.getTime() - 10_000 },
+    want: ['complete'],
+  },
+  {
     what: 'after reboot, healthy, health checks last read before its return: the next reading is awaited quietly',
     phase: Phase.afterReboot,
     age: 40,

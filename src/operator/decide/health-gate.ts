@@ -64,8 +64,8 @@ export const FRESH_CHECKS = 'a reading of the health checks taken after the node
 
 /**
  * Why a finished node keeps its slot for the pool's health checks: one fails, or none was read since the
- * node came back (`since`: Ready in the health gate), so a failure its reboot caused is caught before the
- * next node is admitted.
+ * node came back (`since`: when this leader first saw it Ready at the health gate, on its own clock), so a
+ * failure its reboot caused is caught before the next node is admitted.
  */
 export function checksWait(checks: ChecksReading | undefined, since: number): string | undefined {
   if (!checks) return undefined;

@@ -154,8 +154,9 @@ const afterReboot: PhaseStep = (n, ctx, age) => {
   const due = healthDue(n, config, now);
   if (!health?.daemonSetPodsReady && due)
     waits.push(`DaemonSet pods: ${health?.detail ?? 'not checked yet'}`);
-  const back = Math.max(ms(n.readySince), n.stateSince ? ms(n.stateSince) : 0);
-  const checks = due ? checksWait(config.healthChecks, back) : undefined;
+  // A reading counts from when this leader saw the node back (readySince, its own clock), never from the
+  // phase's stateSince: another leader's clock wrote that, and one running ahead held the node for its skew.
+  const checks = due ? checksWait(config.healthChecks, ms(n.readySince)) : undefined;
   if (checks) waits.push(checks);
   if (n.rebootInProgress) waits.push('the agent to report after boot');
   if (waits.length === 0) return completion(n, ctx);
