@@ -569,6 +569,63 @@ describe('UpdatePolicies', () => {
     await assertSafe(f);
   });
 
+  test('a node a leader 10 minutes ahead moved to the health gate is freed by the next leader once a health-check reading of its own passes, not 10 minutes later', async () => {
+    await installWidgets();
+    await setWidgetHealth('HEALTH_OK');
+    const hook = 'test.nuo.dev/checked';
+    await createPolicy('skewed', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      healthChecks: [
+        {
+          name: 'ceph',
+          object: {
+            apiVersion: `${WIDGETS.group}/v1`,
+            kind: 'Widget',
+            namespace: 'default',
+            name: 'ceph',
+            expression: "object.status.health == 'HEALTH_OK'",
+          },
+        },
+      ],
+      reboot: { ...QUICK.reboot, afterRebootAnnotations: [hook] },
+    });
+    const skewS = 600;
+    const f = new Fleet(cluster, { rebootMs: 300, budget: [pool('a', 1)], agentCheckIntervalMs: 2000 });
+    fleet = f;
+    await f.start();
+    f.startOperator('op-ahead', [...FAST_LEASE, '--blocker-interval=1s'], { clockSkewS: skewS });
+    f.stageUpdates(['node-0']);
+    // The hook holds node-0 at the gate until the leader ahead is gone.
+    await pollUntil('node-0 at the health gate, waiting for its hook', async () =>
+      (await stateReason('node-0')).includes(`after-reboot hooks: ${hook}`) ? true : undefined,
+    );
+    await f.killOperator('op-ahead');
+    const since = (await core.readNode({ name: 'node-0' })).metadata?.annotations?.[Annotations.stateSince];
+    assert.ok(
+      Date.parse(since ?? '') > Date.now() + (skewS - 60) * 1000,
+      `stateSince ${since}: the clock ahead`,
+    );
+    f.startOperator('op-b', [...FAST_LEASE, '--blocker-interval=1s']);
+    await core.patchNode(
+      { name: 'node-0', body: { metadata: { annotations: { [hook]: 'true' } } } },
+      mergePatch,
+    );
+    await pollUntil(
+      'node-0 Idle, its slot freed by op-b',
+      async () => {
+        const n = await core.readNode({ name: 'node-0' });
+        return n.metadata?.annotations?.[Annotations.state] === Phase.idle ? true : undefined;
+      },
+      { timeoutMs: (skewS / 5) * 1000, intervalMs: 250 },
+    );
+    assert.equal(f.checker.rebootsOf('node-0'), 1);
+    await core.patchNode(
+      { name: 'node-0', body: { metadata: { annotations: { [hook]: null } } } },
+      mergePatch,
+    );
+    await assertSafe(f);
+  });
+
   test('an undrainable node under onFailure Skip is labelled skipped after its drain failed afterAttempts times in a row (other failures not counted), and the rollout finishes without it', async () => {
     // One pod pinned to node-1 that its PDB never lets go: node-1's drain can only time out.
     await undrainablePod(cluster.kubeconfig, 'stuck', 'node-1');
