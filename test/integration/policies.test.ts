@@ -157,6 +157,18 @@ const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api);
 
 const installWidgets = () => installWidgetCrd(cluster.kubeconfig, WIDGETS, 'default');
 
+/** The health check on the Widget default/ceph: it passes while the Widget's status reads HEALTH_OK. */
+const CEPH_CHECK = {
+  name: 'ceph',
+  object: {
+    apiVersion: `${WIDGETS.group}/v1`,
+    kind: 'Widget',
+    namespace: 'default',
+    name: 'ceph',
+    expression: "object.status.health == 'HEALTH_OK'",
+  },
+};
+
 /** Creates the Widget default/ceph with this health, or sets it. */
 async function setWidgetHealth(health: string): Promise<void> {
   const body = {
@@ -383,13 +395,7 @@ describe('UpdatePolicies', () => {
   test("a health check the API server refuses when it is not one kind of check; one on a custom resource holds the pool while its status is unhealthy, keeps a finished node's slot when it turns unhealthy after the reboot, and lets the rollout go on once it passes; a ServiceAccount reads it once granted get and list", async () => {
     await installWidgets();
     await setWidgetHealth('HEALTH_WARN');
-    const object = {
-      apiVersion: `${WIDGETS.group}/v1`,
-      kind: 'Widget',
-      namespace: 'default',
-      name: 'ceph',
-      expression: "object.status.health == 'HEALTH_OK'",
-    };
+    const { object } = CEPH_CHECK;
     const refused: [string, UpdatePolicySpec['healthChecks'], RegExp][] = [
       [
         'both kinds',
@@ -516,18 +522,7 @@ describe('UpdatePolicies', () => {
     await setWidgetHealth('HEALTH_WARN');
     await createPolicy('unstarted', {
       nodeSelector: { matchLabels: { pool: 'a' } },
-      healthChecks: [
-        {
-          name: 'ceph',
-          object: {
-            apiVersion: `${WIDGETS.group}/v1`,
-            kind: 'Widget',
-            namespace: 'default',
-            name: 'ceph',
-            expression: "object.status.health == 'HEALTH_OK'",
-          },
-        },
-      ],
+      healthChecks: [CEPH_CHECK],
       ...QUICK,
     });
     const f = await startFleet([pool('a', 1)], ['--blocker-interval=1s']);
@@ -575,18 +570,7 @@ describe('UpdatePolicies', () => {
     const hook = 'test.nuo.dev/checked';
     await createPolicy('skewed', {
       nodeSelector: { matchLabels: { pool: 'a' } },
-      healthChecks: [
-        {
-          name: 'ceph',
-          object: {
-            apiVersion: `${WIDGETS.group}/v1`,
-            kind: 'Widget',
-            namespace: 'default',
-            name: 'ceph',
-            expression: "object.status.health == 'HEALTH_OK'",
-          },
-        },
-      ],
+      healthChecks: [CEPH_CHECK],
       reboot: { ...QUICK.reboot, afterRebootAnnotations: [hook] },
     });
     const skewS = 600;
