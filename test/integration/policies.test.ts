@@ -1293,6 +1293,64 @@ describe('UpdatePolicies', () => {
     }
   });
 
+  test('a node deleted and registered again mid-remediation comes back without its annotations, and the rate limit still counts its remediation', async () => {
+    const hook = 'test.nuo.dev/ready-to-drain';
+    const kernelDeadlock = () =>
+      setNodeProblem(core, 'node-0', {
+        type: 'KernelDeadlock',
+        reason: 'DockerHung',
+        since: new Date(Date.now() - 10 * 60_000),
+      });
+    await createPolicy('fix', {
+      nodeSelector: { matchLabels: { pool: 'a' } },
+      remediation: { conditions: [{ type: 'KernelDeadlock' }] },
+      reboot: { ...QUICK.reboot, beforeRebootAnnotations: [hook] },
+    });
+    const f = await startFleet([pool('a', 1)]);
+    try {
+      await kernelDeadlock();
+      // The hook holds the remediation before its drain, where the node is deleted.
+      await pollUntil('node-0 admitted for its remediation, waiting for its hook', async () =>
+        (await stateReason('node-0')).includes(`before-reboot hooks: ${hook}`) ? true : undefined,
+      );
+      const gone = await core.readNode({ name: 'node-0' });
+      assert.ok(gone.metadata?.annotations?.[Annotations.remediatedAt], 'recorded on the node as well');
+      const host = f.hosts.get('node-0');
+      assert.ok(host);
+      await host.killAgent();
+      await core.deleteNode({ name: 'node-0' });
+      await pollUntil('node-0 deleted', async () =>
+        (await core.listNode()).items.some((n) => n.metadata?.name === 'node-0') ? undefined : true,
+      );
+      await cluster.addNodes([{ name: 'node-0', zone: gone.metadata?.labels?.[ZONE] ?? 'zone-a' }]);
+      await core.patchNode({ name: 'node-0', body: { metadata: { labels: { pool: 'a' } } } }, mergePatch);
+      await host.start();
+      // KWOK may still be writing the new node's status when the host takes it over, as in the chaos runs.
+      await pollUntil("node-0's boot ID shown again", async () => {
+        if ((await core.readNode({ name: 'node-0' })).status?.nodeInfo?.bootID === host.bootIdValue)
+          return true;
+        await host.publishBootId();
+        return undefined;
+      });
+      await kernelDeadlock();
+      await pollUntil('node-0, registered again, waiting for the remediation rate limit', async () =>
+        /remediation rate limit \(1 an hour in the pool/.test(await stateReason('node-0')) ? true : undefined,
+      );
+      const back = await core.readNode({ name: 'node-0' });
+      assert.notEqual(back.metadata?.uid, gone.metadata?.uid, 'a new Node object');
+      assert.equal(
+        back.metadata?.annotations?.[Annotations.remediatedAt],
+        undefined,
+        'its annotation gone with it',
+      );
+      assert.equal(back.spec?.unschedulable, undefined, 'not admitted again: never cordoned');
+      assert.equal(f.checker.rebootsOf('node-0'), 0);
+      await assertSafe(f);
+    } finally {
+      await clearNodeProblem(core, 'node-0', 'KernelDeadlock');
+    }
+  });
+
   test('waves 1, 2, 4: the first wave disrupts one node, each next one twice as many after a pause, a new leader continues the wave, and the checker holds nuo to each wave', async () => {
     await createPolicy('waves', {
       maxUnavailable: 3,

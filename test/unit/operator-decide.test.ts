@@ -1035,6 +1035,22 @@ describe('decide: a slot about to be freed is promised to the next node in line'
     // Even with its predecessor's attempt still on record (a stale copy): b is disrupted, so it counts.
     const stale = run([soaking('a'), b], { ledger: { slots: slotA, next: promiseB }, draining: ['b'] });
     assert.deepEqual(stale.budget.holders.sort(), ['a', 'b']);
+    // A remediation it started then (its node write says when) is claimed with it, for the rate limit.
+    const fixing = (at: number) =>
+      node('b', {
+        annotations: { ...needs, ...state(Phase.draining, 2), [Annotations.remediatedAt]: ago(at) },
+        unschedulable: true,
+      });
+    const claimed = (at: number) =>
+      run([done, fixing(at)], { ledger: { slots: slotA, next: promiseB }, draining: ['b'] }).actions.find(
+        (a) => a.type === 'claim',
+      );
+    assert.deepEqual(claimed(2), { type: 'claim', node: 'b', since: ago(10), remediatedAt: ago(2) });
+    assert.deepEqual(
+      claimed(3600),
+      { type: 'claim', node: 'b', since: ago(10) },
+      'an older one is not this attempt',
+    );
   });
 });
 

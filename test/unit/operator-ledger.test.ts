@@ -166,3 +166,62 @@ test("each pool's rollout record: read, seen only by its pool, replaced and remo
     assert.throws(() => parseLedger(cm(JSON.stringify({ slots: {}, rollouts: { gpu: bad } }))), /is corrupt/);
   }
 });
+
+test("each pool's remediations of the last hour: recorded by its admissions and handovers, pruned by its writes; malformed is corrupt", () => {
+  const at = '2026-11-24T12:00:00.000Z';
+  const hourAgo = '2026-11-24T11:00:00.000Z';
+  const before: Ledger = {
+    slots: {},
+    remediations: {
+      gpu: [
+        { node: 'old', at: hourAgo },
+        { node: 'a', at: '2026-11-24T11:30:00.000Z' },
+      ],
+    },
+  };
+  const admit = (node: string, remediation: boolean): LedgerChange => ({
+    type: 'admit',
+    node,
+    reason: 'r',
+    for: remediation ? 'Remediation' : 'Reboot',
+    ...(remediation ? { remediation: true as const } : {}),
+  });
+  const after = withChanges(before, [admit('b', true), admit('c', false)], at, 'gpu');
+  assert.deepEqual(after.remediations, {
+    gpu: [
+      { node: 'a', at: '2026-11-24T11:30:00.000Z' },
+      { node: 'b', at },
+    ],
+  });
+  const claimed = withChanges(
+    after,
+    [
+      {
+        type: 'claim',
+        node: 'd',
+        since: '2026-11-24T11:59:00.000Z',
+        remediatedAt: '2026-11-24T11:59:30.000Z',
+      },
+    ],
+    at,
+    'gpu',
+  );
+  assert.deepEqual(claimed.remediations?.gpu?.at(-1), { node: 'd', at: '2026-11-24T11:59:30.000Z' });
+  assert.deepEqual(withChanges(before, [admit('e', true)], at, 'web').remediations?.web, [{ node: 'e', at }]);
+  assert.equal(
+    withChanges({ slots: {}, remediations: { gpu: [{ node: 'old', at: hourAgo }] } }, [], at, 'gpu')
+      .remediations,
+    undefined,
+    'none left within the hour',
+  );
+  assert.deepEqual(parseLedger(cm(JSON.stringify(after))), after);
+  for (const bad of [
+    '[]',
+    '{"gpu":{}}',
+    '{"gpu":[{"node":"a"}]}',
+    '{"gpu":[{"node":3,"at":"2026-11-24T12:00:00Z"}]}',
+    '{"gpu":[{"node":"a","at":"later"}]}',
+  ]) {
+    assert.throws(() => parseLedger(cm(`{"slots":{},"remediations":${bad}}`)), /is corrupt/, bad);
+  }
+});

@@ -101,9 +101,38 @@ test('a remediation comes before a refresh; the earliest moment either comes due
   assert.deepEqual(policyReading(n, {}, t), {}, 'a policy that asks for neither');
 });
 
+test('the rate limit counts the remediations the ledger recorded, a node registered again without its annotation too', () => {
+  const iso = (minAgo: number) => new Date(t - minAgo * MIN).toISOString();
+  const table: Array<
+    [string, Parameters<typeof remediationRate>[0], { node: string; at: string }[], number[]]
+  > = [
+    [
+      'a node deleted and registered again: its annotation is gone, the ledger still counts it',
+      [{ name: 'a' }],
+      [{ node: 'a', at: iso(10) }],
+      [t - 10 * MIN],
+    ],
+    [
+      "the ledger and the node name the same remediation: counted once, at the ledger's time",
+      [{ name: 'a', remediatedAt: new Date(t - 10 * MIN + 50) }],
+      [{ node: 'a', at: iso(10) }],
+      [t - 10 * MIN],
+    ],
+    [
+      'an annotation the ledger does not know (written before it kept them): counted',
+      [{ name: 'a', remediatedAt: new Date(t - 20 * MIN) }, { name: 'b' }],
+      [{ node: 'b', at: iso(10) }],
+      [t - 20 * MIN, t - 10 * MIN],
+    ],
+    ['older than the hour: not counted', [{ name: 'a' }], [{ node: 'a', at: iso(61) }], []],
+  ];
+  for (const [what, nodes, recorded, recent] of table)
+    assert.deepEqual(remediationRate(nodes, recorded, 1, t).recent, recent, what);
+});
+
 test('the rate limit counts the pool’s remediations within the hour, and those of the pass', () => {
-  const at = (minAgo: number) => ({ remediatedAt: new Date(t - minAgo * MIN) });
-  const rate = remediationRate([at(90), at(30), {}, at(10)], 2, t);
+  const at = (minAgo: number, name = `n${minAgo}`) => ({ name, remediatedAt: new Date(t - minAgo * MIN) });
+  const rate = remediationRate([at(90), at(30), { name: 'never' }, at(10)], [], 2, t);
   assert.deepEqual(
     rate,
     { maxPerHour: 2, recent: [t - 30 * MIN, t - 10 * MIN] },
@@ -121,7 +150,7 @@ test('the rate limit counts the pool’s remediations within the hour, and those
     else assert.equal(wait?.until, until, what);
   }
   // On a calendar 60 times as fast an hour is a real minute: only the one 10 s ago counts, until it leaves it.
-  const sim = remediationRate([at(30), { remediatedAt: new Date(t - 10_000) }], 1, t, MIN);
+  const sim = remediationRate([at(30), { name: 'b', remediatedAt: new Date(t - 10_000) }], [], 1, t, MIN);
   assert.deepEqual(sim, { maxPerHour: 1, recent: [t - 10_000], hourMs: MIN });
   assert.equal(rateWait(sim, 0)?.until, t - 10_000 + MIN);
   const passOnly = rateWait({ maxPerHour: 1, recent: [] }, 1);

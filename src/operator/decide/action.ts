@@ -92,5 +92,8 @@ export type Action =
   | { type: 'promise'; node: string; after: string }
   /** Ledger only: withdraw the node's promise. */
   | { type: 'unpromise'; node: string; reason: string }
-  /** Ledger only: a promised node already in an attempt (handed over at once) holds its slot since `since`. */
-  | { type: 'claim'; node: string; since: string; protocol?: ForeignProtocol };
+  /**
+   * Ledger only: a promised node already in an attempt (handed over at once) holds its slot since `since`;
+   * `remediatedAt`: the handover started a remediation then (its node write says when), for the rate limit.
+   */
+  | { type: 'claim'; node: string; since: string; protocol?: ForeignProtocol; remediatedAt?: string };

@@ -6,6 +6,12 @@
 import type { InPool, Slot } from './slot.ts';
 import type { RolloutRecord } from './waves.ts';
 
+/** A remediation the pool admitted: its node and when (RFC 3339). */
+export interface RemediationRecord {
+  node: string;
+  at: string;
+}
+
 /** A node promised the slot of a holder whose attempt is about to end (see Ledger.next). */
 export interface Succession extends InPool {
   /** The slot holder whose slot this node takes. */
@@ -32,4 +38,9 @@ export interface Ledger {
   rollout?: RolloutRecord;
   /** Each named pool's rollout in progress, for a policy with spec.rollout. */
   rollouts?: Record<string, RolloutRecord>;
+  /**
+   * Each named pool's remediation admissions within the last hour, for its rate limit: kept here as well
+   * as on the node, since a node deleted and registered again comes back without its annotations.
+   */
+  remediations?: Record<string, RemediationRecord[]>;
 }

@@ -5,8 +5,8 @@
  * through the pool's budget, windows and gates like any other need; remediations also through a rate
  * limit counted over the pool's `nuo.dev/remediated-at`, so a new leader honours it.
  */
-import { Annotations } from '../../api/keys.ts';
 import type { ResolvedRemediation } from '../../policy/resolve.ts';
+import type { RemediationRecord } from './ledger-view.ts';
 import { ms } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { PolicyNeedKind, type PolicyReading } from './policy-reading.ts';
@@ -117,16 +117,26 @@ export interface RemediationRate {
   hourMs?: number;
 }
 
-/** The remediations of the pool within the last hour (`hourMs` real ms), from each node's `nuo.dev/remediated-at`. */
+/**
+ * The remediations of the pool within the last hour (`hourMs` real ms): those the ledger recorded, and
+ * each node's `nuo.dev/remediated-at` where the ledger names none of that node's (one written before the
+ * ledger kept them).
+ */
 export function remediationRate(
-  nodes: readonly Pick<NodeView, 'remediatedAt'>[],
+  nodes: readonly Pick<NodeView, 'name' | 'remediatedAt'>[],
+  recorded: readonly RemediationRecord[],
   maxPerHour: number,
   t: number,
   hourMs = RATE_WINDOW_MS,
 ): RemediationRate {
-  const recent = nodes
-    .map((n) => ms(n.remediatedAt))
-    .filter((at) => at > t - hourMs)
+  const within = (at: number) => at > t - hourMs;
+  const logged = recorded.filter((r) => within(Date.parse(r.at)));
+  const named = new Set(logged.map((r) => r.node));
+  const recent = [
+    ...logged.map((r) => Date.parse(r.at)),
+    ...nodes.filter((n) => !named.has(n.name)).map((n) => ms(n.remediatedAt)),
+  ]
+    .filter(within)
     .sort((a, b) => a - b);
   return { maxPerHour, recent, ...(hourMs !== RATE_WINDOW_MS ? { hourMs } : {}) };
 }
@@ -144,7 +154,7 @@ export function rateWait(
   const oldest = rate.recent[used - rate.maxPerHour];
   const until = oldest === undefined ? undefined : oldest + (rate.hourMs ?? RATE_WINDOW_MS);
   return {
-    reason: `waiting: remediation rate limit (${rate.maxPerHour} an hour in the pool, counted by ${Annotations.remediatedAt})${until === undefined ? '' : `; next after ${new Date(until).toISOString()}`}`,
+    reason: `waiting: remediation rate limit (${rate.maxPerHour} an hour in the pool)${until === undefined ? '' : `; next after ${new Date(until).toISOString()}`}`,
     ...(until === undefined ? {} : { until }),
   };
 }

@@ -150,11 +150,14 @@ export function settlePromises(
     }
     if (inFlight.has(name)) continue;
     if (n && !outsideAttempt(n)) {
+      const remediated =
+        n.remediatedAt && n.remediatedAt.getTime() >= Date.parse(s.since) ? n.remediatedAt : undefined;
       out.actions.push({
         type: 'claim',
         node: name,
         since: s.since,
         ...(n.protocol ? { protocol: n.protocol } : {}),
+        ...(remediated ? { remediatedAt: remediated.toISOString() } : {}),
       });
       holders.add(name);
       continue;

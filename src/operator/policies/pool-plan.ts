@@ -196,6 +196,7 @@ function policyPool(
   if (resolved.remediation)
     config.remediationRate = remediationRate(
       nodes,
+      ledger.remediations?.[entry.name] ?? [],
       resolved.remediation.maxPerHour,
       now.getTime(),
       RATE_WINDOW_MS / clock.speed,

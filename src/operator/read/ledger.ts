@@ -8,8 +8,9 @@ import { AGENT_PROTOCOLS, type AgentProtocol, LEDGER } from '../../api/keys.ts';
 import { ATTEMPT_REASONS } from '../../api/update-policy.ts';
 import { statusCode } from '../../kube/errors.ts';
 import type { Action } from '../decide/action.ts';
-import type { Ledger } from '../decide/ledger-view.ts';
+import type { Ledger, RemediationRecord } from '../decide/ledger-view.ts';
 import type { PlanSlot } from '../decide/plan-work.ts';
+import { RATE_WINDOW_MS } from '../decide/policy-need.ts';
 import type { InPool } from '../decide/slot.ts';
 import type { RolloutRecord } from '../decide/waves.ts';
 
@@ -130,6 +131,16 @@ export function parseLedger(cm: V1ConfigMap): Ledger {
     if (rollouts.some((r) => !isRolloutRecord(r))) {
       throw new Error('a rollout that is not { since, wave, waveSince, completed, counted, failed }');
     }
+    const remediations: unknown = doc.remediations;
+    if (
+      remediations !== undefined &&
+      (typeof remediations !== 'object' ||
+        remediations === null ||
+        Array.isArray(remediations) ||
+        Object.values(remediations).some((list) => !Array.isArray(list) || !list.every(isRemediationRecord)))
+    ) {
+      throw new Error('"remediations" must map pools to lists of { node, at }');
+    }
     return doc;
   } catch (err) {
     // Never guess who holds a slot: refuse to act until a person repairs or deletes the ledger.
@@ -229,11 +240,31 @@ export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at
     }
   }
   if (l.next && Object.keys(l.next).length === 0) delete l.next;
+  const remediated = changes.flatMap((a) => {
+    if (a.type === 'admit' && a.remediation) return [{ node: a.node, at }];
+    return a.type === 'claim' && a.remediatedAt ? [{ node: a.node, at: a.remediatedAt }] : [];
+  });
+  if (pool !== '') recordRemediations(l, pool, remediated, at);
   if (changes.some((a) => a.type === 'admit')) {
     if (pool === '') l.lastGrant = at;
     else l.poolGrants = { ...l.poolGrants, [pool]: at };
   }
   return l;
+}
+
+function isRemediationRecord(r: unknown): r is RemediationRecord {
+  const { node, at } = (r ?? {}) as Partial<Record<keyof RemediationRecord, unknown>>;
+  return typeof node === 'string' && typeof at === 'string' && !Number.isNaN(Date.parse(at));
+}
+
+/** Adds `added` to `pool`'s remediations in `l`, which keep only those of the hour before `at`. */
+function recordRemediations(l: Ledger, pool: string, added: readonly RemediationRecord[], at: string): void {
+  const now = Date.parse(at);
+  const kept = (l.remediations?.[pool] ?? []).filter((r) => now - Date.parse(r.at) < RATE_WINDOW_MS);
+  const list = [...kept, ...added];
+  const { [pool]: _, ...others } = l.remediations ?? {};
+  l.remediations = list.length > 0 ? { ...others, [pool]: list } : others;
+  if (Object.keys(l.remediations).length === 0) delete l.remediations;
 }
 
 /** Records (or, with none, removes) `pool`'s rollout in `l`. */
