@@ -50,6 +50,7 @@ import {
   SCALE_DOWN_PROTECTION,
 } from '../api/keys.ts';
 import { isPhase, Phase } from '../api/phases.ts';
+import { statusCode } from '../kube/errors.ts';
 import { compareResourceVersions, ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
 import { GateChecker, type GateSettings } from './checker-gates.ts';
@@ -68,6 +69,9 @@ import { protocolGrantMissing, rebootMarkOf } from './checker-protocols.ts';
 import { type Budget, disruptedNow, inAttempt, labelsOf, podNodes, scopes } from './checker-scopes.ts';
 import { rolloutOver, WaveTally } from './checker-waves.ts';
 import type { Violation } from './violation.ts';
+
+/** How long the checker asks for the grant key while the API server does not answer. */
+const KEY_READ_MS = 60_000;
 
 export type { PlanBudget } from './checker-plans.ts';
 export type { Violation } from './violation.ts';
@@ -390,10 +394,19 @@ export class SafetyChecker {
   /** Nodes whose agent marked reboot-in-progress while the node was unschedulable (until the mark goes). */
   readonly #markedCordoned = new Set<string>();
 
+  /**
+   * The published grant key, or the one read before while none is published. A read the API server does
+   * not answer (a fault restarting it) is asked again for up to KEY_READ_MS: it says nothing of the key.
+   */
   async #readGrantKey(): Promise<KeyObject | undefined> {
-    const cm = await this.#core
-      .readNamespacedConfigMap({ name: GRANT_KEY_NAME, namespace: this.#namespace })
-      .catch(() => undefined);
+    const read = () =>
+      this.#core.readNamespacedConfigMap({ name: GRANT_KEY_NAME, namespace: this.#namespace }).then(
+        (cm) => cm,
+        (err: unknown) => (statusCode(err) === 404 ? null : undefined),
+      );
+    const cm = await pollUntil('the grant key read', read, { timeoutMs: KEY_READ_MS, intervalMs: 250 }).catch(
+      () => null,
+    );
     const pem = cm?.data?.[PUBLIC_KEY_FIELD];
     return pem ? publicKeyFromPem(pem) : this.#grantKey;
   }
