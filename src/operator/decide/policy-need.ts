@@ -3,7 +3,8 @@
  * remediation, for a Node condition held long enough (`remediation`), and a refresh, for a boot older
  * than `reboot.maxUptime`. Pure: the node, the policy's settings and the time in; the need out. Both go
  * through the pool's budget, windows and gates like any other need; remediations also through a rate
- * limit counted over the pool's `nuo.dev/remediated-at`, so a new leader honours it.
+ * limit counted over the ledger's record and the pool's `nuo.dev/remediated-at`, so a new leader honours
+ * it, and a node registered again without its annotations still counts.
  */
 import type { ResolvedRemediation } from '../../policy/resolve.ts';
 import type { RemediationRecord } from './ledger-view.ts';
