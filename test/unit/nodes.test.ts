@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { KWOK_NODE } from '../../src/sim/cluster/component-args.ts';
 import { isReady, kwokNode } from '../../src/sim/cluster/nodes.ts';
 import { needsReadyAgain, STAY_UNREADY_LABEL } from '../../src/sim/cluster/pod-readiness.ts';
 
@@ -50,9 +51,11 @@ test('isReady reads the Ready condition', () => {
   }
 });
 
-test('needsReadyAgain: only a running pod marked NotReady on a Ready node, as a kubelet would repair it', () => {
-  const readyNode = { status: { conditions: [{ type: 'Ready', status: 'True' }] } };
-  const downNode = { status: { conditions: [{ type: 'Ready', status: 'False' }] } };
+test('needsReadyAgain: only a running pod marked NotReady on a Ready KWOK node, as a kubelet would repair it', () => {
+  const kwok = { annotations: { [KWOK_NODE]: 'fake' } };
+  const readyNode = { metadata: kwok, status: { conditions: [{ type: 'Ready', status: 'True' }] } };
+  const downNode = { metadata: kwok, status: { conditions: [{ type: 'Ready', status: 'False' }] } };
+  const realNode = { status: { conditions: [{ type: 'Ready', status: 'True' }] } };
   const pod = (phase: string, ready: string | undefined, deleting = false): V1Pod => ({
     metadata: { name: 'p', ...(deleting ? { deletionTimestamp: new Date() } : {}) },
     status: { phase, ...(ready ? { conditions: [{ type: 'Ready', status: ready }] } : {}) },
@@ -60,6 +63,7 @@ test('needsReadyAgain: only a running pod marked NotReady on a Ready node, as a 
   const cases: { name: string; pod: V1Pod; node: V1Node | undefined; want: boolean }[] = [
     { name: 'marked NotReady, node Ready', pod: pod('Running', 'False'), node: readyNode, want: true },
     { name: 'marked NotReady, node down', pod: pod('Running', 'False'), node: downNode, want: false },
+    { name: 'marked NotReady on a real kubelet', pod: pod('Running', 'False'), node: realNode, want: false },
     { name: 'marked NotReady, node unknown', pod: pod('Running', 'False'), node: undefined, want: false },
     { name: 'already Ready', pod: pod('Running', 'True'), node: readyNode, want: false },
     { name: 'no Ready condition yet', pod: pod('Running', undefined), node: readyNode, want: false },

@@ -17,6 +17,7 @@ import type { ComponentName } from './component-args.ts';
 import { ControlPlane, StartupExit } from './control-plane.ts';
 import { tokenKubeconfig } from './kubeconfig.ts';
 import { createNodes, type NodeSpec } from './nodes.ts';
+import type { Pki } from './pki.ts';
 import { PodReadinessKeeper } from './pod-readiness.ts';
 import type { Component } from './process.ts';
 import { RawApi } from './raw-api.ts';
@@ -51,6 +52,10 @@ export interface LocalCluster {
   server: string;
   /** The cluster CA certificate (PEM), for clients that build their own TLS config. */
   caCert: Buffer;
+  /** The PKI's files (in `dir`): the CA's key signs the credentials of VM nodes (src/sim/vm). */
+  pki: Pki;
+  /** The file the reaper of abandoned clusters reads pids from: processes started for this cluster. */
+  pidFile: string;
   binaries: ClusterBinaries;
   /** Admin (system:masters) kubeconfig file and loaded object. */
   kubeconfigPath: string;
@@ -184,6 +189,8 @@ function clusterHandle(p: HandleParts): LocalCluster {
     dir,
     server: setup.server,
     caCert: setup.tlsAdmin.ca as Buffer,
+    pki: setup.pki,
+    pidFile: workspace.pidFile,
     binaries: p.binaries,
     kubeconfigPath: setup.kubeconfigPath,
     kubeconfig,

@@ -95,13 +95,15 @@ export function componentArgs({
       '--requestheader-username-headers=X-Remote-User',
       '--requestheader-group-headers=X-Remote-Group',
       '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-      '--authorization-mode=RBAC',
+      // Node: a VM node's kubelet, in group system:nodes, may touch its own Node, pods and Lease only.
+      '--authorization-mode=Node,RBAC',
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-account-key-file=${pki.serviceAccountPub}`,
       `--service-account-signing-key-file=${pki.serviceAccountKey}`,
       '--service-cluster-ip-range=10.96.0.0/16',
       // The release's default admission chain, which includes ValidatingAdmissionPolicy; named to be explicit.
-      '--enable-admission-plugins=ValidatingAdmissionPolicy',
+      // NodeRestriction: a kubelet may change only its own Node and the labels a kubelet may set.
+      '--enable-admission-plugins=ValidatingAdmissionPolicy,NodeRestriction',
       '--allow-privileged=true',
       '--event-ttl=1h',
       `--cert-dir=${join(dir, 'apiserver-certs')}`,

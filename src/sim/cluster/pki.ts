@@ -32,7 +32,8 @@ async function openssl(args: string[], cwd: string): Promise<void> {
   }
 }
 
-async function signedCert(dir: string, name: string, subject: string, ext: string): Promise<void> {
+/** Signs `<name>.crt` (and makes `<name>.key`) in `dir` with the CA there, for `subject`, with extensions `ext`. */
+export async function signedCert(dir: string, name: string, subject: string, ext: string): Promise<void> {
   await writeFile(join(dir, `${name}.ext`), ext);
   await openssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', `${name}.key`], dir);
   await openssl(['req', '-new', '-key', `${name}.key`, '-subj', subject, '-out', `${name}.csr`], dir);
@@ -76,7 +77,8 @@ export async function createPki(dir: string): Promise<Pki> {
         'basicConstraints=CA:FALSE',
         'keyUsage=critical,digitalSignature,keyEncipherment',
         'extendedKeyUsage=serverAuth',
-        'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local',
+        // 10.0.2.2: the host's loopback as a VM node sees it through qemu's user-mode network.
+        'subjectAltName=IP:127.0.0.1,IP:10.0.2.2,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local',
         '',
       ].join('\n'),
     ),

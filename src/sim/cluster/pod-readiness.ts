@@ -16,6 +16,7 @@ import type { KubeLog } from '../../kube/backoff.ts';
 import { describeError, statusCode } from '../../kube/errors.ts';
 import { ResilientInformer } from '../../kube/informer.ts';
 import { strategicMergePatch } from '../../kube/patch.ts';
+import { KWOK_NODE } from './component-args.ts';
 import { isReady } from './nodes.ts';
 
 /**
@@ -26,10 +27,11 @@ export const STAY_UNREADY_LABEL = 'sim.nuo.dev/stay-unready';
 
 /**
  * Whether a kubelet would report this pod Ready again: running, not deleted, marked NotReady, on a Ready
- * node, and not playing an unready replica.
+ * KWOK node (a VM node's real kubelet reports for itself), and not playing an unready replica.
  */
 export function needsReadyAgain(pod: V1Pod, node: V1Node | undefined): boolean {
   if (pod.metadata?.deletionTimestamp || pod.status?.phase !== 'Running' || !node) return false;
+  if (node.metadata?.annotations?.[KWOK_NODE] !== 'fake') return false;
   if (pod.metadata?.labels?.[STAY_UNREADY_LABEL] === 'true') return false;
   const ready = pod.status?.conditions?.find((c) => c.type === 'Ready');
   return ready?.status === 'False' && isReady(node);
@@ -55,7 +57,11 @@ function slimPod(p: V1Pod): V1Pod {
 
 function slimNode(n: V1Node): V1Node {
   return {
-    metadata: { name: n.metadata?.name, resourceVersion: n.metadata?.resourceVersion },
+    metadata: {
+      name: n.metadata?.name,
+      resourceVersion: n.metadata?.resourceVersion,
+      annotations: { [KWOK_NODE]: n.metadata?.annotations?.[KWOK_NODE] ?? '' },
+    },
     status: { conditions: (n.status?.conditions ?? []).filter((c) => c.type === 'Ready') },
   };
 }
