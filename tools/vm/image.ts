@@ -241,7 +241,9 @@ async function buildImage(
     const pauseDigest = buildPauseLayout(binaries.path.pause, pauseLayout, created);
     await mkdir(join(root, 'usr/share/nuo'), { recursive: true });
     tarLayout(pauseLayout, join(root, 'usr/share/nuo/pause.oci.tar'));
-    await run('systemctl', [`--root=${root}`, 'enable', ...UNITS], 'enabling the units');
+    // The image's own systemctl and systemd-sysusers, run in a chroot: they only edit files there.
+    await run('chroot', [root, 'systemctl', 'enable', ...UNITS], 'enabling the units');
+    await run('chroot', [root, 'systemd-sysusers'], "creating rootfs/'s system users");
     // Each VM makes its own machine ID on its first boot.
     await writeFile(join(root, 'etc/machine-id'), '');
     await rm(join(root, 'var/lib/dbus/machine-id'), { force: true });

@@ -3,6 +3,7 @@ export const VM_PACKAGES: Record<string, string> = {
   systemd: 'init, and logind, through which nuo agent reboots the node',
   'systemd-sysv': '/sbin/init and `systemctl reboot`',
   dbus: 'the system bus the agent talks to logind on',
+  polkitd: "logind asks it whether a caller that is not root (nuo's agent) may reboot",
   udev: 'the config disk by its label; kernel modules loaded as devices appear',
   'linux-image-amd64': 'the kernel and its modules, booted with -kernel',
   'initramfs-tools': 'the initrd that loads the virtio disk drivers',
