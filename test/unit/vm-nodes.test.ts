@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { apiEndpointSlice } from '../../src/sim/vm/api-endpoint.ts';
 import { VM_NODE_LABEL, vmConfigFiles } from '../../src/sim/vm/config-disk.ts';
 import { detectAccel, qemuArgs } from '../../src/sim/vm/qemu.ts';
+import { watchShutdowns } from '../../src/sim/vm/shutdown-watch.ts';
 
 const qemuInput = {
   name: 'vm-0',
@@ -97,4 +101,33 @@ test("apiEndpointSlice: the kubernetes Service's endpoint is the host's loopback
   );
   assert.deepEqual(slice.endpoints?.[0]?.addresses, ['10.0.2.2']);
   assert.deepEqual(slice.ports?.[0], { name: 'https', port: 6443, protocol: 'TCP' });
+});
+
+test("watchShutdowns: the kernel's last line on the serial console, once per boot, across partial writes", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nuo-shutdown-watch-'));
+  const log = join(dir, 'serial.log');
+  writeFileSync(log, '[  1.0] Run /init as init process\r\n');
+  let seen = 0;
+  const stop = watchShutdowns(log, () => seen++, 10);
+  const settle = () => new Promise((r) => setTimeout(r, 100));
+  try {
+    // As a Debian VM's console shows a reboot: systemd-shutdown syncs twice, then the kernel's line.
+    appendFileSync(log, '[ 99.1] systemd-shutdown[1]: Syncing filesystems and block devices.\r\n');
+    appendFileSync(log, '[ 99.2] systemd-shutdown[1]: Syncing filesystems and block devices.\r\n');
+    appendFileSync(log, '[ 99.3] reboot: Restarting sys');
+    await settle();
+    assert.equal(seen, 0, "half a line is not a line, nor are systemd-shutdown's");
+    appendFileSync(log, 'tem\r\n[ 99.4] reboot: machine restart\r\n');
+    await settle();
+    assert.equal(seen, 1);
+    appendFileSync(log, '[  0.0] Linux version 6.1.0\r\n');
+    await settle();
+    assert.equal(seen, 1, 'the next boot is not another shutdown');
+    appendFileSync(log, '[ 50.0] reboot: Power down\r\n');
+    await settle();
+    assert.equal(seen, 2, 'a poweroff ends a boot too');
+  } finally {
+    stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -20,6 +20,7 @@ import { publishApiEndpoint } from './api-endpoint.ts';
 import { vmConfigFiles, writeConfigDisk } from './config-disk.ts';
 import { kubeletCert, kubeProxyCert, sshKey } from './credentials.ts';
 import { type Accel, detectAccel, qemuArgs } from './qemu.ts';
+import { watchShutdowns } from './shutdown-watch.ts';
 import { type ExecResult, SSH_CONNECTION_LOST, sshExec } from './ssh.ts';
 
 const run = promisify(execFile);
@@ -78,6 +79,11 @@ export interface VmFleet {
   ): Promise<V1Node>;
   /** Milliseconds from the first qemu start to the last node Ready. */
   bootToReadyMs: number;
+  /**
+   * Calls `listener` as a VM's boot ends (a reboot or a poweroff), with the boot ID its Node still shows:
+   * a real machine's reboot hook, e.g. for the safety checker's onReboot.
+   */
+  onShutdown(listener: (node: string, bootId: string) => void): void;
   stop(): Promise<void>;
 }
 
@@ -121,7 +127,10 @@ export async function startVmNodes(cluster: LocalCluster, options: VmOptions = {
   const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
   const nodes: VmNode[] = [];
   const started = Date.now();
+  const listeners: ((node: string, bootId: string) => void)[] = [];
+  const unwatch: (() => void)[] = [];
   const stop = async () => {
+    for (const u of unwatch) u();
     await Promise.all(nodes.map((n) => n.qemu.stop()));
   };
   const unregister = cluster.beforeStop(stop);
@@ -194,6 +203,17 @@ export async function startVmNodes(cluster: LocalCluster, options: VmOptions = {
         },
       };
       nodes.push(node);
+      unwatch.push(
+        watchShutdowns(serialLog, () => {
+          void core.readNode({ name: spec.name }).then(
+            (n) => {
+              for (const l of listeners) l(spec.name, n.status?.nodeInfo?.bootID ?? '');
+            },
+            (err: Error) =>
+              process.stderr.write(`${spec.name}: reading its Node at shutdown: ${err.message}\n`),
+          );
+        }),
+      );
       log(
         `${spec.name}: qemu started (${accel}), ssh on 127.0.0.1:${sshPort}, serial console in ${serialLog}`,
       );
@@ -234,6 +254,7 @@ export async function startVmNodes(cluster: LocalCluster, options: VmOptions = {
       },
       waitForNode,
       bootToReadyMs,
+      onShutdown: (listener) => void listeners.push(listener),
       async stop() {
         unregister();
         await stop();
