@@ -455,7 +455,10 @@ export const RemediationCondition = Type.Object({
     }),
   ),
   for: Type.Optional(
-    duration('How long the condition must have held that status (since its lastTransitionTime).', '5m'),
+    duration(
+      'How long the condition must have held that status, counted from when the operator first saw it so (its lastTransitionTime is the node clock: a new one starts the count again).',
+      '5m',
+    ),
   ),
 });
 

@@ -20,8 +20,8 @@ export interface FleetLockBackend {
   refusal(): string | undefined;
   /** The nodes whose machine ID derives `id`, as the operator reads them. */
   nodes(id: string): FleetLockNode[];
-  /** Writes one of the handler's annotations on the node (a conditional write; throws when it fails). */
-  annotate(node: string, key: string, value: string): Promise<void>;
+  /** Writes the handler's annotations on the node, null removing one (throws when it fails). */
+  annotate(node: string, annotations: Record<string, string | null>): Promise<void>;
 }
 
 export type FleetLockLog = (
@@ -30,9 +30,14 @@ export type FleetLockLog = (
   fields?: Record<string, unknown>,
 ) => void;
 
-const KEY_OF: Record<FleetLockWrite, string> = {
-  [FleetLockWrite.need]: FleetLockKeys.preReboot,
-  [FleetLockWrite.steadyState]: FleetLockKeys.steadyState,
+/**
+ * What each record writes: a pre-reboot removes the steady-state, so "asked and not answered since" is
+ * read from which keys are there, never by comparing two times (two leaders' clocks may have written
+ * them); the times are for people.
+ */
+const WRITE_OF: Record<FleetLockWrite, (at: string) => Record<string, string | null>> = {
+  [FleetLockWrite.need]: (at) => ({ [FleetLockKeys.preReboot]: at, [FleetLockKeys.steadyState]: null }),
+  [FleetLockWrite.steadyState]: (at) => ({ [FleetLockKeys.steadyState]: at }),
 };
 
 /** Reads the body up to MAX_BODY_BYTES; undefined when it is larger. */
@@ -73,7 +78,7 @@ export async function handle(
   const a = answer(parsed, backend.nodes(parsed.id));
   if (a.record !== undefined && a.node !== undefined) {
     try {
-      await backend.annotate(a.node, KEY_OF[a.record], now().toISOString());
+      await backend.annotate(a.node, WRITE_OF[a.record](now().toISOString()));
     } catch (err) {
       log('warn', 'FleetLock request not recorded', {
         node: a.node,

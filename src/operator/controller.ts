@@ -232,7 +232,12 @@ export class Operator {
     });
     this.#writes = new AttemptWrites({
       core,
-      writer: new NodeWriter(this.#informer, acting, (node) => this.#decider.view(node)),
+      writer: new NodeWriter(
+        this.#informer,
+        acting,
+        (node) => this.#decider.view(node),
+        (node) => this.#decider.wrote(node),
+      ),
       nodes: this.#informer,
       decider: this.#decider,
       drains: this.#drains,

@@ -96,6 +96,11 @@ export interface FleetOptions {
   kured?: Omit<KuredAgentsOptions, 'log'>;
   /** Nodes whose agent is another given one (e.g. protocol-agent.ts playing CLUO's), in the place of nuo's. */
   agents?: Record<string, HostAgent>;
+  /**
+   * The hosts' kubelets: how long after a boot each first posts its status (SimHostOptions.kubeletLagMs)
+   * and how often it posts while nothing changes (kubeletReportMs); default the host's.
+   */
+  kubelet?: { lagMs?: number; reportMs?: number };
   /** Resident memory at which an operator is killed as a runaway (default RUNAWAY_RSS_MIB). */
   runawayRssMiB?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -183,6 +188,10 @@ export class Fleet {
           bootedAt: this.options.bootedAt?.[nodeName],
           agentCheckIntervalMs: this.options.agentCheckIntervalMs,
           agentReportSpreadMs: this.options.agentReportSpreadMs,
+          ...(this.options.kubelet?.lagMs === undefined ? {} : { kubeletLagMs: this.options.kubelet.lagMs }),
+          ...(this.options.kubelet?.reportMs === undefined
+            ? {}
+            : { kubeletReportMs: this.options.kubelet.reportMs }),
           log: this.options.log,
           onReboot: (node, bootIdBefore) => this.checker.onReboot(node, bootIdBefore),
           agent: await agentOf(nodeName),

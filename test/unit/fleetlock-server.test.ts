@@ -24,8 +24,8 @@ function backend(over: Partial<FleetLockBackend> = {}) {
   const b: FleetLockBackend = {
     refusal: () => undefined,
     nodes: () => [idle],
-    annotate: async (n, key, value) => {
-      writes.push(`${n} ${key}=${value}`);
+    annotate: async (n, annotations) => {
+      writes.push(`${n} ${JSON.stringify(annotations)}`);
     },
     ...over,
   };
@@ -46,11 +46,17 @@ const req = (url: string, over: Partial<Req> = {}): Req => ({
 });
 const quiet = () => {};
 
-test("a pre-reboot's first call records the need with the request's time, and is told to wait", async () => {
+test("a pre-reboot's first call records the need with the request's time, a steady-state before it removed, and is told to wait", async () => {
   const { b, writes } = backend();
   const got = await handle(b, req('/v1/pre-reboot'), () => NOW, quiet);
   assert.equal(got.status, 409);
-  assert.deepEqual(writes, [`n1 ${K.preReboot}=${NOW.toISOString()}`]);
+  assert.deepEqual(writes, [
+    `n1 ${JSON.stringify({ [K.preReboot]: NOW.toISOString(), [K.steadyState]: null })}`,
+  ]);
+  const { b: needing, writes: steadyWrites } = backend({ nodes: () => [{ ...idle, needRecorded: true }] });
+  const steady = await handle(needing, req('/v1/steady-state'), () => NOW, quiet);
+  assert.equal(steady.status, 200);
+  assert.deepEqual(steadyWrites, [`n1 ${JSON.stringify({ [K.steadyState]: NOW.toISOString() })}`]);
 });
 
 test('what is refused before the operator is asked writes nothing', async () => {

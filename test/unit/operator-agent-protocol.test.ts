@@ -200,6 +200,8 @@ test('a slot holder of the protocol steps by what its agent does: phase × keys 
     phase: string;
     annotations: Record<string, string>;
     bootId?: string;
+    /** The kubelet posted the granted boot since the withdrawal was seen (boot-witness.ts). */
+    confirmed?: true;
     want: string;
   }> = [
     {
@@ -222,15 +224,23 @@ test('a slot holder of the protocol steps by what its agent does: phase × keys 
       want: 'transition AfterReboot (grant kept)',
     },
     {
-      what: 'granted, the agent restarted and withdrew its need: the attempt ends',
+      what: 'granted, the agent withdrew its need, the kubelet not heard from since: the attempt waits (it may be the new boot)',
       phase: Phase.rebootGranted,
       annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      want: 'explain',
+    },
+    {
+      what: 'granted, the agent restarted and withdrew its need, the kubelet posting the granted boot since: the attempt ends',
+      phase: Phase.rebootGranted,
+      annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      confirmed: true,
       want: 'end',
     },
     {
-      what: 'rebooting, the agent restarted before the reboot: the attempt ends',
+      what: 'rebooting, the agent restarted before the reboot, confirmed by the kubelet: the attempt ends',
       phase: Phase.rebooting,
       annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      confirmed: true,
       want: 'end',
     },
     {
@@ -262,7 +272,7 @@ test('a slot holder of the protocol steps by what its agent does: phase × keys 
       bootId: c.bootId ?? 'boot-1',
       readySince: ago(3600),
     });
-    const got = holderStep(n, fluoConfig);
+    const got = holderStep(c.confirmed ? { ...n, bootConfirmed: true } : n, fluoConfig);
     assert.equal(got, c.want, c.what);
   }
 });
@@ -431,8 +441,8 @@ test('an attempt ends in the protocol it began in: its slot records it, whatever
     'pool',
   );
   assert.deepEqual(admitted.slots, {
-    f: { since: 'T', pool: 'pool', protocol: FLUO, reason: 'Reboot' },
-    n: { since: 'T', pool: 'pool', reason: 'Reboot' },
+    f: { since: 'T', attempt: 1, pool: 'pool', protocol: FLUO, reason: 'Reboot' },
+    n: { since: 'T', attempt: 2, pool: 'pool', reason: 'Reboot' },
   });
   const claimed = withChanges({ slots: {} }, [{ type: 'claim', node: 'f', since: 'S', protocol: FLUO }], 'T');
   assert.deepEqual(claimed.slots.f, { since: 'S', protocol: FLUO });

@@ -3,6 +3,7 @@ import { admit, outsideSlots } from './admission.ts';
 import { budgetSlots } from './budget.ts';
 import type { DecideConfig, Snapshot } from './decide-input.ts';
 import { revokeForeignGrants } from './foreign-grants.ts';
+import { firstWait, type PassState, REDO_GATES } from './gates.ts';
 import type { NodeView } from './node-view.ts';
 import { stepHolder } from './phase-steps.ts';
 import { promiseEnding, releaseStale, settlePromises, unavailable, withdrawUnstarted } from './slots.ts';
@@ -60,13 +61,15 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const slots = cap.slots;
   const disrupted = unavailable(eligible, holders, inFlight, c.disruptedElsewhere);
   const excess = holders.size + disrupted.length + promises.reserved + inFlight.size - slots;
+  const pass: PassState = { lastGrant: Number.NEGATIVE_INFINITY, admitted: 0, remediated: 0 };
+  const gates = (node: NodeView) => firstWait(REDO_GATES, { node, config: c, now: t, pass });
   actions.push(
     ...withdrawUnstarted(
       snapshot.ledger,
       byName,
       holders,
       snapshot.admitting,
-      { excess, ...(c.hold ? { hold: c.hold } : {}) },
+      { excess, gates, ...(c.hold ? { hold: c.hold } : {}) },
       stale.delayed,
     ),
   );

@@ -61,12 +61,12 @@ export class FleetLockNodes implements FleetLockBackend {
   }
 
   /**
-   * A merge patch of the one key, unconditional: only this handler writes it, and a request that lands
-   * after another's asks for what the client asks for now.
+   * A merge patch of the handler's keys, unconditional: only this handler writes them, and a request that
+   * lands after another's asks for what the client asks for now.
    */
-  async annotate(node: string, key: string, value: string): Promise<void> {
+  async annotate(node: string, annotations: Record<string, string | null>): Promise<void> {
     const written = await this.#o.core.patchNode(
-      { name: node, body: { metadata: { annotations: { [key]: value } } } },
+      { name: node, body: { metadata: { annotations } } },
       mergePatch,
     );
     this.#o.nodes.upsertFromWrite(written);
