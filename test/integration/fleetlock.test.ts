@@ -23,7 +23,7 @@ import { Fleet } from '../../src/sim/fleet.ts';
 import { FleetLockClient } from '../../src/sim/fleetlock-client.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { FAST_LEASE, useCluster } from './support.ts';
+import { FAST_LEASE, operatorLog, useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 6 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
@@ -241,6 +241,53 @@ describe('FleetLock', () => {
       f.checker.maxDisrupted <= 2,
       `at most both budgets disrupted at once (saw ${f.checker.maxDisrupted})`,
     );
+  });
+
+  test("a client's steady-state on its new boot, before its kubelet posts the new boot ID, frees no slot: the attempt waits for the new boot and its health gate", async () => {
+    const f = fleet ?? assert.fail('the rollout test runs first');
+    const host = f.hosts.get('node-1') ?? assert.fail('no host node-1');
+    const lagMs = 6000;
+    host.kubeletLate(lagMs);
+    const from = answers.length;
+    const granted = (await core.readNode({ name: 'node-1' })).status?.nodeInfo?.bootID;
+    f.stageUpdates(['node-1']);
+    await pollUntil(
+      "node-1's steady-state on its new boot answered while the API still shows the granted boot",
+      async () =>
+        answers.slice(from).some((a) => a.node === 'node-1' && a.op === 'steady-state' && a.status === 409)
+          ? true
+          : undefined,
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    const early = await core.readNode({ name: 'node-1' });
+    assert.equal(early.status?.nodeInfo?.bootID, granted, 'the kubelet has not posted the new boot yet');
+    assert.equal(early.metadata?.annotations?.[FleetLockKeys.steadyState] !== undefined, true, 'recorded');
+    assert.equal(early.spec?.unschedulable, true, 'still cordoned: the attempt goes on');
+    assert.match(early.metadata?.annotations?.[Annotations.state] ?? '', /^(RebootGranted|Rebooting)$/);
+    await pollUntil(
+      'node-1 through the health gate on its new boot, Idle',
+      async () => {
+        const n = await core.readNode({ name: 'node-1' });
+        return n.status?.nodeInfo?.bootID !== granted &&
+          n.metadata?.annotations?.[Annotations.state] === Phase.idle
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 250 },
+    );
+    const log = operatorLog(cluster, 'op-a').filter((l) => l.node === 'node-1');
+    const gate = log.findLastIndex((l) => l.msg === 'phase' && l.to === Phase.afterReboot);
+    const done = log.findLastIndex((l) => l.msg === 'completed');
+    assert.ok(gate >= 0 && done > gate, 'completed after the health gate on the new boot');
+    assert.equal(
+      log.filter((l) => /attempt without a slot ended|withdrew its need/.test(String(l.reason ?? l.msg)))
+        .length,
+      0,
+      'never ended as a withdrawn need',
+    );
+    assert.equal(f.checker.rebootsOf('node-1'), 2, 'its one reboot of this rollout');
+    await f.checker.settle();
+    assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
   });
 
   test('a FleetLock host that reboots without a 200 is recorded by the checker as a reboot nuo did not grant', async () => {
