@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { Annotations, AutoscalerTaints, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
@@ -223,19 +223,32 @@ describe('a wait another leader began is not shortened by a next leader whose cl
   test("a reboot's timeout counts from when the next leader first saw the node granted: a slow return is not Failed at once", async () => {
     const f = await startFleet(
       { reboot: { soak: '1s', rebootTimeout: '2m', returnTimeout: '2m' } },
-      { rebootMsByNode: { [NODE]: 15_000 } },
+      // Down long enough for the next leader to find it still rebooting, whatever its start-up takes.
+      { rebootMsByNode: { [NODE]: 45_000 } },
     );
     f.stageUpdates([NODE]);
     f.startOperator(first(), FAST_LEASE);
     await pollUntil('node-0 rebooting on its grant', async () =>
       f.checker.rebootsOf(NODE) === 1 ? true : undefined,
     );
+    const before = (await core.readNode({ name: NODE })).status?.nodeInfo?.bootID;
     await f.killOperator(first());
     f.startOperator(next(), FAST_LEASE, { clockSkewS: SKEW_S });
+    await pollUntil('the next leader to lead', async () => {
+      const lease = await cluster.kubeconfig
+        .makeApiClient(CoordinationV1Api)
+        .readNamespacedLease({ name: 'nuo-operator', namespace: 'nuo-system' });
+      return lease.spec?.holderIdentity === next() ? true : undefined;
+    });
+    assert.equal(
+      (await core.readNode({ name: NODE })).status?.nodeInfo?.bootID,
+      before,
+      'node-0 still rebooting when the next leader takes over (else this test shows nothing)',
+    );
     await pollUntil(
       'node-0 back and Idle',
       async () => ((await annotations())[Annotations.state] === Phase.idle ? true : undefined),
-      { timeoutMs: 90_000, intervalMs: 250 },
+      { timeoutMs: 150_000, intervalMs: 250 },
     );
     const failed = operatorLog(cluster, next()).filter((l) => l.node === NODE && /failed/.test(l.msg));
     assert.deepEqual(failed, [], 'never declared Failed');
