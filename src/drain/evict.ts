@@ -20,7 +20,7 @@ import { existingDaemonSets, namespaceLabels, podsOnNode } from './plan-reads.ts
 import { type DrainEvent, type DrainProgress, PodPhase, type PodState, ProgressTracker } from './progress.ts';
 import { describeAttached } from './volumes.ts';
 import { type PdbReads, pdbHolds, reportWaiting, waitingReport } from './waiting-report.ts';
-import { waitDetached, waitForPods, waitGone } from './waits.ts';
+import { claimVolumes, waitDetached, waitForPods, waitGone } from './waits.ts';
 
 export const DrainOutcome = {
   drained: 'drained',
@@ -104,6 +104,18 @@ function drainStop(timeoutSeconds: number, started: number, caller: AbortSignal 
   };
 }
 
+/** The pods the plan may evict (now, or after their wait): their volumes are waited for once they are gone. */
+const toEvict = (pods: readonly V1Pod[], plan: DrainPlan) => {
+  const evicted = new Set(
+    plan.decisions
+      .filter(
+        (d) => d.action === PodAction.evict || d.action === PodAction.waitFor || d.action === PodAction.wait,
+      )
+      .map((d) => d.uid),
+  );
+  return pods.filter((p) => evicted.has(p.metadata?.uid ?? ''));
+};
+
 const secondsSince = (started: number) => ((Date.now() - started) / 1000).toFixed(1);
 
 export class Drainer {
@@ -158,9 +170,10 @@ export class Drainer {
       // Nothing to evict (most nodes of a rollout hold only DaemonSet pods): no watch, no second list.
       if (request.dryRun || tracker.left() === 0) return finish(DrainOutcome.drained);
 
+      const volumes = await claimVolumes(this.#core, node, toEvict(pods, plan));
       const expired = await this.#evictAndWait(node, tracker, options, stop, emit, flight);
       if (tracker.left() === 0) {
-        const attached = await this.#evictedStillAttached(node, pods, tracker, stop.signal);
+        const attached = await this.#evictedStillAttached(node, pods, tracker, volumes, stop.signal);
         if (attached.length === 0) return finish(DrainOutcome.drained);
         if (stop.signal.reason === DrainOutcome.aborted) return finish(DrainOutcome.aborted);
         return {
@@ -266,9 +279,15 @@ export class Drainer {
    * stops. Pods left terminating past skipWaitForDeleteTimeout stay on the node: their volumes are not
    * waited for.
    */
-  async #evictedStillAttached(node: string, pods: V1Pod[], tracker: ProgressTracker, signal: AbortSignal) {
+  async #evictedStillAttached(
+    node: string,
+    pods: V1Pod[],
+    tracker: ProgressTracker,
+    volumes: ReadonlyMap<string, string>,
+    signal: AbortSignal,
+  ) {
     const evicted = new Set(tracker.result().pods.flatMap((p) => (p.phase === PodPhase.gone ? [p.uid] : [])));
     const gone = pods.filter((p) => evicted.has(p.metadata?.uid ?? ''));
-    return waitDetached(this.#core, this.#storage, node, gone, signal);
+    return waitDetached(this.#core, this.#storage, node, gone, signal, volumes);
   }
 }
