@@ -26,7 +26,10 @@ export const DrainOutcome = {
   drained: 'drained',
   /** A pod's decision was "refuse": nothing was evicted. */
   refused: 'refused',
-  /** Every refusing pod asks not to be disrupted now (nuo.dev/do-not-disrupt): nothing was evicted. */
+  /**
+   * Every refusing pod asks not to be disrupted now (nuo.dev/do-not-disrupt): found when the drain
+   * planned, nothing was evicted; found just before a pod's eviction, the drain stopped there.
+   */
   held: 'held',
   timedOut: 'timed-out',
   /** A pod waited for under afterMaxWait Fail still ran when its wait ended: the drain failed. */
@@ -172,6 +175,8 @@ export class Drainer {
 
       const volumes = await claimVolumes(this.#core, node, toEvict(pods, plan));
       const expired = await this.#evictAndWait(node, tracker, options, stop, emit, flight);
+      // A pod that asked not to be disrupted, read just before its eviction: nothing more is evicted.
+      if (stop.signal.reason === DrainOutcome.held) return finish(DrainOutcome.held);
       if (tracker.left() === 0) {
         const attached = await this.#evictedStillAttached(node, pods, tracker, volumes, stop.signal);
         if (attached.length === 0) return finish(DrainOutcome.drained);
@@ -251,6 +256,7 @@ export class Drainer {
       signal: stop.signal,
       emit,
       flight,
+      held: () => stop.abort(DrainOutcome.held),
     };
     const expired: PodState[] = [];
     await Promise.all([

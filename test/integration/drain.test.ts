@@ -17,7 +17,7 @@ import {
   StorageV1Api,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { Annotations } from '../../src/api/keys.ts';
+import { Annotations, PodAnnotations } from '../../src/api/keys.ts';
 import { cordon, UncordonResult, uncordon, uncordonWith } from '../../src/drain/cordon.ts';
 import { Drainer, DrainOutcome } from '../../src/drain/evict.ts';
 import { PodAction } from '../../src/drain/plan.ts';
@@ -440,6 +440,44 @@ describe('drain', () => {
       ),
     );
     await apps.deleteNamespacedDeployment({ name: 'cache', namespace: ns });
+  });
+
+  test('a pod that asks not to be disrupted while a PDB holds its eviction is not evicted once the PDB allows: the drain ends held', async (t) => {
+    t.after(() => resetNode('node-1'));
+    const ns = await namespace('dnd-midway');
+    await deployOn('node-1', ns, 'db', 1);
+    await pdb(ns, 'db', { minAvailable: 1 }, 1);
+    const [before] = await podsOnNode(core, 'node-1', 'app=db');
+    const name = before?.metadata?.name ?? '';
+    let asked: Promise<unknown> | undefined;
+    const result = await drainer.drain({
+      node: 'node-1',
+      options: { podSelector: 'app=db', timeoutSeconds: 60 },
+      onEvent: (e) => {
+        // The PDB refused: the pod asks not to be disrupted, then the PDB goes (it would allow the retry).
+        if (e.type === 'retry' && !asked)
+          asked = core
+            .patchNamespacedPod(
+              {
+                name,
+                namespace: ns,
+                body: { metadata: { annotations: { [PodAnnotations.doNotDisrupt]: 'true' } } },
+              },
+              mergePatch,
+            )
+            .then(() => policy.deleteNamespacedPodDisruptionBudget({ name: 'db', namespace: ns }));
+      },
+    });
+    await asked;
+    assert.equal(result.outcome, DrainOutcome.held, result.message);
+    assert.match(
+      result.message,
+      new RegExp(`${ns}/${name}: pod ${ns}/${name} has nuo.dev/do-not-disrupt="true"`),
+    );
+    const [after] = await podsOnNode(core, 'node-1', 'app=db');
+    assert.equal(after?.metadata?.uid, before?.metadata?.uid, 'the pod still runs');
+    assert.equal(after?.metadata?.deletionTimestamp, undefined, 'and was not evicted');
+    await apps.deleteNamespacedDeployment({ name: 'db', namespace: ns });
   });
 
   test('pods leave in tiers of priority, lowest first: a tier is gone before the next is evicted', async (t) => {
