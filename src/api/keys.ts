@@ -28,7 +28,8 @@ export const Annotations = {
   /** person / CLI: "true" to leave this node alone. */
   paused: 'nuo.dev/paused',
   /**
-   * person / CLI (`nuo release`): JSON `{"failedSince": <the Failed phase's state-since>, "reason": …}`,
+   * person / CLI (`nuo release`): JSON `{"failedSince": <the Failed phase's state-since>, "reason": …,
+   * "by": <who asked, as the API server authenticated them; optional>}`,
    * asks the operator to end that Failed attempt and free its slot; honoured only for the Failed phase it
    * names (a stale request frees nothing), refused while the agent marks reboot-in-progress; removed by
    * the operator in the write that ends the attempt.

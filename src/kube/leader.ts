@@ -24,16 +24,7 @@
  * The rules' pure part is lease-decision.ts. The elector stays one file over 400 lines on purpose: its
  * acquire, renew, step-down timer and release share the clock readings the rules above rest on.
  */
-import {
-  type ConfigurationOptions,
-  CoordinationV1Api,
-  type KubeConfig,
-  Observable,
-  type RequestContext,
-  type ResponseContext,
-  type V1Lease,
-  V1MicroTime,
-} from '@kubernetes/client-node';
+import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { type KubeLog, silentLog, sleep } from './backoff.ts';
 import { describeError, statusCode } from './errors.ts';
 import {
@@ -44,6 +35,7 @@ import {
   leaseRecord,
   observeLease,
 } from './lease-decision.ts';
+import { withSignal } from './request-signal.ts';
 
 export interface LeaderElectorOptions {
   kubeconfig: KubeConfig;
@@ -558,22 +550,4 @@ export class LeaderElector {
  */
 function monotonic(): number {
   return performance.now();
-}
-
-/** Request options that abort the request when `signal` aborts or after `timeoutMs`. */
-function withSignal(signal: AbortSignal | undefined, timeoutMs: number): ConfigurationOptions {
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-  return {
-    middleware: [
-      {
-        pre: (ctx: RequestContext) => {
-          ctx.setSignal(combined);
-          return new Observable(Promise.resolve(ctx));
-        },
-        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  };
 }

@@ -24,6 +24,7 @@ import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
+import { whoAmI } from '../../src/cli/who-am-i.ts';
 import { statusCode } from '../../src/kube/errors.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { unmanagedReason } from '../../src/operator/decide/unmanaged.ts';
@@ -789,7 +790,7 @@ describe('UpdatePolicies', () => {
     }
   });
 
-  test("nuo release ends a Failed node's attempt and frees its slot for the pool, with its reason in an Event; a node not Failed is refused", async () => {
+  test("nuo release ends a Failed node's attempt and frees its slot for the pool, with its reason and who asked in an Event; a node not Failed is refused", async () => {
     await createPolicy('release', {
       nodeSelector: { matchLabels: { pool: 'a' } },
       reboot: { soak: '1s', retryBackoff: '1h', rebootTimeout: '3s' },
@@ -826,11 +827,13 @@ describe('UpdatePolicies', () => {
     const n0 = await core.readNode({ name: 'node-0' });
     assert.equal(n0.metadata?.annotations?.[Annotations.state], Phase.pending);
     const events = await eventsAbout(core, 'Node', 'node-0', ['AttemptAborted']);
+    // Who asked, as the API server authenticated the command's caller.
+    const who = await whoAmI(cluster.kubeconfig);
     assert.ok(
       events.some(
         (e) =>
           e.reason === 'AttemptAborted' &&
-          /released by a person: agent pod gone, ticket OPS-1/.test(e.message ?? ''),
+          e.message?.includes(`released by a person (${who}): agent pod gone, ticket OPS-1`),
       ),
       events.map((e) => `${e.reason}: ${e.message}`).join(' | '),
     );

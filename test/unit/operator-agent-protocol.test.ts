@@ -28,7 +28,7 @@ import { Decider } from '../../src/operator/decider.ts';
 import type { PolicyEntry } from '../../src/operator/policies/policies.ts';
 import { foreignOperatorHold } from '../../src/operator/policies/pool-holds.ts';
 import { planPools, protocolOf } from '../../src/operator/policies/pool-plan.ts';
-import { sightingOf } from '../../src/operator/protocols/protocol-operators.ts';
+import { LeaseObserver, leaseHeld, sightingOf } from '../../src/operator/protocols/protocol-operators.ts';
 import { parseLedger, withChanges } from '../../src/operator/read/ledger.ts';
 import { patchFor, type WriteAction } from '../../src/operator/write/node-writes.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
@@ -377,13 +377,12 @@ test("a pool of the protocol stands down while that project's own operator runs,
 });
 
 test("what tells the protocol's own operator runs: its Lease held and renewed, or its Deployment wanting pods", () => {
-  const t = NOW.getTime();
-  const lease = (name: string, holder: string | undefined, renewedAgo: number, duration = 90): V1Lease => ({
-    metadata: { name, namespace: 'reboot-coordinator' },
+  const lease = (name: string, holder: string | undefined, duration = 90): V1Lease => ({
+    metadata: { name, namespace: 'reboot-coordinator', uid: `uid-${name}`, resourceVersion: '1' },
     spec: {
       ...(holder ? { holderIdentity: holder } : {}),
       leaseDurationSeconds: duration,
-      renewTime: new Date(t - renewedAgo * 1000) as never,
+      renewTime: new Date(0) as never,
     },
   });
   const deployment = (name: string, replicas?: number): V1Deployment => ({
@@ -391,17 +390,18 @@ test("what tells the protocol's own operator runs: its Lease held and renewed, o
     spec: { ...(replicas === undefined ? {} : { replicas }), selector: {}, template: {} },
   });
   const lock = PROTOCOL_OPERATOR[FLUO].lease;
+  /** Judged at a first sight, as a fresh observer does. */
+  const firstSight = (l: V1Lease) => new LeaseObserver(() => 0).observe([l])(l);
   const table: Array<[string, V1Lease[], V1Deployment[], string | undefined]> = [
     ['nothing', [], [], undefined],
     [
-      'its Lease held and fresh',
-      [lease(lock, 'host-a', 10)],
+      'its Lease held, seen for the first time',
+      [lease(lock, 'host-a')],
       [],
       `the ${FLUO} update-operator runs: its Lease reboot-coordinator/${lock} is held by host-a`,
     ],
-    ['its Lease expired: left behind', [lease(lock, 'host-a', 91)], [], undefined],
-    ['its Lease released (no holder)', [lease(lock, undefined, 1)], [], undefined],
-    ["another project's Lease", [lease('other-lock', 'host-a', 1)], [], undefined],
+    ['its Lease released (no holder)', [lease(lock, undefined)], [], undefined],
+    ["another project's Lease", [lease('other-lock', 'host-a')], [], undefined],
     [
       'its Deployment, one replica by default',
       [],
@@ -411,7 +411,48 @@ test("what tells the protocol's own operator runs: its Lease held and renewed, o
     ['its Deployment scaled to 0', [], [deployment('flatcar-linux-update-operator', 0)], undefined],
   ];
   for (const [what, leases, deployments, want] of table)
-    assert.equal(sightingOf(FLUO, leases, deployments, t).standDown, want, what);
+    assert.equal(sightingOf(FLUO, leases, deployments, firstSight).standDown, want, what);
+});
+
+test("a foreign Lease is judged by when this process saw its record change, on its own clock, never by its renewTime (client-go's observedTime)", () => {
+  const clock = { at: 0 };
+  const observer = new LeaseObserver(() => clock.at);
+  const lease = (renewTime: string, resourceVersion: string, holder = 'fluo-0'): V1Lease => ({
+    metadata: { name: 'lock', namespace: 'reboot-coordinator', uid: 'u1', resourceVersion },
+    spec: { holderIdentity: holder, leaseDurationSeconds: 90, renewTime: new Date(renewTime) as never },
+  });
+  // Each step: this process's monotonic time (s), the Lease as listed, whether it is held then.
+  const steps: Array<[string, number, V1Lease | undefined, boolean]> = [
+    // renewTime 10 minutes behind this process's wall clock (its clock ahead): nothing in it is compared.
+    ['first sight: held for a leaseDuration', 0, lease('2026-01-01T00:00:00Z', '10'), true],
+    ['unchanged, 89 s later: still held', 89, lease('2026-01-01T00:00:00Z', '10'), true],
+    ['renewed (a new renewTime): held again from now', 89.5, lease('2026-01-01T00:01:00Z', '11'), true],
+    [
+      'unchanged since then, 90 s later: not held (its holder stopped)',
+      179.5,
+      lease('2026-01-01T00:01:00Z', '11'),
+      false,
+    ],
+    ['any write to it counts (a new resourceVersion)', 180, lease('2026-01-01T00:01:00Z', '12'), true],
+    ['a new holder counts', 300, lease('2026-01-01T00:01:00Z', '12', 'fluo-1'), true],
+    ['released: not held whatever its times', 301, lease('2026-01-01T00:01:00Z', '13', ''), false],
+  ];
+  for (const [what, at, l, want] of steps) {
+    clock.at = at * 1000;
+    const held = observer.observe(l ? [l] : []);
+    assert.equal(l ? held(l) : false, want, what);
+  }
+  // A Lease gone from the list is forgotten: seen again, it is a first sight.
+  clock.at = 1_000_000;
+  observer.observe([]);
+  const back = lease('2026-01-01T00:01:00Z', '13');
+  assert.equal(observer.observe([back])(back), true, 'a Lease seen again after it was gone');
+  assert.equal(
+    leaseHeld(back, { fingerprint: '', at: 0 }, 90_000),
+    false,
+    'leaseHeld: at its duration, no longer',
+  );
+  assert.equal(leaseHeld(back, { fingerprint: '', at: 0 }, 89_999), true, 'leaseHeld: within it');
 });
 
 test("decide() on a pool of the protocol: the agent's need admits, within the budget", () => {

@@ -13,7 +13,7 @@ import { foreignJob, jobView } from '../../src/operator/plans/plan-jobs.ts';
 import { appliedBy } from '../../src/operator/plans/plan-pass.ts';
 import { passPlan, planEntries } from '../../src/operator/plans/plan-resolve.ts';
 import { planStatus } from '../../src/operator/plans/plan-status.ts';
-import { controllerSighting } from '../../src/operator/protocols/protocol-operators.ts';
+import { controllerSighting, LeaseObserver } from '../../src/operator/protocols/protocol-operators.ts';
 import { SUC_CONTROLLER } from '../../src/operator/protocols/suc-controller.ts';
 import { buildJob } from '../../src/plan/job.ts';
 import { node } from './operator-fixtures.ts';
@@ -129,9 +129,21 @@ test("while SUC's controller runs, its group's Plans start nothing and say why; 
 test("SUC's controller is seen by its held Lease or a Deployment wanting replicas, in any namespace", () => {
   const now = Date.parse('2026-11-25T12:00:00Z');
   const lease = (renewed: number, holder = 'suc-pod'): V1Lease => ({
-    metadata: { name: 'system-upgrade-controller', namespace: 'system-upgrade' },
+    metadata: {
+      name: 'system-upgrade-controller',
+      namespace: 'system-upgrade',
+      resourceVersion: String(renewed),
+    },
     spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime: new Date(renewed) },
   });
+  // Held by its record's last change as this process saw it: renewed 1 s before this look, or not since 60 s.
+  const held = (l: V1Lease) => {
+    const clock = { at: 0 };
+    const observer = new LeaseObserver(() => clock.at);
+    observer.observe([l]);
+    clock.at = now - new Date(l.spec?.renewTime ?? 0).getTime();
+    return observer.observe([l])(l);
+  };
   const deployment = (replicas: number, namespace = 'cattle-system'): V1Deployment => ({
     metadata: { name: 'system-upgrade-controller', namespace },
     spec: { replicas, selector: {}, template: {} },
@@ -153,7 +165,7 @@ test("SUC's controller is seen by its held Lease or a Deployment wanting replica
     ],
   ];
   for (const [what, leases, deployments, want] of cases) {
-    const seen = controllerSighting(SUC_CONTROLLER, leases, deployments, now).standDown;
+    const seen = controllerSighting(SUC_CONTROLLER, leases, deployments, held).standDown;
     if (want) assert.match(seen ?? '', want, what);
     else assert.equal(seen, undefined, what);
   }

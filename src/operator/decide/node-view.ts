@@ -298,6 +298,8 @@ export interface ReleaseRequest {
   /** The state-since of the Failed phase whose attempt it ends. */
   failedSince: string;
   reason: string;
+  /** Who asked, as the API server authenticated them (absent in requests of an older CLI). */
+  by?: string;
 }
 
 /** The release request on the node, or a problem naming what is wrong with it (then: none). */
@@ -309,8 +311,10 @@ function releaseOf(raw: string | undefined, problems: string[]): { release?: Rel
   } catch {
     v = undefined;
   }
-  if (typeof v?.failedSince === 'string' && typeof v.reason === 'string')
-    return { release: { failedSince: v.failedSince, reason: v.reason } };
+  if (typeof v?.failedSince === 'string' && typeof v.reason === 'string') {
+    const by = typeof v.by === 'string' && v.by !== '' ? { by: v.by } : {};
+    return { release: { failedSince: v.failedSince, reason: v.reason, ...by } };
+  }
   problems.push(`${quote(Annotations.release, raw)} is not {"failedSince", "reason"} JSON; ignored`);
   return {};
 }

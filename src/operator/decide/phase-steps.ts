@@ -242,7 +242,7 @@ function released(n: NodeView, { config, wake }: StepContext, age: number): Acti
   if (ttl !== undefined && age < ttl) wake(ms(n.stateSince) + ttl + 1);
   const why =
     n.release && named
-      ? `released by a person: ${n.release.reason}`
+      ? `released by a person${n.release.by ? ` (${n.release.by})` : ''}: ${n.release.reason}`
       : ttl !== undefined && age >= ttl
         ? `released: Failed for longer than reboot.failedSlotTTL (${ttl / 1000}s)`
         : undefined;

@@ -9,7 +9,7 @@ import type { AppsV1Api, CoordinationV1Api } from '@kubernetes/client-node';
 import type { KubeLog } from '../../kube/backoff.ts';
 import { sleep } from '../../kube/backoff.ts';
 import type { OperatorSighting } from '../policies/pool-holds.ts';
-import { type ForeignController, lookForController } from './protocol-operators.ts';
+import { type ForeignController, LeaseObserver, lookForController } from './protocol-operators.ts';
 
 /** SUC's manifests name its Deployment, its controller (SYSTEM_UPGRADE_CONTROLLER_NAME) and so its Lease. */
 export const SUC_CONTROLLER: ForeignController = {
@@ -32,6 +32,7 @@ export interface SucControllerWatchOptions {
 export class SucControllerWatch {
   readonly #o: SucControllerWatchOptions;
   #seen: OperatorSighting = NOT_YET;
+  #leases = new LeaseObserver();
   #round: AbortController | undefined;
 
   constructor(o: SucControllerWatchOptions) {
@@ -48,7 +49,7 @@ export class SucControllerWatch {
     this.#round = round;
     void (async () => {
       while (!round.signal.aborted) {
-        const seen = await lookForController(this.#o, SUC_CONTROLLER);
+        const seen = await lookForController(this.#o, SUC_CONTROLLER, this.#leases);
         if (round.signal.aborted) return;
         if (seen.standDown !== this.#seen.standDown) {
           this.#seen = seen;
@@ -68,5 +69,6 @@ export class SucControllerWatch {
     this.#round?.abort();
     this.#round = undefined;
     this.#seen = NOT_YET;
+    this.#leases = new LeaseObserver();
   }
 }

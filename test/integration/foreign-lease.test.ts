@@ -1,0 +1,116 @@
+/**
+ * A foreign operator's leader-election Lease judged on the real control plane as client-go judges one: by
+ * when this operator saw its record change, on its own clock. FLUO's update-operator renews its Lease (a
+ * 90 s duration, renewTime written on its own clock) while nuo's wall clock runs 10 minutes ahead (Debian's
+ * libfaketime): nuo stands down on FLUO's pool all the while, and takes the pool once the Lease is gone.
+ */
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, V1MicroTime } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
+import { AgentProtocol, Annotations, PROTOCOL_OPERATOR, protocolKeys } from '../../src/api/keys.ts';
+import type { Condition, UpdatePolicy } from '../../src/api/update-policy.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
+import { FLEET_POLICY, Fleet } from '../../src/sim/fleet.ts';
+import type { HostAgent } from '../../src/sim/host.ts';
+import { pollUntil } from '../../src/util/poll.ts';
+import { FAST_LEASE, useCluster } from './support.ts';
+
+const NODES = ['node-0', 'node-1', 'node-2'];
+const cluster = await useCluster({ nodes: NODES.length });
+const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
+const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
+const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
+const FLUO = AgentProtocol.flatcar;
+const K = protocolKeys(FLUO);
+/** Where FLUO's manifests install its update-operator, and the duration its leader election uses. */
+const FLUO_NS = 'reboot-coordinator';
+const FLUO_LEASE_SECONDS = 90;
+/** nuo's clock ahead of the Lease holder's by more than the Lease's duration. */
+const SKEW_S = 600;
+
+let fleet: Fleet | undefined;
+after(() => fleet?.stop());
+
+/** An agent that says nothing: the test writes FLUO's need itself, and nothing reboots. */
+const silent: HostAgent = {
+  run: (_host, signal) => new Promise((resolve) => signal.addEventListener('abort', () => resolve())),
+};
+
+async function blocked(): Promise<Condition | undefined> {
+  const ref = { group: API_GROUP, version: API_VERSION, plural: UPDATE_POLICY.plural };
+  const p = (await custom.getClusterCustomObject({ ...ref, name: FLEET_POLICY })) as UpdatePolicy;
+  return p.status?.conditions?.find((c) => c.type === 'Blocked');
+}
+
+const touched = async () =>
+  (await core.listNode()).items.filter((n) => n.metadata?.annotations?.[Annotations.state] !== undefined);
+
+test("FLUO's update-operator renewing its Lease keeps nuo, its clock 10 minutes ahead, off FLUO's pool; once the Lease is gone, nuo takes the pool", async () => {
+  await core.createNamespace({ body: { metadata: { name: 'nuo-system' } } });
+  await core.createNamespace({ body: { metadata: { name: FLUO_NS } } });
+  const lock = PROTOCOL_OPERATOR[FLUO].lease;
+  await coordination.createNamespacedLease({
+    namespace: FLUO_NS,
+    body: {
+      metadata: { name: lock, namespace: FLUO_NS },
+      spec: {
+        holderIdentity: 'fluo-operator-0',
+        leaseDurationSeconds: FLUO_LEASE_SECONDS,
+        acquireTime: new V1MicroTime(Date.now()),
+        renewTime: new V1MicroTime(Date.now()),
+      },
+    },
+  });
+  // FLUO's leader renews every 2 s, as client-go's retry period does, on the real clock.
+  const renewing = setInterval(() => {
+    void coordination
+      .patchNamespacedLease(
+        { name: lock, namespace: FLUO_NS, body: { spec: { renewTime: new V1MicroTime(Date.now()) } } },
+        mergePatch,
+      )
+      .catch(() => {});
+  }, 2000);
+  try {
+    const f = new Fleet(cluster, {
+      rebootMs: 300,
+      budget: [{ name: 'pool', selects: () => true, max: 1, protocol: FLUO }],
+      agents: Object.fromEntries(NODES.map((n) => [n, silent])),
+    });
+    fleet = f;
+    await f.start();
+    await f.applyPolicy({ agentProtocol: FLUO, maxUnavailable: 1, reboot: { soak: '1s' } });
+    for (const name of NODES)
+      await core.patchNode(
+        { name, body: { metadata: { annotations: { [K.rebootNeeded]: 'true' } } } },
+        mergePatch,
+      );
+    f.startOperator('op-ahead', [...FAST_LEASE, '--blocker-interval=1s'], { clockSkewS: SKEW_S });
+
+    const standDown = await pollUntil('nuo to stand down on the pool', async () => {
+      const c = await blocked();
+      return c?.reason === 'ForeignOperator' ? c : undefined;
+    });
+    assert.match(standDown.message, new RegExp(`its Lease ${FLUO_NS}/${lock} is held by fluo-operator-0`));
+    // It keeps standing down through many looks (one a second) and renewals: no node of the pool touched.
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      assert.equal((await blocked())?.reason, 'ForeignOperator', 'still standing down');
+      assert.deepEqual(
+        (await touched()).map((n) => n.metadata?.name),
+        [],
+        'no node of the pool touched while FLUO runs',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+
+    clearInterval(renewing);
+    await coordination.deleteNamespacedLease({ name: lock, namespace: FLUO_NS });
+    await pollUntil('nuo to take the pool once the Lease is gone', async () => {
+      const c = await blocked();
+      return c?.reason !== 'ForeignOperator' && (await touched()).length > 0 ? true : undefined;
+    });
+  } finally {
+    clearInterval(renewing);
+  }
+});
