@@ -42,6 +42,24 @@ function wakeUp(t: number) {
   };
 }
 
+/**
+ * The slots another coordinator's holders take, as a waiting node's reason names them ("node-2 held by
+ * kured's lock"): at most three, then how many more; undefined when none. Nuo's own attempts are not
+ * named: they change with every admission, and each change would rewrite every waiting node's reason.
+ */
+export function takenElsewhere(
+  disrupted: readonly string[],
+  elsewhere: ReadonlyMap<string, string> | undefined,
+): string | undefined {
+  const named = disrupted.flatMap((n) => {
+    const by = elsewhere?.get(n);
+    return by === undefined ? [] : [`${n} ${by}`];
+  });
+  if (named.length === 0) return undefined;
+  const more = named.length > 3 ? ` and ${named.length - 3} more` : '';
+  return `${named.slice(0, 3).join(', ')}${more}`;
+}
+
 export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision {
   const t = now.getTime();
   const wake = wakeUp(t);
@@ -102,6 +120,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     successors: promises.successors,
     slots,
     slotsBy: cap.name === 'maxUnavailable' ? `maxUnavailable ${slots}` : cap.name,
+    takenElsewhere: takenElsewhere(disrupted, c.disruptedElsewhere),
     used: holders.size + disrupted.length + promises.reserved + inFlight.size,
     lastGrant: snapshot.ledger.lastGrant ? Date.parse(snapshot.ledger.lastGrant) : Number.NEGATIVE_INFINITY,
     config: c,

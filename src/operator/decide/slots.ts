@@ -216,7 +216,7 @@ export function unavailable(
   eligible: readonly NodeView[],
   holders: ReadonlySet<string>,
   inFlight: ReadonlySet<string>,
-  elsewhere: ReadonlySet<string> = new Set(),
+  elsewhere: ReadonlyMap<string, unknown> = new Map(),
 ): string[] {
   return eligible
     .filter(
