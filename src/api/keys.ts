@@ -420,17 +420,20 @@ export function protocolAgentKeys(protocol: CoreosProtocol): {
 }
 
 /**
- * CLUO's and FLUO's own update-operator, as nuo tells it is running: its leader-election Lease (client-go
- * writes one beside its ConfigMap lock), in whatever namespace it runs, and the Deployment their
- * manifests install.
+ * CLUO's and FLUO's own update-operator, as nuo tells it is running: its leader-election lock, by the name
+ * their code gives it, of any kind client-go keeps one in (CLUO's operator locks with a ConfigMap, its
+ * releases before 0.4 with Endpoints; FLUO's with a ConfigMap and a Lease, or whichever its lock type
+ * says), in whatever namespace it runs, and the Deployment their manifests install.
  */
-export const PROTOCOL_OPERATOR: Record<CoreosProtocol, { lease: string; deployment: string }> = {
+export const PROTOCOL_OPERATOR: Record<CoreosProtocol, { what: string; lock: string; deployment: string }> = {
   [AgentProtocol.flatcar]: {
-    lease: 'flatcar-linux-update-operator-lock',
+    what: "FLUO's update-operator",
+    lock: 'flatcar-linux-update-operator-lock',
     deployment: 'flatcar-linux-update-operator',
   },
   [AgentProtocol.containerLinux]: {
-    lease: 'container-linux-update-operator-lock',
+    what: "CLUO's update-operator",
+    lock: 'container-linux-update-operator-lock',
     deployment: 'container-linux-update-operator',
   },
 };

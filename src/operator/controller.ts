@@ -168,6 +168,7 @@ export class Operator {
     });
     this.#protocolOperators = new ProtocolOperatorWatch({
       coordination: kubeconfig.makeApiClient(CoordinationV1Api),
+      core: kubeconfig.makeApiClient(CoreV1Api),
       apps: kubeconfig.makeApiClient(AppsV1Api),
       intervalMs: c.blockerIntervalMs,
       onChange: this.#wake.now,

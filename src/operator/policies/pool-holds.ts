@@ -3,7 +3,7 @@
  * blockers and health checks, kured's lock, CLUO's or FLUO's own operator running), each a pure reading
  * of the policy and what its blockers answered last, in the order policyHold() asks them.
  */
-import { type CoreosProtocol, isCoreosProtocol } from '../../api/keys.ts';
+import { type CoreosProtocol, isCoreosProtocol, PROTOCOL_OPERATOR } from '../../api/keys.ts';
 import { type CalendarClock, REAL_CLOCK, windowStateOn } from '../../policy/calendar-clock.ts';
 import { firstFailing, type HealthReading } from '../../policy/health-checks.ts';
 import type { ResolvedPolicy } from '../../policy/resolve.ts';
@@ -263,7 +263,7 @@ export function foreignOperatorHold(
   if (!seen)
     return {
       code: 'ForeignOperator',
-      reason: `waiting: not looked yet whether the ${p.agentProtocol} update-operator runs; no node of this pool is touched until then`,
+      reason: `waiting: not looked yet whether ${PROTOCOL_OPERATOR[p.agentProtocol].what} runs; no node of this pool is touched until then`,
     };
   if (seen.standDown === undefined) return undefined;
   return {
