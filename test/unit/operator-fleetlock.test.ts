@@ -110,6 +110,16 @@ test('a FleetLock slot holder steps by what its client asked: phase × keys → 
       want: 'end',
     },
     {
+      what: 'Failed (never came back), released by a person: the lock withdrawn, the slot freed; the client reboots only after a fresh 200',
+      phase: Phase.failed,
+      annotations: {
+        ...granted,
+        [A.stateSince]: '2026-11-25T11:00:00Z',
+        [A.release]: JSON.stringify({ failedSince: '2026-11-25T11:00:00Z', reason: 'machine replaced' }),
+      },
+      want: 'abort',
+    },
+    {
       what: 'after the boot, no steady-state yet: the gate waits for it',
       phase: Phase.afterReboot,
       annotations: granted,
@@ -134,6 +144,28 @@ test('a FleetLock slot holder steps by what its client asked: phase × keys → 
     const got = holderStep(n, decideConfig);
     assert.equal(got, c.want, c.what);
   }
+});
+
+test("a Failed FleetLock node past failedSlotTTL is released (its client reboots only after a fresh 200); FLUO's is not (its agent reboots on the grant it still sees)", () => {
+  const failed = (protocol: typeof FL | typeof AgentProtocol.flatcar) =>
+    speaking(
+      viewNode(
+        node('n', {
+          annotations: {
+            [A.state]: Phase.failed,
+            [A.stateSince]: ago(7200),
+            [K.granted]: 'true',
+            [K.preReboot]: ago(7300),
+          },
+          unschedulable: true,
+          bootId: 'boot-1',
+        }),
+      ),
+      protocol,
+    );
+  const ttl = { ...decideConfig, failedSlotTtlMs: 3600_000 };
+  assert.equal(holderStep(failed(FL), ttl), 'abort', 'FleetLock: released');
+  assert.equal(holderStep(failed(AgentProtocol.flatcar), ttl), 'explain', 'FLUO: refused, and said so');
 });
 
 test('a FleetLock pool has no other operator to stand down from', () => {

@@ -4,7 +4,7 @@
  * closed) are built once.
  */
 import { attemptId } from '../../api/attempt.ts';
-import { Annotations } from '../../api/keys.ts';
+import { AgentProtocol, Annotations } from '../../api/keys.ts';
 import { Phase } from '../../api/phases.ts';
 import type { Action } from './action.ts';
 import { updateNotTaken } from './agent-protocol.ts';
@@ -234,7 +234,9 @@ const failedPhase: PhaseStep = (n, ctx, age) => {
  * A person's release of the node's Failed attempt (`nuo release`, naming this Failed phase), or the
  * policy's failedSlotTTL passed: the attempt ends (grant withdrawn, nuo's cordon undone, the slot freed),
  * unless the node may be rebooting now. The agent marks reboot-in-progress in a conditional write before
- * it reboots, so a withdrawal and that mark cannot both land: the one that does decides.
+ * it reboots, so a withdrawal and that mark cannot both land: the one that does decides. A FleetLock client
+ * reboots only on a fresh 200 to its pre-reboot, which the withdrawn lock no longer gives, so its lock is
+ * released too; CLUO's and FLUO's agent reboots on the grant it last saw, whose withdrawal it may not see.
  */
 function released(n: NodeView, { config, wake }: StepContext, age: number): Action[] | undefined {
   const named = n.release?.failedSince === n.annotations[Annotations.stateSince];
@@ -247,7 +249,7 @@ function released(n: NodeView, { config, wake }: StepContext, age: number): Acti
         ? `released: Failed for longer than reboot.failedSlotTTL (${ttl / 1000}s)`
         : undefined;
   if (!why) return undefined;
-  if (n.protocol)
+  if (n.protocol && n.protocol !== AgentProtocol.fleetlock)
     return explain(
       n,
       `${why}; refused: ${n.protocol}'s agent could still reboot on the grant; if the machine is gone for good, delete its Node object`,
