@@ -361,6 +361,13 @@ export const FleetLockKeys = {
   granted: 'nuo.dev/fleetlock-granted',
 } as const;
 
+/**
+ * operator (the leader, on its Lease nuo-operator): where its FleetLock server answers, as
+ * `--fleetlock-advertise-url` says, written with its identity (src/kube/lease-advert.ts); the other
+ * replicas forward FleetLock requests there.
+ */
+export const FLEETLOCK_LEADER_URL = 'nuo.dev/fleetlock-url';
+
 const PROTOCOL_PREFIX: Record<CoreosProtocol, string> = {
   [AgentProtocol.flatcar]: 'flatcar-linux-update.v1.flatcar-linux.net/',
   [AgentProtocol.containerLinux]: 'container-linux-update.v1.coreos.com/',

@@ -27,6 +27,7 @@
 import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { type KubeLog, silentLog, sleep } from './backoff.ts';
 import { describeError, statusCode } from './errors.ts';
+import { advertOf, advertValue } from './lease-advert.ts';
 import {
   decideLease,
   type LeaseDecision,
@@ -56,6 +57,11 @@ export interface LeaderElectorOptions {
   onStoppedLeading: () => void;
   /** Called when the observed holder changes ('' when nobody holds the Lease). */
   onNewLeader?: (identity: string) => void;
+  /**
+   * What this candidate, while it leads, tells the others on the Lease: an annotation (lease-advert.ts)
+   * they read with `advert(key)`.
+   */
+  advert?: { key: string; value: string };
   /** Release the Lease when run() is aborted (default true; false is like a crash, for tests). */
   releaseOnCancel?: boolean;
   log?: KubeLog;
@@ -88,6 +94,7 @@ export class LeaderElector {
   readonly #onStartedLeading: (signal: AbortSignal) => void | Promise<void>;
   readonly #onStoppedLeading: () => void;
   readonly #onNewLeader: ((identity: string) => void) | undefined;
+  readonly #advert: { key: string; value: string } | undefined;
   readonly #log: KubeLog;
 
   /** The Lease as last read or written by us (holds the resourceVersion for conditional writes). */
@@ -172,6 +179,7 @@ export class LeaderElector {
     this.#onStartedLeading = onStartedLeading;
     this.#onStoppedLeading = onStoppedLeading;
     this.#onNewLeader = options.onNewLeader;
+    this.#advert = options.advert;
     this.#log = options.log ?? silentLog;
   }
 
@@ -185,6 +193,12 @@ export class LeaderElector {
       this.#lastRenewAt !== undefined &&
       monotonic() - this.#lastRenewAt < this.renewDeadlineMs
     );
+  }
+
+  /** Another holder's advert of `key` on the Lease as last read (at most retryPeriodMs old). */
+  advert(key: string): string | undefined {
+    if (this.#lease?.spec?.holderIdentity === this.identity) return undefined;
+    return advertOf(this.#lease, key);
   }
 
   /** The holder last observed ('' nobody, undefined before the first read). */
@@ -442,9 +456,19 @@ export class LeaderElector {
     return {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
-      metadata: current?.metadata
-        ? { ...current.metadata, name: this.name, namespace: this.namespace }
-        : { name: this.name, namespace: this.namespace },
+      metadata: {
+        ...current?.metadata,
+        name: this.name,
+        namespace: this.namespace,
+        ...(this.#advert
+          ? {
+              annotations: {
+                ...current?.metadata?.annotations,
+                [this.#advert.key]: advertValue(this.identity, this.#advert.value),
+              },
+            }
+          : {}),
+      },
       spec: {
         ...spec,
         holderIdentity: this.identity,

@@ -19,6 +19,8 @@ export interface FleetLockNodesOptions {
   view: (node: V1Node) => NodeView;
   poolOf: (node: string) => string | undefined;
   acting: () => boolean;
+  /** The leading replica's advertised FleetLock URL, when another leads. */
+  leader: () => string | undefined;
 }
 
 /** How a node reads to the FleetLock server: its FleetLock pool, its phase, its grant on this boot. */
@@ -45,6 +47,10 @@ export class FleetLockNodes implements FleetLockBackend {
 
   refusal(): string | undefined {
     return this.#o.acting() ? undefined : 'this replica of the operator does not lead now';
+  }
+
+  leader(): string | undefined {
+    return this.#o.leader();
   }
 
   nodes(id: string): FleetLockNode[] {
