@@ -20,11 +20,22 @@ export interface RunFigures {
   maxDisrupted: number;
   violations: number;
   leadershipLost: number;
+  /** Pods evicted over the pods at the start (an independent watch on the pods). */
+  evictionsPerPod: number;
   /** The run's own section of docs/benchmarks.md. */
   report: Report;
 }
 
-export const GOALS = { efficiency: 0.95, grantP99Ms: 1000 } as const;
+/**
+ * The goals a run is held to, each a comparison that can fail: efficiency and grant latency from the
+ * rollout benchmark's issues, evictions per pod from issue 52's table (every pod moved about once).
+ */
+export const GOALS = { efficiency: 0.95, grantP99Ms: 1000, evictionsPerPod: 1.1 } as const;
+
+/** A goal cell: the goal, and whether this figure missed it, so a missed goal says so in the table. */
+export function goalCell(goal: string, met: boolean): string {
+  return met ? goal : `${goal} (**missed**)`;
+}
 
 /** The run whose efficiency is the median (of an even count, the lower of the two: a run, not a mean). */
 export function medianRun(runs: readonly RunFigures[]): number {
@@ -64,6 +75,10 @@ export function seriesBody(runs: readonly RunFigures[], k: number): string {
       runs.map((r) => r.grantP99Ms),
       ms,
     )} | < ${ms(GOALS.grantP99Ms)} | ${met((r) => r.grantP99Ms < GOALS.grantP99Ms)} |`,
+    `| evictions per pod | ${range(
+      runs.map((r) => r.evictionsPerPod),
+      (x) => x.toFixed(2),
+    )} | ≤ ${GOALS.evictionsPerPod.toFixed(2)} | ${met((r) => r.evictionsPerPod <= GOALS.evictionsPerPod)} |`,
     `| safety: no violation, at most K = ${k} disrupted | ${range(
       runs.map((r) => r.maxDisrupted),
       String,

@@ -59,7 +59,7 @@ import {
   slotIdle,
   type Transition,
 } from './rollout-figures.ts';
-import { GOALS, medianRun, type RunFigures, seriesBody } from './rollout-series.ts';
+import { GOALS, goalCell, medianRun, type RunFigures, seriesBody } from './rollout-series.ts';
 
 const { values } = parseArgs({
   options: {
@@ -287,7 +287,7 @@ async function measureOnce(): Promise<void> {
         `| safety violations (independent checker) | ${f.checker.violations.length} | 0 |`,
         `| times the operator stopped leading mid-rollout (its Lease not renewed in time; its log) | ${leadershipLost} | 0 |`,
         `| pods evicted (the API server's count; a pod evicted once per rollout makes it the pod count) | ${evicted('201')} | |`,
-        `| **evictions per pod**: pods evicted (an independent watch on the pods) over the ${moved.pods} pods at the start | **${perPod(moved.evictions)}** (${moved.evictions}) | ≥ the bound below |`,
+        `| **evictions per pod**: pods evicted (an independent watch on the pods) over the ${moved.pods} pods at the start | **${perPod(moved.evictions)}** (${moved.evictions}) | ${goalCell(`≤ ${GOALS.evictionsPerPod.toFixed(2)}`, moved.evictions / moved.pods <= GOALS.evictionsPerPod)} |`,
         `| lower bound without spare capacity: P + the pods on the K nodes holding the fewest at the start, over P ([decision 0065](decisions/0065-steering-evicted-pods.md)) | ${perPod(moved.bound)} (${moved.bound}) | |`,
         `| pods moved again: placed before any node was updated (forced) / placed on a node still to drain while an updated one was there (steering missed) | ${moved.forced} / ${moved.missed} | missed 0 |`,
         `| evictions a PodDisruptionBudget refused (429, each retried by the drain; the API server's count) | ${evicted('429')} | |`,
@@ -335,6 +335,7 @@ async function measureOnce(): Promise<void> {
         maxDisrupted: f.checker.maxDisrupted,
         violations: f.checker.violations.length,
         leadershipLost,
+        evictionsPerPod: moved.evictions / moved.pods,
         report,
       };
       writeFileSync(values.json, JSON.stringify(run));

@@ -32,10 +32,12 @@ export function cacheRoot(): string {
   return join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'nuo');
 }
 
-/** The version a module's go.mod requires of modulePath (its direct `require X vN` line). */
+/** The version a module's go.mod requires of modulePath (a `require X vN` line, or `X vN` in a block). */
 export async function requiredVersion(moduleDir: string, modulePath: string): Promise<string> {
   const gomod = await readFile(join(moduleDir, 'go.mod'), 'utf8');
-  const match = gomod.match(new RegExp(`^require ${modulePath.replaceAll('.', '\\.')} (v\\S+)`, 'm'));
+  const match = gomod.match(
+    new RegExp(`^(?:require )?\\s*${modulePath.replaceAll('.', '\\.')} (v\\S+)`, 'm'),
+  );
   if (!match?.[1]) throw new Error(`${join(moduleDir, 'go.mod')}: no "require ${modulePath} vX" line`);
   return match[1];
 }

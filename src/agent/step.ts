@@ -42,13 +42,21 @@ export const REBOOTED_BEFORE_GRANT = 'rebooted-before-grant';
 function needPatch(
   a: Record<string, string>,
   d: Detection,
-  bootTime: string | undefined,
+  boot: { bootId: string; bootTime?: string | undefined },
 ): Record<string, string | null> {
   const patch: Record<string, string | null> = {};
   const set = (key: string, value: string | null) => {
     if ((a[key] ?? null) !== value) patch[key] = value;
   };
-  if (bootTime !== undefined) set(Annotations.bootTime, bootTime);
+  // The boot time with the boot it belongs to; one this boot cannot read replaces none of an earlier
+  // boot's: that is removed, so no refresh is asked for on a time that is not this boot's.
+  if (boot.bootTime !== undefined) {
+    set(Annotations.bootTime, boot.bootTime);
+    set(Annotations.bootTimeBootId, boot.bootId);
+  } else if (a[Annotations.bootTime] !== undefined && a[Annotations.bootTimeBootId] !== boot.bootId) {
+    set(Annotations.bootTime, null);
+    set(Annotations.bootTimeBootId, null);
+  }
   // Unknown changes nothing: an error is never a reason to reboot, nor to forget a real need.
   if (d.need === Need.needed) {
     set(Annotations.rebootNeeded, 'true');
@@ -85,7 +93,7 @@ export function agentStep(input: StepInput): Step {
         [Annotations.bootIdBefore]: null,
         // A problem reported about the reboot (it did not happen in time) is over: the node rebooted.
         ...(a[Annotations.agentProblem] === undefined ? {} : { [Annotations.agentProblem]: null }),
-        ...needPatch(a, input.detection, input.bootTime),
+        ...needPatch(a, input.detection, input),
       },
       log: { level: 'info', message: `back after reboot (boot ${input.bootId}, before ${before})` },
     };
@@ -130,7 +138,7 @@ export function agentStep(input: StepInput): Step {
     };
   }
   // A grant the operator did not give is no grant: the need is reported as if it were not there.
-  const patch = needPatch(a, input.detection, input.bootTime);
+  const patch = needPatch(a, input.detection, input);
   const forged =
     input.grant?.check === GrantCheck.forged
       ? { log: { level: 'warn' as const, message: `ignoring nuo.dev/reboot-ok: ${input.grant.why}` } }

@@ -14,6 +14,7 @@ import {
   sign,
   verify,
 } from 'node:crypto';
+import { attemptId } from './attempt.ts';
 
 /** Secret (private key) and ConfigMap (public key) in the operator's namespace; the operator writes both. */
 export const GRANT_KEY_NAME = 'nuo-grant-key';
@@ -29,7 +30,7 @@ export interface GrantClaim {
   node: string;
   /** The node's boot ID when the grant was given: the grant is for a reboot out of this boot. */
   bootId: string;
-  /** The attempt: when its slot was taken in the ledger (RFC 3339). */
+  /** The attempt that holds the node's slot in the ledger (attempt.ts attemptId). */
   attempt: string;
 }
 
@@ -78,17 +79,20 @@ export function readClaim(value: string): GrantClaim | undefined {
 }
 
 /**
- * The attempt that holds `node`'s slot in the ledger's JSON (its slot's `since`, or its promise's for a
- * slot handed over and not yet recorded), or undefined: the attempt a grant for the node must name.
+ * The attempt that holds `node`'s slot in the ledger's JSON (its slot's, or its promise's for a slot
+ * handed over and not yet recorded; attempt.ts attemptId), or undefined: the attempt a grant for the node
+ * must name.
  */
 export function attemptOf(ledgerJson: string | undefined, node: string): string | undefined {
   try {
     const ledger = JSON.parse(ledgerJson ?? '{}') as {
-      slots?: Record<string, { since?: unknown }>;
-      next?: Record<string, { since?: unknown }>;
+      slots?: Record<string, { since?: unknown; attempt?: unknown }>;
+      next?: Record<string, { since?: unknown; attempt?: unknown }>;
     };
-    const since = ledger.slots?.[node]?.since ?? ledger.next?.[node]?.since;
-    return typeof since === 'string' ? since : undefined;
+    const entry = ledger.slots?.[node] ?? ledger.next?.[node];
+    if (typeof entry?.since !== 'string') return undefined;
+    const attempt = Number.isSafeInteger(entry.attempt) ? (entry.attempt as number) : undefined;
+    return attemptId({ since: entry.since, ...(attempt === undefined ? {} : { attempt }) });
   } catch {
     return undefined;
   }

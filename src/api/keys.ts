@@ -28,7 +28,8 @@ export const Annotations = {
   /** person / CLI: "true" to leave this node alone. */
   paused: 'nuo.dev/paused',
   /**
-   * person / CLI (`nuo release`): JSON `{"failedSince": <the Failed phase's state-since>, "reason": …}`,
+   * person / CLI (`nuo release`): JSON `{"failedSince": <the Failed phase's state-since>, "reason": …,
+   * "by": <who asked, as the API server authenticated them; optional>}`,
    * asks the operator to end that Failed attempt and free its slot; honoured only for the Failed phase it
    * names (a stale request frees nothing), refused while the agent marks reboot-in-progress; removed by
    * the operator in the write that ends the attempt.
@@ -38,8 +39,17 @@ export const Annotations = {
   state: 'nuo.dev/state',
   /** operator: why the node is in its phase (or waits), human readable. */
   stateReason: 'nuo.dev/state-reason',
-  /** operator: RFC 3339 time the phase was entered. */
+  /**
+   * operator: RFC 3339 time the phase was entered, for people and tools: no decision compares it with
+   * another clock (a wait counts from when the deciding leader first saw the phase).
+   */
   stateSince: 'nuo.dev/state-since',
+  /**
+   * operator: the attempt the node was last admitted in: the number the slot ledger handed out for it,
+   * written in the admission's node write and kept after the attempt ends. A slot whose attempt the node
+   * does not name has not started; one it names, with the node outside an attempt, has ended.
+   */
+  attempt: 'nuo.dev/attempt',
   /**
    * operator: the reboot grant, written once the node is drained: signed for this node, boot and attempt
    * (src/api/grant.ts); the agent reboots on no other value.
@@ -80,6 +90,11 @@ export const Annotations = {
    * refreshes nodes up longer than that.
    */
   bootTime: 'nuo.dev/boot-time',
+  /**
+   * agent: the boot ID `boot-time` belongs to, written with it: the operator trusts a boot time only for
+   * the boot its kubelet posts (a value left from an earlier boot would ask for a refresh again and again).
+   */
+  bootTimeBootId: 'nuo.dev/boot-time-boot-id',
   /**
    * operator: RFC 3339 time nuo admitted the node for a remediation (a policy's `remediation`): counted
    * over the pool for its maxPerHour, so a new leader honours the rate limit too.
@@ -209,6 +224,7 @@ export const AGENT_ANNOTATIONS: readonly string[] = [
   Annotations.newVersion,
   Annotations.lastCheckedTime,
   Annotations.bootTime,
+  Annotations.bootTimeBootId,
 ];
 export const AGENT_LABELS: readonly string[] = [Labels.osId, Labels.osVersion];
 
@@ -334,13 +350,23 @@ export const isCoreosProtocol = (p: AgentProtocol | undefined): p is CoreosProto
  * client's requests, its attempts write the grant the handler answers by.
  */
 export const FleetLockKeys = {
-  /** operator (FleetLock handler): RFC 3339 time of the pre-reboot request that asked for the current need. */
+  /**
+   * operator (FleetLock handler): RFC 3339 time (for people) of the pre-reboot request that asked for the
+   * current need; written with the steady-state removed, so the need is this key without that one.
+   */
   preReboot: 'nuo.dev/fleetlock-pre-reboot',
-  /** operator (FleetLock handler): RFC 3339 time of the client's last steady-state request. */
+  /** operator (FleetLock handler): RFC 3339 time (for people) of the client's steady-state since it. */
   steadyState: 'nuo.dev/fleetlock-steady-state',
   /** operator: "true" once the node is drained; the handler answers pre-reboot 200 on this boot only. */
   granted: 'nuo.dev/fleetlock-granted',
 } as const;
+
+/**
+ * operator (the leader, on its Lease nuo-operator): where its FleetLock server answers, as
+ * `--fleetlock-advertise-url` says, written with its identity (src/kube/lease-advert.ts); the other
+ * replicas forward FleetLock requests there.
+ */
+export const FLEETLOCK_LEADER_URL = 'nuo.dev/fleetlock-url';
 
 const PROTOCOL_PREFIX: Record<CoreosProtocol, string> = {
   [AgentProtocol.flatcar]: 'flatcar-linux-update.v1.flatcar-linux.net/',
@@ -401,17 +427,20 @@ export function protocolAgentKeys(protocol: CoreosProtocol): {
 }
 
 /**
- * CLUO's and FLUO's own update-operator, as nuo tells it is running: its leader-election Lease (client-go
- * writes one beside its ConfigMap lock), in whatever namespace it runs, and the Deployment their
- * manifests install.
+ * CLUO's and FLUO's own update-operator, as nuo tells it is running: its leader-election lock, by the name
+ * their code gives it, of any kind client-go keeps one in (CLUO's operator locks with a ConfigMap, its
+ * releases before 0.4 with Endpoints; FLUO's with a ConfigMap and a Lease, or whichever its lock type
+ * says), in whatever namespace it runs, and the Deployment their manifests install.
  */
-export const PROTOCOL_OPERATOR: Record<CoreosProtocol, { lease: string; deployment: string }> = {
+export const PROTOCOL_OPERATOR: Record<CoreosProtocol, { what: string; lock: string; deployment: string }> = {
   [AgentProtocol.flatcar]: {
-    lease: 'flatcar-linux-update-operator-lock',
+    what: "FLUO's update-operator",
+    lock: 'flatcar-linux-update-operator-lock',
     deployment: 'flatcar-linux-update-operator',
   },
   [AgentProtocol.containerLinux]: {
-    lease: 'container-linux-update-operator-lock',
+    what: "CLUO's update-operator",
+    lock: 'container-linux-update-operator-lock',
     deployment: 'container-linux-update-operator',
   },
 };

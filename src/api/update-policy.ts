@@ -274,6 +274,53 @@ export const HealthCheck = Type.Object(
 );
 export type HealthCheck = Type.Static<typeof HealthCheck>;
 
+/** Bounds of spec.readings, as the CRD's rules and the operator check them. */
+export const READINGS_BOUNDS = {
+  maxAge: { min: '10s', max: '1h', default: '1m' },
+  timeout: { min: '1s', max: '5m', default: '10s' },
+} as const;
+
+export const Readings = Type.Object(
+  {
+    maxAge: Type.Optional(
+      duration(
+        `How old a reading of the health checks, pod blockers or Prometheus may be and still count; an older one holds the pool, as one that failed does (${READINGS_BOUNDS.maxAge.min} to ${READINGS_BOUNDS.maxAge.max}).`,
+        READINGS_BOUNDS.maxAge.default,
+      ),
+    ),
+    timeout: Type.Optional(
+      duration(
+        `How long one reading may take before it counts as failed (${READINGS_BOUNDS.timeout.min} to ${READINGS_BOUNDS.timeout.max}, less than maxAge).`,
+        READINGS_BOUNDS.timeout.default,
+      ),
+    ),
+  },
+  {
+    default: {},
+    description:
+      "How fresh the readings of the policy's health checks, pod blockers and Prometheus must be, measured on the operator's own clock from when it took them, and how long each read may take.",
+    'x-kubernetes-validations': [
+      {
+        rule: `!has(self.maxAge) || (self.maxAge != '0' && duration(self.maxAge) >= duration('${READINGS_BOUNDS.maxAge.min}') && duration(self.maxAge) <= duration('${READINGS_BOUNDS.maxAge.max}'))`,
+        message: `maxAge must be from ${READINGS_BOUNDS.maxAge.min} to ${READINGS_BOUNDS.maxAge.max}`,
+        fieldPath: '.maxAge',
+      },
+      {
+        rule: `!has(self.timeout) || (self.timeout != '0' && duration(self.timeout) >= duration('${READINGS_BOUNDS.timeout.min}') && duration(self.timeout) <= duration('${READINGS_BOUNDS.timeout.max}'))`,
+        message: `timeout must be from ${READINGS_BOUNDS.timeout.min} to ${READINGS_BOUNDS.timeout.max}`,
+        fieldPath: '.timeout',
+      },
+      {
+        rule: `duration(has(self.timeout) && self.timeout != '0' ? self.timeout : '${READINGS_BOUNDS.timeout.default}') < duration(has(self.maxAge) && self.maxAge != '0' ? self.maxAge : '${READINGS_BOUNDS.maxAge.default}')`,
+        message:
+          'timeout must be less than maxAge: a reading that took longer would be too old when it lands',
+        fieldPath: '.timeout',
+      },
+    ],
+  },
+);
+export type Readings = Type.Static<typeof Readings>;
+
 export const OnDrainFailure = Type.Object(
   {
     action: Type.Optional(enumOf(['Retry', 'Skip'], { default: 'Retry' })),
@@ -455,7 +502,10 @@ export const RemediationCondition = Type.Object({
     }),
   ),
   for: Type.Optional(
-    duration('How long the condition must have held that status (since its lastTransitionTime).', '5m'),
+    duration(
+      'How long the condition must have held that status, counted from when the operator first saw it so (its lastTransitionTime is the node clock: a new one starts the count again).',
+      '5m',
+    ),
   ),
 });
 
@@ -697,6 +747,7 @@ export const UpdatePolicySpec = Type.Object(
           'Checks that must all pass before each admission and before a finished node frees its slot; one failing, or not evaluated, holds the pool.',
       }),
     ),
+    readings: Type.Optional(Readings),
     drain: Type.Optional(Drain),
     reboot: Type.Optional(Reboot),
     remediation: Type.Optional(Remediation),

@@ -131,7 +131,11 @@ async function lookForOperators(
     const p = e.current.ok ? e.current.policy : e.lastValid;
     if (isCoreosProtocol(p?.agentProtocol)) protocols.add(p.agentProtocol);
   }
-  const api = { coordination: kc.makeApiClient(CoordinationV1Api), apps: kc.makeApiClient(AppsV1Api) };
+  const api = {
+    coordination: kc.makeApiClient(CoordinationV1Api),
+    core: kc.makeApiClient(CoreV1Api),
+    apps: kc.makeApiClient(AppsV1Api),
+  };
   return new Map(
     await Promise.all([...protocols].map(async (p) => [p, await lookForOperator(api, p)] as const)),
   );

@@ -38,6 +38,36 @@ function ownNodeName(flag: string | undefined, env: string | undefined): string 
   return name;
 }
 
+/**
+ * Where this replica's FleetLock server answers others: the flag (an http or https URL), else
+ * http://$POD_IP:PORT; none while FleetLock is off (pure).
+ */
+export function advertisedUrl(
+  flag: string | undefined,
+  podIp: string | undefined,
+  port: number,
+): string | undefined {
+  if (port === 0) {
+    if (flag !== undefined) throw new UsageError('--fleetlock-advertise-url needs --fleetlock-port');
+    return undefined;
+  }
+  if (flag !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(flag);
+    } catch {
+      throw new UsageError(
+        `--fleetlock-advertise-url: "${flag}" is not a URL (e.g. http://10.0.0.5:${port})`,
+      );
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new UsageError(`--fleetlock-advertise-url: "${flag}" is not an http or https URL`);
+    return flag;
+  }
+  if (!podIp) return undefined;
+  return `http://${podIp.includes(':') ? `[${podIp}]` : podIp}:${port}`;
+}
+
 export const operatorCommand: Command = {
   name: 'operator',
   summary: 'run the operator (leader-elected; decides, drains, grants reboots)',
@@ -56,7 +86,11 @@ export const operatorCommand: Command = {
     '  --metrics-port N               serve /metrics, /healthz (live) and /readyz (node cache synced and fresh)',
     '                                 on this port (default 8080; 0 disables)',
     "  --fleetlock-port N             serve FleetLock (Zincati's reboot lock) on this port for pools with",
-    '                                 agentProtocol: fleetlock; only the leader answers (default 0: off)',
+    '                                 agentProtocol: fleetlock; the leader answers, the others forward to it',
+    '                                 (default 0: off)',
+    "  --fleetlock-advertise-url URL  where this replica's FleetLock server answers, told to the others while",
+    '                                 it leads (default: http://$POD_IP:PORT when $POD_IP is set; unset: the',
+    '                                 others answer 503 not_leader instead of forwarding)',
     '  --lease-duration D             standbys take over this long after the last renewal they saw (default 15s)',
     '  --renew-deadline D             the leader steps down when it could not renew for this long (default 10s)',
     '  --retry-period D               between attempts to acquire or renew the Lease (default 2s)',
@@ -69,6 +103,7 @@ export const operatorCommand: Command = {
       'node-name': { type: 'string' },
       'metrics-port': { type: 'string' },
       'fleetlock-port': { type: 'string' },
+      'fleetlock-advertise-url': { type: 'string' },
       // Leader-election timings, process settings (decision 37): client-go's 15 s / 10 s / 2 s by default.
       'lease-duration': { type: 'string' },
       'renew-deadline': { type: 'string' },
@@ -112,6 +147,11 @@ export const operatorCommand: Command = {
     const metrics = new OperatorMetrics(buildInfo());
     const port = positiveInt('metrics-port', values['metrics-port'] as string | undefined, 8080);
     const fleetLockPort = positiveInt('fleetlock-port', values['fleetlock-port'] as string | undefined, 0);
+    const fleetLockUrl = advertisedUrl(
+      values['fleetlock-advertise-url'] as string | undefined,
+      process.env.POD_IP,
+      fleetLockPort,
+    );
     const operator = new Operator({
       kubeconfig: kc,
       config,
@@ -120,9 +160,10 @@ export const operatorCommand: Command = {
       metrics,
       lease,
       ...(nodeName === undefined ? {} : { nodeName }),
+      ...(fleetLockUrl === undefined ? {} : { fleetLockUrl }),
     });
     const fleetLock =
-      fleetLockPort > 0 ? serveFleetLock(fleetLockPort, operator.fleetLock(), log) : undefined;
+      fleetLockPort > 0 ? serveFleetLock(fleetLockPort, operator.fleetLock(), log, identity) : undefined;
     const probe = (problems: string[], res: ServerResponse) =>
       problems.length === 0 ? res.end('ok') : res.writeHead(503).end(`${problems.join('\n')}\n`);
     const server =

@@ -3,25 +3,12 @@
  * UpdatePolicy when, and who as the API server authenticated them (a SelfSubjectReview); the operator
  * counts no failed attempt seen before that time.
  */
-import { AuthenticationV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../api/crd.ts';
 import { PolicyAnnotations } from '../api/keys.ts';
 import { statusCode } from '../kube/errors.ts';
 import { mergePatch } from '../kube/patch.ts';
-
-/** Who the API server says the caller is; the kubeconfig's user name when it cannot say. */
-async function whoAmI(kc: KubeConfig): Promise<string> {
-  try {
-    const review = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
-    });
-    const name = review.status?.userInfo?.username;
-    if (name) return name;
-  } catch {
-    // An API server without SelfSubjectReview (before 1.28): the kubeconfig names the user below.
-  }
-  return `${kc.getCurrentUser()?.name ?? 'unknown'} (kubeconfig user)`;
-}
+import { whoAmI } from './who-am-i.ts';
 
 /** Writes the resume annotations; returns what was recorded, or throws (404: no such policy). */
 export async function resumePolicy(

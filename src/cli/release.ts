@@ -10,6 +10,7 @@ import { mayBeRebooting } from '../operator/decide/step-context.ts';
 import { type Command, err, out, UsageError } from './command.ts';
 import { explainApiError, kubeconfigFrom, kubeFlags, singleNode } from './kube.ts';
 import { usageText } from './usage.ts';
+import { whoAmI } from './who-am-i.ts';
 
 /** Why the node's attempt cannot be released now, or undefined when it can. Pure. */
 export function releaseRefusal(node: V1Node): string | undefined {
@@ -30,8 +31,8 @@ export const releaseCommand: Command = {
     `Asks the operator (${Annotations.release}) to end the attempt of a node in Failed: its grant`,
     "withdrawn, nuo's cordon undone, its slot of the budget freed; the node retries after its backoff.",
     'Refused while the agent marks reboot-in-progress on the boot it started from (the node may be',
-    'rebooting now). The request names this Failed phase: one left behind frees nothing later. The reason',
-    "goes in the node's reason and Events.",
+    'rebooting now). The request names this Failed phase: one left behind frees nothing later. The reason,',
+    "and who asked as the API server knows them, go in the node's reason and Events.",
     '',
     'Flags:',
     '  --reason TEXT   why (required: it is the record of who freed the slot and why)',
@@ -56,7 +57,11 @@ export const releaseCommand: Command = {
         err(`error: cannot release node/${node}: ${refusal}`);
         return 1;
       }
-      const request = { failedSince: annotations[Annotations.stateSince] ?? '', reason };
+      const request = {
+        failedSince: annotations[Annotations.stateSince] ?? '',
+        reason,
+        by: await whoAmI(kc),
+      };
       // Conditional on what was read: a node that left Failed meanwhile is not released.
       await core.patchNode(
         {

@@ -20,13 +20,16 @@ import { existingDaemonSets, namespaceLabels, podsOnNode } from './plan-reads.ts
 import { type DrainEvent, type DrainProgress, PodPhase, type PodState, ProgressTracker } from './progress.ts';
 import { describeAttached } from './volumes.ts';
 import { type PdbReads, pdbHolds, reportWaiting, waitingReport } from './waiting-report.ts';
-import { waitDetached, waitForPods, waitGone } from './waits.ts';
+import { claimVolumes, waitDetached, waitForPods, waitGone } from './waits.ts';
 
 export const DrainOutcome = {
   drained: 'drained',
   /** A pod's decision was "refuse": nothing was evicted. */
   refused: 'refused',
-  /** Every refusing pod asks not to be disrupted now (nuo.dev/do-not-disrupt): nothing was evicted. */
+  /**
+   * Every refusing pod asks not to be disrupted now (nuo.dev/do-not-disrupt): found when the drain
+   * planned, nothing was evicted; found just before a pod's eviction, the drain stopped there.
+   */
   held: 'held',
   timedOut: 'timed-out',
   /** A pod waited for under afterMaxWait Fail still ran when its wait ended: the drain failed. */
@@ -104,6 +107,18 @@ function drainStop(timeoutSeconds: number, started: number, caller: AbortSignal 
   };
 }
 
+/** The pods the plan may evict (now, or after their wait): their volumes are waited for once they are gone. */
+const toEvict = (pods: readonly V1Pod[], plan: DrainPlan) => {
+  const evicted = new Set(
+    plan.decisions
+      .filter(
+        (d) => d.action === PodAction.evict || d.action === PodAction.waitFor || d.action === PodAction.wait,
+      )
+      .map((d) => d.uid),
+  );
+  return pods.filter((p) => evicted.has(p.metadata?.uid ?? ''));
+};
+
 const secondsSince = (started: number) => ((Date.now() - started) / 1000).toFixed(1);
 
 export class Drainer {
@@ -158,9 +173,12 @@ export class Drainer {
       // Nothing to evict (most nodes of a rollout hold only DaemonSet pods): no watch, no second list.
       if (request.dryRun || tracker.left() === 0) return finish(DrainOutcome.drained);
 
+      const volumes = await claimVolumes(this.#core, node, toEvict(pods, plan));
       const expired = await this.#evictAndWait(node, tracker, options, stop, emit, flight);
+      // A pod that asked not to be disrupted, read just before its eviction: nothing more is evicted.
+      if (stop.signal.reason === DrainOutcome.held) return finish(DrainOutcome.held);
       if (tracker.left() === 0) {
-        const attached = await this.#evictedStillAttached(node, pods, tracker, stop.signal);
+        const attached = await this.#evictedStillAttached(node, pods, tracker, volumes, stop.signal);
         if (attached.length === 0) return finish(DrainOutcome.drained);
         if (stop.signal.reason === DrainOutcome.aborted) return finish(DrainOutcome.aborted);
         return {
@@ -238,6 +256,7 @@ export class Drainer {
       signal: stop.signal,
       emit,
       flight,
+      held: () => stop.abort(DrainOutcome.held),
     };
     const expired: PodState[] = [];
     await Promise.all([
@@ -266,9 +285,15 @@ export class Drainer {
    * stops. Pods left terminating past skipWaitForDeleteTimeout stay on the node: their volumes are not
    * waited for.
    */
-  async #evictedStillAttached(node: string, pods: V1Pod[], tracker: ProgressTracker, signal: AbortSignal) {
+  async #evictedStillAttached(
+    node: string,
+    pods: V1Pod[],
+    tracker: ProgressTracker,
+    volumes: ReadonlyMap<string, string>,
+    signal: AbortSignal,
+  ) {
     const evicted = new Set(tracker.result().pods.flatMap((p) => (p.phase === PodPhase.gone ? [p.uid] : [])));
     const gone = pods.filter((p) => evicted.has(p.metadata?.uid ?? ''));
-    return waitDetached(this.#core, this.#storage, node, gone, signal);
+    return waitDetached(this.#core, this.#storage, node, gone, signal, volumes);
   }
 }

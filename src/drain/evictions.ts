@@ -1,10 +1,19 @@
 /**
  * A drain's evictions: through the Eviction API (or a plain delete with disableEviction), a bounded
- * number in flight, tier by tier, a refused pod retried with backoff or as soon as its PDB allows.
+ * number in flight, tier by tier, a refused pod retried with backoff or as soon as its PDB allows. Each
+ * pod is read again before each eviction (eviction-check.ts): one that asks not to be disrupted now holds
+ * the drain.
  */
-import { type CoreV1Api, type KubeConfig, type V1PodDisruptionBudget, Watch } from '@kubernetes/client-node';
+import {
+  type CoreV1Api,
+  type KubeConfig,
+  type V1Pod,
+  type V1PodDisruptionBudget,
+  Watch,
+} from '@kubernetes/client-node';
 import { sleep } from '../kube/backoff.ts';
 import { apiStatus, describeError, statusCode } from '../kube/errors.ts';
+import { checkBeforeEviction } from './eviction-check.ts';
 import type { DrainOptions } from './options.ts';
 import { evictionTiers } from './plan.ts';
 import type { DrainEvent, PodState, ProgressTracker } from './progress.ts';
@@ -29,6 +38,8 @@ export interface Evictions {
   signal: AbortSignal;
   emit: (e: DrainEvent) => void;
   flight: Flight;
+  /** A pod asked not to be disrupted now, read just before its eviction: the drain stops, held. */
+  held: () => void;
 }
 
 /** "The disruption budget web needs 2 healthy pods and has 2 currently" → "web". */
@@ -77,14 +88,29 @@ export async function evictAll(pods: PodState[], drain: Evictions): Promise<void
       flight.now++;
       flight.max = Math.max(flight.max, flight.now);
       try {
-        await evictOne(drain.core, pod, options);
+        const check = checkBeforeEviction(pod.uid, await readPod(drain.core, pod), Date.now());
+        if ('gone' in check) {
+          tracker.gone(pod.uid);
+          continue;
+        }
+        if ('held' in check) {
+          tracker.refuse(pod.uid, check.held);
+          emit({ type: 'refuse', pod: { ...pod, action: 'refuse', reason: check.held, doNotDisrupt: true } });
+          drain.held();
+          return;
+        }
+        await evictOne(drain.core, pod, options, check.evict.resourceVersion);
         tracker.evicted(pod.uid);
         emit({ type: 'evicted', pod });
       } catch (err) {
         const code = statusCode(err);
-        if (code === 404 || code === 409) {
-          // 404: already gone. 409: the UID precondition failed, so a new pod now has its name.
+        if (code === 404) {
           tracker.gone(pod.uid);
+          continue;
+        }
+        if (code === 409) {
+          // Changed since it was read (or a new pod has its name): read again before evicting again.
+          queue.push({ value: pod, notBefore: Date.now(), delay: item.delay });
           continue;
         }
         const name = code === 429 ? blockingPdbName(err) : undefined;
@@ -121,13 +147,27 @@ export async function evictAll(pods: PodState[], drain: Evictions): Promise<void
   }
 }
 
+/** The pod as it is now; undefined when it is gone. */
+async function readPod(
+  core: CoreV1Api,
+  pod: { namespace: string; name: string },
+): Promise<V1Pod | undefined> {
+  try {
+    return await core.readNamespacedPod({ name: pod.name, namespace: pod.namespace });
+  } catch (err) {
+    if (statusCode(err) === 404) return undefined;
+    throw err;
+  }
+}
+
 async function evictOne(
   core: CoreV1Api,
   pod: { namespace: string; name: string; uid: string },
   options: DrainOptions,
+  resourceVersion: string | undefined,
 ): Promise<void> {
   const deleteOptions = {
-    preconditions: { uid: pod.uid },
+    preconditions: { uid: pod.uid, ...(resourceVersion ? { resourceVersion } : {}) },
     ...(options.gracePeriodSeconds >= 0 ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
   };
   if (options.disableEviction) {

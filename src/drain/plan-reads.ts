@@ -2,26 +2,33 @@
  * What a drain reads before it plans: the node's pods, the DaemonSets that still own some of them, and
  * the namespaces' labels a waitFor rule may select by. Reads only; the plan itself is plan.ts.
  */
-import type { AppsV1Api, CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { AppsV1Api, ConfigurationOptions, CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { describeError, statusCode } from '../kube/errors.ts';
 import { DEFAULT_DRAIN_OPTIONS, type DrainOptions } from './options.ts';
 
-/** Lists a node's pods with a field selector (never a cluster-wide list), page by page. */
+/**
+ * Lists a node's pods with a field selector (never a cluster-wide list), page by page; `options` may
+ * bound each request (request-signal.ts).
+ */
 export async function podsOnNode(
   core: CoreV1Api,
   node: string,
   labelSelector = '',
   chunkSize = DEFAULT_DRAIN_OPTIONS.chunkSize,
+  options?: ConfigurationOptions,
 ): Promise<V1Pod[]> {
   const pods: V1Pod[] = [];
   let _continue: string | undefined;
   do {
-    const page = await core.listPodForAllNamespaces({
-      fieldSelector: `spec.nodeName=${node}`,
-      labelSelector: labelSelector || undefined,
-      limit: chunkSize,
-      _continue,
-    });
+    const page = await core.listPodForAllNamespaces(
+      {
+        fieldSelector: `spec.nodeName=${node}`,
+        labelSelector: labelSelector || undefined,
+        limit: chunkSize,
+        _continue,
+      },
+      options,
+    );
     pods.push(...page.items);
     _continue = page.metadata?._continue || undefined;
   } while (_continue);

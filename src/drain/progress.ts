@@ -187,6 +187,16 @@ export class ProgressTracker {
     this.#changed();
   }
 
+  /** A pod to evict asked not to be disrupted now when read just before its eviction: it refuses. */
+  refuse(uid: string, reason: string): void {
+    const s = this.#states.get(uid);
+    if (!s || s.phase !== PodPhase.pending) return;
+    s.phase = PodPhase.refused;
+    s.reason = reason;
+    s.blockingPdb = undefined;
+    this.#changed();
+  }
+
   blocked(uid: string, reason: string, pdb: string | undefined): void {
     const s = this.#states.get(uid);
     if (!s || s.phase !== PodPhase.pending) return;

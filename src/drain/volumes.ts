@@ -6,13 +6,20 @@
  */
 import type { V1Pod, V1VolumeAttachment } from '@kubernetes/client-node';
 
-/** "namespace/claim" of every PersistentVolumeClaim the pods mount. */
+/**
+ * "namespace/claim" of every PersistentVolumeClaim the pods mount: those they name, and those their
+ * generic ephemeral volumes own, which Kubernetes names `<pod>-<volume>` (the ephemeral volume
+ * controller's rule, KEP-1698).
+ */
 export function claimsOf(pods: readonly V1Pod[]): string[] {
   const claims = new Set<string>();
-  for (const pod of pods)
-    for (const v of pod.spec?.volumes ?? [])
-      if (v.persistentVolumeClaim)
-        claims.add(`${pod.metadata?.namespace}/${v.persistentVolumeClaim.claimName}`);
+  for (const pod of pods) {
+    const ns = pod.metadata?.namespace;
+    for (const v of pod.spec?.volumes ?? []) {
+      if (v.persistentVolumeClaim) claims.add(`${ns}/${v.persistentVolumeClaim.claimName}`);
+      if (v.ephemeral) claims.add(`${ns}/${pod.metadata?.name}-${v.name}`);
+    }
+  }
   return [...claims].sort();
 }
 

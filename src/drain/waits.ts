@@ -138,8 +138,36 @@ export async function waitGone(
 }
 
 /**
+ * The PersistentVolume bound to each claim the pods mount ("namespace/claim" → volume), read before they
+ * are evicted: a generic ephemeral volume's claim belongs to its pod and is deleted with it. A claim that
+ * does not exist or is not bound yet is left out (waitDetached reads it again).
+ */
+export async function claimVolumes(
+  core: CoreV1Api,
+  node: string,
+  pods: readonly V1Pod[],
+): Promise<Map<string, string>> {
+  const volumes = new Map<string, string>();
+  for (const claim of claimsOf(pods)) {
+    const volume = await boundVolume(core, node, claim);
+    if (volume) volumes.set(claim, volume);
+  }
+  return volumes;
+}
+
+async function boundVolume(core: CoreV1Api, node: string, claim: string): Promise<string | undefined> {
+  const [namespace, name] = claim.split('/') as [string, string];
+  const pvc = await core.readNamespacedPersistentVolumeClaim({ namespace, name }).catch((err) => {
+    if (statusCode(err) === 404) return undefined;
+    throw new Error(`reading PersistentVolumeClaim ${claim} of a pod on ${node}: ${describeError(err)}`);
+  });
+  return pvc?.spec?.volumeName || undefined;
+}
+
+/**
  * Waits until no VolumeAttachment holds a PersistentVolume of the evicted pods on the node; returns
- * those still attached when the signal ends the wait. A node without such volumes reads nothing.
+ * those still attached when the signal ends the wait. `known`: the claims' volumes read before the
+ * evictions (claimVolumes); a claim not among them is read now. A node without such volumes reads nothing.
  */
 export async function waitDetached(
   core: CoreV1Api,
@@ -147,19 +175,14 @@ export async function waitDetached(
   node: string,
   evicted: V1Pod[],
   signal: AbortSignal,
+  known: ReadonlyMap<string, string> = new Map(),
 ) {
   const claims = claimsOf(evicted);
   if (claims.length === 0) return [];
   const volumes = new Set<string>();
   for (const claim of claims) {
-    const [namespace, name] = claim.split('/') as [string, string];
-    const pvc = await core.readNamespacedPersistentVolumeClaim({ namespace, name }).catch((err) => {
-      if (statusCode(err) === 404) return undefined;
-      throw new Error(
-        `reading PersistentVolumeClaim ${claim} of a pod evicted from ${node}: ${describeError(err)}`,
-      );
-    });
-    if (pvc?.spec?.volumeName) volumes.add(pvc.spec.volumeName);
+    const volume = known.get(claim) ?? (await boundVolume(core, node, claim));
+    if (volume) volumes.add(volume);
   }
   for (;;) {
     // resourceVersion 0: the API server's watch cache answers, not etcd (every draining node asks).

@@ -1,9 +1,12 @@
 /**
  * nuo's FleetLock server: node:http at the edge, every answer decided by answer.ts. Only the leader
- * answers (its cache and its writes are the ones that count); a follower refuses with 503 `not_leader`,
- * which a FleetLock client retries like any refusal (docs/decisions/0051-fleetlock.md).
+ * answers (its cache and its writes are the ones that count); a follower forwards the request to the
+ * leader's FleetLock URL (advertised on its Lease) and relays the answer, so a Service that selects every
+ * replica answers every client; a follower that cannot refuses with 503 `not_leader`, which a FleetLock
+ * client retries like any refusal, but only after its own period (docs/decisions/0051-fleetlock.md).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { FleetLockKeys } from '../api/keys.ts';
 import { answer, type FleetLockAnswer, type FleetLockNode, FleetLockWrite } from './answer.ts';
 import {
@@ -18,10 +21,12 @@ import {
 export interface FleetLockBackend {
   /** Why this replica may not answer now (it does not lead); undefined when it may. */
   refusal(): string | undefined;
+  /** Where the leading replica's FleetLock server answers, when another replica leads and says so. */
+  leader(): string | undefined;
   /** The nodes whose machine ID derives `id`, as the operator reads them. */
   nodes(id: string): FleetLockNode[];
-  /** Writes one of the handler's annotations on the node (a conditional write; throws when it fails). */
-  annotate(node: string, key: string, value: string): Promise<void>;
+  /** Writes the handler's annotations on the node, null removing one (throws when it fails). */
+  annotate(node: string, annotations: Record<string, string | null>): Promise<void>;
 }
 
 export type FleetLockLog = (
@@ -30,9 +35,14 @@ export type FleetLockLog = (
   fields?: Record<string, unknown>,
 ) => void;
 
-const KEY_OF: Record<FleetLockWrite, string> = {
-  [FleetLockWrite.need]: FleetLockKeys.preReboot,
-  [FleetLockWrite.steadyState]: FleetLockKeys.steadyState,
+/**
+ * What each record writes: a pre-reboot removes the steady-state, so "asked and not answered since" is
+ * read from which keys are there, never by comparing two times (two leaders' clocks may have written
+ * them); the times are for people.
+ */
+const WRITE_OF: Record<FleetLockWrite, (at: string) => Record<string, string | null>> = {
+  [FleetLockWrite.need]: (at) => ({ [FleetLockKeys.preReboot]: at, [FleetLockKeys.steadyState]: null }),
+  [FleetLockWrite.steadyState]: (at) => ({ [FleetLockKeys.steadyState]: at }),
 };
 
 /** Reads the body up to MAX_BODY_BYTES; undefined when it is larger. */
@@ -73,7 +83,7 @@ export async function handle(
   const a = answer(parsed, backend.nodes(parsed.id));
   if (a.record !== undefined && a.node !== undefined) {
     try {
-      await backend.annotate(a.node, KEY_OF[a.record], now().toISOString());
+      await backend.annotate(a.node, WRITE_OF[a.record](now().toISOString()));
     } catch (err) {
       log('warn', 'FleetLock request not recorded', {
         node: a.node,
@@ -91,23 +101,101 @@ export async function handle(
   return a;
 }
 
-/** Serves FleetLock on `port` until closed. */
-export function serveFleetLock(port: number, backend: FleetLockBackend, log: FleetLockLog): Server {
+/** Set on a request a follower forwards: the leader never forwards it again (no loop between replicas). */
+export const FORWARDED_HEADER = 'nuo-fleetlock-forwarded-by';
+/** How long a follower waits for the leader's answer: below a FleetLock client's own request timeout. */
+export const FORWARD_TIMEOUT_MS = 20_000;
+/**
+ * How long a replica that does not lead waits to learn the leader (it reads the Lease every retry period;
+ * a replica just started has not yet) before it refuses: far less than a client's period, which a refusal
+ * costs.
+ */
+export const LEADER_WAIT_MS = 5_000;
+
+export type Route = { kind: 'answer' } | { kind: 'forward'; to: string } | { kind: 'refuse' };
+
+/** Whether this replica answers, forwards to the leader, or refuses (pure). */
+export function route(refusal: string | undefined, forwarded: boolean, leader: string | undefined): Route {
+  if (refusal === undefined) return { kind: 'answer' };
+  if (forwarded || leader === undefined) return { kind: 'refuse' };
+  return { kind: 'forward', to: leader };
+}
+
+/** The leader's answer to a forwarded request, relayed as it is; a 503 `not_leader` if none came. */
+async function forward(
+  to: string,
+  req: { method: string; url: string; header: string | undefined; body: string },
+  by: string,
+): Promise<{ status: number; body: string }> {
+  try {
+    const res = await fetch(new URL(req.url, to), {
+      method: req.method,
+      headers: {
+        'content-type': 'application/json',
+        [FORWARDED_HEADER]: by,
+        ...(req.header === undefined ? {} : { [PROTOCOL_HEADER]: req.header }),
+      },
+      body: req.body,
+      signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+    });
+    return { status: res.status, body: await res.text() };
+  } catch (err) {
+    const value = `this replica does not lead and the leader's FleetLock server at ${to} did not answer (${(err as Error).message}): ask again`;
+    return { status: 503, body: JSON.stringify({ kind: 'not_leader', value }) };
+  }
+}
+
+/**
+ * The leader's answer when this replica does not lead: forwarded to the leader it read on the Lease, and
+ * while none is known, or the leader itself refused (a leader whose renewal is late refuses until it
+ * renews), looked again until LEADER_WAIT_MS has passed. Undefined: this replica answers (it leads, or the
+ * wait is over: then its own refusal).
+ */
+async function viaLeader(
+  backend: FleetLockBackend,
+  forwarded: boolean,
+  request: { method: string; url: string; header: string | undefined; body: string | undefined },
+  identity: string,
+  log: FleetLockLog,
+): Promise<{ status: number; body: string } | undefined> {
+  const deadline = Date.now() + LEADER_WAIT_MS;
+  for (;;) {
+    const to = route(backend.refusal(), forwarded, backend.leader());
+    if (to.kind === 'answer' || request.body === undefined) return undefined;
+    if (to.kind === 'forward') {
+      const relayed = await forward(to.to, { ...request, body: request.body }, identity);
+      if (relayed.status !== 503 || Date.now() >= deadline) {
+        if (relayed.status === 503) log('warn', 'FleetLock request not forwarded', { to: to.to, ...relayed });
+        return relayed;
+      }
+    } else if (Date.now() >= deadline) return undefined;
+    await sleep(200);
+  }
+}
+
+/** Serves FleetLock on `port` until closed; `identity` names this replica on the requests it forwards. */
+export function serveFleetLock(
+  port: number,
+  backend: FleetLockBackend,
+  log: FleetLockLog,
+  identity = 'a follower',
+): Server {
   return createServer((req, res) => {
     void (async () => {
-      const header = req.headers[PROTOCOL_HEADER];
-      const a = await handle(
-        backend,
-        {
-          method: req.method ?? '',
-          url: req.url ?? '',
-          header: Array.isArray(header) ? header[0] : header,
-          body: await body(req),
-        },
-        () => new Date(),
-        log,
-      );
-      send(res, a);
+      const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h);
+      const request = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        header: first(req.headers[PROTOCOL_HEADER]),
+        body: await body(req),
+      };
+      const forwarded = req.headers[FORWARDED_HEADER] !== undefined;
+      const relayed = await viaLeader(backend, forwarded, request, identity, log);
+      if (relayed) {
+        res.writeHead(relayed.status, { 'content-type': 'application/json' }).end(relayed.body);
+        return;
+      }
+      send(res, await handle(backend, request, () => new Date(), log));
     })().catch((err: unknown) => {
       log('error', 'FleetLock request failed', { error: (err as Error).message });
       if (!res.headersSent) send(res, { status: 500, kind: 'internal', value: (err as Error).message });

@@ -17,7 +17,7 @@
  *   dispatcher on the RequestContext (getDispatcher/setDispatcher), which the Watch and the API clients
  *   then use; the Watch passes its full URL, `watch=true` included, which is how PooledKubeConfig tells
  *   watches from requests.
- * - RequestContext.setSignal in a request middleware (leader.ts): the API clients abort with it.
+ * - RequestContext.setSignal in a request middleware (request-signal.ts): the API clients abort with it.
  */
 import type { Watch } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';

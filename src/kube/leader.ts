@@ -24,18 +24,10 @@
  * The rules' pure part is lease-decision.ts. The elector stays one file over 400 lines on purpose: its
  * acquire, renew, step-down timer and release share the clock readings the rules above rest on.
  */
-import {
-  type ConfigurationOptions,
-  CoordinationV1Api,
-  type KubeConfig,
-  Observable,
-  type RequestContext,
-  type ResponseContext,
-  type V1Lease,
-  V1MicroTime,
-} from '@kubernetes/client-node';
+import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { type KubeLog, silentLog, sleep } from './backoff.ts';
 import { describeError, statusCode } from './errors.ts';
+import { advertOf, advertValue } from './lease-advert.ts';
 import {
   decideLease,
   type LeaseDecision,
@@ -44,6 +36,7 @@ import {
   leaseRecord,
   observeLease,
 } from './lease-decision.ts';
+import { withSignal } from './request-signal.ts';
 
 export interface LeaderElectorOptions {
   kubeconfig: KubeConfig;
@@ -64,6 +57,11 @@ export interface LeaderElectorOptions {
   onStoppedLeading: () => void;
   /** Called when the observed holder changes ('' when nobody holds the Lease). */
   onNewLeader?: (identity: string) => void;
+  /**
+   * What this candidate, while it leads, tells the others on the Lease: an annotation (lease-advert.ts)
+   * they read with `advert(key)`.
+   */
+  advert?: { key: string; value: string };
   /** Release the Lease when run() is aborted (default true; false is like a crash, for tests). */
   releaseOnCancel?: boolean;
   log?: KubeLog;
@@ -96,6 +94,7 @@ export class LeaderElector {
   readonly #onStartedLeading: (signal: AbortSignal) => void | Promise<void>;
   readonly #onStoppedLeading: () => void;
   readonly #onNewLeader: ((identity: string) => void) | undefined;
+  readonly #advert: { key: string; value: string } | undefined;
   readonly #log: KubeLog;
 
   /** The Lease as last read or written by us (holds the resourceVersion for conditional writes). */
@@ -180,6 +179,7 @@ export class LeaderElector {
     this.#onStartedLeading = onStartedLeading;
     this.#onStoppedLeading = onStoppedLeading;
     this.#onNewLeader = options.onNewLeader;
+    this.#advert = options.advert;
     this.#log = options.log ?? silentLog;
   }
 
@@ -193,6 +193,12 @@ export class LeaderElector {
       this.#lastRenewAt !== undefined &&
       monotonic() - this.#lastRenewAt < this.renewDeadlineMs
     );
+  }
+
+  /** Another holder's advert of `key` on the Lease as last read (at most retryPeriodMs old). */
+  advert(key: string): string | undefined {
+    if (this.#lease?.spec?.holderIdentity === this.identity) return undefined;
+    return advertOf(this.#lease, key);
   }
 
   /** The holder last observed ('' nobody, undefined before the first read). */
@@ -450,9 +456,19 @@ export class LeaderElector {
     return {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
-      metadata: current?.metadata
-        ? { ...current.metadata, name: this.name, namespace: this.namespace }
-        : { name: this.name, namespace: this.namespace },
+      metadata: {
+        ...current?.metadata,
+        name: this.name,
+        namespace: this.namespace,
+        ...(this.#advert
+          ? {
+              annotations: {
+                ...current?.metadata?.annotations,
+                [this.#advert.key]: advertValue(this.identity, this.#advert.value),
+              },
+            }
+          : {}),
+      },
       spec: {
         ...spec,
         holderIdentity: this.identity,
@@ -558,22 +574,4 @@ export class LeaderElector {
  */
 function monotonic(): number {
   return performance.now();
-}
-
-/** Request options that abort the request when `signal` aborts or after `timeoutMs`. */
-function withSignal(signal: AbortSignal | undefined, timeoutMs: number): ConfigurationOptions {
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-  return {
-    middleware: [
-      {
-        pre: (ctx: RequestContext) => {
-          ctx.setSignal(combined);
-          return new Observable(Promise.resolve(ctx));
-        },
-        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  };
 }

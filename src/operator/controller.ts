@@ -14,6 +14,7 @@ import {
   KubernetesObjectApi,
   type V1Node,
 } from '@kubernetes/client-node';
+import { FLEETLOCK_LEADER_URL } from '../api/keys.ts';
 import { Drainer } from '../drain/evict.ts';
 import type { KubeLog } from '../kube/backoff.ts';
 import { describeError } from '../kube/errors.ts';
@@ -60,6 +61,8 @@ export interface OperatorOptions {
   lease?: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
   /** The node this process runs on: it goes last, and its drain is handed over (own-node.ts). */
   nodeName?: string;
+  /** Where this replica's FleetLock server answers, told to the others on the Lease while it leads. */
+  fleetLockUrl?: string;
 }
 
 /**
@@ -168,6 +171,7 @@ export class Operator {
     });
     this.#protocolOperators = new ProtocolOperatorWatch({
       coordination: kubeconfig.makeApiClient(CoordinationV1Api),
+      core: kubeconfig.makeApiClient(CoreV1Api),
       apps: kubeconfig.makeApiClient(AppsV1Api),
       intervalMs: c.blockerIntervalMs,
       onChange: this.#wake.now,
@@ -232,7 +236,12 @@ export class Operator {
     });
     this.#writes = new AttemptWrites({
       core,
-      writer: new NodeWriter(this.#informer, acting, (node) => this.#decider.view(node)),
+      writer: new NodeWriter(
+        this.#informer,
+        acting,
+        (node) => this.#decider.view(node),
+        (node) => this.#decider.wrote(node),
+      ),
       nodes: this.#informer,
       decider: this.#decider,
       drains: this.#drains,
@@ -300,6 +309,7 @@ export class Operator {
       view: (node) => this.#decider.view(node),
       poolOf: (node) => this.#decider.poolOf(node),
       acting: () => this.#acting(),
+      leader: () => this.#elector?.advert(FLEETLOCK_LEADER_URL),
     });
   }
 
@@ -349,6 +359,7 @@ export class Operator {
       name: 'nuo-operator',
       identity: this.#o.identity,
       ...this.#o.lease,
+      ...(this.#o.fleetLockUrl ? { advert: { key: FLEETLOCK_LEADER_URL, value: this.#o.fleetLockUrl } } : {}),
       log,
       onStartedLeading: (leading) => this.#startedLeading(leading),
       onStoppedLeading: () => {

@@ -1,8 +1,8 @@
 /**
  * Every snapshot decide() sees is built here, the same way for each of its three callers (a pass, a node
  * re-decided after a conflict, a handover): the cached nodes as views (computed once per
- * resourceVersion, the soak on this leader's clock), the drains and admissions in flight in this
- * process, and the check of nuo's own grants.
+ * resourceVersion, every time a wait counts from on this leader's own clock: observed-clock.ts), the
+ * drains and admissions in flight in this process, and the check of nuo's own grants.
  */
 import type { V1Node } from '@kubernetes/client-node';
 import { AgentProtocol, type CoreosProtocol, type ForeignProtocol } from '../api/keys.ts';
@@ -11,15 +11,16 @@ import type { ResolvedPolicy } from '../policy/resolve.ts';
 import type { Action } from './decide/action.ts';
 import { admissionOrder } from './decide/admission.ts';
 import { speaking } from './decide/agent-protocol.ts';
+import { BootWitness } from './decide/boot-witness.ts';
 import { type Decision, decide } from './decide/decide.ts';
 import type { DecideConfig } from './decide/decide-input.ts';
 import type { Health } from './decide/health-gate.ts';
 import type { Ledger } from './decide/ledger-view.ts';
 import { needsWork, outsideAttempt } from './decide/need.ts';
 import { type NodeView, viewNode } from './decide/node-view.ts';
+import { ObservedClock, type PassClock } from './decide/observed-clock.ts';
 import type { JobView } from './decide/plan-work.ts';
 import type { Slot } from './decide/slot.ts';
-import { SoakClock } from './decide/soak-clock.ts';
 import { landingExists, softTaintsMost } from './decide/taints.ts';
 import { unmanagedWrites } from './decide/unmanaged.ts';
 import type { Wait } from './decide/wait.ts';
@@ -75,6 +76,8 @@ export interface DeciderOptions {
   ownNode?: string;
   /** The clock windows and scheduled budgets are read on; absent: the real one. */
   clock?: CalendarClock;
+  /** The monotonic clock waits count on (ms); absent: performance.now(). */
+  monotonic?: () => number;
 }
 
 /** One pool's decision in a pass. */
@@ -123,8 +126,10 @@ export class Decider {
   /** Admissions decided here and not yet landed (Snapshot.admitting): marked before any await. */
   readonly admitting = new Set<string>();
   readonly #views = new Map<string, NodeView>();
-  /** When this leader first saw each node at the health gate Ready (the soak counts from then). */
-  readonly #soak = new SoakClock();
+  /** When this leader first saw each state a wait counts from (a phase, Ready at the gate, a grant). */
+  readonly #seen = new ObservedClock();
+  /** Whether each node's kubelet confirmed its boot after its agent withdrew its need (boot-witness.ts). */
+  readonly #witness = new BootWitness();
   /** Each pool's settings as the last pass planned them, and each node's pool. */
   #configs = new Map<string, DecideConfig>();
   #poolOfNode = new Map<string, string>();
@@ -160,9 +165,28 @@ export class Decider {
     return view;
   }
 
+  /** The pass's clocks at `now`. */
+  #clock(now: Date): PassClock {
+    return { now: now.getTime(), mono: (this.#o.monotonic ?? performance.now.bind(performance))() };
+  }
+
+  /** A view as this leader decides on it: its times on its own clock, its kubelet's word on its boot. */
+  #local(view: NodeView, clock: PassClock): NodeView {
+    return this.#witness.view(this.#seen.view(view, clock));
+  }
+
+  /**
+   * A node this process just wrote: the phase it wrote is seen now, at its write, rather than at the next
+   * pass's look (a wait on it counts from the write, as it would for any leader that saw it then).
+   */
+  wrote(node: V1Node): void {
+    this.#seen.view(this.#view(node), this.#clock(new Date()));
+  }
+
   /** Every cached node as decide() sees it at `now`; views of deleted nodes are forgotten now and then. */
   nodes(now: Date): NodeView[] {
-    const nodes = this.#o.nodes.list().map((n) => this.#soak.view(this.#view(n), now.getTime()));
+    const clock = this.#clock(now);
+    const nodes = this.#o.nodes.list().map((n) => this.#local(this.#view(n), clock));
     if (this.#views.size > nodes.length * 2) this.#prune(nodes);
     return nodes;
   }
@@ -175,6 +199,7 @@ export class Decider {
       Object.entries(ledger.slots).flatMap(([node, s]) => (s.plan ? [[node, s.plan.ref] as const] : [])),
     );
     const nodes = all.map(plans.view);
+    const clock = this.#clock(now);
     const plan = planPools({
       state: this.#o.policies(),
       paused: this.#o.paused,
@@ -183,6 +208,7 @@ export class Decider {
       now,
       blockers: this.#o.blockers,
       sighting: this.#o.sighting,
+      observed: this.#seen.observed(clock),
       ...(this.#o.clock ? { clock: this.#o.clock } : {}),
     });
     this.#plan = plan;
@@ -209,7 +235,7 @@ export class Decider {
     const pools = plan.pools.map((pool) => {
       const snapshot = {
         nodes: pool.nodes,
-        ledger: inPool(ledger, pool.name),
+        ledger: this.#lastGrantSeen(inPool(ledger, pool.name), pool.name, clock),
         draining: this.#o.draining(),
         admitting: this.admitting,
         ownGrant: this.#o.ownGrant,
@@ -223,6 +249,7 @@ export class Decider {
       };
     });
     for (const { pool, decision } of pools) this.#kuredWant(pool, decision, now);
+    this.#seen.sweep();
     const wakes = pools.flatMap((p) => (p.decision.wakeAt === undefined ? [] : [p.decision.wakeAt]));
     return {
       plan,
@@ -231,6 +258,16 @@ export class Decider {
       holders: pools.flatMap((p) => p.decision.budget.holders),
       ...(wakes.length > 0 ? { wakeAt: Math.min(...wakes) } : {}),
     };
+  }
+
+  /**
+   * A pool's part of the ledger with its last grant at when this leader first saw it: the minimum spacing
+   * between grants counts on this leader's clock, whoever granted last.
+   */
+  #lastGrantSeen(part: Ledger, pool: string, clock: PassClock): Ledger {
+    if (part.lastGrant === undefined) return part;
+    const seen = this.#seen.since(`grant/${pool}`, part.lastGrant, clock);
+    return { ...part, lastGrant: new Date(seen).toISOString() };
   }
 
   #kuredWant(pool: Pool, decision: Decision, now: Date): void {
@@ -287,7 +324,7 @@ export class Decider {
   stepOf(view: NodeView, slot: Slot, health: ReadonlyMap<string, Health>, now: Date): NodeStep | undefined {
     const seen = this.#plans?.view(view) ?? view;
     const snapshot = {
-      nodes: [this.#soak.view(seen, now.getTime())],
+      nodes: [this.#local(seen, this.#clock(now))],
       ledger: { slots: { [view.name]: slot } },
       draining: this.#o.draining(),
       admitting: new Set<string>(),
@@ -302,12 +339,13 @@ export class Decider {
 
   /** A new leadership observes afresh: what was seen before it may have changed unseen since. */
   clear(): void {
-    this.#soak.clear();
+    this.#seen.clear();
+    this.#witness.clear();
   }
 
   #prune(nodes: NodeView[]): void {
     const live = new Set(nodes.map((n) => n.name));
-    this.#soak.prune(live);
+    this.#witness.prune(live);
     for (const name of this.#views.keys()) if (!live.has(name)) this.#views.delete(name);
   }
 }

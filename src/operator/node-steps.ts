@@ -13,6 +13,7 @@ import type { PooledKubeConfig } from '../kube/pooled-kubeconfig.ts';
 import { Limiter } from '../util/parallel.ts';
 import type { Health } from './decide/health-gate.ts';
 import type { Ledger } from './decide/ledger-view.ts';
+import { outsideAttempt } from './decide/need.ts';
 import type { NodeView } from './decide/node-view.ts';
 import { type Decider, isLedgerChange, type NodeStep, type PassDecision } from './decider.ts';
 import type { OperatorMetrics } from './metrics.ts';
@@ -44,6 +45,15 @@ export interface Wake {
   now(): void;
   after(ms: number): void;
   backoff(): void;
+}
+
+/**
+ * When a step redone after a conflict is decided and written: an admission whose node write did not land
+ * is the same attempt, begun when it was decided (its window, budget and gates judged then), so its phase
+ * is written with that time; anything else is decided anew now. Pure.
+ */
+export function redecidedAt(action: NodeStep, fresh: NodeView, decidedAt: Date, now: Date): Date {
+  return action.type === 'admit' && outsideAttempt(fresh) ? decidedAt : now;
 }
 
 /** A refusal the same request would meet again: a 4xx other than conflict, gone, or too many requests. */
@@ -134,7 +144,9 @@ export class NodeSteps {
       if (this.#heldBack.holds(action.node) || this.#o.held(action.node)) continue;
       const view = byName.get(action.node);
       const cached = this.#o.nodes.get(action.node)?.metadata?.resourceVersion;
-      if (!view || cached !== view.resourceVersion) continue;
+      // An admission goes even so: its slot is taken, and its write, conditional on the version decided
+      // on, conflicts and is redone at once with the time it was decided (a later pass would redo it later).
+      if (!view || (cached !== view.resourceVersion && action.type !== 'admit')) continue;
       const inAttempt = action.type === 'admit' || attempts.has(action.node);
       this.start(action, view, now, inAttempt ? this.#attemptLane : this.#reasonLane);
     }
@@ -210,7 +222,7 @@ export class NodeSteps {
         this.#o.nodes.upsertFromWrite(fresh);
         if (attempt >= CONFLICT_RETRIES) break;
         on = this.#o.decider.view(fresh);
-        at = new Date();
+        at = redecidedAt(action, on, now, new Date());
         step = this.#redecide(on, at);
       }
     }

@@ -17,11 +17,11 @@ import type { PolicyStatusWriter } from './policies/policy-status-writer.ts';
 import type { Pool } from './policies/pool-plan.ts';
 import type { HealthReads } from './read/health-reads.ts';
 import {
+  endOf,
   type LedgerCache,
   type LedgerChange,
   LedgerConflict,
   type LedgerVersion,
-  type RolloutChange,
 } from './read/ledger.ts';
 import type { LifecycleWriter } from './write/lifecycle-writer.ts';
 import type { ProblemReports } from './write/problem-reports.ts';
@@ -140,23 +140,33 @@ export class Reconciler {
     const unmark = admits.filter((name) => !admitting.has(name));
     for (const name of unmark) admitting.add(name);
     try {
-      const isChange = (a: Action): a is Exclude<LedgerChange, RolloutChange> =>
+      const isChange = (a: Action): a is Extract<LedgerChange, Action> =>
         a.type === 'admit' || (isLedgerChange(a) && !(a.type === 'unpromise' && this.#o.steps.has(a.node)));
+      // The ends this pass decided are recorded before their node writes (Slot.ended): the rollout counts
+      // them from the ledger, whatever becomes of the node.
+      const changesOf = (actions: readonly Action[]): LedgerChange[] =>
+        actions.flatMap((a): LedgerChange[] => {
+          const end = endOf(a);
+          const slot = end && ledger.ledger.slots[end.node];
+          if (end) return slot && slot.ended !== end.outcome ? [end] : [];
+          return isChange(a) ? [a] : [];
+        });
       // A pool's rollout record rides on the same write: it counts the attempts whose slots it frees.
-      const rollout = (pool: Pool): LedgerChange[] =>
-        pool.rollout?.changed
-          ? [{ type: 'rollout', ...(pool.rollout.record ? { record: pool.rollout.record } : {}) }]
-          : [];
+      const rollout = (pool: Pool): LedgerChange[] => [
+        ...(pool.rollout?.changed
+          ? [{ type: 'rollout', ...(pool.rollout.record ? { record: pool.rollout.record } : {}) } as const]
+          : []),
+        ...(pool.expiredRemediations
+          ? [{ type: 'remediations', forget: pool.expiredRemediations } as const]
+          : []),
+      ];
       const changes = new Map<string, readonly LedgerChange[]>(
         decision.pools
-          .map(
-            ({ pool, decision: d }) =>
-              [pool.name, [...d.actions.filter(isChange), ...rollout(pool)]] as const,
-          )
+          .map(({ pool, decision: d }) => [pool.name, [...changesOf(d.actions), ...rollout(pool)]] as const)
           .filter(([, list]) => list.length > 0),
       );
-      for (const pool of this.#goneRollouts(ledger.ledger, decision))
-        changes.set(pool, [{ type: 'rollout' }]);
+      for (const pool of this.#gonePools(ledger.ledger, decision))
+        changes.set(pool, [{ type: 'rollout' }, { type: 'remediations', forget: 'all' }]);
       if (changes.size === 0 || !this.#o.acting()) return ledger;
       const written = await this.#o.ledger.write(ledger, changes, now.toISOString());
       for (const a of [...changes.values()].flat()) {
@@ -169,14 +179,15 @@ export class Reconciler {
   }
 
   /**
-   * Rollouts the ledger keeps for pools that no longer exist (their policy deleted, nothing held): ended,
-   * so a policy made again under the name starts afresh. Only once the policies are read: before, no
-   * pool is known to exist.
+   * Pools the ledger keeps a rollout or remediations for that no longer exist (their policy deleted,
+   * nothing held): ended, so a policy made again under the name starts afresh. Only once the policies are
+   * read: before, no pool is known to exist.
    */
-  #goneRollouts(ledger: Ledger, decision: PassDecision): string[] {
+  #gonePools(ledger: Ledger, decision: PassDecision): string[] {
     if (!this.#o.policies().known) return [];
     const pools = new Set(decision.pools.map(({ pool }) => pool.name));
-    return Object.keys(ledger.rollouts ?? {}).filter((name) => !pools.has(name));
+    const kept = new Set([...Object.keys(ledger.rollouts ?? {}), ...Object.keys(ledger.remediations ?? {})]);
+    return [...kept].filter((name) => !pools.has(name));
   }
 
   /**

@@ -7,7 +7,7 @@
 import { Default, Errors } from 'typebox/value';
 import type { AgentProtocol } from '../api/keys.ts';
 import type { AttemptReason, NotifyOn, UpdatePolicy } from '../api/update-policy.ts';
-import { NOTIFY_ON, UpdatePolicySpec } from '../api/update-policy.ts';
+import { NOTIFY_ON, READINGS_BOUNDS, UpdatePolicySpec } from '../api/update-policy.ts';
 import { type WaitFor, waitForProblems } from '../drain/wait-for.ts';
 import {
   type LabelSelectorSpec,
@@ -95,6 +95,8 @@ export interface ResolvedPolicy {
   rollout?: RolloutSettings;
   /** Checks that must pass before each admission and before a finished node frees its slot. */
   healthChecks: ResolvedHealthCheck[];
+  /** How old a blocker's or health check's reading may be and still count, and how long a read may take. */
+  readings: { maxAgeMs: number; timeoutMs: number };
   /** kured beside nuo on this pool (coexistence.kured), its TTL parsed. */
   kured?: KuredSettings;
   notifications: ResolvedNotification[];
@@ -160,6 +162,7 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
   const p = new Problems();
   const drain = spec.drain as Required<NonNullable<UpdatePolicySpec['drain']>>;
   const reboot = spec.reboot as Required<NonNullable<UpdatePolicySpec['reboot']>>;
+  const readings = spec.readings as Required<NonNullable<UpdatePolicySpec['readings']>>;
   const d = (field: string, text: string) => p.take(field, () => parseDuration(text)) ?? 0;
   const resolved: ResolvedPolicy = {
     name: policy.metadata.name,
@@ -254,6 +257,7 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
       const resolved = p.take(`healthChecks[${i}]`, () => resolveHealthCheck(c));
       return resolved ? [resolved] : [];
     }),
+    readings: readingsOf(readings, d, p),
     ...optional('kured', spec.coexistence?.kured, (k) => ({
       namespace: k.daemonSet.namespace,
       name: k.daemonSet.name,
@@ -272,6 +276,32 @@ export function resolvePolicy(policy: Pick<UpdatePolicy, 'metadata' | 'spec'>): 
   for (const message of waitForProblems(resolved.drain.waitFor))
     p.errors.push({ field: 'drain.waitFor', message });
   return p.errors.length > 0 ? { ok: false, errors: p.errors } : { ok: true, policy: resolved };
+}
+
+/**
+ * spec.readings, its durations parsed and held to the CRD's bounds (a CRD older than them, or none
+ * installed, lets any value through): out of bounds is an error naming the field.
+ */
+function readingsOf(
+  r: Required<NonNullable<UpdatePolicySpec['readings']>>,
+  d: (field: string, text: string) => number,
+  p: Problems,
+): ResolvedPolicy['readings'] {
+  const bounded = (field: 'maxAge' | 'timeout') => {
+    const { min, max } = READINGS_BOUNDS[field];
+    const ms = d(`readings.${field}`, r[field]);
+    if (ms < parseDuration(min) || ms > parseDuration(max))
+      p.errors.push({ field: `readings.${field}`, message: `${r[field]}: must be from ${min} to ${max}` });
+    return ms;
+  };
+  const maxAgeMs = bounded('maxAge');
+  const timeoutMs = bounded('timeout');
+  if (timeoutMs >= maxAgeMs)
+    p.errors.push({
+      field: 'readings.timeout',
+      message: `${r.timeout}: must be less than maxAge (${r.maxAge}): a reading that took longer would be too old when it lands`,
+    });
+  return { maxAgeMs, timeoutMs };
 }
 
 /** Waves (defaults filled in) and the failure budget, when either is set. */

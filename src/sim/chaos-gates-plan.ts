@@ -32,7 +32,9 @@ export function planGates(plan: RunPlan): GatesPlan {
   const updated = plan.updates.map((u) => u.node);
   // The node that never returns in the plan comes back late instead (a halt must end for the run to).
   const lateNode = plan.neverReturns ?? (rnd.chance(0.6) ? rnd.pick(updated) : undefined);
-  const lateMs = tenth(rnd.between(RETURN_TIMEOUT_MS + 3000, RETURN_TIMEOUT_MS + 10_000));
+  // Back well past its returnTimeout: a leader that takes over meanwhile counts that timeout afresh from
+  // its first sight of the node (decision 0073), so a return just past it may come before it fires.
+  const lateMs = tenth(rnd.between(2.5 * RETURN_TIMEOUT_MS, 3 * RETURN_TIMEOUT_MS));
   const spells = rnd.int(1, 3);
   const unhealthy = Array.from({ length: spells }, () => ({
     atMs: tenth(rnd.between(1000, 40_000)),

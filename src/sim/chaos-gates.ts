@@ -78,7 +78,8 @@ export function gatesPolicy(maxUnavailable: number, g: GatesPlan): UpdatePolicyS
       },
       failureBudget: { maxFailedAttempts: 1 },
     },
-    remediation: { conditions: [{ type: CONDITION }], maxPerHour: 1 },
+    // `for` counts from when the operator first saw the condition (its own clock), whatever its age.
+    remediation: { conditions: [{ type: CONDITION, for: '5s' }], maxPerHour: 1 },
     budgets: [{ name: 'fixes', nodes: 1, reasons: ['Remediation', 'Refresh'] }],
   };
 }
@@ -101,7 +102,7 @@ export function gatesChecking(maxUnavailable: number, g: GatesPlan): ChaosGates 
         healthy: (o) => (o as KubernetesObject & { status?: { health?: string } }).status?.health === HEALTHY,
       },
       staleMs: BLOCKER_INTERVAL_MS + STALE_MARGIN_MS,
-      asks: { remediation: { types: [CONDITION], forMs: 5 * 60_000 }, maxUptimeMs: HOUR_MS },
+      asks: { remediation: { types: [CONDITION], forMs: 5000 }, maxUptimeMs: HOUR_MS },
       reasonBudgets: [{ name: 'fixes', max: 1, reasons: ['Remediation', 'Refresh'] }],
       remediationsPerHour: 1,
     },

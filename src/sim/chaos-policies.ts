@@ -11,6 +11,7 @@ import type { UpdatePolicySpec } from '../api/update-policy.ts';
 import { mergePatch } from '../kube/patch.ts';
 import type { Env } from './chaos-env.ts';
 import type { Budget } from './checker.ts';
+import type { NodeGateSettings } from './checker-node-gates.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import { applyPolicy, deletePolicies, installPolicyCrd } from './policies.ts';
 
@@ -35,6 +36,13 @@ export interface ChaosPools {
 const QUICK: UpdatePolicySpec = {
   drain: { timeout: '60s' },
   reboot: { soak: '1s', rebootTimeout: '20s', returnTimeout: '20s', retryBackoff: '5s' },
+};
+
+/** The node gates every chaos pool has (QUICK's backoff, the defaults else), as the checker holds them. */
+export const CHAOS_NODE_GATES: NodeGateSettings = {
+  retryBackoffMs: 5000,
+  retryBackoffMaxMs: 3_600_000,
+  maxIneffectiveReboots: 3,
 };
 
 /** One UpdatePolicy over every node with the run's budget (a campaign without `--policies`). */

@@ -47,7 +47,13 @@ import {
   planRun,
   type RunPlan,
 } from './chaos-plan.ts';
-import { type ChaosPools, prepareFluoPools, prepareOnePool, preparePools } from './chaos-policies.ts';
+import {
+  CHAOS_NODE_GATES,
+  type ChaosPools,
+  prepareFluoPools,
+  prepareOnePool,
+  preparePools,
+} from './chaos-policies.ts';
 import { awaitRollout } from './chaos-progress.ts';
 import { type DrainSummary, drainSummary, readinessRepairs, workloadReport } from './chaos-report.ts';
 import {
@@ -118,6 +124,9 @@ export const RULES: readonly Rule[] = [
   'halted',
   'reason-budget',
   'remediation-rate',
+  'gate-bypassed',
+  'ended-before-boot',
+  'refresh-not-counted',
   'not-finished',
 ];
 
@@ -356,6 +365,7 @@ async function runOne(
     rebootMs: DEFAULT_TIMINGS.rebootMinMs,
     rebootMsByNode: Object.fromEntries(plan.updates.map((u) => [u.node, u.rebootMs])),
     budget: setting.pools?.budgets ?? gates?.budgets ?? plan.maxUnavailable,
+    nodeGates: CHAOS_NODE_GATES,
     ...(gates ? { gates: gates.checker, bootedAt: bootedAt(gates.plan) } : {}),
     ...(upgrade ? { plans: [{ name: UPGRADE_REF, max: upgrade.concurrency }] } : {}),
     agentCheckIntervalMs: 2000,

@@ -195,6 +195,11 @@ export class GateChecker {
     ].map((detail) => ({ rule: 'reason-budget', detail }));
   }
 
+  /** Why an attempt of `node` starting now would be, as the checker reads the node (reasonOf). */
+  reasonOf(node: V1Node): AttemptReason {
+    return reasonOf(node, this.#s.asks, Date.now());
+  }
+
   /** The attempt of `node` ended; `freed`: from its health gate to Idle (the health checks had to pass). */
   ended(node: V1Node, freed: boolean): void {
     const name = node.metadata?.name ?? '';

@@ -88,11 +88,10 @@ export interface WaveUpdate {
 
 /**
  * What the checker counts of each waved budget's rollout (by budget name), from the nodes' updates
- * alone: completed attempts, unsure ones (attemptEnd; a completed one whose node was then deleted; and
- * one whose node was deleted in it). The operator counts an attempt when a pass sees its node Idle with
- * the slot still held: a node deleted, and registered again without nuo's keys, before that pass is
- * never counted, unless a pass finds it ended in its slot (a phase a third client garbled on the new
- * node, restored and ended Idle).
+ * alone: completed attempts, and unsure ones (attemptEnd; and one whose node was deleted in it, whose
+ * end the operator may have recorded before the node write that did not land). The operator records an
+ * attempt's end in the ledger before its node write and counts it from there, so a completed attempt
+ * counts whatever becomes of its node: deleted and registered again, it is still one completed.
  */
 export class WaveTally {
   readonly #completed = new Map<string, number>();
@@ -101,8 +100,6 @@ export class WaveTally {
   readonly #failed = new Set<string>();
   /** Nodes whose phase a third party overwrote with no phase in their attempt, not yet restored. */
   readonly #garbled = new Set<string>();
-  /** Nodes whose last attempt counted completed in the rollouts in progress. */
-  readonly #completedNodes = new Set<string>();
 
   #add(counts: Map<string, number>, budget: string, by: number): void {
     counts.set(budget, (counts.get(budget) ?? 0) + by);
@@ -116,35 +113,25 @@ export class WaveTally {
     else if (!inAttemptPhase(node)) this.#failed.delete(name);
     if (garbledInAttempt(node, old)) this.#garbled.add(name);
     else if (state === undefined || isPhase(state)) this.#garbled.delete(name);
-    if (ended === 'completed') this.#completedNodes.add(name);
-    else if (inAttemptPhase(node)) this.#completedNodes.delete(name);
     for (const b of budgets) {
       if (b.over) {
         this.#completed.delete(b.name);
         this.#unsure.delete(b.name);
-        for (const n of b.nodes) this.#completedNodes.delete(n);
       } else if (ended === 'completed') this.#add(this.#completed, b.name, 1);
       else if (ended === 'unsure') this.#add(this.#unsure, b.name, 1);
     }
   }
 
   /**
-   * A node was deleted (`inAttempt`: in an attempt's phase): its completion in the rollouts of `budgets`
-   * (those selecting it) is unsure, and so is the end of the attempt it was in (its phase garbled too).
-   * The node registered again is a new one: nothing of it is carried over.
+   * A node was deleted (`inAttempt`: in an attempt's phase): the end of the attempt it was in (its phase
+   * garbled too) is unsure in the rollouts of `budgets` (those selecting it); an attempt it completed
+   * before stays completed. The node registered again is a new one: nothing of it is carried over.
    */
   deleted(name: string, budgets: readonly string[], inAttempt: boolean): void {
     const ended = inAttempt || this.#garbled.has(name);
     this.#failed.delete(name);
     this.#garbled.delete(name);
-    const completed = this.#completedNodes.delete(name);
-    for (const b of budgets) {
-      if (completed && (this.#completed.get(b) ?? 0) > 0) {
-        this.#add(this.#completed, b, -1);
-        this.#add(this.#unsure, b, 1);
-      }
-      if (ended) this.#add(this.#unsure, b, 1);
-    }
+    if (ended) for (const b of budgets) this.#add(this.#unsure, b, 1);
   }
 
   /** The most of the budget's nodes its current wave allows in attempts at once. */

@@ -56,6 +56,15 @@ import { pollUntil } from '../util/poll.ts';
 import { GateChecker, type GateSettings } from './checker-gates.ts';
 import { settledDisruptions } from './checker-gates-rules.ts';
 import { type KuredLockRef, kuredHolders } from './checker-kured.ts';
+import {
+  endedBeforeNewBoot,
+  gatesPassedBy,
+  type NodeGateMemory,
+  type NodeGateSettings,
+  refreshNotCounted,
+  remember,
+  writtenAt,
+} from './checker-node-gates.ts';
 import { CORDONED_PHASES, inAttemptPhase, lifecycleLeft, protectionLeft } from './checker-phases.ts';
 import {
   isPlanReboot,
@@ -96,6 +105,8 @@ export interface CheckerOptions {
   kured?: KuredLockRef;
   /** One policy's gates held to their rules (checker-gates.ts): health check, halt, reason budgets. */
   gates?: GateSettings;
+  /** The pools' retry backoff and loop limit, held to at each admission (checker-node-gates.ts). */
+  nodeGates?: NodeGateSettings;
 }
 
 /**
@@ -144,6 +155,13 @@ export class SafetyChecker {
   #grantKey: KeyObject | undefined;
   readonly #reboots = new Map<string, number>();
   readonly #allowedReboots = new Map<string, number>();
+  /** What each node showed of its own gates (checker-node-gates.ts). */
+  readonly #gateMemory = new Map<string, NodeGateMemory>();
+  readonly #nodeGates: NodeGateSettings | undefined;
+  /** Nodes whose host rebooted out of the boot ID they still show, and their boot time then. */
+  readonly #rebootedFrom = new Map<string, { bootId: string; bootTime: string | undefined }>();
+  /** Each node's boot time as it was at its last reboot (a refresh after it must see it advance). */
+  readonly #bootTimeAtReboot = new Map<string, string>();
   readonly #core: CoreV1Api;
   /** Confirmations still in flight; awaited by settle(). */
   readonly #pending: Promise<void>[] = [];
@@ -151,6 +169,7 @@ export class SafetyChecker {
   /** `budget`: one budget over every node, or each pool's. */
   constructor(kubeconfig: KubeConfig, budget: number | Budget[], options: CheckerOptions = {}) {
     this.#budgets = typeof budget === 'number' ? [{ name: '', selects: () => true, max: budget }] : budget;
+    this.#nodeGates = options.nodeGates;
     this.#namespace = options.namespace ?? DEFAULT_NAMESPACE;
     this.#plans = options.plans ?? [];
     const core = kubeconfig.makeApiClient(CoreV1Api);
@@ -268,6 +287,10 @@ export class SafetyChecker {
   onReboot(node: string, bootId: string): void {
     const at = new Date();
     const cached = this.#informer.get(node);
+    const bootTime = cached?.metadata?.annotations?.[Annotations.bootTime];
+    this.#rebootedFrom.set(node, { bootId, bootTime });
+    if (bootTime !== undefined) this.#bootTimeAtReboot.set(node, bootTime);
+    else this.#bootTimeAtReboot.delete(node);
     if (this.#kuredHeld().has(node)) this.#kuredReboot(node, cached);
     else if (isPlanReboot(node, cached, this.#planPods.list(), at)) this.#planReboot(node);
     else if (!this.#granted(cached, bootId) || !this.#cordonedForReboot(cached)) {
@@ -495,6 +518,8 @@ export class SafetyChecker {
       return;
     }
     if (type === 'delete') {
+      this.#gateMemory.delete(name);
+      this.#rebootedFrom.delete(name);
       this.#waves.deleted(
         name,
         this.#budgets.filter((b) => b.waves && b.selects(labelsOf(node))).map((b) => b.name),
@@ -533,12 +558,44 @@ export class SafetyChecker {
     const planPodNodes = this.#planPodNodes();
     this.#track(node, planPodNodes);
     this.#countWaves(node, type === 'update' ? old : undefined);
+    if (this.#rebootedFrom.get(name)?.bootId !== node.status?.nodeInfo?.bootID)
+      this.#rebootedFrom.delete(name);
     if (type === 'update' && inAttempt(node, planPodNodes) && !inAttempt(old, planPodNodes)) {
       this.#checkAdmission(name);
     }
-    if (type === 'update' && !inAttempt(node, planPodNodes) && inAttempt(old, planPodNodes))
+    if (type === 'update' && !inAttempt(node, planPodNodes) && inAttempt(old, planPodNodes)) {
       this.gates?.ended(node, old?.metadata?.annotations?.[Annotations.state] === Phase.afterReboot);
+      const early = endedBeforeNewBoot(node, this.#rebootedFrom.get(name)?.bootId);
+      if (early) this.#violate('ended-before-boot', early);
+    }
+    this.#remember(node);
     this.#count();
+  }
+
+  /** What the node shows of its own gates, as of the write that made this version (its API server time). */
+  #remember(node: V1Node): void {
+    const name = node.metadata?.name ?? '';
+    const at = writtenAt(node);
+    if (at === undefined) return;
+    this.#gateMemory.set(name, remember(this.#gateMemory.get(name) ?? {}, node, at));
+  }
+
+  /** The admission of `node` went through its own gates, and a refresh after a reboot saw it advance. */
+  #checkNodeGates(started: V1Node): void {
+    const name = started.metadata?.name ?? '';
+    const at = writtenAt(started);
+    if (at !== undefined)
+      for (const detail of gatesPassedBy(
+        started,
+        this.#gateMemory.get(name) ?? {},
+        this.#nodeGates,
+        at,
+        RACE_MS,
+      ))
+        this.#violate('gate-bypassed', detail);
+    if (this.gates?.reasonOf(started) !== 'Refresh') return;
+    const stuck = refreshNotCounted(started, this.#bootTimeAtReboot.get(name));
+    if (stuck) this.#violate('refresh-not-counted', stuck);
   }
 
   /** A completed attempt counts in its waved pool's rollout; a rollout with nothing left starts over. */
@@ -599,6 +656,7 @@ export class SafetyChecker {
     const now = performance.now();
     this.#judge((nodes, pods) => this.#admissionBreaches(node, nodes, pods, now));
     const started = this.#informer.get(node);
+    if (started) this.#checkNodeGates(started);
     if (!this.gates || !started) return;
     const inPool = (name: string) => {
       const n = this.#informer.get(name);

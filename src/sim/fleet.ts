@@ -15,6 +15,7 @@ import { LeanClient } from '../kube/lean-client.ts';
 import { type Budget, type PlanBudget, SafetyChecker } from './checker.ts';
 import type { GateSettings } from './checker-gates.ts';
 import { KURED_DEFAULT_LOCK } from './checker-kured.ts';
+import type { NodeGateSettings } from './checker-node-gates.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import { sampleProc } from './cluster/proc.ts';
 import { killWithHarness } from './cluster/process.ts';
@@ -72,6 +73,8 @@ export interface FleetOptions {
   plans?: PlanBudget[];
   /** A policy's gates the checker holds to their rules (CheckerOptions.gates). */
   gates?: GateSettings;
+  /** The pools' retry backoff and loop limit the checker holds each admission to (CheckerOptions.nodeGates). */
+  nodeGates?: NodeGateSettings;
   agentCheckIntervalMs?: number;
   /**
    * The agents' reportSpreadMs (default 0: at once). Tests stage an update and look at what follows at
@@ -96,6 +99,11 @@ export interface FleetOptions {
   kured?: Omit<KuredAgentsOptions, 'log'>;
   /** Nodes whose agent is another given one (e.g. protocol-agent.ts playing CLUO's), in the place of nuo's. */
   agents?: Record<string, HostAgent>;
+  /**
+   * The hosts' kubelets: how long after a boot each first posts its status (SimHostOptions.kubeletLagMs)
+   * and how often it posts while nothing changes (kubeletReportMs); default the host's.
+   */
+  kubelet?: { lagMs?: number; reportMs?: number };
   /** Resident memory at which an operator is killed as a runaway (default RUNAWAY_RSS_MIB). */
   runawayRssMiB?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -129,6 +137,7 @@ export class Fleet {
     this.checker = new SafetyChecker(cluster.kubeconfig, options.budget, {
       plans: options.plans,
       ...(options.gates ? { gates: options.gates } : {}),
+      ...(options.nodeGates ? { nodeGates: options.nodeGates } : {}),
       ...(options.kuredNodes?.length ? { kured: KURED_DEFAULT_LOCK } : {}),
     });
     const agentLog = join(cluster.dir, 'logs', 'agents.log');
@@ -183,6 +192,10 @@ export class Fleet {
           bootedAt: this.options.bootedAt?.[nodeName],
           agentCheckIntervalMs: this.options.agentCheckIntervalMs,
           agentReportSpreadMs: this.options.agentReportSpreadMs,
+          ...(this.options.kubelet?.lagMs === undefined ? {} : { kubeletLagMs: this.options.kubelet.lagMs }),
+          ...(this.options.kubelet?.reportMs === undefined
+            ? {}
+            : { kubeletReportMs: this.options.kubelet.reportMs }),
           log: this.options.log,
           onReboot: (node, bootIdBefore) => this.checker.onReboot(node, bootIdBefore),
           agent: await agentOf(nodeName),

@@ -32,10 +32,13 @@ export const FLUO_AGENT_ACCOUNT = {
   name: 'flatcar-linux-update-agent',
 } as const;
 
-/** The account of each variant: CLUO's manifests name theirs container-linux-update-agent. */
-const AGENT_ACCOUNTS: Record<FluoPrefix, { namespace: string; name: string }> = {
+/**
+ * The account of each variant: CLUO's manifests run theirs as the namespace's default ServiceAccount,
+ * bound to a ClusterRole named reboot-coordinator.
+ */
+const AGENT_ACCOUNTS: Record<FluoPrefix, pod.PodAccount> = {
   flatcar: FLUO_AGENT_ACCOUNT,
-  coreos: { namespace: 'reboot-coordinator', name: 'container-linux-update-agent' },
+  coreos: { namespace: 'reboot-coordinator', name: 'default', roles: 'reboot-coordinator' },
 };
 
 /** Where the node's system bus is bound; DBUS_SYSTEM_BUS_ADDRESS names its socket there. */
@@ -140,7 +143,7 @@ interface NodeParts {
   logind: FakeLogind;
   os: FlatcarOs;
   /** The ServiceAccount whose node-bound token the agent runs with. */
-  account: { namespace: string; name: string };
+  account: pod.PodAccount;
   log: Log | undefined;
 }
 

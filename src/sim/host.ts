@@ -59,7 +59,23 @@ export interface SimHostOptions {
   onReboot?: (node: string, bootIdBefore: string) => void;
   /** The agent the host runs instead of nuo's (whose settings above it then ignores), until aborted. */
   agent?: HostAgent;
+  /**
+   * How long after its boot the host's kubelet first posts the node's status (the new boot ID, Ready).
+   * The host's services (the agent, a FleetLock client) start with the boot, before it, as on a real host;
+   * default KUBELET_LAG_MS.
+   */
+  kubeletLagMs?: number;
+  /**
+   * How often the kubelet posts the node's status while nothing changes (its nodeStatusReportFrequency):
+   * a new heartbeat, the same boot; default KUBELET_REPORT_MS, as the kubelet's.
+   */
+  kubeletReportMs?: number;
 }
+
+/** The kubelet posts its first status this long after the boot, by default. */
+export const KUBELET_LAG_MS = 200;
+/** The kubelet's default nodeStatusReportFrequency: 5 minutes. */
+export const KUBELET_REPORT_MS = 300_000;
 
 export class SimHost implements Detector, Rebooter, BootId {
   readonly name = 'simulated';
@@ -76,6 +92,15 @@ export class SimHost implements Detector, Rebooter, BootId {
   #onChange: (() => void) | undefined;
   #stopped = false;
   #up = true;
+  /** Boots so far: a status post of an earlier boot (a kubelet that has lagged) is dropped. */
+  #boots = 0;
+  /** The Ready condition's lastTransitionTime the kubelet last posted (a heartbeat keeps it), and its status. */
+  #readySince = new Date().toISOString();
+  #readyPosted = true;
+  #heartbeat: ReturnType<typeof setInterval> | undefined;
+  /** The next boot's kubelet lag, when a fault widened it (kubeletLate). */
+  #nextLagMs: number | undefined;
+  #bootTimeFrozen = false;
   readonly #o: SimHostOptions;
   reboots = 0;
 
@@ -121,12 +146,27 @@ export class SimHost implements Detector, Rebooter, BootId {
     return this.#bootId;
   }
 
+  /**
+   * The host's boot time stops advancing: every later boot reports the current one's (a broken clock or
+   * btime, as an agent that reads it would see it).
+   */
+  freezeBootTime(): void {
+    this.#bootTimeFrozen = true;
+  }
+
+  /** The kubelet of the host's next boot posts its status `ms` after the boot (a slow kubelet start). */
+  kubeletLate(ms: number): void {
+    this.#nextLagMs = ms;
+  }
+
   // Rebooter
   async reboot(): Promise<void> {
     if (this.behaviour === RebootBehaviour.ignored) return;
     this.#o.onReboot?.(this.nodeName, this.#bootId);
     this.reboots++;
     this.#up = false;
+    this.#boots++;
+    clearInterval(this.#heartbeat);
     // The agent dies with the OS; don't wait for it here, since it is the caller.
     this.#agentStop?.abort();
     // The reboot's clock starts now, as a machine's does, not when the API server has taken the NotReady
@@ -138,29 +178,49 @@ export class SimHost implements Detector, Rebooter, BootId {
     await down;
   }
 
+  /**
+   * The boot: a new boot ID, the host's services started (the agent, a FleetLock client), and the kubelet's
+   * first status post after them, as on a real host: what the agent reports may reach the API server
+   * before the new boot ID does (safety rule 11).
+   */
   async #boot(down: Promise<void>): Promise<void> {
     await down;
     if (this.#stopped) return;
+    const boot = this.#boots;
     this.#bootId = randomUUID();
-    this.#bootedAt = new Date();
+    if (!this.#bootTimeFrozen) this.#bootedAt = new Date();
     this.needsReboot = this.behaviour === RebootBehaviour.needSurvives;
-    await this.#postStatus(true);
-    if (this.#stopped) return;
     this.#up = true;
     this.#startAgent();
+    const lag = this.#nextLagMs ?? this.#o.kubeletLagMs ?? KUBELET_LAG_MS;
+    this.#nextLagMs = undefined;
+    await new Promise((r) => setTimeout(r, lag));
+    if (this.#stopped || boot !== this.#boots) return;
+    await this.#postStatus(true, boot);
+    this.#startHeartbeat(boot);
+  }
+
+  /** The kubelet's status post while nothing changes: a new heartbeat, the same boot and Ready since. */
+  #startHeartbeat(boot: number): void {
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = setInterval(() => {
+      if (this.#stopped || boot !== this.#boots) return;
+      void this.#setStatus(true, boot).catch(() => {});
+    }, this.#o.kubeletReportMs ?? KUBELET_REPORT_MS);
+    this.#heartbeat.unref();
   }
 
   /**
    * Posts the status until the API server takes it, as a kubelet keeps posting its own (e.g. through a
    * kube-apiserver restart): a host whose one write failed would never boot.
    */
-  async #postStatus(ready: boolean): Promise<void> {
+  async #postStatus(ready: boolean, boot = this.#boots): Promise<void> {
     for (let delayMs = 200; ; delayMs = Math.min(delayMs * 2, 2000)) {
       try {
-        await this.#setStatus(ready);
+        await this.#setStatus(ready, boot);
         return;
       } catch (err) {
-        if (this.#stopped) return;
+        if (this.#stopped || boot !== this.#boots) return;
         this.#o.log?.(
           'warn',
           `host ${this.nodeName}: posting ${ready ? 'Ready' : 'NotReady'} status failed (${(err as Error).message}); retrying in ${delayMs} ms`,
@@ -170,9 +230,17 @@ export class SimHost implements Detector, Rebooter, BootId {
     }
   }
 
-  /** Writes what the kubelet would: Ready condition and boot ID (one write, as KWOK leaves it alone). */
-  async #setStatus(ready: boolean): Promise<void> {
+  /**
+   * Writes what the kubelet would: Ready condition and boot ID (one write, as KWOK leaves it alone); a
+   * post of a boot that has ended since is dropped. A change of Ready is a new transition; a heartbeat
+   * keeps the last one.
+   */
+  async #setStatus(ready: boolean, boot: number): Promise<void> {
+    if (boot !== this.#boots) return;
     const now = new Date().toISOString();
+    const wasReady = this.#readyPosted;
+    if (ready !== wasReady) this.#readySince = now;
+    this.#readyPosted = ready;
     await this.#o.core.patchNodeStatus(
       {
         name: this.nodeName,
@@ -186,7 +254,7 @@ export class SimHost implements Detector, Rebooter, BootId {
                 reason: ready ? 'KubeletReady' : 'Rebooting',
                 message: ready ? 'simulated kubelet is posting ready status' : 'simulated host is rebooting',
                 lastHeartbeatTime: now,
-                lastTransitionTime: now,
+                lastTransitionTime: this.#readySince,
               },
             ],
           },
@@ -206,6 +274,7 @@ export class SimHost implements Detector, Rebooter, BootId {
     await this.#customStatus('custom');
     await this.publishBootId();
     this.#startAgent();
+    this.#startHeartbeat(this.#boots);
   }
 
   /** Writes the host's boot ID into the node's status, as the kubelet does at registration. */
@@ -269,6 +338,7 @@ export class SimHost implements Detector, Rebooter, BootId {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#pendingBoot);
+    clearInterval(this.#heartbeat);
     await this.killAgent();
     // An up node goes back to KWOK; one that is down stays NotReady, as a host that never came back.
     if (this.#up) await this.#customStatus(null).catch(() => {});

@@ -28,6 +28,8 @@ const MAX_RESTART_BACKOFF_MS = 30_000;
 export interface PodAccount {
   namespace: string;
   name: string;
+  /** The roles' and bindings' name where the manifests give them their own (default: the account's). */
+  roles?: string;
 }
 
 const exists = (err: unknown) => {
@@ -36,7 +38,8 @@ const exists = (err: unknown) => {
 
 /**
  * The account's namespace and ServiceAccount, a ClusterRole of `rules` bound to it, and a Role of
- * `namespaced.rules` in `namespaced.namespace` when given; each named as the account, kept if present.
+ * `namespaced.rules` in `namespaced.namespace` when given; each named as the account (or its `roles`),
+ * kept if present.
  */
 export async function grantRbac(
   cluster: LocalCluster,
@@ -46,11 +49,14 @@ export async function grantRbac(
 ): Promise<void> {
   const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
   const rbac = cluster.kubeconfig.makeApiClient(RbacAuthorizationV1Api);
-  const { namespace, name } = account;
-  const subjects = [{ kind: 'ServiceAccount', name, namespace }];
+  const { namespace } = account;
+  const subjects = [{ kind: 'ServiceAccount', name: account.name, namespace }];
+  const name = account.roles ?? account.name;
   const roleRef = (kind: string) => ({ apiGroup: 'rbac.authorization.k8s.io', kind, name });
   await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(exists);
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(exists);
+  await core
+    .createNamespacedServiceAccount({ namespace, body: { metadata: { name: account.name } } })
+    .catch(exists);
   await rbac.createClusterRole({ body: { metadata: { name }, rules } }).catch(exists);
   await rbac
     .createClusterRoleBinding({ body: { metadata: { name }, roleRef: roleRef('ClusterRole'), subjects } })

@@ -15,6 +15,9 @@ export interface Violation {
     | 'halted'
     | 'reason-budget'
     | 'remediation-rate'
+    | 'gate-bypassed'
+    | 'ended-before-boot'
+    | 'refresh-not-counted'
     | 'not-finished';
   at: Date;
   detail: string;

@@ -273,13 +273,28 @@ describe('deploy/', () => {
     assert.equal(can('secret/someone-elses'), 'no');
   });
 
-  test("the operator may list Leases and Deployments everywhere, to tell CLUO's or FLUO's operator runs, and change neither", () => {
-    const can = (...args: string[]) =>
-      kubectl('auth', 'can-i', ...args, '--as=system:serviceaccount:nuo-system:nuo-operator').stdout.trim();
+  test("the operator may list Leases and Deployments everywhere, and ConfigMaps and Endpoints by CLUO's and FLUO's lock names only, to tell their operator runs, and change none", () => {
+    const as = '--as=system:serviceaccount:nuo-system:nuo-operator';
+    const can = (...args: string[]) => kubectl('auth', 'can-i', ...args, as).stdout.trim();
     assert.equal(can('list', 'leases.coordination.k8s.io', '--all-namespaces'), 'yes');
     assert.equal(can('list', 'deployments.apps', '--all-namespaces'), 'yes');
     assert.equal(can('update', 'leases.coordination.k8s.io', '-n', 'reboot-coordinator'), 'no');
     assert.equal(can('delete', 'deployments.apps', '-n', 'reboot-coordinator'), 'no');
+    assert.equal(
+      can('update', 'configmaps/container-linux-update-operator-lock', '-n', 'reboot-coordinator'),
+      'no',
+    );
+    // The lists the operator makes: by name, as RBAC's resourceNames allow; any other list is refused.
+    for (const resource of ['configmaps', 'endpoints']) {
+      for (const lock of ['container-linux-update-operator-lock', 'flatcar-linux-update-operator-lock']) {
+        const byName = kubectl('get', resource, '-A', `--field-selector=metadata.name=${lock}`, as);
+        assert.equal(byName.status, 0, `${resource} named ${lock}: ${byName.stderr}`);
+      }
+      const all = kubectl('get', resource, '-A', as);
+      assert.match(all.stderr, /forbidden/, `every ${resource}`);
+      const other = kubectl('get', resource, '-A', '--field-selector=metadata.name=someone-elses', as);
+      assert.match(other.stderr, /forbidden/, `${resource} of another name`);
+    }
   });
 
   test("with the component suc-plans, the operator may read SUC's Plans and write their status in SUC's namespace only, and change no Plan", () => {

@@ -17,12 +17,13 @@ import {
   StorageV1Api,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { Annotations } from '../../src/api/keys.ts';
+import { Annotations, PodAnnotations } from '../../src/api/keys.ts';
 import { cordon, UncordonResult, uncordon, uncordonWith } from '../../src/drain/cordon.ts';
 import { Drainer, DrainOutcome } from '../../src/drain/evict.ts';
 import { PodAction } from '../../src/drain/plan.ts';
 import { podsOnNode } from '../../src/drain/plan-reads.ts';
 import type { DrainEvent } from '../../src/drain/progress.ts';
+import { statusCode } from '../../src/kube/errors.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
 import { deployment, waitAvailable } from '../../src/sim/workload.ts';
@@ -367,6 +368,116 @@ describe('drain', () => {
     assert.equal(drained.outcome, DrainOutcome.drained, drained.message);
     await apps.deleteNamespacedDeployment({ name: 'db', namespace: ns });
     await core.deleteNamespacedPersistentVolumeClaim({ name: 'data', namespace: ns });
+  });
+
+  test('a generic ephemeral volume is waited for too: its claim, deleted with the pod, is read before the eviction', async (t) => {
+    t.after(() => resetNode('node-3'));
+    const ns = await namespace('ephemeral');
+    const driver = 'csi.example.com';
+    await core.createPersistentVolume({
+      body: {
+        metadata: { name: 'pv-scratch' },
+        spec: {
+          capacity: { storage: '1Gi' },
+          accessModes: ['ReadWriteOnce'],
+          storageClassName: '',
+          csi: { driver, volumeHandle: 'vol-scratch' },
+        },
+      },
+    });
+    t.after(() => core.deletePersistentVolume({ name: 'pv-scratch' }).catch(() => {}));
+    const d = deployment(ns, 'cache', 1);
+    const spec = d.spec?.template.spec;
+    if (spec) {
+      // The ephemeral volume controller makes the claim <pod>-scratch, bound to pv-scratch by name.
+      spec.volumes = [
+        {
+          name: 'scratch',
+          ephemeral: {
+            volumeClaimTemplate: {
+              spec: {
+                accessModes: ['ReadWriteOnce'],
+                storageClassName: '',
+                volumeName: 'pv-scratch',
+                resources: { requests: { storage: '1Gi' } },
+              },
+            },
+          },
+        },
+      ];
+      spec.nodeSelector = { 'kubernetes.io/hostname': 'node-3' };
+    }
+    await apps.createNamespacedDeployment({ namespace: ns, body: d });
+    await waitAvailable(apps, ns, 'cache');
+    const [pod] = await podsOnNode(core, 'node-3', 'app=cache');
+    const claim = `${pod?.metadata?.name}-scratch`;
+    await pollUntil(`the ephemeral claim ${claim} bound`, async () =>
+      (await core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: ns })).status?.phase ===
+      'Bound'
+        ? true
+        : undefined,
+    );
+    await storage.createVolumeAttachment({
+      body: {
+        metadata: { name: 'va-scratch' },
+        spec: { attacher: driver, nodeName: 'node-3', source: { persistentVolumeName: 'pv-scratch' } },
+      },
+    });
+    t.after(() => storage.deleteVolumeAttachment({ name: 'va-scratch' }).catch(() => {}));
+
+    const held = await drainer.drain({ node: 'node-3', options: { timeoutSeconds: 5 } });
+    assert.equal(held.outcome, DrainOutcome.timedOut, held.message);
+    assert.match(
+      held.message,
+      /every pod gone, 1 volume\(s\) of evicted pods still attached to node-3: pv-scratch \(VolumeAttachment va-scratch\)$/,
+    );
+    // The claim goes with its pod (the garbage collector deletes it): only its reading before the
+    // eviction named the volume.
+    await pollUntil(`the claim ${claim} deleted with its pod`, () =>
+      core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: ns }).then(
+        (pvc) => (pvc.metadata?.deletionTimestamp ? true : undefined),
+        (err: unknown) => (statusCode(err) === 404 ? true : undefined),
+      ),
+    );
+    await apps.deleteNamespacedDeployment({ name: 'cache', namespace: ns });
+  });
+
+  test('a pod that asks not to be disrupted while a PDB holds its eviction is not evicted once the PDB allows: the drain ends held', async (t) => {
+    t.after(() => resetNode('node-1'));
+    const ns = await namespace('dnd-midway');
+    await deployOn('node-1', ns, 'db', 1);
+    await pdb(ns, 'db', { minAvailable: 1 }, 1);
+    const [before] = await podsOnNode(core, 'node-1', 'app=db');
+    const name = before?.metadata?.name ?? '';
+    let asked: Promise<unknown> | undefined;
+    const result = await drainer.drain({
+      node: 'node-1',
+      options: { podSelector: 'app=db', timeoutSeconds: 60 },
+      onEvent: (e) => {
+        // The PDB refused: the pod asks not to be disrupted, then the PDB goes (it would allow the retry).
+        if (e.type === 'retry' && !asked)
+          asked = core
+            .patchNamespacedPod(
+              {
+                name,
+                namespace: ns,
+                body: { metadata: { annotations: { [PodAnnotations.doNotDisrupt]: 'true' } } },
+              },
+              mergePatch,
+            )
+            .then(() => policy.deleteNamespacedPodDisruptionBudget({ name: 'db', namespace: ns }));
+      },
+    });
+    await asked;
+    assert.equal(result.outcome, DrainOutcome.held, result.message);
+    assert.match(
+      result.message,
+      new RegExp(`${ns}/${name}: pod ${ns}/${name} has nuo.dev/do-not-disrupt="true"`),
+    );
+    const [after] = await podsOnNode(core, 'node-1', 'app=db');
+    assert.equal(after?.metadata?.uid, before?.metadata?.uid, 'the pod still runs');
+    assert.equal(after?.metadata?.deletionTimestamp, undefined, 'and was not evicted');
+    await apps.deleteNamespacedDeployment({ name: 'db', namespace: ns });
   });
 
   test('pods leave in tiers of priority, lowest first: a tier is gone before the next is evicted', async (t) => {

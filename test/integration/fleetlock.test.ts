@@ -1,7 +1,8 @@
 /**
  * nuo's FleetLock server on the real control plane: three simulated nodes run a FleetLock client playing
  * Zincati's loop (src/sim/fleetlock-client.ts: steady-state until 200 at each start, pre-reboot until 200
- * once an update is staged, and only then the reboot) against the operator's --fleetlock-port, under a
+ * once an update is staged, and only then the reboot) against the --fleetlock-port of two operator
+ * replicas, as a Service selecting both sends them (the follower forwards to the leader), under a
  * pool of budget 1 that speaks FleetLock, beside a pool of nuo's own agents. The independent checker
  * counts a FleetLock reboot as nuo's only with nuo's grant on the boot it rebooted from. Malformed
  * requests are answered in the protocol's {kind, value} format and record nothing.
@@ -10,7 +11,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { AgentProtocol, Annotations, FleetLockKeys } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
@@ -28,6 +29,7 @@ import { FAST_LEASE, useCluster } from './support.ts';
 const cluster = await useCluster({ nodes: 6 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
+const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
 const FL_NODES = ['node-0', 'node-1', 'node-2'];
 const NUO_NODES = ['node-3', 'node-4', 'node-5'];
 const GROUP = 'coreos';
@@ -44,6 +46,11 @@ async function freePort(): Promise<number> {
 }
 const port = await freePort();
 const url = `http://127.0.0.1:${port}`;
+/** A second replica's FleetLock server: it does not lead, and forwards to the leader (op-a). */
+const followerPort = await freePort();
+const followerUrl = `http://127.0.0.1:${followerPort}`;
+/** Which server each client asks, as a Service picks a replica: node-0 the leader, the others the follower. */
+const clientUrl = (node: string) => (node === 'node-0' ? url : followerUrl);
 
 const answers: Array<{ node: string; op: FleetLockOp; status: number; kind?: string }> = [];
 let fleet: Fleet | undefined;
@@ -102,7 +109,7 @@ before(async () => {
     FL_NODES.map((node) => [
       node,
       new FleetLockClient({
-        url,
+        url: clientUrl(node),
         machineId: machineIds.get(node) ?? '',
         group: GROUP,
         retryMs: 300,
@@ -115,7 +122,22 @@ before(async () => {
   // What the kubelet reports from /etc/machine-id; the hosts' own status writes merge beside it.
   for (const [name, machineID] of machineIds)
     await core.patchNodeStatus({ name, body: { status: { nodeInfo: { machineID } } } }, strategicMergePatch);
-  fleet.startOperator('op-a', [...FAST_LEASE, `--fleetlock-port=${port}`]);
+  fleet.startOperator('op-a', [
+    ...FAST_LEASE,
+    `--fleetlock-port=${port}`,
+    `--fleetlock-advertise-url=${url}`,
+  ]);
+  await pollUntil('op-a to lead', async () =>
+    (await coordination.readNamespacedLease({ name: 'nuo-operator', namespace: 'nuo-system' })).spec
+      ?.holderIdentity === 'op-a'
+      ? true
+      : undefined,
+  );
+  fleet.startOperator('op-b', [
+    ...FAST_LEASE,
+    `--fleetlock-port=${followerPort}`,
+    `--fleetlock-advertise-url=${followerUrl}`,
+  ]);
 });
 
 after(async () => {
@@ -234,6 +256,15 @@ describe('FleetLock', () => {
       new Set(waited.map((x) => x.node)).size >= 2,
       'under a budget of 1, at least two of three clients were told to wait',
     );
+    assert.ok(
+      answers.some((x) => x.node !== 'node-0' && x.op === 'pre-reboot' && x.status === 200),
+      "a lock taken through the follower's server",
+    );
+    assert.deepEqual(
+      answers.filter((x) => x.status === 503),
+      [],
+      'every request answered by the leader, those sent to the follower forwarded: none refused 503',
+    );
     await f.checker.finalCheck();
     await f.checker.settle();
     assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
@@ -241,6 +272,47 @@ describe('FleetLock', () => {
       f.checker.maxDisrupted <= 2,
       `at most both budgets disrupted at once (saw ${f.checker.maxDisrupted})`,
     );
+  });
+
+  test("a client's steady-state on its new boot, before its kubelet posts the new boot ID, frees no slot: the attempt waits for the new boot and its health gate", async () => {
+    const f = fleet ?? assert.fail('the rollout test runs first');
+    const host = f.hosts.get('node-1') ?? assert.fail('no host node-1');
+    const lagMs = 6000;
+    host.kubeletLate(lagMs);
+    const from = answers.length;
+    const granted = (await core.readNode({ name: 'node-1' })).status?.nodeInfo?.bootID;
+    f.stageUpdates(['node-1']);
+    await pollUntil(
+      "node-1's steady-state on its new boot answered while the API still shows the granted boot",
+      async () =>
+        answers.slice(from).some((a) => a.node === 'node-1' && a.op === 'steady-state' && a.status === 409)
+          ? true
+          : undefined,
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    const early = await core.readNode({ name: 'node-1' });
+    assert.equal(early.status?.nodeInfo?.bootID, granted, 'the kubelet has not posted the new boot yet');
+    assert.equal(early.metadata?.annotations?.[FleetLockKeys.steadyState] !== undefined, true, 'recorded');
+    assert.equal(early.spec?.unschedulable, true, 'still cordoned: the attempt goes on');
+    assert.match(early.metadata?.annotations?.[Annotations.state] ?? '', /^(RebootGranted|Rebooting)$/);
+    await pollUntil(
+      'node-1 through the health gate on its new boot, Idle',
+      async () => {
+        const n = await core.readNode({ name: 'node-1' });
+        return n.status?.nodeInfo?.bootID !== granted &&
+          n.metadata?.annotations?.[Annotations.state] === Phase.idle
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 250 },
+    );
+    // The write that ended the attempt is the completion, which only the health gate on the new boot
+    // writes; an end as a withdrawn need says so, and the checker's ended-before-boot rule names it too.
+    const reason = (await core.readNode({ name: 'node-1' })).metadata?.annotations?.[Annotations.stateReason];
+    assert.equal(reason, 'rebooted and healthy', 'completed through the health gate');
+    assert.equal(f.checker.rebootsOf('node-1'), 2, 'its one reboot of this rollout');
+    await f.checker.settle();
+    assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
   });
 
   test('a FleetLock host that reboots without a 200 is recorded by the checker as a reboot nuo did not grant', async () => {

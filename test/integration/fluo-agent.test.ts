@@ -323,13 +323,15 @@ describe("FLUO's update-agent on a simulated node, with the test as FLUO's opera
     const inProgress = h.indexOf(['a:reboot-in-progress=true', 'a:agent-made-unschedulable=true'], ok + 1);
     const cordon = h.indexOf(['unschedulable=true'], inProgress + 1);
     const down = h.indexOf(['Ready=False'], cordon + 1);
+    // On the new boot the agent and the kubelet each report, in either order (both start at boot).
     const up = h.indexOf(['Ready=True', 'bootID changed'], down + 1);
-    const info = h.indexOf([`l:version=${NEXT_VERSION}`], up + 1);
+    const info = h.indexOf([`l:version=${NEXT_VERSION}`], down + 1);
     const reset = h.indexOf(
       ['a:reboot-in-progress=false', 'a:reboot-needed=false', 'l:reboot-needed=false'],
       info + 1,
     );
-    const notOk = h.indexOf(['a:reboot-ok=false'], reset + 1);
+    // The operator's answer waits for both: the health gate is on the new boot.
+    const notOk = h.indexOf(['a:reboot-ok=false'], Math.max(reset, up) + 1);
     const uncordon = h.indexOf(['unschedulable=false'], notOk + 1);
     const cleared = h.indexOf(['a:agent-made-unschedulable=false'], uncordon + 1);
     h.indexOf(['a:status=UPDATE_STATUS_IDLE', 'a:new-version='], cleared + 1);

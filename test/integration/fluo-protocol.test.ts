@@ -14,6 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
+  ApiException,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -27,7 +28,7 @@ import { AgentProtocol, Annotations, PROTOCOL_OPERATOR, protocolKeys } from '../
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
 import { ResilientInformer } from '../../src/kube/informer.ts';
-import { LeanApiError, LeanClient } from '../../src/kube/lean-client.ts';
+import { LeanApiError, LeanClient, type LeanNode } from '../../src/kube/lean-client.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import type { Budget } from '../../src/sim/checker.ts';
 import { tokenKubeconfig } from '../../src/sim/cluster/kubeconfig.ts';
@@ -36,6 +37,7 @@ import type { HostAgent } from '../../src/sim/host.ts';
 import { installPolicyCrd } from '../../src/sim/policies.ts';
 import { ProtocolAgent } from '../../src/sim/protocol-agent.ts';
 import { pollUntil } from '../../src/util/poll.ts';
+import { cluoManifests } from '../../tools/cluo/manifests.ts';
 import { FAST_LEASE, rebootedOnce, runNuo, useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 6 });
@@ -49,7 +51,9 @@ const NUO_NODES = ['node-3', 'node-4', 'node-5'];
 /** Where FLUO's own manifests install it, and the agent's ServiceAccount the admission policy names. */
 const FLUO_NS = 'reboot-coordinator';
 const AGENT_SA = 'flatcar-linux-update-agent';
-const CLUO_AGENT_SA = 'container-linux-update-agent';
+/** CLUO's manifests run its agent's DaemonSet and its operator's Deployment as the namespace's default account. */
+const CLUO_AGENT = { sa: 'default', app: 'container-linux-update-agent', writes: 'update' } as const;
+const CLUO_OPERATOR = { sa: 'default', app: 'container-linux-update-operator', writes: 'update' } as const;
 const C = protocolKeys(AgentProtocol.containerLinux);
 const BEFORE = 'example.com/before-reboot-check';
 const AFTER = 'example.com/after-reboot-check';
@@ -104,21 +108,61 @@ spec:
 `;
 
 /** Per FLUO node: its agent's clients, with a token bound to its DaemonSet pod there (so to its node). */
-const agentClients = new Map<string, { lean: LeanClient; core: CoreV1Api }>();
+const agentClients = new Map<string, Awaited<ReturnType<typeof agentClientsFor>>>();
 
-async function agentPodOn(node: string, sa: string): Promise<V1Pod> {
-  return pollUntil(`the update-agent's pod on ${node}`, async () => {
+async function agentPodOn(node: string | undefined, app: string): Promise<V1Pod> {
+  return pollUntil(`${app}'s pod on ${node ?? 'any node'}`, async () => {
     const pods = await core.listNamespacedPod({
       namespace: FLUO_NS,
-      fieldSelector: `spec.nodeName=${node}`,
-      labelSelector: `app=${sa}`,
+      ...(node === undefined ? {} : { fieldSelector: `spec.nodeName=${node}` }),
+      labelSelector: `app=${app}`,
     });
     return pods.items[0];
   });
 }
 
-async function agentClientsFor(node: string, sa = AGENT_SA) {
-  const pod = await agentPodOn(node, sa);
+/** An RFC 7386 JSON merge patch applied to a copy of `target`. */
+function merged(target: unknown, patch: unknown): unknown {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
+  const isObject = typeof target === 'object' && target !== null && !Array.isArray(target);
+  const out: Record<string, unknown> = isObject ? { ...(target as Record<string, unknown>) } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = merged(out[key], value);
+  }
+  return out;
+}
+
+/**
+ * A Node written as CLUO's agent writes it: read, changed, replaced whole, read again on a conflict (as
+ * client-go's RetryOnConflict); a refusal as LeanApiError.
+ */
+async function updateNode(api: CoreV1Api, name: string, patch: object): Promise<LeanNode> {
+  for (let attempt = 1; ; attempt++) {
+    const node = await api.readNode({ name });
+    try {
+      return (await api.replaceNode({ name, body: merged(node, patch) as V1Node })) as LeanNode;
+    } catch (err) {
+      if (!(err instanceof ApiException)) throw err;
+      if (err.code === 409 && attempt < 5) continue;
+      throw new LeanApiError(err.code, `PUT node ${name}: ${String(err.body)}`);
+    }
+  }
+}
+
+/**
+ * Clients with a token bound to the pod of `app` on `node` (any node if undefined), as `sa`, and how that
+ * pod writes a Node: a merge patch, or (CLUO, whose RBAC has update and not patch) read, change, replace.
+ */
+async function agentClientsFor(
+  node: string | undefined,
+  { sa, app, writes }: { sa: string; app: string; writes: 'patch' | 'update' } = {
+    sa: AGENT_SA,
+    app: AGENT_SA,
+    writes: 'patch',
+  },
+) {
+  const pod = await agentPodOn(node, app);
   const review = await core.createNamespacedServiceAccountToken({
     name: sa,
     namespace: FLUO_NS,
@@ -133,10 +177,13 @@ async function agentClientsFor(node: string, sa = AGENT_SA) {
   const token = review.status?.token ?? '';
   const kc = new KubeConfig();
   kc.loadFromString(tokenKubeconfig(cluster.server, cluster.caCert, sa, token));
-  return {
-    lean: new LeanClient({ server: cluster.server, ca: cluster.caCert, token: () => token }),
-    core: kc.makeApiClient(CoreV1Api),
-  };
+  const lean = new LeanClient({ server: cluster.server, ca: cluster.caCert, token: () => token });
+  const api = kc.makeApiClient(CoreV1Api);
+  const write =
+    writes === 'patch'
+      ? (name: string, patch: object) => lean.patchNode(name, patch)
+      : (name: string, patch: object) => updateNode(api, name, patch);
+  return { lean, core: api, write };
 }
 
 const fluoAgent = (node: string): HostAgent => ({
@@ -172,8 +219,12 @@ before(async () => {
       await core.patchNode({ name, body: { metadata: { labels: { pool } } } }, mergePatch);
   kubectl(['create', 'namespace', FLUO_NS]);
   kubectl(['apply', '-f', '-'], agentManifests(AGENT_SA, 'fluo'));
-  // CLUO's agent on a node of the nuo pool, only to hold its token to its admission policy.
-  kubectl(['apply', '-f', '-'], agentManifests(CLUO_AGENT_SA, 'nuo'));
+  // CLUO as its own manifests install it (agent on every node, operator), only to hold their tokens to
+  // the admission policy; taken away again after that test.
+  kubectl(
+    ['apply', '-f', '-'],
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: await cluoManifests() }),
+  );
   kubectl(['apply', '-f', policyFile]);
   for (const node of FLUO_NODES) agentClients.set(node, await agentClientsFor(node));
 });
@@ -214,13 +265,13 @@ describe("FLUO's protocol", () => {
         own: 'node-3',
         other: 'node-4',
         foreign: K,
-        clients: await agentClientsFor('node-3', CLUO_AGENT_SA),
+        clients: await agentClientsFor('node-3', CLUO_AGENT),
       },
     ];
     for (const { keys, own, other, foreign, clients } of cases) {
-      const lean = clients?.lean ?? assert.fail(`no clients on ${own}`);
+      const write = clients?.write ?? assert.fail(`no clients on ${own}`);
       const refused = async (name: string, patch: object) =>
-        lean.patchNode(name, patch).then(
+        write(name, patch).then(
           () => assert.fail(`${name}: ${JSON.stringify(patch)} was taken`),
           (err: unknown) => {
             assert.ok(err instanceof LeanApiError, String(err));
@@ -235,7 +286,7 @@ describe("FLUO's protocol", () => {
       await pollUntil(
         `the admission policy to refuse a grant on ${own}`,
         async () =>
-          lean.patchNode(own, { metadata: { annotations: { [keys.rebootOk]: 'true' } } }).then(
+          write(own, { metadata: { annotations: { [keys.rebootOk]: 'true' } } }).then(
             async () => {
               await core.patchNode(
                 { name: own, body: { metadata: { annotations: { [keys.rebootOk]: null } } } },
@@ -263,19 +314,40 @@ describe("FLUO's protocol", () => {
         assert.match(await refused(own, patch), /only its own keys/, `${own}: ${JSON.stringify(patch)}`);
       const taint = { spec: { taints: [{ key: 'example.com/x', effect: 'NoSchedule' }] } };
       assert.match(await refused(own, taint), /no Node spec but its cordon/, own);
-      const taken = await lean.patchNode(own, {
+      const taken = await write(own, {
         metadata: { annotations: { [keys.status]: 'UPDATE_STATUS_IDLE' }, labels: { [keys.id]: 'flatcar' } },
       });
       assert.equal(taken.metadata.annotations?.[keys.status], 'UPDATE_STATUS_IDLE', own);
-      const cordoned = await lean.patchNode(own, { spec: { unschedulable: true } });
+      const cordoned = await write(own, { spec: { unschedulable: true } });
       assert.equal(cordoned.spec?.unschedulable, true, `${own}: its own cordon is its to make`);
-      await lean.patchNode(own, { spec: { unschedulable: false } });
+      await write(own, { spec: { unschedulable: false } });
     }
     cases[1]?.clients?.lean.close();
+
+    // CLUO's operator shares its agent's account in CLUO's manifests: its pods are not confined (nuo
+    // stands down on a CLUO pool while it runs), so CLUO keeps working until it is removed.
+    const operator = await agentClientsFor(undefined, CLUO_OPERATOR);
+    try {
+      const granted = await operator.write('node-4', {
+        metadata: { annotations: { [C.rebootOk]: 'true' } },
+      });
+      assert.equal(granted.metadata.annotations?.[C.rebootOk], 'true', "CLUO's operator grants on any node");
+      await operator.write('node-4', { metadata: { annotations: { [C.rebootOk]: null } } });
+    } finally {
+      operator.lean.close();
+    }
+    kubectl(
+      ['delete', '-f', '-', '--wait=false'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: (await cluoManifests()).filter((m) => m.kind !== 'Namespace'),
+      }),
+    );
   });
 
   test("a FLUO pool waits while FLUO's update-operator runs, then rolls beside a nuo pool under both budgets", async () => {
-    const lock = PROTOCOL_OPERATOR[FLUO].lease;
+    const lock = PROTOCOL_OPERATOR[FLUO].lock;
     await coordination.createNamespacedLease({
       namespace: FLUO_NS,
       body: {

@@ -16,7 +16,7 @@ import { BatchV1Api, CoordinationV1Api, CoreV1Api } from '@kubernetes/client-nod
 import { GRANT_KEY_NAME, generateGrantKey, PUBLIC_KEY_FIELD, signGrant } from '../../src/api/grant.ts';
 import { Annotations, JobLabels, PREPARE_STAGE, ScaleDownProtection } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
-import { mergePatch } from '../../src/kube/patch.ts';
+import { mergePatch, strategicMergePatch } from '../../src/kube/patch.ts';
 import { type PlanBudget, SafetyChecker, type Violation } from '../../src/sim/checker.ts';
 import { KWOK_CUSTOM_STATUS } from '../../src/sim/cluster/component-args.ts';
 import { isReady } from '../../src/sim/cluster/nodes.ts';
@@ -123,6 +123,19 @@ function patch(name: string, annotations: Record<string, string | null>, unsched
     },
     mergePatch,
   );
+}
+
+/** Hold a node's status from KWOK ('custom'), as its own kubelet would, or give it back (null). */
+function kubeletStatus(name: string, value: 'custom' | null) {
+  return core.patchNode(
+    { name, body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: value } } } },
+    mergePatch,
+  );
+}
+
+/** The kubelet's report of a new boot. */
+function postBoot(name: string, bootID: string) {
+  return core.patchNodeStatus({ name, body: { status: { nodeInfo: { bootID } } } }, strategicMergePatch);
 }
 
 async function bootId(name: string): Promise<string> {
@@ -356,8 +369,12 @@ describe('the safety checker reports each rule broken', () => {
     assert.deepEqual(rules(c), ['double-reboot']);
   });
 
-  test("double-reboot: a Plan with reboot: true has one granted reboot per attempt, beyond the node's staged updates", async () => {
-    const boot = await bootId('node-0');
+  test("double-reboot: a Plan with reboot: true has one granted reboot per attempt, beyond the node's staged updates", async (t) => {
+    // node-0's status held here, as a kubelet holds it: the attempt may end only on the new boot.
+    await kubeletStatus('node-0', 'custom');
+    t.after(() => kubeletStatus('node-0', null));
+    await postBoot('node-0', 'boot-1');
+    let boot = 'boot-1';
     const key = await publishGrantKey();
     const c = await startChecker();
     const granted = (attempt: string) =>
@@ -378,6 +395,8 @@ describe('the safety checker reports each rule broken', () => {
     c.onReboot('node-0', boot);
     await c.settle();
     assert.deepEqual(c.violations, [], 'the Plan attempt’s own reboot, granted and drained');
+    boot = 'boot-2';
+    await postBoot('node-0', boot);
     // The attempt ends (Idle, uncordoned), and the checker sees it, before the next one's grant.
     await patch(
       'node-0',
@@ -534,12 +553,7 @@ describe("the chaos runner's part of a kubelet's Lease", () => {
     const notes: string[] = [];
     const supervised = superviseKwok({ core, coordination }, stop.signal, (line) => notes.push(line));
     // node-0's status held by its simulated host, as in every chaos run.
-    const custom = (value: string | null) =>
-      core.patchNode(
-        { name: 'node-0', body: { metadata: { annotations: { [KWOK_CUSTOM_STATUS]: value } } } },
-        mergePatch,
-      );
-    await custom('custom');
+    await kubeletStatus('node-0', 'custom');
     const before = (await coordination.listNamespacedLease({ namespace: 'kube-node-lease' })).items;
     const kwok = before[0]?.spec?.holderIdentity;
     assert.ok(kwok, 'KWOK keeps the node Leases');
@@ -614,7 +628,7 @@ describe("the chaos runner's part of a kubelet's Lease", () => {
     } finally {
       cluster.components.kwok.setPaused(false);
       stop.abort();
-      await custom(null);
+      await kubeletStatus('node-0', null);
     }
     await supervised.done;
     assert.deepEqual([...supervised.takeovers].sort(), NODES, 'each taken over once, however often renewed');

@@ -24,6 +24,7 @@ import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
 import { Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import type { Condition, UpdatePolicy, UpdatePolicySpec } from '../../src/api/update-policy.ts';
+import { whoAmI } from '../../src/cli/who-am-i.ts';
 import { statusCode } from '../../src/kube/errors.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { unmanagedReason } from '../../src/operator/decide/unmanaged.ts';
@@ -535,8 +536,9 @@ describe('UpdatePolicies', () => {
     const store = new LedgerStore(core, 'nuo-system');
     await pollUntil('the slot written as a dying leader would', async () => {
       const from = await store.read();
-      const slot = { since: new Date().toISOString(), pool: 'unstarted', reason: 'Reboot' as const };
-      const ledger = { ...from.ledger, slots: { ...from.ledger.slots, 'node-0': slot } };
+      const attempt = (from.ledger.attempts ?? 0) + 1;
+      const slot = { since: new Date().toISOString(), attempt, pool: 'unstarted', reason: 'Reboot' as const };
+      const ledger = { ...from.ledger, attempts: attempt, slots: { ...from.ledger.slots, 'node-0': slot } };
       return store.write(from, ledger).then(
         () => true,
         (err: unknown) => {
@@ -788,7 +790,7 @@ describe('UpdatePolicies', () => {
     }
   });
 
-  test("nuo release ends a Failed node's attempt and frees its slot for the pool, with its reason in an Event; a node not Failed is refused", async () => {
+  test("nuo release ends a Failed node's attempt and frees its slot for the pool, with its reason and who asked in an Event; a node not Failed is refused", async () => {
     await createPolicy('release', {
       nodeSelector: { matchLabels: { pool: 'a' } },
       reboot: { soak: '1s', retryBackoff: '1h', rebootTimeout: '3s' },
@@ -825,11 +827,13 @@ describe('UpdatePolicies', () => {
     const n0 = await core.readNode({ name: 'node-0' });
     assert.equal(n0.metadata?.annotations?.[Annotations.state], Phase.pending);
     const events = await eventsAbout(core, 'Node', 'node-0', ['AttemptAborted']);
+    // Who asked, as the API server authenticated the command's caller.
+    const who = await whoAmI(cluster.kubeconfig);
     assert.ok(
       events.some(
         (e) =>
           e.reason === 'AttemptAborted' &&
-          /released by a person: agent pod gone, ticket OPS-1/.test(e.message ?? ''),
+          e.message?.includes(`released by a person (${who}): agent pod gone, ticket OPS-1`),
       ),
       events.map((e) => `${e.reason}: ${e.message}`).join(' | '),
     );
@@ -1102,7 +1106,9 @@ describe('UpdatePolicies', () => {
       );
       const since = (await core.readNode({ name: 'node-2' })).metadata?.annotations?.[Annotations.stateSince];
       const until = Date.parse(reason.match(/until (\S+),/)?.[1] ?? '');
-      assert.equal(until, Date.parse(since ?? '') + 300_000, 'maxWait counts from the start of Draining');
+      // From the start of Draining as the leader saw it: its own write, or a new leader's first sight.
+      const late = until - (Date.parse(since ?? '') + 300_000);
+      assert.ok(late >= 0 && late < 60_000, `maxWait counts from the start of Draining (${late} ms later)`);
       const events = await eventsAbout(core, 'Node', 'node-2', ['DrainWaiting'], mark);
       const waiting = events.find((e) => e.reason === 'DrainWaiting');
       assert.equal(waiting?.type, 'Normal');
@@ -1240,7 +1246,8 @@ describe('UpdatePolicies', () => {
     assert.equal(statusCode(refused), 422, 'a maxUptime under an hour is refused by the API server');
     await createPolicy('fix', {
       nodeSelector: { matchLabels: { pool: 'a' } },
-      remediation: { conditions: [{ type: 'KernelDeadlock' }] },
+      // `for` counts from when the operator first saw the condition, not from its transition time.
+      remediation: { conditions: [{ type: 'KernelDeadlock', for: '2s' }] },
       ...QUICK,
     });
     await createPolicy('fresh', {
@@ -1267,7 +1274,7 @@ describe('UpdatePolicies', () => {
       const event = (await eventsAbout(core, 'Node', 'node-0', ['Remediation'], mark)).find(
         (e) => e.reason === 'Remediation',
       );
-      assert.match(event?.message ?? '', /remediation: KernelDeadlock=True since .* \(for 5m or more\)/);
+      assert.match(event?.message ?? '', /remediation: KernelDeadlock=True since .* \(for 2s or more\)/);
       const fixed = (await core.readNode({ name: 'node-0' })).metadata?.annotations ?? {};
       assert.ok(fixed[Annotations.remediatedAt], 'the remediation is recorded on the node');
       const refresh = (await eventsAbout(core, 'Node', 'node-3', ['Admitted'], mark)).find(
@@ -1303,7 +1310,8 @@ describe('UpdatePolicies', () => {
       });
     await createPolicy('fix', {
       nodeSelector: { matchLabels: { pool: 'a' } },
-      remediation: { conditions: [{ type: 'KernelDeadlock' }] },
+      // `for` counts from when the operator first saw the condition, not from its transition time.
+      remediation: { conditions: [{ type: 'KernelDeadlock', for: '2s' }] },
       reboot: { ...QUICK.reboot, beforeRebootAnnotations: [hook] },
     });
     const f = await startFleet([pool('a', 1)]);

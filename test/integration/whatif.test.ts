@@ -172,11 +172,18 @@ async function readerKubeconfig(source: LocalCluster): Promise<string> {
 }
 
 function nuo(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return nuoWithin(120_000, ...args);
+}
+
+function nuoWithin(
+  timeoutMs: number,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [nuoBin, ...args],
-      { timeout: 120_000, maxBuffer: 64 * 2 ** 20 },
+      { timeout: timeoutMs, maxBuffer: 64 * 2 ** 20 },
       (err, stdout, stderr) => {
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
       },
@@ -302,7 +309,7 @@ test('nuo whatif snapshot reads the cluster with list requests only, never a Sec
   live = { cluster: src, kubeconfig };
 });
 
-test('nuo whatif run against a live cluster rolls its twin under a policy given on the command line', async () => {
+test("nuo whatif run against a live cluster rolls its twin under a policy given on the command line, and predicts that web's PDB, allowing no disruption, keeps the rollout from finishing", async () => {
   assert.ok(live, 'the snapshot test ran');
   // The source's policy soaks each node 30 s (the default) and allows one node down, which the cordoned
   // node-5 takes for good: this one soaks 1 s and allows two, so drains begin within the run.
@@ -316,21 +323,26 @@ test('nuo whatif run against a live cluster rolls its twin under a policy given 
       spec: { maxUnavailable: 2, reboot: { soak: '1s' } },
     }),
   );
-  const r = await nuo(
+  // web (6 replicas on the 5 schedulable nodes, one unready) is held by its PDB at 5 of 6: no healthy
+  // web pod may be evicted, so a node holding one can never drain. The run meets one within its minute:
+  // at most two nodes hold no healthy web pod.
+  const r = await nuoWithin(
+    240_000,
     'whatif',
     'run',
     `--kubeconfig=${live.kubeconfig}`,
     `--policies=${policies}`,
     '--reboot-time=1s',
-    '--timeout=20s',
+    '--timeout=60s',
     '-o',
     'json',
   );
   await live.cluster.stop();
   clusters.splice(clusters.indexOf(live.cluster), 1);
   const report = JSON.parse(r.stdout) as RunOutput;
-  assert.equal(r.code, report.finished ? 0 : 3, r.stderr);
-  assert.match(r.stderr, /rolling the twin of context .* \(each host down 1 s, at most 20 s\)/);
+  assert.equal(report.finished, false, 'the rollout cannot finish');
+  assert.equal(r.code, 3, `unfinished: exit code 3; ${r.stderr}`);
+  assert.match(r.stderr, /rolling the twin of context .* \(each host down 1 s, at most 60 s\)/);
   assert.deepEqual(
     report.nodes.map((n) => [n.name, n.pool]),
     [0, 1, 2, 3, 4, 5].map((i) => [`node-${i}`, 'fast']),
@@ -340,15 +352,22 @@ test('nuo whatif run against a live cluster rolls its twin under a policy given 
     report.nodes.some((n) => n.attempts.length > 0),
     'the operator rolled the twin',
   );
-  // Which drains meet web's PDB (one replica unready in the source) depends on where the twin's
-  // scheduler puts replacements; each wait is named, and a node left waiting says so.
+  const web = report.drainWaits.filter((w) => w.pdb === `${NS}/web`);
+  assert.ok(web.length > 0, `a drain waited on web's PDB: ${JSON.stringify(report.drainWaits)}`);
   for (const w of report.drainWaits) assert.match(w.pdb, new RegExp(`^${NS}/(web|db)$`));
+  assert.ok(report.stuck.length > 0, 'nodes left unfinished, each saying why');
   for (const s of report.stuck)
     for (const w of report.drainWaits.filter((w) => w.node === s.node))
       assert.ok(
         s.why.includes(`drain waited on PDB ${w.pdb} (${w.refusals} eviction(s) refused): ${w.why}`),
         s.node,
       );
+  // A drain whose web pod was the unready one goes on (an unhealthy pod may be evicted); one holding a
+  // healthy web pod never does: the rollout stops there, the node saying so.
+  assert.ok(
+    report.stuck.some((s) => s.why.some((w) => w.includes(`waiting on ${NS}/web`))),
+    `a node left draining, waiting on web's PDB: ${JSON.stringify(report.stuck)}`,
+  );
   assert.deepEqual(report.violations, []);
 });
 

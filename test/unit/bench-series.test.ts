@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { medianRun, type RunFigures, seriesBody } from '../../bench/rollout-series.ts';
+import { goalCell, medianRun, type RunFigures, seriesBody } from '../../bench/rollout-series.ts';
 
 const run = (efficiency: number, grantP99Ms: number, more: Partial<RunFigures> = {}): RunFigures => ({
   elapsedMs: 450_000,
@@ -12,6 +12,7 @@ const run = (efficiency: number, grantP99Ms: number, more: Partial<RunFigures> =
   maxDisrupted: 100,
   violations: 0,
   leadershipLost: 0,
+  evictionsPerPod: 1.05,
   report: { id: 'rollout-1000', title: 't', body: 'b', command: 'c' },
   ...more,
 });
@@ -42,7 +43,7 @@ describe('seriesBody', () => {
     [
       run(0.955, 800),
       run(0.927, 1908, { apiserverCpuMsPerRequest: 3.81 }),
-      run(0.941, 946, { maxDisrupted: 101, violations: 2 }),
+      run(0.941, 946, { maxDisrupted: 101, violations: 2, evictionsPerPod: 1.15 }),
     ],
     100,
   );
@@ -66,5 +67,21 @@ describe('seriesBody', () => {
   it('counts a run over the budget or with a violation as unsafe, and sums the violations', () => {
     const safety = row(body, 'safety: no violation, at most K = 100 disrupted');
     assert.deepEqual(safety?.slice(1), ['100 – 101 disrupted, 2 violations in all', 'every run', '2 of 3']);
+  });
+});
+
+describe('the goals can fail', () => {
+  it('evictions per pod is held to at most 1.10 (issue 52), and a run above it counts as missing it', () => {
+    const body = seriesBody([run(0.95, 500), run(0.95, 500, { evictionsPerPod: 1.15 })], 100);
+    assert.deepEqual(row(body, 'evictions per pod'), [
+      'evictions per pod',
+      '1.05 – 1.15',
+      '≤ 1.10',
+      '1 of 2',
+    ]);
+  });
+  it('a goal cell says when the figure missed it', () => {
+    assert.equal(goalCell('≤ 1.10', true), '≤ 1.10');
+    assert.equal(goalCell('≤ 1.10', false), '≤ 1.10 (**missed**)');
   });
 });

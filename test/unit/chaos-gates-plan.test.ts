@@ -26,7 +26,10 @@ test('the never-returning node comes back late instead, past returnTimeout; the 
     }
     if (g.late) {
       late++;
-      assert.ok(g.late.rebootMs > RETURN_TIMEOUT_MS, `seed ${seed}: late past returnTimeout`);
+      assert.ok(
+        g.late.rebootMs >= 2.5 * RETURN_TIMEOUT_MS,
+        `seed ${seed}: late well past returnTimeout, even counted afresh by a new leader`,
+      );
       assert.equal(run.updates.find((u) => u.node === g.late?.node)?.rebootMs, g.late.rebootMs);
     }
     assert.ok(!g.refresh.includes(g.remediation.node), `seed ${seed}: the remediation's node is no refresh`);

@@ -5,6 +5,8 @@ import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { releaseRefusal } from '../../src/cli/release.ts';
 import { viewNode } from '../../src/operator/decide/node-view.ts';
+import { stepHolder } from '../../src/operator/decide/phase-steps.ts';
+import { decideConfig } from './operator-fixtures.ts';
 
 test('releaseRefusal: only a Failed attempt, and not while its agent marks reboot-in-progress', () => {
   const state = (phase?: string, extra: Record<string, string> = {}, bootID = 'boot-1') => ({
@@ -53,4 +55,45 @@ test('a release request that is not the JSON nuo release writes is ignored, nami
       bad,
     );
   }
+});
+
+test('a release names who asked, as the API server knew them, in the reason the attempt ends with; an older request without them still reads', () => {
+  const failedSince = '2026-11-27T10:00:00.000Z';
+  const failed = (request: object) =>
+    viewNode({
+      metadata: {
+        name: 'n',
+        annotations: {
+          [Annotations.state]: Phase.failed,
+          [Annotations.stateSince]: failedSince,
+          [Annotations.release]: JSON.stringify(request),
+        },
+      },
+      status: { nodeInfo: { bootID: 'boot-1' } as never, conditions: [{ type: 'Ready', status: 'False' }] },
+    });
+  const ended = (request: object) =>
+    stepHolder(failed(request), {
+      config: decideConfig,
+      now: new Date('2026-11-27T10:05:00.000Z'),
+      draining: new Set<string>(),
+      health: new Map(),
+      wake: () => {},
+      slotOf: () => undefined,
+    }).map((a) => (a.type === 'abort' ? a.reason : a.type));
+  assert.deepEqual(ended({ failedSince, reason: 'machine replaced', by: 'alice@example.com' }), [
+    'released by a person (alice@example.com): machine replaced',
+  ]);
+  assert.deepEqual(ended({ failedSince, reason: 'machine replaced' }), [
+    'released by a person: machine replaced',
+  ]);
+  assert.deepEqual(failed({ failedSince, reason: 'x', by: 'alice@example.com' }).release, {
+    failedSince,
+    reason: 'x',
+    by: 'alice@example.com',
+  });
+  assert.equal(
+    failed({ failedSince, reason: 'x', by: 7 }).release?.by,
+    undefined,
+    'a by that is no name is left out',
+  );
 });

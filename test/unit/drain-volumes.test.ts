@@ -33,6 +33,20 @@ test('claimsOf: each claim the pods mount once, with its namespace; other volume
   ]);
 });
 
+test("claimsOf: a generic ephemeral volume's claim, named <pod>-<volume> as Kubernetes names it", () => {
+  const withEphemeral: V1Pod = {
+    metadata: { name: 'db-0', namespace: 'a' },
+    spec: {
+      containers: [],
+      volumes: [
+        { name: 'scratch', ephemeral: { volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'] } } } },
+        { name: 'data', persistentVolumeClaim: { claimName: 'data' } },
+      ],
+    },
+  };
+  assert.deepEqual(claimsOf([withEphemeral]), ['a/data', 'a/db-0-scratch']);
+});
+
 test("stillAttached: the node's attachments of the evicted pods' volumes only", () => {
   const all = [
     va('va-1', 'n1', 'pv-1'),

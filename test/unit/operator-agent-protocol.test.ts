@@ -5,10 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { V1Deployment, V1Lease, V1Node } from '@kubernetes/client-node';
+import type { V1Deployment, V1Node } from '@kubernetes/client-node';
 import {
   Annotations as A,
   AgentProtocol,
+  type CoreosProtocol,
   Labels as L,
   PROTOCOL_OPERATOR,
   protocolAgentKeys,
@@ -28,6 +29,15 @@ import { Decider } from '../../src/operator/decider.ts';
 import type { PolicyEntry } from '../../src/operator/policies/policies.ts';
 import { foreignOperatorHold } from '../../src/operator/policies/pool-holds.ts';
 import { planPools, protocolOf } from '../../src/operator/policies/pool-plan.ts';
+import {
+  annotatedLock,
+  type FoundLock,
+  LEADER_ANNOTATION,
+  LockKind,
+  LockObserver,
+  leaseLock,
+  lockHeld,
+} from '../../src/operator/protocols/foreign-locks.ts';
 import { sightingOf } from '../../src/operator/protocols/protocol-operators.ts';
 import { parseLedger, withChanges } from '../../src/operator/read/ledger.ts';
 import { patchFor, type WriteAction } from '../../src/operator/write/node-writes.ts';
@@ -53,7 +63,7 @@ test("the two protocols are one set of keys under FLUO's and CLUO's prefixes", (
     beforeReboot: L.beforeReboot,
     afterReboot: L.afterReboot,
   });
-  assert.equal(PROTOCOL_OPERATOR[FLUO].lease, 'flatcar-linux-update-operator-lock');
+  assert.equal(PROTOCOL_OPERATOR[FLUO].lock, 'flatcar-linux-update-operator-lock');
 });
 
 test('a node read through the protocol: annotations in → what decide() reads', () => {
@@ -200,6 +210,8 @@ test('a slot holder of the protocol steps by what its agent does: phase × keys 
     phase: string;
     annotations: Record<string, string>;
     bootId?: string;
+    /** The kubelet posted the granted boot since the withdrawal was seen (boot-witness.ts). */
+    confirmed?: true;
     want: string;
   }> = [
     {
@@ -222,15 +234,23 @@ test('a slot holder of the protocol steps by what its agent does: phase × keys 
       want: 'transition AfterReboot (grant kept)',
     },
     {
-      what: 'granted, the agent restarted and withdrew its need: the attempt ends',
+      what: 'granted, the agent withdrew its need, the kubelet not heard from since: the attempt waits (it may be the new boot)',
       phase: Phase.rebootGranted,
       annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      want: 'explain',
+    },
+    {
+      what: 'granted, the agent restarted and withdrew its need, the kubelet posting the granted boot since: the attempt ends',
+      phase: Phase.rebootGranted,
+      annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      confirmed: true,
       want: 'end',
     },
     {
-      what: 'rebooting, the agent restarted before the reboot: the attempt ends',
+      what: 'rebooting, the agent restarted before the reboot, confirmed by the kubelet: the attempt ends',
       phase: Phase.rebooting,
       annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      confirmed: true,
       want: 'end',
     },
     {
@@ -262,7 +282,7 @@ test('a slot holder of the protocol steps by what its agent does: phase × keys 
       bootId: c.bootId ?? 'boot-1',
       readySince: ago(3600),
     });
-    const got = holderStep(n, fluoConfig);
+    const got = holderStep(c.confirmed ? { ...n, bootConfirmed: true } : n, fluoConfig);
     assert.equal(got, c.want, c.what);
   }
 });
@@ -366,42 +386,173 @@ test("a pool of the protocol stands down while that project's own operator runs,
   assert.equal(pool?.nodes[0]?.rebootNeeded, true, 'its nodes read through the protocol');
 });
 
-test("what tells the protocol's own operator runs: its Lease held and renewed, or its Deployment wanting pods", () => {
-  const t = NOW.getTime();
-  const lease = (name: string, holder: string | undefined, renewedAgo: number, duration = 90): V1Lease => ({
-    metadata: { name, namespace: 'reboot-coordinator' },
-    spec: {
-      ...(holder ? { holderIdentity: holder } : {}),
-      leaseDurationSeconds: duration,
-      renewTime: new Date(t - renewedAgo * 1000) as never,
-    },
-  });
+test("what tells the protocol's own operator runs: its lock (Lease, ConfigMap or Endpoints) held and renewed, or its Deployment wanting pods", () => {
+  const lease = (name: string, holder: string | undefined, duration = 90): FoundLock =>
+    leaseLock({
+      metadata: { name, namespace: 'reboot-coordinator', uid: `uid-${name}`, resourceVersion: '1' },
+      spec: {
+        ...(holder ? { holderIdentity: holder } : {}),
+        leaseDurationSeconds: duration,
+        renewTime: new Date(0) as never,
+      },
+    });
+  /** client-go's ConfigMapLock and EndpointsLock: the record as JSON in one annotation. */
+  const annotated = (kind: LockKind, name: string, record: string | undefined): FoundLock =>
+    annotatedLock(kind, {
+      metadata: {
+        name,
+        namespace: 'reboot-coordinator',
+        uid: `uid-${kind}-${name}`,
+        resourceVersion: '1',
+        ...(record === undefined ? {} : { annotations: { [LEADER_ANNOTATION]: record } }),
+      },
+    });
+  const record = (holder: string) =>
+    JSON.stringify({
+      holderIdentity: holder,
+      leaseDurationSeconds: 90,
+      acquireTime: '2018-06-13T00:00:00Z',
+      renewTime: '2018-06-13T00:00:00Z',
+      leaderTransitions: 3,
+    });
   const deployment = (name: string, replicas?: number): V1Deployment => ({
     metadata: { name, namespace: 'reboot-coordinator' },
     spec: { ...(replicas === undefined ? {} : { replicas }), selector: {}, template: {} },
   });
-  const lock = PROTOCOL_OPERATOR[FLUO].lease;
-  const table: Array<[string, V1Lease[], V1Deployment[], string | undefined]> = [
-    ['nothing', [], [], undefined],
+  const fluoLock = PROTOCOL_OPERATOR[FLUO].lock;
+  const cluoLock = PROTOCOL_OPERATOR[AgentProtocol.containerLinux].lock;
+  /** Judged at a first sight, as a fresh observer does. */
+  const firstSight = (l: FoundLock) => new LockObserver(() => 0).observe([l])(l);
+  const table: Array<[string, CoreosProtocol, FoundLock[], V1Deployment[], string | undefined]> = [
+    ['nothing', FLUO, [], [], undefined],
     [
-      'its Lease held and fresh',
-      [lease(lock, 'host-a', 10)],
+      'its Lease held, seen for the first time',
+      FLUO,
+      [lease(fluoLock, 'host-a')],
       [],
-      `the ${FLUO} update-operator runs: its Lease reboot-coordinator/${lock} is held by host-a`,
+      `FLUO's update-operator runs: its Lease reboot-coordinator/${fluoLock} is held by host-a`,
     ],
-    ['its Lease expired: left behind', [lease(lock, 'host-a', 91)], [], undefined],
-    ['its Lease released (no holder)', [lease(lock, undefined, 1)], [], undefined],
-    ["another project's Lease", [lease('other-lock', 'host-a', 1)], [], undefined],
+    ['its Lease released (no holder)', FLUO, [lease(fluoLock, undefined)], [], undefined],
+    ["another project's Lease", FLUO, [lease('other-lock', 'host-a')], [], undefined],
+    [
+      "CLUO's ConfigMap lock (its operator's only kind since 0.4), under any Deployment name",
+      AgentProtocol.containerLinux,
+      [annotated(LockKind.configMap, cluoLock, record('cluo-7d9f'))],
+      [],
+      `CLUO's update-operator runs: its ConfigMap reboot-coordinator/${cluoLock} is held by cluo-7d9f`,
+    ],
+    [
+      "CLUO's Endpoints lock (its releases before 0.4)",
+      AgentProtocol.containerLinux,
+      [annotated(LockKind.endpoints, cluoLock, record('cluo-old'))],
+      [],
+      `CLUO's update-operator runs: its Endpoints reboot-coordinator/${cluoLock} is held by cluo-old`,
+    ],
+    [
+      'a ConfigMap of its name without the record: nobody holds it',
+      AgentProtocol.containerLinux,
+      [annotated(LockKind.configMap, cluoLock, undefined)],
+      [],
+      undefined,
+    ],
+    [
+      'a released record (client-go writes an empty holder)',
+      AgentProtocol.containerLinux,
+      [annotated(LockKind.configMap, cluoLock, record(''))],
+      [],
+      undefined,
+    ],
+    [
+      'a record nuo cannot read: held (fail closed), and said so',
+      AgentProtocol.containerLinux,
+      [annotated(LockKind.configMap, cluoLock, '{"holderIdentity": 7}')],
+      [],
+      `CLUO's update-operator runs: its ConfigMap reboot-coordinator/${cluoLock} is held by a holder nuo cannot read (its ${LEADER_ANNOTATION} annotation is not client-go's record)`,
+    ],
+    [
+      "the other protocol's lock",
+      FLUO,
+      [annotated(LockKind.configMap, cluoLock, record('x'))],
+      [],
+      undefined,
+    ],
     [
       'its Deployment, one replica by default',
+      FLUO,
       [],
       [deployment('flatcar-linux-update-operator')],
-      `the ${FLUO} update-operator is deployed: Deployment reboot-coordinator/flatcar-linux-update-operator wants 1 replica(s)`,
+      "FLUO's update-operator is deployed: Deployment reboot-coordinator/flatcar-linux-update-operator wants 1 replica(s)",
     ],
-    ['its Deployment scaled to 0', [], [deployment('flatcar-linux-update-operator', 0)], undefined],
+    ['its Deployment scaled to 0', FLUO, [], [deployment('flatcar-linux-update-operator', 0)], undefined],
   ];
-  for (const [what, leases, deployments, want] of table)
-    assert.equal(sightingOf(FLUO, leases, deployments, t).standDown, want, what);
+  for (const [what, protocol, locks, deployments, want] of table)
+    assert.equal(sightingOf(protocol, locks, deployments, firstSight).standDown, want, what);
+});
+
+test("a foreign lock is judged by when this process saw its record change, on its own clock, never by its renewTime (client-go's observedTime)", () => {
+  const clock = { at: 0 };
+  const observer = new LockObserver(() => clock.at);
+  const lease = (renewTime: string, resourceVersion: string, holder = 'fluo-0'): FoundLock =>
+    leaseLock({
+      metadata: { name: 'lock', namespace: 'reboot-coordinator', uid: 'u1', resourceVersion },
+      spec: { holderIdentity: holder, leaseDurationSeconds: 90, renewTime: new Date(renewTime) as never },
+    });
+  const configMap = (renewTime: string, resourceVersion: string): FoundLock =>
+    annotatedLock(LockKind.configMap, {
+      metadata: {
+        name: 'lock',
+        namespace: 'reboot-coordinator',
+        uid: 'u2',
+        resourceVersion,
+        annotations: {
+          [LEADER_ANNOTATION]: JSON.stringify({
+            holderIdentity: 'cluo-0',
+            leaseDurationSeconds: 90,
+            renewTime,
+          }),
+        },
+      },
+    });
+  // Each step: this process's monotonic time (s), the locks as listed, whether the first is held then.
+  const steps: Array<[string, number, FoundLock | undefined, boolean]> = [
+    // renewTime 10 minutes behind this process's wall clock (its clock ahead): nothing in it is compared.
+    ['first sight: held for a leaseDuration', 0, lease('2026-01-01T00:00:00Z', '10'), true],
+    ['unchanged, 89 s later: still held', 89, lease('2026-01-01T00:00:00Z', '10'), true],
+    ['renewed (a new renewTime): held again from now', 89.5, lease('2026-01-01T00:01:00Z', '11'), true],
+    [
+      'unchanged since then, 90 s later: not held (its holder stopped)',
+      179.5,
+      lease('2026-01-01T00:01:00Z', '11'),
+      false,
+    ],
+    ['any write to it counts (a new resourceVersion)', 180, lease('2026-01-01T00:01:00Z', '12'), true],
+    ['a new holder counts', 300, lease('2026-01-01T00:01:00Z', '12', 'fluo-1'), true],
+    ['released: not held whatever its times', 301, lease('2026-01-01T00:01:00Z', '13', ''), false],
+    ['a ConfigMap lock, first sight: held', 400, configMap('2018-01-01T00:00:00Z', '1'), true],
+    [
+      'the ConfigMap unchanged for its duration: not held',
+      490,
+      configMap('2018-01-01T00:00:00Z', '1'),
+      false,
+    ],
+    ['the ConfigMap renewed: held from now', 491, configMap('2018-01-01T00:00:30Z', '2'), true],
+  ];
+  for (const [what, at, l, want] of steps) {
+    clock.at = at * 1000;
+    const held = observer.observe(l ? [l] : []);
+    assert.equal(l ? held(l) : false, want, what);
+  }
+  // A lock gone from the list is forgotten: seen again, it is a first sight.
+  clock.at = 1_000_000;
+  observer.observe([]);
+  const back = lease('2026-01-01T00:01:00Z', '13');
+  assert.equal(observer.observe([back])(back), true, 'a Lease seen again after it was gone');
+  assert.equal(
+    lockHeld(back, { fingerprint: '', at: 0 }, 90_000),
+    false,
+    'lockHeld: at its duration, no longer',
+  );
+  assert.equal(lockHeld(back, { fingerprint: '', at: 0 }, 89_999), true, 'lockHeld: within it');
 });
 
 test("decide() on a pool of the protocol: the agent's need admits, within the budget", () => {
@@ -431,8 +582,8 @@ test('an attempt ends in the protocol it began in: its slot records it, whatever
     'pool',
   );
   assert.deepEqual(admitted.slots, {
-    f: { since: 'T', pool: 'pool', protocol: FLUO, reason: 'Reboot' },
-    n: { since: 'T', pool: 'pool', reason: 'Reboot' },
+    f: { since: 'T', attempt: 1, pool: 'pool', protocol: FLUO, reason: 'Reboot' },
+    n: { since: 'T', attempt: 2, pool: 'pool', reason: 'Reboot' },
   });
   const claimed = withChanges({ slots: {} }, [{ type: 'claim', node: 'f', since: 'S', protocol: FLUO }], 'T');
   assert.deepEqual(claimed.slots.f, { since: 'S', protocol: FLUO });

@@ -178,7 +178,7 @@ describe('decide: admission', () => {
   });
 
   test('an admission not yet written on its node is withdrawn if the budget is exceeded since; else redone', () => {
-    const ledger = { slots: { h: { since: ago(5) }, x: { since: ago(60) } } };
+    const ledger = { slots: { h: { since: ago(5), attempt: 2 }, x: { since: ago(60), attempt: 1 } } };
     const nodes = (adminCordon: boolean) => [
       node('h', { annotations: { ...needs, ...state(Phase.pending, 30) } }),
       node('x', {
@@ -219,7 +219,7 @@ describe('decide: admission', () => {
   test('an admission not yet written on its node is withdrawn while the pool admits nothing (a failing health check)', () => {
     // Campaign seed 13: node h deleted in Draining and registered again while a health check failed; the
     // new leader redid its admission's node write, starting a disruption the check held back.
-    const ledger = { slots: { h: { since: ago(5) }, x: { since: ago(60) } } };
+    const ledger = { slots: { h: { since: ago(5), attempt: 2 }, x: { since: ago(60), attempt: 1 } } };
     const nodes = [
       node('h', { annotations: needs }),
       node('x', {
@@ -664,7 +664,9 @@ describe('decide: the reboot-pending taint', () => {
 describe('decide: phases', () => {
   const holder = (name: string, annotations: Record<string, string>, o: NodeOpts = {}) =>
     node(name, { ...o, annotations });
-  const ledger = (name: string, since = 600) => ({ slots: { [name]: { since: ago(since) } } });
+  const ledger = (name: string, since = 600) => ({ slots: { [name]: { since: ago(since), attempt: 7 } } });
+  /** The node names the attempt its slot holds: its admission's write landed. */
+  const inIt = { [Annotations.attempt]: '7' };
 
   test('BeforeReboot waits for every hook annotation, then drains; hooks that never finish abort', () => {
     const cfg = { beforeRebootAnnotations: ['hook.example/a', 'hook.example/b'] };
@@ -918,13 +920,18 @@ describe('decide: phases', () => {
   test('ledger entries with nothing behind them are released; an admission in flight is kept', () => {
     const gone = run([], { ledger: ledger('ghost') });
     assert.deepEqual(ofType(gone.actions, 'release'), ['ghost']);
-    const idle = run([holder('a', state(Phase.idle, 5))], { ledger: ledger('a') });
+    const idle = run([holder('a', { ...state(Phase.idle, 5), ...inIt })], { ledger: ledger('a') });
     assert.deepEqual(ofType(idle.actions, 'release'), ['a']);
-    const aborted = run([holder('a', { ...needs, ...state(Phase.pending, 5) })], { ledger: ledger('a', 60) });
-    assert.deepEqual(ofType(aborted.actions, 'release'), ['a'], 'Pending since after its admission: aborted');
-    const admitting = run([holder('a', { ...needs, ...state(Phase.pending, 60) })], {
-      ledger: ledger('a', 5),
+    const aborted = run([holder('a', { ...needs, ...state(Phase.pending, 5), ...inIt })], {
+      ledger: ledger('a', 60),
     });
+    assert.deepEqual(ofType(aborted.actions, 'release'), ['a'], 'Pending, naming its attempt: aborted');
+    const admitting = run(
+      [holder('a', { ...needs, ...state(Phase.pending, 60), [Annotations.attempt]: '6' })],
+      {
+        ledger: ledger('a', 5),
+      },
+    );
     assert.deepEqual(ofType(admitting.actions, 'release'), []);
     assert.equal(admitting.actions[0]?.type === 'transition' && admitting.actions[0].to, Phase.beforeReboot);
     // Admitted straight from Idle (or never written): kept and redone while the need lasts.
@@ -967,9 +974,12 @@ describe('decide: a slot about to be freed is promised to the next node in line'
     });
   const waiting = (name: string, since: number, extra: Record<string, string> = {}) =>
     node(name, { annotations: { ...needs, ...state(Phase.pending, since), ...extra } });
-  const slotA = { a: { since: ago(100) } };
-  const promiseB = { b: { after: 'a', since: ago(10) } };
-  const done = node('a', { annotations: state(Phase.idle, 1), bootId: 'boot-2' });
+  const slotA = { a: { since: ago(100), attempt: 1 } };
+  const promiseB = { b: { after: 'a', since: ago(10), attempt: 2 } };
+  const done = node('a', {
+    annotations: { ...state(Phase.idle, 1), [Annotations.attempt]: '1' },
+    bootId: 'boot-2',
+  });
 
   test('a holder soaking after its reboot is promised the longest-waiting Pending node', () => {
     const d = run([soaking('a'), waiting('c', 30), waiting('b', 60), node('i', { annotations: needs })], {
@@ -1028,29 +1038,13 @@ describe('decide: a slot about to be freed is promised to the next node in line'
     });
     assert.deepEqual(
       d.actions.filter((a) => a.type === 'claim'),
-      [{ type: 'claim', node: 'b', since: ago(10) }],
+      [{ type: 'claim', node: 'b', since: ago(10), attempt: 2 }],
     );
     assert.deepEqual(ofType(d.actions, 'admit'), [], 'b holds the only slot');
     assert.deepEqual(d.budget.holders.sort(), ['b']);
     // Even with its predecessor's attempt still on record (a stale copy): b is disrupted, so it counts.
     const stale = run([soaking('a'), b], { ledger: { slots: slotA, next: promiseB }, draining: ['b'] });
     assert.deepEqual(stale.budget.holders.sort(), ['a', 'b']);
-    // A remediation it started then (its node write says when) is claimed with it, for the rate limit.
-    const fixing = (at: number) =>
-      node('b', {
-        annotations: { ...needs, ...state(Phase.draining, 2), [Annotations.remediatedAt]: ago(at) },
-        unschedulable: true,
-      });
-    const claimed = (at: number) =>
-      run([done, fixing(at)], { ledger: { slots: slotA, next: promiseB }, draining: ['b'] }).actions.find(
-        (a) => a.type === 'claim',
-      );
-    assert.deepEqual(claimed(2), { type: 'claim', node: 'b', since: ago(10), remediatedAt: ago(2) });
-    assert.deepEqual(
-      claimed(3600),
-      { type: 'claim', node: 'b', since: ago(10) },
-      'an older one is not this attempt',
-    );
   });
 });
 

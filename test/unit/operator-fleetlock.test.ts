@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { Annotations as A, AgentProtocol, FleetLockKeys as K, Labels as L } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { fleetLockNeed, operatorKeys, speaking } from '../../src/operator/decide/agent-protocol.ts';
+import { BootWitness } from '../../src/operator/decide/boot-witness.ts';
 import { viewNode } from '../../src/operator/decide/node-view.ts';
 import { foreignOperatorHold } from '../../src/operator/policies/pool-holds.ts';
 import { patchFor } from '../../src/operator/write/node-writes.ts';
@@ -17,14 +18,18 @@ import { ago, decideConfig, holderStep, NOW, node } from './operator-fixtures.ts
 const FL = AgentProtocol.fleetlock;
 const fl = (o: Parameters<typeof node>[1] = {}) => speaking(viewNode(node('n', o)), FL);
 
-test('the need: a pre-reboot with no steady-state after it', () => {
+test('the need: a pre-reboot with no steady-state after it, told by which keys stand, never by their times', () => {
   const table: Array<[string, Record<string, string>, boolean]> = [
     ['nothing asked', {}, false],
     ['pre-reboot asked', { [K.preReboot]: ago(60) }, true],
     ['steady-state after it', { [K.preReboot]: ago(60), [K.steadyState]: ago(30) }, false],
-    ['pre-reboot again after a steady-state', { [K.preReboot]: ago(10), [K.steadyState]: ago(30) }, true],
-    ['a malformed pre-reboot time', { [K.preReboot]: 'soon' }, false],
-    ['a malformed steady-state time', { [K.preReboot]: ago(10), [K.steadyState]: 'x' }, true],
+    [
+      'steady-state after it, written by a leader whose clock was behind',
+      { [K.preReboot]: ago(10), [K.steadyState]: ago(600) },
+      false,
+    ],
+    ['a pre-reboot time that is not one (for people only)', { [K.preReboot]: 'soon' }, true],
+    ['a steady-state alone', { [K.steadyState]: ago(30) }, false],
   ];
   for (const [what, annotations, want] of table) {
     assert.equal(fleetLockNeed(annotations), want, what);
@@ -93,10 +98,26 @@ test('a FleetLock slot holder steps by what its client asked: phase × keys → 
       want: 'transition AfterReboot (grant kept)',
     },
     {
-      what: 'granted, the client said steady-state before rebooting: the attempt ends',
+      what: 'granted, a steady-state on the granted boot as the kubelet last posted it: it may be the new boot, the kubelet not posted yet; the attempt waits',
       phase: Phase.rebootGranted,
       annotations: { ...granted, [K.steadyState]: ago(1) },
+      want: 'explain',
+    },
+    {
+      what: 'and so it does past the reboot timeout measured from the grant: nothing rebooted, the attempt ends',
+      phase: Phase.rebootGranted,
+      annotations: { ...granted, [K.steadyState]: ago(1), [A.stateSince]: ago(601) },
       want: 'end',
+    },
+    {
+      what: 'Failed (never came back), released by a person: the lock withdrawn, the slot freed; the client reboots only after a fresh 200',
+      phase: Phase.failed,
+      annotations: {
+        ...granted,
+        [A.stateSince]: '2026-11-25T11:00:00Z',
+        [A.release]: JSON.stringify({ failedSince: '2026-11-25T11:00:00Z', reason: 'machine replaced' }),
+      },
+      want: 'abort',
     },
     {
       what: 'after the boot, no steady-state yet: the gate waits for it',
@@ -125,6 +146,28 @@ test('a FleetLock slot holder steps by what its client asked: phase × keys → 
   }
 });
 
+test("a Failed FleetLock node past failedSlotTTL is released (its client reboots only after a fresh 200); FLUO's is not (its agent reboots on the grant it still sees)", () => {
+  const failed = (protocol: typeof FL | typeof AgentProtocol.flatcar) =>
+    speaking(
+      viewNode(
+        node('n', {
+          annotations: {
+            [A.state]: Phase.failed,
+            [A.stateSince]: ago(7200),
+            [K.granted]: 'true',
+            [K.preReboot]: ago(7300),
+          },
+          unschedulable: true,
+          bootId: 'boot-1',
+        }),
+      ),
+      protocol,
+    );
+  const ttl = { ...decideConfig, failedSlotTtlMs: 3600_000 };
+  assert.equal(holderStep(failed(FL), ttl), 'abort', 'FleetLock: released');
+  assert.equal(holderStep(failed(AgentProtocol.flatcar), ttl), 'explain', 'FLUO: refused, and said so');
+});
+
 test('a FleetLock pool has no other operator to stand down from', () => {
   const r = resolvePolicy({
     metadata: { name: 'coreos', generation: 1 },
@@ -135,4 +178,36 @@ test('a FleetLock pool has no other operator to stand down from', () => {
     foreignOperatorHold(r.policy, () => undefined),
     undefined,
   );
+});
+
+test('a withdrawal after a grant ends the attempt once the kubelet posted the granted boot again after it was seen; a new boot ID is a reboot, on to the health gate', () => {
+  const granted = {
+    [A.state]: Phase.rebootGranted,
+    [A.stateSince]: ago(5),
+    [K.granted]: 'true',
+    [A.grantedBootId]: 'boot-1',
+    [K.preReboot]: ago(120),
+  };
+  const withdrawn = (heartbeat: string, bootId = 'boot-1') => {
+    const v = fl({ annotations: { ...granted, [K.steadyState]: ago(1) }, unschedulable: true, bootId });
+    return { ...v, heartbeat };
+  };
+  const witness = new BootWitness();
+  const first = witness.view(withdrawn('h1'));
+  assert.equal(first.bootConfirmed, undefined, 'first sight of the withdrawal: nothing confirmed');
+  assert.equal(holderStep(first, decideConfig), 'explain', 'the attempt waits for the kubelet');
+  assert.equal(witness.view(withdrawn('h1')).bootConfirmed, undefined, 'no new post: still waiting');
+  const posted = witness.view(withdrawn('h2'));
+  assert.equal(posted.bootConfirmed, true, 'the kubelet posted the same boot again: not rebooted');
+  assert.equal(holderStep(posted, decideConfig), 'end');
+  const rebooted = new BootWitness();
+  rebooted.view(withdrawn('h1'));
+  const back = rebooted.view(withdrawn('h2', 'boot-2'));
+  assert.equal(back.bootConfirmed, undefined, 'a new boot is no confirmation of the old one');
+  assert.equal(holderStep(back, decideConfig), 'transition AfterReboot (grant kept)');
+  const renewed = new BootWitness();
+  renewed.view(withdrawn('h1'));
+  const asking = fl({ annotations: granted, unschedulable: true });
+  assert.equal(renewed.view(asking).bootConfirmed, undefined, 'the need stands again: forgotten');
+  assert.equal(renewed.view(withdrawn('h2')).bootConfirmed, undefined, 'a withdrawal seen afresh');
 });

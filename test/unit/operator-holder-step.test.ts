@@ -5,7 +5,10 @@ import { holderStep } from '../../src/operator/decider.ts';
 import { ago, needs, node, run, state } from './operator-fixtures.ts';
 
 const step = (annotations: Record<string, string>, since: number, cfg = {}) => {
-  const d = run([node('n', { annotations })], { ledger: { slots: { n: { since: ago(since) } } }, cfg });
+  const d = run([node('n', { annotations })], {
+    ledger: { slots: { n: { since: ago(since), attempt: 2 } } },
+    cfg,
+  });
   return { actions: d.actions, step: holderStep(d.actions, 'n') };
 };
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Phase } from '../../src/api/phases.ts';
 import { parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
+import { takenElsewhere } from '../../src/operator/decide/decide.ts';
 import {
   KURED_LOCK_ANNOTATION,
   type KuredSettings,
@@ -102,7 +103,7 @@ describe("kured's lock as kured writes it", () => {
 describe("kured's holders in the pool's budget", () => {
   test("only the pool's nodes kured holds count", () => {
     const view = { kured: ['a', 'other-pool'], held: false, otherNuo: false };
-    assert.deepEqual([...kuredDisrupted(view, ['a', 'b'])], ['a']);
+    assert.deepEqual([...kuredDisrupted(view, ['a', 'b'])], [['a', "held by kured's lock"]]);
   });
 
   test('a node kured holds uses a slot, even before kured cordons it, and zones count it too', () => {
@@ -111,21 +112,45 @@ describe("kured's holders in the pool's budget", () => {
     const free = run([node('a', p), node('b', p), node('k')], { cfg: two });
     assert.deepEqual(ofType(free.actions, 'admit'), ['a', 'b']);
     const held = run([node('a', p), node('b', p), node('k')], {
-      cfg: { ...two, disruptedElsewhere: new Set(['k']) },
+      cfg: { ...two, disruptedElsewhere: new Map([['k', "held by kured's lock"]]) },
     });
     assert.deepEqual(ofType(held.actions, 'admit'), ['a']);
     assert.deepEqual(held.budget.unavailable, ['k']);
     assert.equal(held.budget.used, 2);
+    assert.deepEqual(
+      held.actions.filter((a) => a.node === 'b'),
+      [
+        {
+          type: 'explain',
+          node: 'b',
+          reason: "waiting for a free slot (maxUnavailable 2; k held by kured's lock)",
+        },
+      ],
+      "the waiting node names kured's holder that takes the slot",
+    );
     const zone = (z: string, o = {}) => ({ ...o, labels: { 'topology.kubernetes.io/zone': z } });
     const zones = run([node('a', zone('z1', p)), node('b', zone('z2', p)), node('k', zone('z1'))], {
       cfg: {
         ...two,
         zones: { label: 'topology.kubernetes.io/zone', order: 'Parallel', max: parseMaxUnavailable('1') },
-        disruptedElsewhere: new Set(['k']),
+        disruptedElsewhere: new Map([['k', "held by kured's lock"]]),
       },
     });
     assert.deepEqual(ofType(zones.actions, 'admit'), ['b']);
   });
+});
+
+test("the slots kured's holders take, named: three at most, then how many more; nuo's own attempts not", () => {
+  const by = "held by kured's lock";
+  const elsewhere = new Map(['k1', 'k2', 'k3', 'k4'].map((n) => [n, by]));
+  const table: Array<[string, string[], string | undefined]> = [
+    ['none disrupted', [], undefined],
+    ['only unavailable for other reasons (NotReady, cordoned)', ['x'], undefined],
+    ['one', ['x', 'k1'], `k1 ${by}`],
+    ['four', ['k1', 'k2', 'k3', 'k4'], `k1 ${by}, k2 ${by}, k3 ${by} and 1 more`],
+  ];
+  for (const [what, disrupted, want] of table) assert.equal(takenElsewhere(disrupted, elsewhere), want, what);
+  assert.equal(takenElsewhere(['k1'], undefined), undefined, 'no coordinator beside nuo');
 });
 
 describe('holdLock', () => {

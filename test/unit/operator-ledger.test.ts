@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
+import type { Slot } from '../../src/operator/decide/slot.ts';
 import {
   inPool,
   type LedgerChange,
@@ -19,8 +20,12 @@ const cm = (text?: string): V1ConfigMap => ({
 test('a ledger reads its slots and promises; anything malformed is corrupt, never guessed', () => {
   assert.deepEqual(parseLedger(cm()), { slots: {} });
   const ok = {
-    slots: { a: { since: '2026-11-23T12:00:00Z' }, c: { since: '2026-11-23T12:00:01Z', reason: 'Refresh' } },
-    next: { b: { after: 'a', since: '2026-11-23T12:00:05Z' } },
+    slots: {
+      a: { since: '2026-11-23T12:00:00Z' },
+      c: { since: '2026-11-23T12:00:01Z', attempt: 4, reason: 'Refresh', ended: 'failed' },
+    },
+    next: { b: { after: 'a', since: '2026-11-23T12:00:05Z', attempt: 5 } },
+    attempts: 5,
   };
   assert.deepEqual(parseLedger(cm(JSON.stringify(ok))), ok);
   for (const [what, text] of [
@@ -30,6 +35,10 @@ test('a ledger reads its slots and promises; anything malformed is corrupt, neve
     ['a promise without its predecessor', '{"slots":{},"next":{"b":{"since":"x"}}}'],
     ['a promise that is null', '{"slots":{},"next":{"b":null}}'],
     ['a slot for no reason a budget knows', '{"slots":{"a":{"since":"x","reason":"Nap"}}}'],
+    ['an attempt number that is not a whole number', '{"slots":{"a":{"since":"x","attempt":1.5}}}'],
+    ['a promise numbered below zero', '{"slots":{},"next":{"b":{"after":"a","since":"x","attempt":-1}}}'],
+    ['attempts handed out that is a string', '{"slots":{},"attempts":"7"}'],
+    ['an end nobody records', '{"slots":{"a":{"since":"x","ended":"crashed"}}}'],
   ] as const) {
     assert.throws(() => parseLedger(cm(text)), /nuo-system\/nuo-slots is corrupt .*admits no node/, what);
   }
@@ -38,8 +47,9 @@ test('a ledger reads its slots and promises; anything malformed is corrupt, neve
 test("a pass's ledger changes: slots taken and freed, promises made, withdrawn and claimed", () => {
   const at = '2026-11-24T12:00:00.000Z';
   const before: Ledger = {
-    slots: { a: { since: 'A' }, b: { since: 'B' } },
-    next: { c: { after: 'a', since: 'C' }, d: { after: 'b', since: 'D' } },
+    slots: { a: { since: 'A', attempt: 1 }, b: { since: 'B', attempt: 2 } },
+    next: { c: { after: 'a', since: 'C', attempt: 3 }, d: { after: 'b', since: 'D' } },
+    attempts: 3,
   };
   const table: Array<[string, LedgerChange[], Ledger]> = [
     ['nothing', [], before],
@@ -49,15 +59,32 @@ test("a pass's ledger changes: slots taken and freed, promises made, withdrawn a
         { type: 'release', node: 'a', reason: 'done' },
         { type: 'admit', node: 'e', reason: 'needed', for: 'Reboot' },
       ],
-      { slots: { b: { since: 'B' }, e: { since: at, reason: 'Reboot' } }, next: before.next, lastGrant: at },
+      {
+        slots: { b: before.slots.b as Slot, e: { since: at, attempt: 4, reason: 'Reboot' } },
+        next: before.next,
+        attempts: 4,
+        lastGrant: at,
+      },
     ],
     [
-      'a handover recorded: the slot held since the promise',
+      'a handover recorded: the slot held since the promise, in the attempt it named',
       [
         { type: 'release', node: 'a', reason: 'done' },
-        { type: 'claim', node: 'c', since: 'C' },
+        { type: 'claim', node: 'c', since: 'C', attempt: 3 },
       ],
-      { slots: { b: { since: 'B' }, c: { since: 'C' } }, next: { d: { after: 'b', since: 'D' } } },
+      {
+        slots: { b: before.slots.b as Slot, c: { since: 'C', attempt: 3 } },
+        next: { d: { after: 'b', since: 'D' } },
+        attempts: 3,
+      },
+    ],
+    [
+      "an attempt's end recorded on its slot; on a node without one, nothing",
+      [
+        { type: 'ended', node: 'a', outcome: 'completed' },
+        { type: 'ended', node: 'x', outcome: 'failed' },
+      ],
+      { ...before, slots: { ...before.slots, a: { since: 'A', attempt: 1, ended: 'completed' } } },
     ],
     [
       'promises withdrawn, the last one removes next',
@@ -65,18 +92,26 @@ test("a pass's ledger changes: slots taken and freed, promises made, withdrawn a
         { type: 'unpromise', node: 'c', reason: 'paused' },
         { type: 'unpromise', node: 'd', reason: 'paused' },
       ],
-      { slots: before.slots },
+      { slots: before.slots, attempts: 3 },
     ],
     [
-      'a promise made',
+      'a promise made: it takes the next attempt number',
       [{ type: 'promise', node: 'f', after: 'a' }],
-      { slots: before.slots, next: { ...before.next, f: { after: 'a', since: at } } },
+      {
+        slots: before.slots,
+        next: { ...before.next, f: { after: 'a', since: at, attempt: 4 } },
+        attempts: 4,
+      },
     ],
   ];
   for (const [what, changes, want] of table) {
     assert.deepEqual(withChanges(before, changes, at), want, what);
   }
-  assert.deepEqual(before.slots, { a: { since: 'A' }, b: { since: 'B' } }, 'the ledger read is untouched');
+  assert.deepEqual(
+    before.slots,
+    { a: { since: 'A', attempt: 1 }, b: { since: 'B', attempt: 2 } },
+    'the ledger read is untouched',
+  );
 });
 
 test("one ledger holds every pool's budget: each pool sees and changes only its own slots, promises and spacing", () => {
@@ -117,8 +152,9 @@ test("one ledger holds every pool's budget: each pool sees and changes only its 
     a: { since: 'A' },
     w2: { since: 'W2', pool: 'workers' },
     g1: { since: 'G1', pool: 'gpu' },
-    g2: { since: at, pool: 'gpu', reason: 'Reboot' },
+    g2: { since: at, attempt: 1, pool: 'gpu', reason: 'Reboot' },
   });
+  assert.equal(after.attempts, 1, 'attempt numbers are handed out across pools, in one sequence');
   assert.equal(after.next, undefined);
   assert.equal(after.lastGrant, 'L', "another pool's admission leaves the default pool's spacing alone");
   assert.deepEqual(after.poolGrants, { gpu: at });
@@ -167,7 +203,7 @@ test("each pool's rollout record: read, seen only by its pool, replaced and remo
   }
 });
 
-test("each pool's remediations of the last hour: recorded by its admissions and handovers, pruned by its writes; malformed is corrupt", () => {
+test("each pool's remediations: recorded by its admissions, forgotten when its pass says (out of the hour as it saw them, or the pool gone), never by the writer's clock; malformed is corrupt", () => {
   const at = '2026-11-24T12:00:00.000Z';
   const hourAgo = '2026-11-24T11:00:00.000Z';
   const before: Ledger = {
@@ -189,30 +225,26 @@ test("each pool's remediations of the last hour: recorded by its admissions and 
   const after = withChanges(before, [admit('b', true), admit('c', false)], at, 'gpu');
   assert.deepEqual(after.remediations, {
     gpu: [
+      { node: 'old', at: hourAgo },
       { node: 'a', at: '2026-11-24T11:30:00.000Z' },
       { node: 'b', at },
     ],
   });
-  const claimed = withChanges(
+  assert.deepEqual(withChanges(before, [admit('e', true)], at, 'web').remediations?.web, [{ node: 'e', at }]);
+  const forgot = withChanges(
     after,
-    [
-      {
-        type: 'claim',
-        node: 'd',
-        since: '2026-11-24T11:59:00.000Z',
-        remediatedAt: '2026-11-24T11:59:30.000Z',
-      },
-    ],
+    [{ type: 'remediations', forget: [{ node: 'old', at: hourAgo }] }],
     at,
     'gpu',
   );
-  assert.deepEqual(claimed.remediations?.gpu?.at(-1), { node: 'd', at: '2026-11-24T11:59:30.000Z' });
-  assert.deepEqual(withChanges(before, [admit('e', true)], at, 'web').remediations?.web, [{ node: 'e', at }]);
+  assert.deepEqual(forgot.remediations?.gpu, [
+    { node: 'a', at: '2026-11-24T11:30:00.000Z' },
+    { node: 'b', at },
+  ]);
   assert.equal(
-    withChanges({ slots: {}, remediations: { gpu: [{ node: 'old', at: hourAgo }] } }, [], at, 'gpu')
-      .remediations,
+    withChanges(after, [{ type: 'remediations', forget: 'all' }], at, 'gpu').remediations,
     undefined,
-    'none left within the hour',
+    "a pool gone: all of its records, and the ledger's list with the last",
   );
   assert.deepEqual(parseLedger(cm(JSON.stringify(after))), after);
   for (const bad of [

@@ -27,8 +27,12 @@ test("the operator's own node is moved to the end of the admission order, the re
 });
 
 test('the leader hands over instead of draining its own node, once per drain', () => {
-  const draining = { name: 'own', stateSince: new Date('2026-11-21T12:00:00Z') };
-  const again = { name: 'own', stateSince: new Date('2026-11-21T12:05:00Z') };
+  const draining = {
+    name: 'own',
+    attempt: '4',
+    annotations: { 'nuo.dev/state-since': '2026-11-21T12:00:00Z' },
+  };
+  const again = { name: 'own', attempt: '4', annotations: { 'nuo.dev/state-since': '2026-11-21T12:05:00Z' } };
   const table: Array<[string, typeof draining, string | undefined, string | undefined, boolean]> = [
     ['own node unknown', draining, undefined, undefined, false],
     ["another node's drain", { ...draining, name: 'other' }, 'own', undefined, false],

@@ -422,7 +422,13 @@ test('the ledger records a Plan’s attempt with its slot, and refuses a malform
     NOW.toISOString(),
     'p',
   );
-  assert.deepEqual(l.slots.a, { since: NOW.toISOString(), pool: 'p', plan: slotOf(plan()), reason: 'Plan' });
+  assert.deepEqual(l.slots.a, {
+    since: NOW.toISOString(),
+    attempt: 1,
+    pool: 'p',
+    plan: slotOf(plan()),
+    reason: 'Plan',
+  });
   const cm = (slots: unknown) => ({ metadata: {}, data: { 'ledger.json': JSON.stringify({ slots }) } });
   assert.deepEqual(parseLedger(cm(l.slots)).slots.a?.plan, slotOf(plan()));
   assert.throws(() => parseLedger(cm({ a: { since: 'x', plan: { ref: 1 } } })), /"plan" that is not/);

@@ -20,7 +20,7 @@ const status = (reason?: string, message = 'why'): UpdatePolicyStatus => ({
   ],
 });
 
-test('a policy tells each change of its block once: blocked, blocked for another reason, open again', () => {
+test('a policy tells each change of its block once: blocked, blocked for another reason or cause, open again', () => {
   const table: [
     string,
     UpdatePolicyStatus | undefined,
@@ -41,10 +41,32 @@ test('a policy tells each change of its block once: blocked, blocked for another
       { type: 'Warning', reason: 'AlertFiring', message: 'a' },
     ],
     [
-      'still firing, the message changed: nothing',
-      status('AlertFiring', 'a'),
-      status('AlertFiring', 'b'),
+      'another alert fires: another cause, told',
+      status('AlertFiring', 'alert NodeDown firing'),
+      status('AlertFiring', 'alert DiskFull firing'),
+      { type: 'Warning', reason: 'AlertFiring', message: 'alert DiskFull firing' },
+    ],
+    [
+      'still firing, only a number changed: nothing',
+      status('AlertFiring', 'alert DiskFull firing (value 91.5)'),
+      status('AlertFiring', 'alert DiskFull firing (value 93)'),
       undefined,
+    ],
+    [
+      'the circuit still open, one node more NotReady: nothing',
+      status('CircuitOpen', 'waiting: circuit open: 3 of 10 nodes NotReady (more than 2)'),
+      status('CircuitOpen', 'waiting: circuit open: 4 of 10 nodes NotReady (more than 2)'),
+      undefined,
+    ],
+    [
+      "the foreign operator's sighting changes (not looked yet, then its Lease found): told",
+      status('ForeignOperator', "waiting: not looked yet whether FLUO's update-operator runs"),
+      status('ForeignOperator', "not managed: FLUO's update-operator runs: its Lease r/l is held by x"),
+      {
+        type: 'Warning',
+        reason: 'ForeignOperator',
+        message: "not managed: FLUO's update-operator runs: its Lease r/l is held by x",
+      },
     ],
     [
       'another reason',

@@ -56,7 +56,7 @@ test('a condition asks for a remediation once it has held its status for `for`, 
     ['no transition time: faulty, never due on a guess', [cond('KernelDeadlock', 'True')], { faulty: true }],
   ];
   for (const [what, conditions, want] of table)
-    assert.deepEqual(remediationReading({ conditions }, KERNEL, t), want, what);
+    assert.deepEqual(remediationReading({ name: 'node-a', conditions }, KERNEL, t), want, what);
 });
 
 test('a boot older than maxUptime plus its spread asks for a refresh; a younger one says when it will', () => {
@@ -135,9 +135,21 @@ test('the rate limit counts the pool’s remediations within the hour, and those
   const rate = remediationRate([at(90), at(30), { name: 'never' }, at(10)], [], 2, t);
   assert.deepEqual(
     rate,
-    { maxPerHour: 2, recent: [t - 30 * MIN, t - 10 * MIN] },
+    { maxPerHour: 2, recent: [t - 30 * MIN, t - 10 * MIN], expired: [] },
     'older than an hour left out',
   );
+  // Counted from when the deciding leader first saw each: one written 50 minutes ago on another leader's
+  // clock, first seen now, holds a full hour; the ledger's records out of the hour are handed back.
+  const firstSeen = new Map([['remediation/x/2026-11-24T11:10:00.000Z', t]]);
+  const observed = (key: string, _mark: string, written: number) => firstSeen.get(key) ?? written;
+  const records = [
+    { node: 'x', at: '2026-11-24T11:10:00.000Z' },
+    { node: 'y', at: new Date(t - 61 * MIN).toISOString() },
+  ];
+  const seen = remediationRate([], records, 1, t, RATE_WINDOW_MS, observed);
+  assert.deepEqual(seen.recent, [t], 'from its first sight');
+  assert.equal(rateWait(seen, 0)?.until, t + RATE_WINDOW_MS, 'a full hour from then');
+  assert.deepEqual(seen.expired, [records[1]]);
   const table: Array<[string, number, number, number | undefined | 'none']> = [
     ['none within the hour', 1, 0, 'none'],
     ['one of two used', 2, 0, 'none'],
@@ -151,7 +163,7 @@ test('the rate limit counts the pool’s remediations within the hour, and those
   }
   // On a calendar 60 times as fast an hour is a real minute: only the one 10 s ago counts, until it leaves it.
   const sim = remediationRate([at(30), { name: 'b', remediatedAt: new Date(t - 10_000) }], [], 1, t, MIN);
-  assert.deepEqual(sim, { maxPerHour: 1, recent: [t - 10_000], hourMs: MIN });
+  assert.deepEqual(sim, { maxPerHour: 1, recent: [t - 10_000], expired: [], hourMs: MIN });
   assert.equal(rateWait(sim, 0)?.until, t - 10_000 + MIN);
   const passOnly = rateWait({ maxPerHour: 1, recent: [] }, 1);
   assert.match(passOnly?.reason ?? '', /^waiting: remediation rate limit \(1 an hour in the pool/);
@@ -248,6 +260,17 @@ test('a remediation admission records its time; a completion that leaves the con
     { type: 'complete', node: 'a', reason: 'rebooted and healthy', needSurvived: true },
   ]);
   assert.deepEqual(step(back(false)), [{ type: 'complete', node: 'a', reason: 'rebooted and healthy' }]);
+  // A refresh whose boot time, for the new boot, is still past maxUptime: the boot time does not advance,
+  // so the refresh was ineffective, and counts towards the reboot loop like any other.
+  const stuck: NodeView = {
+    ...back(false),
+    policyAsks: {
+      need: { kind: 'refresh', reason: 'refresh: up since 2026-01-01T00:00:00.000Z (maxUptime 1d)' },
+    },
+  };
+  assert.deepEqual(step(stuck), [
+    { type: 'complete', node: 'a', reason: 'rebooted and healthy', needSurvived: true },
+  ]);
 });
 
 test('the agent reports its boot time with its need, once; the kernel says it in /proc/stat', () => {
@@ -260,8 +283,17 @@ test('the agent reports its boot time with its need, once; the kernel says it in
     unschedulable: false,
     bootTime: boot,
   };
-  assert.deepEqual(agentStep({ ...input, annotations: {} }).patch, { [Annotations.bootTime]: boot });
-  assert.deepEqual(agentStep({ ...input, annotations: { [Annotations.bootTime]: boot } }), {});
+  const reported = { [Annotations.bootTime]: boot, [Annotations.bootTimeBootId]: 'b' };
+  assert.deepEqual(agentStep({ ...input, annotations: {} }).patch, reported, 'with the boot it belongs to');
+  assert.deepEqual(agentStep({ ...input, annotations: reported }), {});
+  // A boot whose time the agent cannot read: the time of an earlier boot goes, rather than stand for it.
+  const { bootTime: _unread, ...blind } = input;
+  const earlier = { [Annotations.bootTime]: '2026-11-01T08:00:00.000Z', [Annotations.bootTimeBootId]: 'a' };
+  assert.deepEqual(agentStep({ ...blind, annotations: earlier }).patch, {
+    [Annotations.bootTime]: null,
+    [Annotations.bootTimeBootId]: null,
+  });
+  assert.deepEqual(agentStep({ ...blind, annotations: reported }), {}, "this boot's own stays");
   assert.equal(
     parseBtime('cpu  1 2 3\nbtime 1795161600\nprocesses 9\n', '/proc/stat').toISOString(),
     '2026-11-20T08:00:00.000Z',
@@ -275,9 +307,14 @@ test("a node's view keeps its conditions but Ready and nuo's lifecycle ones, wit
   const v = viewNode({
     metadata: {
       name: 'n',
-      annotations: { [Annotations.bootTime]: '2026-11-20T08:00:00Z', [Annotations.remediatedAt]: 'soon' },
+      annotations: {
+        [Annotations.bootTime]: '2026-11-20T08:00:00Z',
+        [Annotations.bootTimeBootId]: 'boot-7',
+        [Annotations.remediatedAt]: 'soon',
+      },
     },
     status: {
+      nodeInfo: { bootID: 'boot-7' } as never,
       conditions: [
         { type: 'Ready', status: 'True' },
         { type: 'MaintenancePlanned', status: 'True', reason: 'NuoRebootNeeded' },
@@ -294,6 +331,18 @@ test("a node's view keeps its conditions but Ready and nuo's lifecycle ones, wit
     { type: 'KernelDeadlock', status: 'True', since: new Date('2026-11-21T11:00:00Z') },
   ]);
   assert.deepEqual(v.bootTime, new Date('2026-11-20T08:00:00Z'));
+  const rebooted = viewNode({
+    metadata: {
+      name: 'n',
+      annotations: { [Annotations.bootTime]: '2026-11-20T08:00:00Z', [Annotations.bootTimeBootId]: 'boot-7' },
+    },
+    status: { nodeInfo: { bootID: 'boot-8' } as never },
+  });
+  assert.equal(
+    rebooted.bootTime,
+    undefined,
+    "an earlier boot's time, or one not tied to a boot, is not this boot's",
+  );
   assert.equal(v.remediatedAt, undefined);
   assert.match(v.problems.join('; '), /nuo.dev\/remediated-at="soon" is not an RFC 3339 time/);
 });

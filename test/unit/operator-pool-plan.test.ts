@@ -247,7 +247,7 @@ test("a pool beside kured: kured's holders in it use its slots; its lock holds i
     () => ({ kured: { kured: holders, held, otherNuo: false } });
 
   const counted = plan({ coexistence: { kured } }, view(['w2', 'i1']));
-  assert.deepEqual([...(counted?.config.disruptedElsewhere ?? [])], ['w2'], "only the pool's node");
+  assert.deepEqual([...(counted?.config.disruptedElsewhere?.keys() ?? [])], ['w2'], "only the pool's node");
   assert.equal(counted?.hold, undefined, 'without holdLock kured only uses slots');
   assert.equal(plan({ coexistence: { kured } }, undefined)?.hold?.code, 'KuredLockUnknown');
   assert.equal(

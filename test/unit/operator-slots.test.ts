@@ -6,6 +6,7 @@ import { Phase } from '../../src/api/phases.ts';
 import type { AttemptReason } from '../../src/api/update-policy.ts';
 import { admissionOrder } from '../../src/operator/decide/admission.ts';
 import { type NodeView, viewNode } from '../../src/operator/decide/node-view.ts';
+import type { Slot } from '../../src/operator/decide/slot.ts';
 import { releaseStale } from '../../src/operator/decide/slots.ts';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');
@@ -14,46 +15,87 @@ const node = (name: string, annotations: Record<string, string>): V1Node => ({
   metadata: { name, annotations },
 });
 
-test('a ledger entry is released only when nothing stands behind it', () => {
-  const slot = { since: at(-100) };
-  const table: Array<[string, Record<string, string> | undefined, string | undefined]> = [
-    ['the node is gone', undefined, 'node no longer exists'],
-    ['in an attempt', { [Annotations.state]: Phase.draining, [Annotations.stateSince]: at(-50) }, undefined],
+test('a ledger entry is released only when nothing stands behind it: whether its attempt ended is read from identities, never from times two leaders wrote', () => {
+  const slot: Slot = { since: at(-100), attempt: 7 };
+  const phase = (state: Phase, s: number, attempt?: string, extra: Record<string, string> = {}) => ({
+    [Annotations.state]: state,
+    [Annotations.stateSince]: at(s),
+    ...(attempt ? { [Annotations.attempt]: attempt } : {}),
+    ...extra,
+  });
+  const needs = { [Annotations.rebootNeeded]: 'true' };
+  const table: Array<[string, Slot, Record<string, string> | undefined, string | undefined]> = [
+    ['the node is gone', slot, undefined, 'node no longer exists'],
+    ['in an attempt', slot, phase(Phase.draining, -50, '7'), undefined],
     [
-      'Idle since after its admission: completed',
-      { [Annotations.state]: Phase.idle, [Annotations.stateSince]: at(-10) },
+      'Idle, naming the attempt: completed',
+      slot,
+      phase(Phase.idle, -10, '7'),
       'node is Idle after its attempt',
     ],
     [
-      'Pending since after its admission: aborted',
-      { [Annotations.state]: Phase.pending, [Annotations.stateSince]: at(-10) },
+      'Pending, naming the attempt: aborted',
+      slot,
+      phase(Phase.pending, -10, '7'),
       'node is Pending after its attempt',
     ],
     [
-      'Pending since before its admission, still needing: the admission write is to come',
-      {
-        [Annotations.state]: Phase.pending,
-        [Annotations.stateSince]: at(-200),
-        [Annotations.rebootNeeded]: 'true',
-      },
+      'Idle, naming the attempt, written on a clock 10 minutes behind the admitting leader: ended all the same',
+      slot,
+      phase(Phase.idle, -700, '7', needs),
+      'node is Idle after its attempt',
+    ],
+    [
+      'Pending since after the admission by a clock ahead, naming an earlier attempt, still needing: the admission write is to come',
+      slot,
+      phase(Phase.pending, +600, '6', needs),
       undefined,
     ],
     [
-      'Pending since before its admission, needing nothing any more',
-      { [Annotations.state]: Phase.pending, [Annotations.stateSince]: at(-200) },
+      'naming no attempt, still needing: the admission write is to come',
+      slot,
+      phase(Phase.pending, -200, undefined, needs),
+      undefined,
+    ],
+    [
+      'naming an earlier attempt, needing nothing any more',
+      slot,
+      phase(Phase.pending, -200, '6'),
       'admitted, but no longer needs a reboot or a Plan',
     ],
+    [
+      'its end recorded, the node registered again without its annotations and still needing: ended, not redone',
+      { ...slot, ended: 'completed' },
+      needs,
+      'node is Idle after its attempt',
+    ],
+    [
+      'a slot an older operator wrote (no number), its node naming none: taken as ended',
+      { since: at(-100) },
+      phase(Phase.pending, -10, undefined, needs),
+      'node is Pending after its attempt',
+    ],
+    [
+      'a slot an older operator wrote, its admission redone by this one (the node names its time)',
+      { since: at(-100) },
+      phase(Phase.draining, -10, at(-100)),
+      undefined,
+    ],
   ];
-  for (const [what, annotations, reason] of table) {
+  for (const [what, s, annotations, reason] of table) {
     const byName = new Map(annotations ? [['a', viewNode(node('a', annotations))]] : []);
-    const { holders, actions } = releaseStale({ slots: { a: slot } }, byName, NOW);
+    const { holders, actions } = releaseStale({ slots: { a: s } }, byName, NOW);
     assert.deepEqual(actions, reason ? [{ type: 'release', node: 'a', reason }] : [], what);
     assert.equal(holders.has('a'), reason === undefined, what);
   }
 });
 
 test('an admission not written yet stands only for the reason its budgets allowed', () => {
-  const slot = (reason?: AttemptReason) => ({ since: at(-100), ...(reason ? { reason } : {}) });
+  const slot = (reason?: AttemptReason): Slot => ({
+    since: at(-100),
+    attempt: 7,
+    ...(reason ? { reason } : {}),
+  });
   // Registered again since its admission: no phase, no time; a condition now its only need.
   const registeredAgain: NodeView = {
     ...viewNode(node('a', {})),

@@ -81,7 +81,12 @@ test('rolloutHold: halted at the failure budget, before a later wave its pause, 
   assert.match(halted?.reason ?? '', /nuo policy resume workers/);
 });
 
-const slot = (since: string): Slot => ({ since, pool: 'p' });
+const slot = (since: string, attempt?: number, ended?: Slot['ended']): Slot => ({
+  since,
+  pool: 'p',
+  ...(attempt === undefined ? {} : { attempt }),
+  ...(ended ? { ended } : {}),
+});
 const view = (name: string, annotations: Record<string, string>) => viewNode(node(name, { annotations }));
 
 test('nextRollout: starts with the first need, counts each ended attempt once, ends when nothing is left', () => {
@@ -106,50 +111,70 @@ test('nextRollout: starts with the first need, counts each ended attempt once, e
     counted: [],
     failed: {},
   });
-  // a's attempt (admitted 100 s ago) is in progress: nothing counted.
-  const inProgress = view('a', { ...needs, ...state(Phase.draining, 50) });
-  const held = { a: slot(ago(100)) };
+  // a's attempt 1 is in progress: nothing counted.
+  const inProgress = view('a', { ...needs, ...state(Phase.draining, 50), 'nuo.dev/attempt': '1' });
+  const held = { a: slot(ago(100), 1) };
   const r1 = record({ since: ago(200), waveSince: ago(200) });
   assert.deepEqual(
     nextRollout({ previous: r1, settings: s, nodes: [inProgress], slots: held, now: NOW }),
     r1,
   );
-  // It completed (Idle since after its admission) while b still needs a reboot: wave 1 is done, wave 2 begins.
+  // Its end decided and recorded, its node still in the attempt (the write to come): not yet counted.
+  const ending = { a: slot(ago(100), 1, 'completed') };
+  assert.deepEqual(
+    nextRollout({ previous: r1, settings: s, nodes: [inProgress], slots: ending, now: NOW }),
+    r1,
+  );
+  // Out of it, while b still needs a reboot: wave 1 is done, wave 2 begins.
   const b = view('b', needs);
-  const done = view('a', state(Phase.idle, 10));
-  const r2 = nextRollout({ previous: r1, settings: s, nodes: [done, b], slots: held, now: NOW });
-  const a = `a@${ago(100)}`;
+  const done = view('a', { ...state(Phase.idle, 10), 'nuo.dev/attempt': '1' });
+  const r2 = nextRollout({ previous: r1, settings: s, nodes: [done, b], slots: ending, now: NOW });
+  const a = 'a@1';
   assert.deepEqual(r2, { ...r1, wave: 2, waveSince: NOW.toISOString(), completed: 0, counted: [a] });
   // Seen again (its slot not yet freed), counted once: a wave-2 record does not count it again.
-  assert.deepEqual(nextRollout({ previous: r2, settings: s, nodes: [done, b], slots: held, now: NOW }), r2);
+  assert.deepEqual(nextRollout({ previous: r2, settings: s, nodes: [done, b], slots: ending, now: NOW }), r2);
   // Its slot freed, it is forgotten (the list stays short) and wave 2 still counts none.
   const freed = nextRollout({ previous: r2, settings: s, nodes: [done, b], slots: {}, now: NOW });
   assert.deepEqual(freed, { ...r2, counted: [] });
   // Nothing needs work and no slot is held: the rollout has ended.
   assert.equal(nextRollout({ previous: r1, settings: s, nodes: [done], slots: {}, now: NOW }), undefined);
+  // Idle, naming its attempt, but no end recorded (an older operator's write): not counted here.
+  assert.deepEqual(nextRollout({ previous: r1, settings: s, nodes: [done, b], slots: held, now: NOW }), r1);
+  // The node deleted and registered again after its end was recorded (no annotations, needing again), or
+  // gone for good: counted all the same, from the ledger.
+  for (const nodes of [[view('a', needs), b], [b]]) {
+    const counted = nextRollout({ previous: r1, settings: s, nodes, slots: ending, now: NOW });
+    assert.deepEqual(counted?.counted, [a], `${nodes.length} node(s) left`);
+    assert.equal(counted?.wave, 2);
+  }
 });
 
-test('nextRollout: an aborted or Failed attempt is a failure, once', () => {
+test('nextRollout: an aborted or Failed attempt is a failure, once; nothing else is one', () => {
   const s = { maxFailedAttempts: 3 };
   const aborted = view('a', { ...needs, ...state(Phase.pending, 10), 'nuo.dev/failures': '1' });
   const failed = view('b', { ...needs, ...state(Phase.failed, 10) });
-  const slots = { a: slot(ago(100)), b: slot(ago(90)) };
+  const slots = { a: slot(ago(100), 1, 'failed'), b: slot(ago(90), 2) };
   const r = nextRollout({ previous: record(), settings: s, nodes: [aborted, failed], slots, now: NOW });
-  assert.deepEqual(r?.failed, { [`a@${ago(100)}`]: NOW.toISOString(), [`b@${ago(90)}`]: NOW.toISOString() });
+  assert.deepEqual(r?.failed, { 'a@1': NOW.toISOString(), 'b@2': NOW.toISOString() });
   // Seen later, still the same two, each at the time it was first seen.
   const later = new Date(NOW.getTime() + 5000);
   const r2 = nextRollout({ previous: r, settings: s, nodes: [aborted, failed], slots, now: later });
   assert.deepEqual(r2?.failed, r?.failed);
-  // A Pending node whose Pending was written before its admission has not ended its attempt yet.
-  const stale = view('a', { ...needs, ...state(Phase.pending, 200), 'nuo.dev/failures': '1' });
-  const r3 = nextRollout({
-    previous: record(),
-    settings: s,
-    nodes: [stale],
-    slots: { a: slot(ago(100)) },
-    now: NOW,
-  });
-  assert.deepEqual(r3?.failed, {});
+  // Pending after an earlier failure, admitted again and not started, or its drain held by a pod (an end,
+  // not a failure): none spends the failure budget, whatever its count of failures in a row says.
+  for (const [what, slotOf] of [
+    ['admitted again, its write to come', slot(ago(100), 3)],
+    ['its drain held by a pod', slot(ago(100), 3, 'ended')],
+  ] as const) {
+    const r3 = nextRollout({
+      previous: record(),
+      settings: s,
+      nodes: [aborted],
+      slots: { a: slotOf },
+      now: NOW,
+    });
+    assert.deepEqual(r3?.failed, {}, what);
+  }
 });
 
 test("nextRollout: a resume forgives the failures recorded before nuo read it, whatever the clocks say, and a Failed node still in its slot is not counted again; a failure after it counts, even when nuo's clock is behind the person's", () => {

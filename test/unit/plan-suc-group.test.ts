@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import type { V1Deployment, V1Lease } from '@kubernetes/client-node';
+import type { V1Deployment } from '@kubernetes/client-node';
 import type { Plan } from '../../src/api/plan.ts';
 import { groupOfRef, planGroupOf, planRefOf } from '../../src/api/plan-groups.ts';
 import { viewNode } from '../../src/operator/decide/node-view.ts';
@@ -13,6 +13,7 @@ import { foreignJob, jobView } from '../../src/operator/plans/plan-jobs.ts';
 import { appliedBy } from '../../src/operator/plans/plan-pass.ts';
 import { passPlan, planEntries } from '../../src/operator/plans/plan-resolve.ts';
 import { planStatus } from '../../src/operator/plans/plan-status.ts';
+import { type FoundLock, LockObserver, leaseLock } from '../../src/operator/protocols/foreign-locks.ts';
 import { controllerSighting } from '../../src/operator/protocols/protocol-operators.ts';
 import { SUC_CONTROLLER } from '../../src/operator/protocols/suc-controller.ts';
 import { buildJob } from '../../src/plan/job.ts';
@@ -128,15 +129,28 @@ test("while SUC's controller runs, its group's Plans start nothing and say why; 
 
 test("SUC's controller is seen by its held Lease or a Deployment wanting replicas, in any namespace", () => {
   const now = Date.parse('2026-11-25T12:00:00Z');
-  const lease = (renewed: number, holder = 'suc-pod'): V1Lease => ({
-    metadata: { name: 'system-upgrade-controller', namespace: 'system-upgrade' },
-    spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime: new Date(renewed) },
-  });
+  const lease = (renewed: number, holder = 'suc-pod'): FoundLock =>
+    leaseLock({
+      metadata: {
+        name: 'system-upgrade-controller',
+        namespace: 'system-upgrade',
+        resourceVersion: String(renewed),
+      },
+      spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime: new Date(renewed) },
+    });
+  // Held by its record's last change as this process saw it: renewed 1 s before this look, or not since 60 s.
+  const held = (l: FoundLock) => {
+    const clock = { at: 0 };
+    const observer = new LockObserver(() => clock.at);
+    observer.observe([l]);
+    clock.at = now - Date.parse(l.record?.renewTime ?? '');
+    return observer.observe([l])(l);
+  };
   const deployment = (replicas: number, namespace = 'cattle-system'): V1Deployment => ({
     metadata: { name: 'system-upgrade-controller', namespace },
     spec: { replicas, selector: {}, template: {} },
   });
-  const cases: [string, V1Lease[], V1Deployment[], RegExp | undefined][] = [
+  const cases: [string, FoundLock[], V1Deployment[], RegExp | undefined][] = [
     ['nothing', [], [], undefined],
     ['scaled to zero, its Lease expired', [lease(now - 60_000)], [deployment(0)], undefined],
     [
@@ -153,7 +167,7 @@ test("SUC's controller is seen by its held Lease or a Deployment wanting replica
     ],
   ];
   for (const [what, leases, deployments, want] of cases) {
-    const seen = controllerSighting(SUC_CONTROLLER, leases, deployments, now).standDown;
+    const seen = controllerSighting(SUC_CONTROLLER, leases, deployments, held).standDown;
     if (want) assert.match(seen ?? '', want, what);
     else assert.equal(seen, undefined, what);
   }

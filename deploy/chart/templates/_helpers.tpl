@@ -36,3 +36,8 @@ system-bus:
   mount: { mountPath: /run/dbus/system_bus_socket }
   hostPath: { path: /run/dbus/system_bus_socket, type: Socket }
 {{- end }}
+
+{{/* A CEL list's items: the usernames of ServiceAccounts given as namespace/name. */}}
+{{- define "nuo.serviceAccountUsers" -}}
+{{- range $i, $sa := . }}{{ if $i }}, {{ end }}'system:serviceaccount:{{ $sa | replace "/" ":" }}'{{ end }}
+{{- end }}

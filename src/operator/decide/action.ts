@@ -22,6 +22,11 @@ export type Action =
       protocol?: ForeignProtocol;
       /** Admitted for its policy's remediation: the write records when (nuo.dev/remediated-at). */
       remediation?: true;
+      /**
+       * The attempt the ledger handed out for it (slot.ts attemptId), which its node write names: set by
+       * the shell from the ledger written, never by decide() (the number is the ledger write's).
+       */
+      attempt?: string;
     }
   /** Change the node's phase (and reason), with the protocol keys that go with it. */
   | {
@@ -37,6 +42,8 @@ export type Action =
       plan?: PlanSlot;
       /** A remediation's admission whose node write is redone: it records the time too. */
       remediation?: true;
+      /** The attempt of an admission whose node write is redone (its slot's), which the write names. */
+      attempt?: string;
     }
   /** Create the Job of the node's Plan attempt (deterministic name: an existing one is this one). */
   | { type: 'job'; node: string }
@@ -93,7 +100,8 @@ export type Action =
   /** Ledger only: withdraw the node's promise. */
   | { type: 'unpromise'; node: string; reason: string }
   /**
-   * Ledger only: a promised node already in an attempt (handed over at once) holds its slot since `since`;
-   * `remediatedAt`: the handover started a remediation then (its node write says when), for the rate limit.
+   * Ledger only: a promised node already in an attempt (handed over at once) holds its slot since `since`,
+   * in the attempt the promise named (absent in a promise an older operator wrote). A remediation is never
+   * handed over (its rate limit counts in the ledger write that admits it), so a claim records none.
    */
-  | { type: 'claim'; node: string; since: string; protocol?: ForeignProtocol; remediatedAt?: string };
+  | { type: 'claim'; node: string; since: string; attempt?: number; protocol?: ForeignProtocol };

@@ -56,6 +56,8 @@ export interface AdmissionInput {
   slots: number;
   /** What limits the slots, as a waiting node's reason names it ("maxUnavailable 2", "wave 1 of 1 node(s)"). */
   slotsBy?: string;
+  /** The slots another coordinator's holders take, named (decide.ts takenElsewhere). */
+  takenElsewhere?: string | undefined;
   used: number;
   lastGrant: number;
   config: DecideConfig;
@@ -124,7 +126,8 @@ export function admit(input: AdmissionInput): Admission {
     const pool = { slots: input.slots, name: input.slotsBy ?? `maxUnavailable ${input.slots}` };
     const limit = reasonLimit(n, t, c.reasonBudgets, pool);
     if (!wait && (takesSlot ? used + 1 : used) > limit.slots) {
-      wait = { reason: `waiting for a free slot (${limit.name})` };
+      const taken = input.takenElsewhere === undefined ? '' : `; ${input.takenElsewhere}`;
+      wait = { reason: `waiting for a free slot (${limit.name}${taken})` };
       // A Plan's attempt is never promised a slot: a handover's admission records no Plan in the ledger.
       // Nor is one its reason's budget holds: a slot the pool frees may still be over that budget.
       const promisable = limit === pool && !input.successors.has(n.name) && !nextPlan(n, t);

@@ -99,18 +99,15 @@ export function speaking(n: NodeView, protocol: AgentProtocol): NodeView {
   };
 }
 
-/** Milliseconds of an RFC 3339 time; NaN when absent or malformed (compares false, so reads as "not later"). */
-const at = (value: string | undefined) => (value === undefined ? Number.NaN : Date.parse(value));
-
 /**
- * Whether a FleetLock client's need stands: it asked pre-reboot and has not said steady-state since. The
- * FleetLock handler and decide() read the need through this one function.
+ * Whether a FleetLock client's need stands: it asked pre-reboot and has not said steady-state since (the
+ * handler removes the steady-state with each pre-reboot it records, so which keys stand says it, whatever
+ * clocks wrote their times). The FleetLock handler and decide() read the need through this one function.
  */
 export function fleetLockNeed(annotations: Record<string, string>): boolean {
-  const pre = at(annotations[FleetLockKeys.preReboot]);
-  if (Number.isNaN(pre)) return false;
-  const steady = at(annotations[FleetLockKeys.steadyState]);
-  return Number.isNaN(steady) || steady < pre;
+  return (
+    annotations[FleetLockKeys.preReboot] !== undefined && annotations[FleetLockKeys.steadyState] === undefined
+  );
 }
 
 /**

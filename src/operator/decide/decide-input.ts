@@ -67,8 +67,11 @@ export interface DecideConfig {
   plans?: PlanPass;
   /** The pool's health checks as last read: a finished node keeps its slot until they pass. */
   healthChecks?: ChecksReading;
-  /** Nodes of the pool another coordinator disrupts (kured's lock names them): they use slots. */
-  disruptedElsewhere?: ReadonlySet<string>;
+  /**
+   * Nodes of the pool another coordinator disrupts (kured's lock names them), each with who holds it, as a
+   * waiting node's reason names it: they use slots.
+   */
+  disruptedElsewhere?: ReadonlyMap<string, string>;
   /** The node the operator's leader runs on, when known: it goes last in its pool (own-node.ts). */
   ownNode?: string;
   /** The pool's remediations within the hour and their limit, when its policy asks for remediations. */

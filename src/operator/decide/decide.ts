@@ -3,6 +3,7 @@ import { admit, outsideSlots } from './admission.ts';
 import { budgetSlots } from './budget.ts';
 import type { DecideConfig, Snapshot } from './decide-input.ts';
 import { revokeForeignGrants } from './foreign-grants.ts';
+import { firstWait, type PassState, REDO_GATES } from './gates.ts';
 import type { NodeView } from './node-view.ts';
 import { stepHolder } from './phase-steps.ts';
 import { promiseEnding, releaseStale, settlePromises, unavailable, withdrawUnstarted } from './slots.ts';
@@ -41,6 +42,24 @@ function wakeUp(t: number) {
   };
 }
 
+/**
+ * The slots another coordinator's holders take, as a waiting node's reason names them ("node-2 held by
+ * kured's lock"): at most three, then how many more; undefined when none. Nuo's own attempts are not
+ * named: they change with every admission, and each change would rewrite every waiting node's reason.
+ */
+export function takenElsewhere(
+  disrupted: readonly string[],
+  elsewhere: ReadonlyMap<string, string> | undefined,
+): string | undefined {
+  const named = disrupted.flatMap((n) => {
+    const by = elsewhere?.get(n);
+    return by === undefined ? [] : [`${n} ${by}`];
+  });
+  if (named.length === 0) return undefined;
+  const more = named.length > 3 ? ` and ${named.length - 3} more` : '';
+  return `${named.slice(0, 3).join(', ')}${more}`;
+}
+
 export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision {
   const t = now.getTime();
   const wake = wakeUp(t);
@@ -60,13 +79,15 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
   const slots = cap.slots;
   const disrupted = unavailable(eligible, holders, inFlight, c.disruptedElsewhere);
   const excess = holders.size + disrupted.length + promises.reserved + inFlight.size - slots;
+  const pass: PassState = { lastGrant: Number.NEGATIVE_INFINITY, admitted: 0, remediated: 0 };
+  const gates = (node: NodeView) => firstWait(REDO_GATES, { node, config: c, now: t, pass });
   actions.push(
     ...withdrawUnstarted(
       snapshot.ledger,
       byName,
       holders,
       snapshot.admitting,
-      { excess, ...(c.hold ? { hold: c.hold } : {}) },
+      { excess, gates, ...(c.hold ? { hold: c.hold } : {}) },
       stale.delayed,
     ),
   );
@@ -99,6 +120,7 @@ export function decide(snapshot: Snapshot, c: DecideConfig, now: Date): Decision
     successors: promises.successors,
     slots,
     slotsBy: cap.name === 'maxUnavailable' ? `maxUnavailable ${slots}` : cap.name,
+    takenElsewhere: takenElsewhere(disrupted, c.disruptedElsewhere),
     used: holders.size + disrupted.length + promises.reserved + inFlight.size,
     lastGrant: snapshot.ledger.lastGrant ? Date.parse(snapshot.ledger.lastGrant) : Number.NEGATIVE_INFINITY,
     config: c,

@@ -187,6 +187,17 @@ export const NODE_GATES: readonly Gate[] = [
   planConcurrency,
 ];
 
+/** Gates that count the admission itself once it is in the ledger: a redone admission is past them. */
+const COUNT_THE_ADMISSION: ReadonlySet<string> = new Set([remediationRate.name, planConcurrency.name]);
+
+/**
+ * The gates an admission whose node write never happened must still pass to be redone: the node's own,
+ * as when it was admitted (slots.ts withdrawUnstarted asks the pool's hold on its own).
+ */
+export const REDO_GATES: readonly Gate[] = NODE_GATES.filter(
+  (g) => g !== poolHold && !COUNT_THE_ADMISSION.has(g.name),
+);
+
 /** Conditions of the pass, checked once a slot is free for the node. */
 export const PASS_GATES: readonly Gate[] = [spacing, ownNodeLast];
 

@@ -57,6 +57,8 @@ export function missingHooks(n: NodeView, keys: readonly string[]): string[] {
 export interface ChecksReading {
   at?: number;
   failing?: CheckResult;
+  /** The last reading is older than the policy's readings.maxAge, and why in words: it holds. */
+  expired?: string;
 }
 
 /** The wait for a reading of the health checks newer than the node's return (it comes within an interval). */
@@ -69,6 +71,7 @@ export const FRESH_CHECKS = 'a reading of the health checks taken after the node
  */
 export function checksWait(checks: ChecksReading | undefined, since: number): string | undefined {
   if (!checks) return undefined;
+  if (checks.expired) return `the health checks (${checks.expired})`;
   if (checks.at === undefined) return 'the health checks (not evaluated yet)';
   // The check's name only: its reading may change every round, and each change would be a node write.
   if (checks.failing) return `the health checks (health check ${checks.failing.name} fails)`;

@@ -3,6 +3,7 @@
  * admitted a node and where its rollout stands. read/ledger.ts keeps it in its ConfigMap; a leaf here,
  * so that the decisions read it without loading what reads and writes the ConfigMap.
  */
+import type { AttemptNamed } from '../../api/attempt.ts';
 import type { InPool, Slot } from './slot.ts';
 import type { RolloutRecord } from './waves.ts';
 
@@ -13,15 +14,19 @@ export interface RemediationRecord {
 }
 
 /** A node promised the slot of a holder whose attempt is about to end (see Ledger.next). */
-export interface Succession extends InPool {
+/**
+ * A promise names the attempt the node starts when it takes the slot (`attempt`, handed out with the
+ * promise), so a handover's node write can name it with no ledger write in between.
+ */
+export interface Succession extends InPool, AttemptNamed {
   /** The slot holder whose slot this node takes. */
   after: string;
-  /** When the promise was made (RFC 3339); a promised node already in an attempt holds the slot since then. */
-  since: string;
 }
 
 export interface Ledger {
   slots: Record<string, Slot>;
+  /** The last attempt number handed out (every pool's): the next admission or promise takes one more. */
+  attempts?: number;
   /**
    * Successors: node → the holder whose slot it takes once that holder's attempt has ended. Promised while
    * the holder soaks, so that the write that ends the holder's attempt can be followed at once by the

@@ -30,6 +30,16 @@ export interface NodeView {
   ready: boolean;
   /** When the Ready condition last changed (for the soak). */
   readySince?: Date;
+  /**
+   * The Ready condition's lastHeartbeatTime as the kubelet wrote it: compared only with itself, to tell
+   * that the kubelet posted its status again (boot-witness.ts), never with a clock.
+   */
+  heartbeat?: string;
+  /**
+   * Set by boot-witness.ts: the kubelet posted the node's status since this leader saw the agent withdraw
+   * its need after a grant, and still with the boot ID the grant was given on: the node did not reboot.
+   */
+  bootConfirmed?: true;
   unschedulable: boolean;
   cordonedByNuo: boolean;
   /** The node's taints as read (a taint change is a conditional write of the whole list). */
@@ -45,7 +55,10 @@ export interface NodeView {
    * make a pass of their own), for a policy's remediation.
    */
   conditions: NodeCondition[];
-  /** `nuo.dev/boot-time`: when the node's current boot began, as its agent reports it. */
+  /**
+   * `nuo.dev/boot-time`: when the node's current boot began, as its agent reports it; only while the
+   * boot ID it was written for (`boot-time-boot-id`) is the one the kubelet posts.
+   */
   bootTime?: Date;
   /** `nuo.dev/remediated-at`: when nuo last admitted the node for a remediation. */
   remediatedAt?: Date;
@@ -59,7 +72,13 @@ export interface NodeView {
   release?: ReleaseRequest;
   state?: Phase;
   stateReason?: string;
+  /**
+   * When the phase was entered. In the views decide() sees (observed-clock.ts), when this leader first
+   * saw it, on its own clock; as written (`nuo.dev/state-since`), another leader's clock.
+   */
   stateSince?: Date;
+  /** `nuo.dev/attempt`: the attempt the node was last admitted in (slot.ts attemptId). */
+  attempt?: string;
   /** `nuo.dev/reboot-ok` is on the node, whoever wrote it (decide() removes a grant nuo did not give). */
   grantShown: boolean;
   rebootInProgress: boolean;
@@ -158,6 +177,7 @@ export function viewNode(node: V1Node): NodeView {
     labels,
     ready: readyCondition?.status === 'True',
     readySince: lastTransition ? new Date(lastTransition) : undefined,
+    ...heartbeatOf(readyCondition?.lastHeartbeatTime),
     unschedulable: node.spec?.unschedulable === true,
     cordonedByNuo: a[Annotations.cordonedByNuo] === 'true',
     taints: node.spec?.taints ?? [],
@@ -173,7 +193,9 @@ export function viewNode(node: V1Node): NodeView {
         status: c.status,
         ...(c.lastTransitionTime ? { since: new Date(c.lastTransitionTime) } : {}),
       })),
-    ...optionalTime('bootTime', a[Annotations.bootTime], Annotations.bootTime, problems),
+    ...(a[Annotations.bootTimeBootId] === (node.status?.nodeInfo?.bootID ?? '')
+      ? optionalTime('bootTime', a[Annotations.bootTime], Annotations.bootTime, problems)
+      : {}),
     ...optionalTime('remediatedAt', a[Annotations.remediatedAt], Annotations.remediatedAt, problems),
     // A person who wrote anything into paused meant to pause: fail closed.
     paused: bool(a[Annotations.paused], Annotations.paused, problems, true),
@@ -181,6 +203,7 @@ export function viewNode(node: V1Node): NodeView {
     state,
     stateReason: a[Annotations.stateReason],
     stateSince,
+    ...(a[Annotations.attempt] === undefined ? {} : { attempt: a[Annotations.attempt] }),
     grantShown: a[Annotations.rebootOk] !== undefined,
     rebootInProgress: bool(a[Annotations.rebootInProgress], Annotations.rebootInProgress, problems, true),
     bootIdBefore: a[Annotations.bootIdBefore],
@@ -212,10 +235,12 @@ export function slimNode(node: V1Node): V1Node {
 
 /**
  * Whether two views differ in anything a decision reads. A kubelet's status heartbeat changes only the
- * resourceVersion and condition heartbeat times: no reason to reconcile the whole cluster again.
+ * resourceVersion and condition heartbeat times: no reason to reconcile the whole cluster again (the
+ * pass that looks next reads the heartbeat where it matters, boot-witness.ts).
  */
 export function sameView(a: NodeView, b: NodeView): boolean {
-  return JSON.stringify({ ...a, resourceVersion: '' }) === JSON.stringify({ ...b, resourceVersion: '' });
+  const bare = (v: NodeView) => JSON.stringify({ ...v, resourceVersion: '', heartbeat: '' });
+  return bare(a) === bare(b);
 }
 
 /** One of nuo's reboot-pending taints: `nuo.dev/reboot-pending`, or `nuo.dev/reboot-pending-N` (N ≥ 2). */
@@ -253,6 +278,12 @@ function count(a: Record<string, string>, key: string, problems: string[]): numb
   return 0;
 }
 
+/** A heartbeat time as read (a Date from the client, or its text), only ever compared with itself. */
+function heartbeatOf(value: Date | string | undefined): { heartbeat?: string } {
+  if (value === undefined) return {};
+  return { heartbeat: value instanceof Date ? String(value.getTime()) : String(value) };
+}
+
 /** The autoscaler removing the node, named with its taint, when one has tainted it (AutoscalerTaints). */
 function removal(taints: readonly V1Taint[]): { removedBy?: string } {
   const by = (key: string) => taints.some((t) => t.key === key && t.effect === 'NoSchedule');
@@ -267,6 +298,8 @@ export interface ReleaseRequest {
   /** The state-since of the Failed phase whose attempt it ends. */
   failedSince: string;
   reason: string;
+  /** Who asked, as the API server authenticated them (absent in requests of an older CLI). */
+  by?: string;
 }
 
 /** The release request on the node, or a problem naming what is wrong with it (then: none). */
@@ -278,8 +311,10 @@ function releaseOf(raw: string | undefined, problems: string[]): { release?: Rel
   } catch {
     v = undefined;
   }
-  if (typeof v?.failedSince === 'string' && typeof v.reason === 'string')
-    return { release: { failedSince: v.failedSince, reason: v.reason } };
+  if (typeof v?.failedSince === 'string' && typeof v.reason === 'string') {
+    const by = typeof v.by === 'string' && v.by !== '' ? { by: v.by } : {};
+    return { release: { failedSince: v.failedSince, reason: v.reason, ...by } };
+  }
   problems.push(`${quote(Annotations.release, raw)} is not {"failedSince", "reason"} JSON; ignored`);
   return {};
 }

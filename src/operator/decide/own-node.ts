@@ -5,10 +5,11 @@
  * - Order: the node is moved to the end of its pool's admission order, after any zone order.
  * - Gate (gates.ts ownNodeLast): it is not admitted in a pass that admitted another node of its pool;
  *   when no other node can go, it goes (never starved).
- * - Handover: once per drain (the node's Draining phase, by its state-since), the leader steps down and
+ * - Handover: once per drain (the node's Draining phase, by its attempt and state-since), the leader steps down and
  *   releases its Lease instead of starting the drain; a standby drains it. A leader that leads again
  *   in the same drain (no standby took over) drains its own node.
  */
+import { Annotations } from '../../api/keys.ts';
 import type { NodeView } from './node-view.ts';
 
 /** The admission order with the operator's own node, if it waits, moved to the end. */
@@ -17,20 +18,22 @@ export function ownNodeLast(ordered: readonly NodeView[], own: string | undefine
   return [...ordered.filter((n) => n.name !== own), ...ordered.filter((n) => n.name === own)];
 }
 
-/** The drain a handover is made for: the node's and the instant its Draining phase began. */
-export function drainKey(n: Pick<NodeView, 'name' | 'stateSince'>): string {
-  return `${n.name}@${n.stateSince?.toISOString() ?? ''}`;
+/** What the own node's drain is named by: its attempt and its Draining phase as written. */
+type Drain = Pick<NodeView, 'name' | 'attempt' | 'annotations'>;
+
+/**
+ * The drain a handover is made for: the node's attempt and the state-since its Draining phase was written
+ * with (an identity, compared for equality only).
+ */
+export function drainKey(n: Drain): string {
+  return `${n.name}@${n.attempt ?? ''}@${n.annotations[Annotations.stateSince] ?? ''}`;
 }
 
 /**
  * Whether the leader hands over instead of draining `n`: it is the operator's own node and its leadership
  * was not handed over for this drain already (then nobody took it over, and the leader drains it).
  */
-export function handsOver(
-  n: Pick<NodeView, 'name' | 'stateSince'>,
-  own: string | undefined,
-  handedOver: string | undefined,
-): boolean {
+export function handsOver(n: Drain, own: string | undefined, handedOver: string | undefined): boolean {
   return own !== undefined && n.name === own && drainKey(n) !== handedOver;
 }
 
@@ -47,12 +50,12 @@ export class OwnNode {
   }
 
   /** Whether starting `n`'s drain is the handover's business (it is this process's node, not handed over yet). */
-  due(n: Pick<NodeView, 'name' | 'stateSince'>): boolean {
+  due(n: Drain): boolean {
     return handsOver(n, this.name, this.#handedOver);
   }
 
   /** Hands the leadership over instead of draining `n`, when due; true when it did. */
-  yields(n: Pick<NodeView, 'name' | 'stateSince'>): boolean {
+  yields(n: Drain): boolean {
     if (!this.due(n)) return false;
     this.#handedOver = drainKey(n);
     this.#handOver(n.name);

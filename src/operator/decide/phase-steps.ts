@@ -3,15 +3,18 @@
  * One pure function per phase; the transitions that recur (a confirmed reboot, a timeout that fails
  * closed) are built once.
  */
-import { Annotations } from '../../api/keys.ts';
+import { attemptId } from '../../api/attempt.ts';
+import { AgentProtocol, Annotations } from '../../api/keys.ts';
 import { Phase } from '../../api/phases.ts';
 import type { Action } from './action.ts';
 import { updateNotTaken } from './agent-protocol.ts';
+import { needWithdrawnAfterGrant } from './boot-witness.ts';
 import { checksWait, FRESH_CHECKS, healthDue, missingHooks } from './health-gate.ts';
 import { ms, needsWork, remediationOnly } from './need.ts';
 import type { NodeView } from './node-view.ts';
 import { planFinished, rebootedBy, upgrading } from './plan-steps.ts';
 import { planDoneLabel } from './plan-work.ts';
+import { PolicyNeedKind } from './policy-reading.ts';
 import { bootChanged, endAttempt, explain, mayBeRebooting, type StepContext } from './step-context.ts';
 
 /** Why a node drained or granted is cordoned and drained again: someone uncordoned it mid-attempt. */
@@ -41,12 +44,22 @@ const rebooted = (n: NodeView, reason: string): Action => ({
 
 /**
  * CLUO's or FLUO's agent that restarts before its reboot writes "false" into both its need and its mark,
- * then waits for the grant to go before it asks again: a grant it will not act on, so the attempt ends.
+ * then waits for the grant to go before it asks again: a grant it will not act on, so the attempt ends —
+ * once the kubelet has confirmed that the node still runs the granted boot (boot-witness.ts), or the
+ * reboot timeout has passed without a new boot ID. Until then it may be the agent's report on a boot the
+ * kubelet has not posted yet (safety rule 11).
  */
 const NEED_WITHDRAWN =
   'the agent withdrew its need before rebooting (it restarted, or its update engine no longer needs a reboot): grant withdrawn, attempt ended';
-const needWithdrawn = (n: NodeView) =>
-  n.protocol !== undefined && !n.rebootNeeded && !n.rebootInProgress && !bootChanged(n);
+const WITHDRAWAL_UNCONFIRMED =
+  "the agent withdrew its need after the grant: waiting for the node's kubelet to post its boot (a new boot ID is a reboot, and the health gate follows)";
+
+function needWithdrawn(n: NodeView, ctx: StepContext, age: number): Action[] | undefined {
+  if (!needWithdrawnAfterGrant(n)) return undefined;
+  if (n.bootConfirmed || age > ctx.config.rebootTimeoutMs) return [endAttempt(n, ctx, NEED_WITHDRAWN)];
+  ctx.wake(ms(n.stateSince) + ctx.config.rebootTimeoutMs + 1);
+  return explain(n, WITHDRAWAL_UNCONFIRMED);
+}
 
 /** A timeout that fails closed: Failed, the slot kept. */
 const failed = (n: NodeView, reason: string): Action => ({
@@ -97,7 +110,8 @@ const rebootGranted: PhaseStep = (n, ctx, age) => {
   // nuo's agent marks its reboot and keeps the mark after it (0005); CLUO's and FLUO's clear theirs at
   // their start after the boot, which nuo may not have seen first.
   if ((n.rebootInProgress || n.protocol) && bootChanged(n)) return [rebooted(n, 'rebooted: boot ID changed')];
-  if (needWithdrawn(n)) return [endAttempt(n, ctx, NEED_WITHDRAWN)];
+  const withdrawn = needWithdrawn(n, ctx, age);
+  if (withdrawn) return withdrawn;
   if (n.rebootInProgress)
     return [{ type: 'transition', node: n.name, to: Phase.rebooting, reason: 'agent is rebooting the node' }];
   // The grant is gone (removed by someone else, or revoked as not nuo's): drain again (nothing left to
@@ -125,7 +139,8 @@ const rebootGranted: PhaseStep = (n, ctx, age) => {
 const rebooting: PhaseStep = (n, ctx, age) => {
   const { config, wake } = ctx;
   if (bootChanged(n)) return [rebooted(n, 'rebooted: boot ID changed')];
-  if (needWithdrawn(n)) return [endAttempt(n, ctx, NEED_WITHDRAWN)];
+  const withdrawn = needWithdrawn(n, ctx, age);
+  if (withdrawn) return withdrawn;
   if (age > config.rebootTimeoutMs)
     return [
       failed(n, `no reboot: boot ID unchanged ${config.rebootTimeoutMs / 1000}s after the agent started it`),
@@ -176,14 +191,20 @@ function completion(n: NodeView, ctx: StepContext): Action[] {
   const slot = ctx.slotOf(n.name);
   const p = slot?.plan;
   if (!p) {
-    // A remediation's condition still in its status after the boot: the reboot did not help either.
+    // A remediation's condition still in its status after the boot: the reboot did not help either; nor
+    // did a refresh whose boot the agent still reports as too old (a boot time that does not advance).
     const survived =
-      n.rebootNeeded || updateNotTaken(n) || n.policyAsks?.faulty ? { needSurvived: true } : {};
+      n.rebootNeeded ||
+      updateNotTaken(n) ||
+      n.policyAsks?.faulty ||
+      n.policyAsks?.need?.kind === PolicyNeedKind.refresh
+        ? { needSurvived: true }
+        : {};
     return [{ type: 'complete', node: n.name, reason: 'rebooted and healthy', ...survived }];
   }
   const done = ctx.config.plans?.completion(p.ref);
   if (!done) return planFinished(n, ctx, p.ref);
-  const job = ctx.config.plans?.jobs(n.name).find((j) => j.attempt === slot.since);
+  const job = ctx.config.plans?.jobs(n.name).find((j) => j.attempt === attemptId(slot));
   const rebooted = p.reboot || (job !== undefined && rebootedBy(job, n));
   return [
     {
@@ -213,7 +234,9 @@ const failedPhase: PhaseStep = (n, ctx, age) => {
  * A person's release of the node's Failed attempt (`nuo release`, naming this Failed phase), or the
  * policy's failedSlotTTL passed: the attempt ends (grant withdrawn, nuo's cordon undone, the slot freed),
  * unless the node may be rebooting now. The agent marks reboot-in-progress in a conditional write before
- * it reboots, so a withdrawal and that mark cannot both land: the one that does decides.
+ * it reboots, so a withdrawal and that mark cannot both land: the one that does decides. A FleetLock client
+ * reboots only on a fresh 200 to its pre-reboot, which the withdrawn lock no longer gives, so its lock is
+ * released too; CLUO's and FLUO's agent reboots on the grant it last saw, whose withdrawal it may not see.
  */
 function released(n: NodeView, { config, wake }: StepContext, age: number): Action[] | undefined {
   const named = n.release?.failedSince === n.annotations[Annotations.stateSince];
@@ -221,12 +244,12 @@ function released(n: NodeView, { config, wake }: StepContext, age: number): Acti
   if (ttl !== undefined && age < ttl) wake(ms(n.stateSince) + ttl + 1);
   const why =
     n.release && named
-      ? `released by a person: ${n.release.reason}`
+      ? `released by a person${n.release.by ? ` (${n.release.by})` : ''}: ${n.release.reason}`
       : ttl !== undefined && age >= ttl
         ? `released: Failed for longer than reboot.failedSlotTTL (${ttl / 1000}s)`
         : undefined;
   if (!why) return undefined;
-  if (n.protocol)
+  if (n.protocol && n.protocol !== AgentProtocol.fleetlock)
     return explain(
       n,
       `${why}; refused: ${n.protocol}'s agent could still reboot on the grant; if the machine is gone for good, delete its Node object`,
@@ -274,7 +297,7 @@ function restorePhase(n: NodeView, ctx: StepContext): Action {
   const slot = ctx.slotOf(n.name);
   if (
     slot?.plan &&
-    ctx.config.plans?.jobs(n.name).some((j) => j.attempt === slot.since && j.state === 'active')
+    ctx.config.plans?.jobs(n.name).some((j) => j.attempt === attemptId(slot) && j.state === 'active')
   )
     return to(Phase.upgrading);
   return endAttempt(n, ctx, `its phase was lost, so its attempt ended: ${why}`);

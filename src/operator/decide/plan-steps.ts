@@ -4,6 +4,7 @@
  * Each Job is this attempt's only when it carries the attempt's `since`: a Job left by an earlier attempt
  * of the same Plan and hash (a failed one being deleted) has the same name, and is waited out.
  */
+import { attemptId } from '../../api/attempt.ts';
 import { Phase } from '../../api/phases.ts';
 import type { Action } from './action.ts';
 import type { NodeView } from './node-view.ts';
@@ -61,7 +62,7 @@ export function upgrading(n: NodeView, ctx: StepContext): Action[] {
   const jobs = ctx.config.plans
     .jobs(n.name)
     .filter((j) => j.stage === 'upgrade' && j.plan === p.ref && j.hash === p.hash);
-  const job = jobs.find((j) => j.attempt === slot.since);
+  const job = jobs.find((j) => j.attempt === attemptId(slot));
   if (!job) {
     const earlier = jobs[0];
     if (!earlier) return jobToStart(n, ctx, p);

@@ -46,7 +46,7 @@ export interface JobView {
   /** Its Plan, "namespace/name", and the hash it applies. */
   plan: string;
   hash: string;
-  /** The attempt it belongs to (JobAnnotations.attempt): the slot's `since`. */
+  /** The attempt it belongs to (JobAnnotations.attempt): the slot's attemptId. */
   attempt?: string;
   /** The node's boot ID when it was created. */
   bootId?: string;

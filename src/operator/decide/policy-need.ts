@@ -10,6 +10,7 @@ import type { ResolvedRemediation } from '../../policy/resolve.ts';
 import type { RemediationRecord } from './ledger-view.ts';
 import { ms } from './need.ts';
 import type { NodeView } from './node-view.ts';
+import { AS_WRITTEN, type Observed } from './observed-clock.ts';
 import { PolicyNeedKind, type PolicyReading } from './policy-reading.ts';
 
 /** The window the remediation rate limit counts over. */
@@ -30,13 +31,15 @@ export function shortDuration(durationMs: number): string {
 }
 
 /**
- * The first of the policy's conditions the node holds: due once held `for` (since its lastTransitionTime;
- * one without a transition time counts from now, so it never comes due on a guess).
+ * The first of the policy's conditions the node holds: due once held `for`, counted from when the deciding
+ * process first saw it held with its lastTransitionTime (the node's clock wrote that: a new one starts the
+ * count afresh); one without a transition time counts from now, so it never comes due on a guess.
  */
 export function remediationReading(
-  n: Pick<NodeView, 'conditions'>,
+  n: Pick<NodeView, 'name' | 'conditions'>,
   r: ResolvedRemediation,
   t: number,
+  observed: Observed = AS_WRITTEN,
 ): PolicyReading {
   let dueAt: number | undefined;
   let faulty = false;
@@ -44,9 +47,10 @@ export function remediationReading(
     const c = n.conditions.find((c) => c.type === want.type && c.status === want.status);
     if (!c) continue;
     faulty = true;
-    const since = ms(c.since);
-    if (Number.isNaN(since)) continue;
-    const due = since + want.forMs;
+    const written = ms(c.since);
+    if (Number.isNaN(written)) continue;
+    const mark = `${c.status}|${c.since?.toISOString()}`;
+    const due = observed(`condition/${n.name}/${c.type}`, mark, written) + want.forMs;
     if (due <= t)
       return {
         need: {
@@ -97,8 +101,9 @@ export function policyReading(
   n: Pick<NodeView, 'name' | 'conditions' | 'bootTime'>,
   p: { remediation?: ResolvedRemediation; maxUptimeMs?: number },
   t: number,
+  observed: Observed = AS_WRITTEN,
 ): PolicyReading {
-  const fix = p.remediation ? remediationReading(n, p.remediation, t) : {};
+  const fix = p.remediation ? remediationReading(n, p.remediation, t, observed) : {};
   const refresh = p.maxUptimeMs === undefined ? {} : refreshReading(n, p.maxUptimeMs, t);
   const need = fix.need ?? refresh.need;
   const dues = [fix.dueAt, refresh.dueAt].filter((d): d is number => d !== undefined);
@@ -119,9 +124,10 @@ export interface RemediationRate {
 }
 
 /**
- * The remediations of the pool within the last hour (`hourMs` real ms): those the ledger recorded, and
- * each node's `nuo.dev/remediated-at` where the ledger names none of that node's (one written before the
- * ledger kept them).
+ * The remediations of the pool within the last hour (`hourMs` real ms), each from when the deciding process
+ * first saw it (its time was written on another leader's clock): those the ledger recorded, and each
+ * node's `nuo.dev/remediated-at` where the ledger names none of that node's (one written before the ledger
+ * kept them). `expired`: the ledger's records out of the hour, which the pass may forget.
  */
 export function remediationRate(
   nodes: readonly Pick<NodeView, 'name' | 'remediatedAt'>[],
@@ -129,17 +135,27 @@ export function remediationRate(
   maxPerHour: number,
   t: number,
   hourMs = RATE_WINDOW_MS,
-): RemediationRate {
+  observed: Observed = AS_WRITTEN,
+): RemediationRate & { expired: RemediationRecord[] } {
   const within = (at: number) => at > t - hourMs;
-  const logged = recorded.filter((r) => within(Date.parse(r.at)));
-  const named = new Set(logged.map((r) => r.node));
-  const recent = [
-    ...logged.map((r) => Date.parse(r.at)),
-    ...nodes.filter((n) => !named.has(n.name)).map((n) => ms(n.remediatedAt)),
-  ]
-    .filter(within)
-    .sort((a, b) => a - b);
-  return { maxPerHour, recent, ...(hourMs !== RATE_WINDOW_MS ? { hourMs } : {}) };
+  const seen = recorded.map((r) => ({
+    r,
+    at: observed(`remediation/${r.node}/${r.at}`, r.at, Date.parse(r.at)),
+  }));
+  const logged = seen.filter(({ at }) => within(at));
+  const named = new Set(logged.map(({ r }) => r.node));
+  const unrecorded = nodes.flatMap((n) =>
+    named.has(n.name) || !n.remediatedAt
+      ? []
+      : [observed(`remediated/${n.name}`, n.remediatedAt.toISOString(), n.remediatedAt.getTime())],
+  );
+  const recent = [...logged.map(({ at }) => at), ...unrecorded].filter(within).sort((a, b) => a - b);
+  return {
+    maxPerHour,
+    recent,
+    expired: seen.filter(({ at }) => !within(at)).map(({ r }) => r),
+    ...(hourMs !== RATE_WINDOW_MS ? { hourMs } : {}),
+  };
 }
 
 /**

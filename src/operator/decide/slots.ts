@@ -4,6 +4,7 @@
  * freed. The ledger is the authority on who holds a slot; these steps read it and the cached nodes and
  * never guess.
  */
+import { attemptId } from '../../api/attempt.ts';
 import { Phase } from '../../api/phases.ts';
 import type { Action } from './action.ts';
 import type { DecideConfig } from './decide-input.ts';
@@ -13,16 +14,30 @@ import { ms, needsWork, outsideAttempt, unavailableWithoutSlot } from './need.ts
 import type { NodeView } from './node-view.ts';
 import { type PlanPass, planDoneLabel } from './plan-work.ts';
 import { attemptReason } from './reason-budgets.ts';
+import type { Slot } from './slot.ts';
 import type { Wait } from './wait.ts';
 
 /** Actions of these steps that change only the ledger. */
 type LedgerAction = Extract<Action, { type: 'release' | 'unpromise' | 'claim' | 'promise' }>;
 
 /**
- * Ledger entries with nothing behind them: the node is gone, or came back to a phase without a slot (a
- * crash between "node Idle" and "release"), or an admission not written yet that no longer stands (the
- * node needs nothing now, or needs it for another reason than the one its budgets allowed). Returns the
- * holders left and the releases. A Plan's attempt that completed keeps its slot for the Plan's
+ * Whether the slot's attempt has ended, for a node outside an attempt: its end was recorded in the ledger
+ * (the node may since have been deleted and registered again without its annotations), or the node names
+ * the attempt (its admission's write landed, and it is out of it again). A slot an older operator wrote
+ * (no number) whose node names no attempt is taken as ended too: freeing an admission that never
+ * started only sends the node back through every gate, where redoing an attempt that ended would skip
+ * them. Decided from identities alone, never from times two leaders wrote.
+ */
+export function attemptEnded(slot: Slot, n: NodeView): boolean {
+  if (slot.ended !== undefined || n.attempt === attemptId(slot)) return true;
+  return slot.attempt === undefined && n.attempt === undefined;
+}
+
+/**
+ * Ledger entries with nothing behind them: the node is gone, or its attempt ended (a crash between
+ * "node Idle" and "release"), or an admission not written yet that no longer stands (the node needs
+ * nothing now, or needs it for another reason than the one its budgets allowed). Returns the holders
+ * left and the releases. A Plan's attempt that completed keeps its slot for the Plan's
  * postCompleteDelay (`delayed`: held, nothing to step). `admitting`: admissions whose node write is in
  * flight, kept.
  */
@@ -47,10 +62,9 @@ export function releaseStale(
     // A phase overwritten with nonsense tells nothing of the attempt: the slot stays, the phase is
     // restored from the node's other keys (phase-steps.ts).
     else if (n.stateMalformed || !outsideAttempt(n)) continue;
-    // Written since its admission: the attempt ended (completed or aborted) and the node is back.
-    // Written before it (or never): the admission's node write is still to come — kept, and redone,
-    // while the node still needs a reboot.
-    else if (ms(n.stateSince) >= Date.parse(slot.since)) {
+    // Ended: freed. Else the admission's node write is still to come — kept, and redone, while the node
+    // still needs a reboot.
+    else if (attemptEnded(slot, n)) {
       const until = postCompleteUntil(slot, n, plans);
       if (t < until) {
         delayed.add(name);
@@ -68,7 +82,8 @@ export function releaseStale(
 
 /**
  * Until when a slot is kept after its attempt ended: a Plan's completed attempt (the node labelled with
- * the hash it applied) keeps it for the Plan's postCompleteDelay, counted from the end of the attempt.
+ * the hash it applied) keeps it for the Plan's postCompleteDelay, counted from the end of the attempt as
+ * this leader saw it (the view's stateSince).
  */
 function postCompleteUntil(slot: Ledger['slots'][string], n: NodeView, plans: PlanPass | undefined): number {
   if (!slot.plan || n.labels[planDoneLabel(slot.plan.ref)] !== slot.plan.hash) return 0;
@@ -81,6 +96,9 @@ function postCompleteUntil(slot: Ledger['slots'][string], n: NodeView, plans: Pl
  * write, or the node was deleted and registered again), while they may no longer start:
  * - the pool admits nothing now (`hold`: a failing health check, Halted, a closed window, a blocker):
  *   every one is withdrawn, rather than start disrupting a node under a gate that holds the others;
+ * - a gate of the node itself holds it now (`gates`: paused, skipped, an autoscaler removing it, a
+ *   backoff, a reboot loop, its pods, ...): withdrawn, the reason naming the gate, rather than redo an
+ *   admission the node's own gates no longer allow;
  * - else the budget is exceeded (`excess`), by a node an admin cordoned or one that went NotReady in
  *   between: the most recent first, as many as the excess. A holder unavailable already is not withdrawn
  *   then (it would count just the same).
@@ -91,27 +109,42 @@ export function withdrawUnstarted(
   byName: ReadonlyMap<string, NodeView>,
   holders: Set<string>,
   admitting: ReadonlySet<string>,
-  limit: { excess: number; hold?: Wait },
+  limit: { excess: number; hold?: Wait; gates?: (n: NodeView) => Wait | undefined },
   ended: ReadonlySet<string> = new Set(),
 ): LedgerAction[] {
-  const { excess, hold } = limit;
-  if (!hold && excess <= 0) return [];
+  const { excess, hold, gates } = limit;
   // An admission whose node write is in flight here has started: its write may land at any moment. A
   // slot kept after its attempt ended (a Plan's postCompleteDelay) is no admission.
   const unstarted = [...holders]
     .filter((name) => !admitting.has(name) && !ended.has(name))
-    .map((name) => ({ name, n: byName.get(name), since: Date.parse(ledger.slots[name]?.since ?? '') }))
+    .map((name) => ({ name, n: byName.get(name), attempt: ledger.slots[name]?.attempt ?? -1 }))
     .filter(
-      ({ n }) =>
-        n !== undefined && outsideAttempt(n) && !n.stateMalformed && (hold || !unavailableWithoutSlot(n)),
-    )
-    .sort((a, b) => b.since - a.since || (a.name < b.name ? 1 : -1))
-    .slice(0, hold ? undefined : excess);
-  for (const { name } of unstarted) holders.delete(name);
-  const reason = hold
-    ? `admission withdrawn before it started: the pool admits nothing now (${hold.reason.replace(/^waiting: /, '')})`
-    : 'admission withdrawn before it started: the budget is exceeded since (a node cordoned or NotReady meanwhile)';
-  return unstarted.map(({ name }) => ({ type: 'release', node: name, reason }));
+      (u): u is { name: string; n: NodeView; attempt: number } =>
+        u.n !== undefined && outsideAttempt(u.n) && !u.n.stateMalformed,
+    );
+  const actions: LedgerAction[] = [];
+  const withdraw = (name: string, why: string) => {
+    holders.delete(name);
+    actions.push({ type: 'release', node: name, reason: `admission withdrawn before it started: ${why}` });
+  };
+  const plain = (w: Wait) => w.reason.replace(/^waiting: /, '');
+  if (hold) {
+    for (const { name } of unstarted) withdraw(name, `the pool admits nothing now (${plain(hold)})`);
+    return actions;
+  }
+  const left = unstarted.filter(({ name, n }) => {
+    const wait = gates?.(n);
+    if (wait) withdraw(name, `a gate of the node holds it now (${plain(wait)})`);
+    return !wait;
+  });
+  // The most recent admission first: the ledger numbers them in the order it took them.
+  const over = left
+    .filter(({ n }) => !unavailableWithoutSlot(n))
+    .sort((a, b) => b.attempt - a.attempt || (a.name < b.name ? 1 : -1))
+    .slice(0, Math.max(0, excess));
+  for (const { name } of over)
+    withdraw(name, 'the budget is exceeded since (a node cordoned or NotReady meanwhile)');
+  return actions;
 }
 
 export interface Promises {
@@ -150,14 +183,12 @@ export function settlePromises(
     }
     if (inFlight.has(name)) continue;
     if (n && !outsideAttempt(n)) {
-      const remediated =
-        n.remediatedAt && n.remediatedAt.getTime() >= Date.parse(s.since) ? n.remediatedAt : undefined;
       out.actions.push({
         type: 'claim',
         node: name,
         since: s.since,
+        ...(s.attempt === undefined ? {} : { attempt: s.attempt }),
         ...(n.protocol ? { protocol: n.protocol } : {}),
-        ...(remediated ? { remediatedAt: remediated.toISOString() } : {}),
       });
       holders.add(name);
       continue;
@@ -185,7 +216,7 @@ export function unavailable(
   eligible: readonly NodeView[],
   holders: ReadonlySet<string>,
   inFlight: ReadonlySet<string>,
-  elsewhere: ReadonlySet<string> = new Set(),
+  elsewhere: ReadonlyMap<string, unknown> = new Map(),
 ): string[] {
   return eligible
     .filter(

@@ -5,14 +5,17 @@
  *
  * Level-triggered: the record lives in the slot ledger (one per pool) and changes only in the pass's
  * conditional ledger write, so a new leader continues the same wave. Each attempt is named by its node
- * and its slot's `since`; it is counted when its slot is seen at its end (completed: the node Idle after
- * it; failed: Pending with a failure counted after it, or Failed while it holds the slot), and counted
- * once, since the record keeps the names.
+ * and its attempt (slot.ts attemptId); it is counted from what the ledger recorded of its end (Slot.ended:
+ * completed, or failed — aborted or released), in the pass that frees its slot, or when its node is
+ * Failed while it holds the slot, and counted once, since the record keeps the names. A node deleted and
+ * registered again changes nothing: the count never reads the node's own keys for the end.
  */
+import { attemptId } from '../../api/attempt.ts';
 import { Phase } from '../../api/phases.ts';
-import { ms, needsWork, outsideAttempt } from './need.ts';
+import { needsWork, outsideAttempt } from './need.ts';
 import type { NodeView } from './node-view.ts';
-import type { Slot } from './slot.ts';
+import { AS_WRITTEN, type Observed } from './observed-clock.ts';
+import { AttemptEnd, type Slot } from './slot.ts';
 import type { Wait } from './wait.ts';
 
 /** A pool's rollout settings, parsed (policy/resolve.ts). */
@@ -34,11 +37,11 @@ export interface RolloutRecord {
   /** Attempts completed in the current wave. */
   completed: number;
   /**
-   * Completed attempts (`node@since`) whose slots are still held (a Plan's postCompleteDelay, or a write
+   * Completed attempts (`node@attempt`) whose slots are still held (a Plan's postCompleteDelay, or a write
    * still to come): counted already. Dropped with their slots, so the list stays short.
    */
   counted: string[];
-  /** Failed attempts (`node@since`) of this rollout → when nuo saw them fail (RFC 3339). */
+  /** Failed attempts (`node@attempt`) of this rollout → when nuo saw them fail (RFC 3339). */
   failed: Record<string, string>;
   /**
    * The resume (`nuo.dev/resumed-at`, as written) this rollout has honoured: a different one is a new
@@ -59,15 +62,19 @@ export function waveSize(s: RolloutSettings, wave: number): number {
   return Math.min(size, MAX_WAVE);
 }
 
-const attemptOf = (node: string, slot: Slot) => `${node}@${slot.since}`;
+const attemptOf = (node: string, slot: Slot) => `${node}@${attemptId(slot)}`;
 
-/** How an attempt's slot shows its end: completed, failed, or neither yet. */
-function outcome(n: NodeView, slot: Slot): 'done' | 'failed' | undefined {
-  if (n.state === Phase.failed) return 'failed';
-  if (!outsideAttempt(n) || n.stateMalformed || !(ms(n.stateSince) >= Date.parse(slot.since)))
-    return undefined;
-  if (n.state === Phase.pending) return n.failures > 0 ? 'failed' : undefined;
-  return 'done';
+/**
+ * How an attempt's slot shows its end: completed, failed, or neither yet. An end recorded counts once its
+ * node is out of the attempt (or gone), as the slot is freed; a Failed node spends the failure budget
+ * while it holds its slot. Nothing else is a failure: a node waiting in Pending after an earlier failure
+ * has not failed again.
+ */
+function outcome(n: NodeView | undefined, slot: Slot): 'done' | 'failed' | undefined {
+  if (n?.state === Phase.failed) return 'failed';
+  if (n && (!outsideAttempt(n) || n.stateMalformed)) return undefined;
+  if (slot.ended === AttemptEnd.completed) return 'done';
+  return slot.ended === AttemptEnd.failed ? 'failed' : undefined;
 }
 
 /**
@@ -113,8 +120,7 @@ export function nextRollout(input: {
   const held = new Set(Object.entries(slots).map(([name, slot]) => attemptOf(name, slot)));
   r.counted = r.counted.filter((id) => held.has(id));
   for (const [name, slot] of Object.entries(slots)) {
-    const n = byName.get(name);
-    const seen = n && outcome(n, slot);
+    const seen = outcome(byName.get(name), slot);
     const id = attemptOf(name, slot);
     if (r.counted.includes(id)) continue;
     if (seen === 'failed') r.failed[id] ??= at;
@@ -148,6 +154,7 @@ export function rolloutHold(
   s: RolloutSettings,
   policy: string,
   t: number,
+  observed: Observed = AS_WRITTEN,
 ): RolloutHold | undefined {
   if (!r) return undefined;
   const failed = failedAttempts(r);
@@ -157,7 +164,9 @@ export function rolloutHold(
       reason: `halted: ${failed} failed attempt(s) in this rollout reached failureBudget.maxFailedAttempts ${s.maxFailedAttempts}; attempts in progress finish; run "nuo policy resume ${policy}" to go on`,
     };
   }
-  const until = Date.parse(r.waveSince) + (s.waves?.pauseBetweenMs ?? 0);
+  // The pause counts from when the deciding leader first saw the wave begin: another may have begun it.
+  const began = observed(`wave/${policy}`, `${r.since}|${r.wave}|${r.waveSince}`, Date.parse(r.waveSince));
+  const until = began + (s.waves?.pauseBetweenMs ?? 0);
   if (r.wave > 1 && t < until) {
     return {
       code: 'WavePause',

@@ -6,6 +6,7 @@
  * controller's: nuo only reads its conditions.
  */
 import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
+import { attemptId } from '../../api/attempt.ts';
 import { PLAN } from '../../api/crd.ts';
 import { JobAnnotations, JobLabels, PREPARE_STAGE, SucJobLabels } from '../../api/keys.ts';
 import { planGroupOf, planRefOf } from '../../api/plan-groups.ts';
@@ -145,7 +146,7 @@ export class PlanJobs implements PlanJobWriter {
     if (job instanceof Error) throw job;
     job.metadata = {
       ...job.metadata,
-      annotations: { ...job.metadata?.annotations, [JobAnnotations.attempt]: slot.since },
+      annotations: { ...job.metadata?.annotations, [JobAnnotations.attempt]: attemptId(slot) },
     };
     await this.#create(view, job);
   }

@@ -4,7 +4,7 @@
  * statuses written after each pass (plan-status-writer.ts); with SUC's Plans adopted, whether SUC's
  * controller runs (suc-controller.ts), which keeps nuo off them.
  */
-import { AppsV1Api, CoordinationV1Api, type V1Job } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Job } from '@kubernetes/client-node';
 import { apiVersionOf } from '../../api/plan-groups.ts';
 import type { KubeLog } from '../../kube/backoff.ts';
 import type { PooledKubeConfig } from '../../kube/pooled-kubeconfig.ts';
@@ -65,6 +65,7 @@ export class PlanWatch {
     if (o.sucNamespace !== undefined)
       this.#suc = new SucControllerWatch({
         coordination: o.kubeconfig.makeApiClient(CoordinationV1Api),
+        core: o.kubeconfig.makeApiClient(CoreV1Api),
         apps: o.kubeconfig.makeApiClient(AppsV1Api),
         intervalMs: o.lookIntervalMs,
         onChange: () => this.#sucChanged(),

@@ -1,6 +1,6 @@
 /**
  * The Events an UpdatePolicy's status change is worth (`kubectl describe updatepolicy`, `kubectl get
- * events`): its pool blocked, or blocked for another reason, and open again. Pure: the status before and
+ * events`): its pool blocked, blocked for another reason or by another cause, and open again. Pure: the status before and
  * after a write in, the Event out; written only by the writer of that status, so each change is told once.
  */
 import type { UpdatePolicyStatus } from '../../api/update-policy.ts';
@@ -20,13 +20,20 @@ const PLANNED: ReadonlySet<string> = new Set(['OutsideWindow', 'Paused', 'KuredL
 const blocked = (s: UpdatePolicyStatus | undefined) =>
   s?.conditions?.find((c) => c.type === 'Blocked' && c.status === 'True');
 
+/**
+ * What a block's message says causes it: the message without its numbers, so that a count or a time
+ * moving on (circuit open: 3 of 10 NotReady, then 4) is the same cause and a new holder, pod or check is
+ * another.
+ */
+const cause = (message: string) => message.replace(/\d+(\.\d+)?/g, '#');
+
 export function blockedEvent(
   previous: UpdatePolicyStatus | undefined,
   next: UpdatePolicyStatus,
 ): PolicyEvent | undefined {
   const was = blocked(previous);
   const is = blocked(next);
-  if (is && is.reason !== was?.reason) {
+  if (is && (is.reason !== was?.reason || cause(is.message) !== cause(was.message))) {
     return { type: PLANNED.has(is.reason) ? 'Normal' : 'Warning', reason: is.reason, message: is.message };
   }
   if (!is && was) return { type: 'Normal', reason: 'Unblocked', message: 'new attempts may start' };

@@ -3,7 +3,7 @@
  * blockers and health checks, kured's lock, CLUO's or FLUO's own operator running), each a pure reading
  * of the policy and what its blockers answered last, in the order policyHold() asks them.
  */
-import { type CoreosProtocol, isCoreosProtocol } from '../../api/keys.ts';
+import { type CoreosProtocol, isCoreosProtocol, PROTOCOL_OPERATOR } from '../../api/keys.ts';
 import { type CalendarClock, REAL_CLOCK, windowStateOn } from '../../policy/calendar-clock.ts';
 import { firstFailing, type HealthReading } from '../../policy/health-checks.ts';
 import type { ResolvedPolicy } from '../../policy/resolve.ts';
@@ -59,18 +59,64 @@ export interface BlockingPod {
   blocker: number;
 }
 
+/**
+ * A reading older than its policy's `readings.maxAge` when a pass reads it (ages on the operator's
+ * monotonic clock, from when it took the reading): it holds, as a failed one does (fail closed).
+ */
+export interface ExpiredReading {
+  expired: { ageMs: number; maxAgeMs: number };
+}
+
 /** What a policy's blockers answered last (blocker-watch.ts); a missing part is not asked yet. */
 export interface PolicyBlockers {
-  prometheus?: BlockerVerdict;
-  pods?: BlockingPod[] | { error: string };
+  prometheus?: BlockerVerdict | ExpiredReading;
+  pods?: BlockingPod[] | { error: string } | ExpiredReading;
   /** The health checks' last reading. */
-  health?: HealthReading;
+  health?: HealthReading | ExpiredReading;
   /** kured's lock as last read, for a policy with coexistence.kured (kured-keeper.ts). */
   kured?: KuredView | { error: string };
 }
 
 export interface PoolHold extends Wait {
   code: HoldCode;
+}
+
+/** The parts of PolicyBlockers that are readings with an age. */
+export type ReadingPart = 'prometheus' | 'pods' | 'health';
+
+/** When the operator took each reading, on its monotonic clock (performance.now()). */
+export type ReadingTimes = Partial<Record<ReadingPart, number>>;
+
+/** Each reading older than `maxAgeMs` at `now` replaced by how old it is; all times monotonic. Pure. */
+export function expireReadings(
+  b: PolicyBlockers,
+  taken: ReadingTimes,
+  maxAgeMs: number,
+  now: number,
+): PolicyBlockers {
+  const out: PolicyBlockers = { ...b };
+  for (const part of ['prometheus', 'pods', 'health'] as const) {
+    const at = taken[part];
+    if (out[part] === undefined || at === undefined || now - at <= maxAgeMs) continue;
+    out[part] = { expired: { ageMs: now - at, maxAgeMs } };
+  }
+  return out;
+}
+
+const isExpired = (v: object | undefined): v is ExpiredReading => v !== undefined && 'expired' in v;
+
+const seconds = (ms: number) => `${Math.floor(ms / 1000)} s`;
+
+/**
+ * The hold of an expired reading: its reason names maxAge only (a node's reason must not change with
+ * every pass), its detail how old the reading is (the policy's condition, nuo policy explain).
+ */
+function tooOld(code: HoldCode, what: string, e: ExpiredReading): PoolHold {
+  return {
+    code,
+    reason: `waiting: the ${what} reading is too old (readings.maxAge ${seconds(e.expired.maxAgeMs)})`,
+    detail: `the reading is ${seconds(e.expired.ageMs)} old, older than maxAge ${seconds(e.expired.maxAgeMs)}; a new one is taken every interval, each read failing after readings.timeout`,
+  };
 }
 
 /**
@@ -108,7 +154,8 @@ export function policyHold(
 }
 
 /** A health check failing, or none evaluated yet, holds the pool (fail closed). */
-function healthHold(p: ResolvedPolicy, reading: HealthReading | undefined): PoolHold | undefined {
+function healthHold(p: ResolvedPolicy, reading: PolicyBlockers['health']): PoolHold | undefined {
+  if (p.healthChecks.length > 0 && isExpired(reading)) return tooOld('HealthCheck', 'health checks', reading);
   const gate = healthGate(p, reading);
   if (!gate) return undefined;
   if (gate.at === undefined)
@@ -122,9 +169,11 @@ function healthHold(p: ResolvedPolicy, reading: HealthReading | undefined): Pool
 }
 
 /** What the health gate of a policy's finished nodes reads: nothing when it has no health checks. */
-export function healthGate(p: ResolvedPolicy, reading: HealthReading | undefined): ChecksReading | undefined {
+export function healthGate(p: ResolvedPolicy, reading: PolicyBlockers['health']): ChecksReading | undefined {
   if (p.healthChecks.length === 0) return undefined;
   if (!reading) return {};
+  if (isExpired(reading))
+    return { expired: `their reading is too old (readings.maxAge ${seconds(reading.expired.maxAgeMs)})` };
   const bad = firstFailing(reading);
   return { at: reading.at, ...(bad ? { failing: bad } : {}) };
 }
@@ -136,9 +185,10 @@ function kuredPoolHold(p: ResolvedPolicy, view: PolicyBlockers['kured']): PoolHo
   return { ...wait, code: view === undefined || 'error' in view ? 'KuredLockUnknown' : 'KuredLock' };
 }
 
-function prometheusHold(p: ResolvedPolicy, verdict: BlockerVerdict | undefined): PoolHold | undefined {
+function prometheusHold(p: ResolvedPolicy, verdict: PolicyBlockers['prometheus']): PoolHold | undefined {
   if (!p.prometheus) return undefined;
   if (!verdict) return { code: 'PrometheusUnavailable', reason: 'waiting: Prometheus not asked yet' };
+  if (isExpired(verdict)) return tooOld('PrometheusUnavailable', 'Prometheus', verdict);
   if (!verdict.blocked) return undefined;
   return {
     code: verdict.unavailable ? 'PrometheusUnavailable' : 'AlertFiring',
@@ -157,6 +207,7 @@ function podHold(
 ): PoolHold | undefined {
   if (p.podBlockers.length === 0) return undefined;
   if (!pods) return { code: 'PodBlocker', reason: 'waiting: the pod blockers are not read yet' };
+  if (isExpired(pods)) return tooOld('PodBlocker', 'pod blockers', pods);
   if ('error' in pods) return { code: 'PodBlocker', reason: `waiting: ${pods.error}` };
   const inPool = new Set(nodes.map((n) => n.name));
   const blocking = pods.filter((pod) => inPool.has(pod.node) && p.podBlockers[pod.blocker]?.scope !== 'Node');
@@ -172,7 +223,8 @@ function podHold(
 /** The nodes a node-scoped pod blocker's running pod holds, each with the pods that hold it. */
 export function nodeBlocks(p: ResolvedPolicy, pods: PolicyBlockers['pods']): Map<string, Wait> {
   const held = new Map<string, string[]>();
-  if (!pods || 'error' in pods) return new Map();
+  // Not knowing holds the whole pool (podHold).
+  if (!pods || 'error' in pods || isExpired(pods)) return new Map();
   for (const pod of pods) {
     if (p.podBlockers[pod.blocker]?.scope !== 'Node') continue;
     held.set(pod.node, [
@@ -211,7 +263,7 @@ export function foreignOperatorHold(
   if (!seen)
     return {
       code: 'ForeignOperator',
-      reason: `waiting: not looked yet whether the ${p.agentProtocol} update-operator runs; no node of this pool is touched until then`,
+      reason: `waiting: not looked yet whether ${PROTOCOL_OPERATOR[p.agentProtocol].what} runs; no node of this pool is touched until then`,
     };
   if (seen.standDown === undefined) return undefined;
   return {

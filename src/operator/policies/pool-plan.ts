@@ -16,8 +16,9 @@ import { assignPools } from '../../policy/pools.ts';
 import { type ResolvedPolicy, resolvePolicy } from '../../policy/resolve.ts';
 import { speaking } from '../decide/agent-protocol.ts';
 import type { DecideConfig } from '../decide/decide-input.ts';
-import type { Ledger } from '../decide/ledger-view.ts';
+import type { Ledger, RemediationRecord } from '../decide/ledger-view.ts';
 import type { NodeView } from '../decide/node-view.ts';
+import { AS_WRITTEN, type Observed } from '../decide/observed-clock.ts';
 import { policyReading, RATE_WINDOW_MS, remediationRate } from '../decide/policy-need.ts';
 import { activeBudgets } from '../decide/reason-budgets.ts';
 import {
@@ -61,6 +62,8 @@ export interface Pool {
   policy?: PolicyEntry;
   /** Its rollout in waves (spec.rollout): the record after this look, and whether the ledger must take it. */
   rollout?: PoolRollout;
+  /** The ledger's remediation records of the pool out of the rate limit's hour: forgotten by the pass. */
+  expiredRemediations?: RemediationRecord[];
 }
 
 export interface PoolRollout {
@@ -148,12 +151,13 @@ function policyPool(
   sighting: (protocol: CoreosProtocol) => OperatorSighting | undefined,
   ledger: Ledger,
   clock: CalendarClock,
+  observed: Observed,
 ): Pool | undefined {
   const resolved = entry.current.ok ? entry.current.policy : entry.lastValid;
   if (!resolved) return undefined;
   // Read through the pool's protocol (a need is the protocol's reboot-needed), with what the policy asks.
   const spoken = nodes.map((n) =>
-    withPolicyAsks(speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)), resolved, now),
+    withPolicyAsks(speaking(n, protocolOf(ledger, n.name, resolved.agentProtocol)), resolved, now, observed),
   );
   const rollout = poolRollout(entry, resolved, spoken, ledger, now);
   const standDown = foreignOperatorHold(resolved, sighting);
@@ -165,7 +169,8 @@ function policyPool(
           nodes,
           now,
           blockers,
-          rollout.settings && rolloutHold(rollout.record, rollout.settings, entry.name, now.getTime()),
+          rollout.settings &&
+            rolloutHold(rollout.record, rollout.settings, entry.name, now.getTime(), observed),
           clock,
         )
       : {
@@ -193,17 +198,23 @@ function policyPool(
       nodes.map((n) => n.name),
     );
   }
-  if (resolved.remediation)
-    config.remediationRate = remediationRate(
+  let expired: RemediationRecord[] = [];
+  if (resolved.remediation) {
+    const { expired: out, ...rate } = remediationRate(
       nodes,
       ledger.remediations?.[entry.name] ?? [],
       resolved.remediation.maxPerHour,
       now.getTime(),
       RATE_WINDOW_MS / clock.speed,
+      observed,
     );
+    config.remediationRate = rate;
+    expired = out;
+  }
   return {
     ...pool(entry.name, config, spoken, hold, entry),
     ...(rollout.settings || rollout.changed ? { rollout } : {}),
+    ...(expired.length > 0 ? { expiredRemediations: expired } : {}),
   };
 }
 
@@ -234,7 +245,7 @@ function poolRollout(
 }
 
 /** The node with what its policy's remediation and maxUptime ask of it this pass, if anything. */
-function withPolicyAsks(n: NodeView, p: ResolvedPolicy, now: Date): NodeView {
+function withPolicyAsks(n: NodeView, p: ResolvedPolicy, now: Date, observed: Observed): NodeView {
   if (!p.remediation && p.reboot.maxUptimeMs === undefined) return n;
   const asks = policyReading(
     n,
@@ -243,6 +254,7 @@ function withPolicyAsks(n: NodeView, p: ResolvedPolicy, now: Date): NodeView {
       ...(p.reboot.maxUptimeMs === undefined ? {} : { maxUptimeMs: p.reboot.maxUptimeMs }),
     },
     now.getTime(),
+    observed,
   );
   return Object.keys(asks).length > 0 ? { ...n, policyAsks: asks } : n;
 }
@@ -260,6 +272,11 @@ export function planPools(input: {
   sighting?: (protocol: CoreosProtocol) => OperatorSighting | undefined;
   /** The clock windows and scheduled budgets are read on; absent: the real one. */
   clock?: CalendarClock;
+  /**
+   * When the deciding process first saw the times a wait counts from (a wave's start, a remediation, a
+   * condition's transition); absent: as written (a reader that observes nothing over time).
+   */
+  observed?: Observed;
 }): PoolPlan {
   const { state, ledger, now, paused } = input;
   const holding = (name: string) => poolOf(ledger, name);
@@ -303,6 +320,7 @@ export function planPools(input: {
       input.sighting ?? (() => undefined),
       ledger,
       input.clock ?? REAL_CLOCK,
+      input.observed ?? AS_WRITTEN,
     );
     if (made) pools.push(made);
     byPool.delete(entry.name);

@@ -19,6 +19,8 @@ export interface FleetLockNodesOptions {
   view: (node: V1Node) => NodeView;
   poolOf: (node: string) => string | undefined;
   acting: () => boolean;
+  /** The leading replica's advertised FleetLock URL, when another leads. */
+  leader: () => string | undefined;
 }
 
 /** How a node reads to the FleetLock server: its FleetLock pool, its phase, its grant on this boot. */
@@ -47,6 +49,10 @@ export class FleetLockNodes implements FleetLockBackend {
     return this.#o.acting() ? undefined : 'this replica of the operator does not lead now';
   }
 
+  leader(): string | undefined {
+    return this.#o.leader();
+  }
+
   nodes(id: string): FleetLockNode[] {
     return this.#o.nodes
       .list()
@@ -61,12 +67,12 @@ export class FleetLockNodes implements FleetLockBackend {
   }
 
   /**
-   * A merge patch of the one key, unconditional: only this handler writes it, and a request that lands
-   * after another's asks for what the client asks for now.
+   * A merge patch of the handler's keys, unconditional: only this handler writes them, and a request that
+   * lands after another's asks for what the client asks for now.
    */
-  async annotate(node: string, key: string, value: string): Promise<void> {
+  async annotate(node: string, annotations: Record<string, string | null>): Promise<void> {
     const written = await this.#o.core.patchNode(
-      { name: node, body: { metadata: { annotations: { [key]: value } } } },
+      { name: node, body: { metadata: { annotations } } },
       mergePatch,
     );
     this.#o.nodes.upsertFromWrite(written);

@@ -100,9 +100,9 @@ export function viewLock(lock: KuredLock, policy: string, now: number): KuredVie
 }
 
 /** The pool's nodes kured holds its lock for: disrupted, in the pool's budget and its zones'. */
-export function kuredDisrupted(view: KuredView, pool: Iterable<string>): Set<string> {
+export function kuredDisrupted(view: KuredView, pool: Iterable<string>): Map<string, string> {
   const held = new Set(view.kured);
-  return new Set([...pool].filter((n) => held.has(n)));
+  return new Map([...pool].filter((n) => held.has(n)).map((n) => [n, "held by kured's lock"]));
 }
 
 /**

@@ -1,70 +1,75 @@
 /**
  * Looks, in the background, for CLUO's and FLUO's own update-operator while any policy's pool speaks
  * their protocol: two operators granting the same agents' reboots would each spend a budget the other
- * does not see. It runs when its leader-election Lease (in any namespace) is held and renewed, or a
- * Deployment of its name wants replicas; a look that fails counts as running (fail closed).
+ * does not see. It runs when its leader-election lock (a Lease, ConfigMap or Endpoints, in any namespace;
+ * judged as foreign-locks.ts says) is held and renewed, or a Deployment of its name wants replicas; a look
+ * that fails counts as running (fail closed).
  */
-import type { AppsV1Api, CoordinationV1Api, V1Deployment, V1Lease } from '@kubernetes/client-node';
+import type { AppsV1Api, CoordinationV1Api, CoreV1Api, V1Deployment } from '@kubernetes/client-node';
 import { type CoreosProtocol, isCoreosProtocol, PROTOCOL_OPERATOR } from '../../api/keys.ts';
 import type { KubeLog } from '../../kube/backoff.ts';
 import { sleep } from '../../kube/backoff.ts';
 import { describeError } from '../../kube/errors.ts';
 import type { PolicyEntry } from '../policies/policies.ts';
 import type { OperatorSighting } from '../policies/pool-holds.ts';
+import {
+  annotatedLock,
+  type FoundLock,
+  holderOf,
+  LockKind,
+  LockObserver,
+  leaseLock,
+  lockName,
+} from './foreign-locks.ts';
 
-const nameOf = (o: { metadata?: { namespace?: string; name?: string } }) =>
-  `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
-
-/** A held Lease counts until its duration has passed since its last renewal (client-go's own rule). */
-function leaseHeld(lease: V1Lease, now: number): boolean {
-  const holder = lease.spec?.holderIdentity;
-  const renewed = lease.spec?.renewTime ?? lease.spec?.acquireTime;
-  if (!holder || !renewed) return false;
-  return new Date(renewed).getTime() + (lease.spec?.leaseDurationSeconds ?? 0) * 1000 > now;
-}
-
-/** A foreign controller by its leader-election Lease's and its Deployment's names. */
+/** A foreign controller by its leader-election lock's name (of the kinds it may use) and its Deployment's. */
 export interface ForeignController {
-  /** How a message names it, e.g. "the flatcar update-operator". */
+  /** How a message names it, e.g. "FLUO's update-operator". */
   what: string;
-  lease: string;
+  lock: string;
+  lockKinds: readonly LockKind[];
   deployment: string;
 }
 
-/** What the Leases and Deployments found by the controller's names say (pure). */
+/** The APIs one look reads. */
+export interface LookApi {
+  coordination: CoordinationV1Api;
+  core: CoreV1Api;
+  apps: AppsV1Api;
+}
+
+/** What the locks and Deployments found by the controller's names say, `held` judging each lock (pure). */
 export function controllerSighting(
   c: ForeignController,
-  leases: readonly V1Lease[],
+  locks: readonly FoundLock[],
   deployments: readonly V1Deployment[],
-  now: number,
+  held: (lock: FoundLock) => boolean,
 ): OperatorSighting {
-  const held = leases.find((l) => l.metadata?.name === c.lease && leaseHeld(l, now));
-  if (held)
-    return { standDown: `${c.what} runs: its Lease ${nameOf(held)} is held by ${held.spec?.holderIdentity}` };
+  const holding = locks.find((l) => l.name === c.lock && c.lockKinds.includes(l.kind) && held(l));
+  if (holding)
+    return { standDown: `${c.what} runs: its ${lockName(holding)} is held by ${holderOf(holding)}` };
   const deployed = deployments.find((d) => d.metadata?.name === c.deployment && (d.spec?.replicas ?? 1) > 0);
   if (deployed)
     return {
-      standDown: `${c.what} is deployed: Deployment ${nameOf(deployed)} wants ${deployed.spec?.replicas ?? 1} replica(s)`,
+      standDown: `${c.what} is deployed: Deployment ${deployed.metadata?.namespace ?? ''}/${c.deployment} wants ${deployed.spec?.replicas ?? 1} replica(s)`,
     };
   return {};
 }
 
 const protocolOperator = (protocol: CoreosProtocol): ForeignController => ({
-  what: `the ${protocol} update-operator`,
   ...PROTOCOL_OPERATOR[protocol],
+  lockKinds: [LockKind.lease, LockKind.configMap, LockKind.endpoints],
 });
 
-/** What the Leases and Deployments found by the protocol's names say (pure). */
+/** What the locks and Deployments found by the protocol's names say (pure). */
 export const sightingOf = (
   protocol: CoreosProtocol,
-  leases: readonly V1Lease[],
+  locks: readonly FoundLock[],
   deployments: readonly V1Deployment[],
-  now: number,
-): OperatorSighting => controllerSighting(protocolOperator(protocol), leases, deployments, now);
+  held: (lock: FoundLock) => boolean,
+): OperatorSighting => controllerSighting(protocolOperator(protocol), locks, deployments, held);
 
-export interface ProtocolOperatorWatchOptions {
-  coordination: CoordinationV1Api;
-  apps: AppsV1Api;
+export interface ProtocolOperatorWatchOptions extends LookApi {
   intervalMs: number;
   /** A sighting that changed asks for a pass. */
   onChange: () => void;
@@ -74,6 +79,7 @@ export interface ProtocolOperatorWatchOptions {
 export class ProtocolOperatorWatch {
   readonly #o: ProtocolOperatorWatchOptions;
   readonly #seen = new Map<CoreosProtocol, OperatorSighting>();
+  readonly #locks = new Map<CoreosProtocol, LockObserver>();
   #round: AbortController | undefined;
   #wanted = new Set<CoreosProtocol>();
 
@@ -90,6 +96,7 @@ export class ProtocolOperatorWatch {
     }
     this.#wanted = wanted;
     for (const protocol of this.#seen.keys()) if (!wanted.has(protocol)) this.#seen.delete(protocol);
+    for (const protocol of this.#locks.keys()) if (!wanted.has(protocol)) this.#locks.delete(protocol);
     if (wanted.size > 0 && !this.#round) this.#loop();
   }
 
@@ -101,6 +108,7 @@ export class ProtocolOperatorWatch {
     this.#round?.abort();
     this.#round = undefined;
     this.#seen.clear();
+    this.#locks.clear();
   }
 
   #loop(): void {
@@ -123,30 +131,62 @@ export class ProtocolOperatorWatch {
   }
 
   #look(protocol: CoreosProtocol): Promise<OperatorSighting> {
-    return lookForOperator(this.#o, protocol);
+    let locks = this.#locks.get(protocol);
+    if (!locks) {
+      locks = new LockObserver();
+      this.#locks.set(protocol, locks);
+    }
+    return lookForOperator(this.#o, protocol, locks);
   }
 }
 
-/** One look for the protocol's own update-operator: its Lease and Deployment by name, in every namespace. */
+/**
+ * One look for the protocol's own update-operator: its lock and Deployment by name, in every namespace.
+ * `locks` keeps what earlier looks saw; a fresh one (a CLI's single look) takes a held lock as held.
+ */
 export const lookForOperator = (
-  api: { coordination: CoordinationV1Api; apps: AppsV1Api },
+  api: LookApi,
   protocol: CoreosProtocol,
-): Promise<OperatorSighting> => lookForController(api, protocolOperator(protocol));
+  locks: LockObserver = new LockObserver(),
+): Promise<OperatorSighting> => lookForController(api, protocolOperator(protocol), locks);
 
-/** One look for a foreign controller: its Lease and Deployment by name, in every namespace. */
+/** Every lock of the controller's name, of the kinds it may use, in every namespace. */
+async function listLocks(api: LookApi, c: ForeignController): Promise<FoundLock[]> {
+  const byName = { fieldSelector: `metadata.name=${c.lock}` };
+  const lists = await Promise.all(
+    c.lockKinds.map(async (kind): Promise<FoundLock[]> => {
+      switch (kind) {
+        case LockKind.lease:
+          return (await api.coordination.listLeaseForAllNamespaces(byName)).items.map(leaseLock);
+        case LockKind.configMap:
+          return (await api.core.listConfigMapForAllNamespaces(byName)).items.map((o) =>
+            annotatedLock(kind, o),
+          );
+        case LockKind.endpoints:
+          return (await api.core.listEndpointsForAllNamespaces(byName)).items.map((o) =>
+            annotatedLock(kind, o),
+          );
+      }
+    }),
+  );
+  return lists.flat();
+}
+
+/** One look for a foreign controller: its lock (judged by `locks`) and Deployment by name, in every namespace. */
 export async function lookForController(
-  api: { coordination: CoordinationV1Api; apps: AppsV1Api },
+  api: LookApi,
   c: ForeignController,
+  locks: LockObserver,
 ): Promise<OperatorSighting> {
   try {
-    const [leases, deployments] = await Promise.all([
-      api.coordination.listLeaseForAllNamespaces({ fieldSelector: `metadata.name=${c.lease}` }),
+    const [found, deployments] = await Promise.all([
+      listLocks(api, c),
       api.apps.listDeploymentForAllNamespaces({ fieldSelector: `metadata.name=${c.deployment}` }),
     ]);
-    return controllerSighting(c, leases.items, deployments.items, Date.now());
+    return controllerSighting(c, found, deployments.items, locks.observe(found));
   } catch (err) {
     return {
-      standDown: `cannot tell whether ${c.what} runs (its Lease ${c.lease} and Deployment ${c.deployment} could not be listed: ${describeError(err)})`,
+      standDown: `cannot tell whether ${c.what} runs (its lock ${c.lock} (${c.lockKinds.join(', ')}) and Deployment ${c.deployment} could not be listed: ${describeError(err)})`,
     };
   }
 }

@@ -5,24 +5,23 @@
  * renewed, or a Deployment of its name (any namespace) wants replicas; a look that fails counts as
  * running, and so does not having looked yet (fail closed).
  */
-import type { AppsV1Api, CoordinationV1Api } from '@kubernetes/client-node';
 import type { KubeLog } from '../../kube/backoff.ts';
 import { sleep } from '../../kube/backoff.ts';
 import type { OperatorSighting } from '../policies/pool-holds.ts';
-import { type ForeignController, lookForController } from './protocol-operators.ts';
+import { LockKind, LockObserver } from './foreign-locks.ts';
+import { type ForeignController, type LookApi, lookForController } from './protocol-operators.ts';
 
 /** SUC's manifests name its Deployment, its controller (SYSTEM_UPGRADE_CONTROLLER_NAME) and so its Lease. */
 export const SUC_CONTROLLER: ForeignController = {
   what: 'system-upgrade-controller',
-  lease: 'system-upgrade-controller',
+  lock: 'system-upgrade-controller',
+  lockKinds: [LockKind.lease],
   deployment: 'system-upgrade-controller',
 };
 
 const NOT_YET: OperatorSighting = { standDown: 'not known yet whether system-upgrade-controller runs' };
 
-export interface SucControllerWatchOptions {
-  coordination: CoordinationV1Api;
-  apps: AppsV1Api;
+export interface SucControllerWatchOptions extends LookApi {
   intervalMs: number;
   /** A sighting that changed asks for a pass. */
   onChange: () => void;
@@ -32,6 +31,7 @@ export interface SucControllerWatchOptions {
 export class SucControllerWatch {
   readonly #o: SucControllerWatchOptions;
   #seen: OperatorSighting = NOT_YET;
+  #locks = new LockObserver();
   #round: AbortController | undefined;
 
   constructor(o: SucControllerWatchOptions) {
@@ -48,7 +48,7 @@ export class SucControllerWatch {
     this.#round = round;
     void (async () => {
       while (!round.signal.aborted) {
-        const seen = await lookForController(this.#o, SUC_CONTROLLER);
+        const seen = await lookForController(this.#o, SUC_CONTROLLER, this.#locks);
         if (round.signal.aborted) return;
         if (seen.standDown !== this.#seen.standDown) {
           this.#seen = seen;
@@ -68,5 +68,6 @@ export class SucControllerWatch {
     this.#round?.abort();
     this.#round = undefined;
     this.#seen = NOT_YET;
+    this.#locks = new LockObserver();
   }
 }

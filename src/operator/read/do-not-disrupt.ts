@@ -13,7 +13,7 @@ import { type PodHold, podHold } from '../../drain/do-not-disrupt.ts';
 import type { KubeLog } from '../../kube/backoff.ts';
 import { describeError } from '../../kube/errors.ts';
 import type { Wait } from '../decide/wait.ts';
-import { PodReads } from './pod-reads.ts';
+import { PodReads, tooOld } from './pod-reads.ts';
 
 /** Pod lists in flight. */
 const READERS = 8;
@@ -23,6 +23,8 @@ const READS_PER_PASS = 64;
 const REREAD_MS = 30_000;
 /** A read that failed is tried again after this long (the node waits for it, and so do those behind it). */
 const RETRY_MS = 2_000;
+/** A waiting node whose pods were last read longer ago (the reads since failed) waits as one not read. */
+const MAX_AGE_MS = 2 * REREAD_MS;
 /** Why `pods` keep their node from being disrupted at `now`, and until when; undefined when nothing does. */
 export function doNotDisrupt(pods: readonly V1Pod[], now: number): Wait | undefined {
   let hold: PodHold | undefined;
@@ -107,6 +109,13 @@ export class DoNotDisruptReads {
       if (!read?.value) {
         holds.set(name, {
           reason: `waiting: its pods are being checked for ${PodAnnotations.doNotDisrupt}`,
+          holdsLine: true,
+        });
+        continue;
+      }
+      if (tooOld(read, MAX_AGE_MS, performance.now())) {
+        holds.set(name, {
+          reason: `waiting: its pods' last reading for ${PodAnnotations.doNotDisrupt} is older than ${MAX_AGE_MS / 1000} s (the reads since failed; retried)`,
           holdsLine: true,
         });
         continue;

@@ -1,11 +1,13 @@
 /**
  * Reads what a policy's health checks judge: the objects of each object check (any kind, through the
- * API's discovery) and the samples of each PromQL query. Every failure becomes the check's reading, never
- * an exception: a check that cannot be read fails closed. The operator reads the objects with its own
- * ServiceAccount, which the admin grants get and list on them.
+ * API's discovery) and the samples of each PromQL query, each bounded by `signal` (the policy's
+ * readings.timeout). Every failure becomes the check's reading, never an exception: a check that cannot
+ * be read, or not in time, fails closed. The operator reads the objects with its own ServiceAccount,
+ * which the admin grants get and list on them.
  */
 import type { KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 import { describeError, statusCode } from '../../kube/errors.ts';
+import { settledBy } from '../../kube/request-signal.ts';
 import {
   type HealthReading,
   type ObjectCheck,
@@ -28,7 +30,7 @@ export async function readHealth(
   const results = await Promise.all(
     checks.map(async (c) =>
       c.type === 'object'
-        ? objectVerdict(c, await readObjects(c, objects))
+        ? objectVerdict(c, await readObjects(c, objects, signal))
         : prometheusVerdict(c, await queryPrometheus(c.url, c.query, signal)),
     ),
   );
@@ -41,22 +43,27 @@ export async function readHealth(
  * without a namespace means the same to the operator and to `nuo policy explain` (a read would take each
  * one's own default namespace), and a missing object is an empty list, not an error.
  */
-async function readObjects(c: ObjectCheck, api: ObjectReader): Promise<ObjectsRead> {
+async function readObjects(c: ObjectCheck, api: ObjectReader, signal: AbortSignal): Promise<ObjectsRead> {
   const byName = 'name' in c.target ? `metadata.name=${c.target.name}` : undefined;
   const byLabels = 'selector' in c.target ? c.target.selector : undefined;
   try {
-    const list = await api.list<KubernetesObject>(
-      c.apiVersion,
-      c.kind,
-      c.namespace,
-      undefined,
-      undefined,
-      undefined,
-      byName,
-      byLabels,
+    // KubernetesObjectApi takes no signal: the reading ends at the deadline, the request when it will.
+    const list = await settledBy(
+      api.list<KubernetesObject>(
+        c.apiVersion,
+        c.kind,
+        c.namespace,
+        undefined,
+        undefined,
+        undefined,
+        byName,
+        byLabels,
+      ),
+      signal,
     );
     return { objects: list.items };
   } catch (err) {
+    if (signal.aborted) return { error: 'no answer within readings.timeout' };
     return readError(c, statusCode(err), describeError(err));
   }
 }

@@ -10,10 +10,15 @@ import { describeError } from '../../kube/errors.ts';
 import { type Health, healthGated, healthRereadDue } from '../decide/health-gate.ts';
 import type { Ledger } from '../decide/ledger-view.ts';
 import type { NodeView } from '../decide/node-view.ts';
-import { PodReads } from './pod-reads.ts';
+import { PodReads, tooOld } from './pod-reads.ts';
 
 /** Reads of DaemonSet pods in flight. */
 const HEALTH_READERS = 16;
+/**
+ * A reading older than this is not the node's health: a gated node's pods are read again every few
+ * seconds (healthRereadDue), so only reads that kept failing leave one this old.
+ */
+export const HEALTH_MAX_AGE_MS = 15_000;
 
 /** What the health gate makes of a node's pods: its DaemonSet pods, not being deleted, all Ready. */
 function daemonSetHealth(pods: readonly V1Pod[]): Health {
@@ -62,7 +67,16 @@ export class HealthReads {
     const health = new Map<string, Health>();
     for (const { name } of gated) {
       const read = this.#reads.get(name);
-      if (read?.value) health.set(name, read.value);
+      if (read?.value)
+        health.set(
+          name,
+          tooOld(read, HEALTH_MAX_AGE_MS, performance.now())
+            ? {
+                daemonSetPodsReady: false,
+                detail: `their last reading is older than ${HEALTH_MAX_AGE_MS / 1000} s (the reads since failed; retried)`,
+              }
+            : read.value,
+        );
       const renew =
         read?.running === false &&
         healthRereadDue({

@@ -10,8 +10,7 @@ import { statusCode } from '../../kube/errors.ts';
 import type { Action } from '../decide/action.ts';
 import type { Ledger, RemediationRecord } from '../decide/ledger-view.ts';
 import type { PlanSlot } from '../decide/plan-work.ts';
-import { RATE_WINDOW_MS } from '../decide/policy-need.ts';
-import type { InPool } from '../decide/slot.ts';
+import { ATTEMPT_ENDS, AttemptEnd, type InPool } from '../decide/slot.ts';
 import type { RolloutRecord } from '../decide/waves.ts';
 
 /**
@@ -106,9 +105,23 @@ export function parseLedger(cm: V1ConfigMap): Ledger {
       throw new Error('a "plan" that is not { ref, hash, version, prepare, reboot }');
     }
     const protocols = Object.values(doc.slots).map((s) => (s as { protocol?: unknown }).protocol);
-    const known = new Set<unknown>(AGENT_PROTOCOLS.filter((p: AgentProtocol) => p !== 'nuo'));
-    if (protocols.some((p) => p !== undefined && !known.has(p))) {
-      throw new Error(`a "protocol" that is not one of ${[...known].join(', ')}`);
+    const foreign = new Set<unknown>(AGENT_PROTOCOLS.filter((p: AgentProtocol) => p !== 'nuo'));
+    if (protocols.some((p) => p !== undefined && !foreign.has(p))) {
+      throw new Error(`a "protocol" that is not one of ${[...foreign].join(', ')}`);
+    }
+    const numbered: unknown[] = [
+      doc.attempts,
+      ...[...Object.values(doc.slots), ...Object.values(doc.next ?? {})].map(
+        (s) => (s as { attempt?: unknown }).attempt,
+      ),
+    ];
+    if (numbered.some((n) => n !== undefined && !(Number.isSafeInteger(n) && (n as number) >= 0))) {
+      throw new Error('an "attempts" or "attempt" that is not a whole number');
+    }
+    const ends = Object.values(doc.slots).map((s) => (s as { ended?: unknown }).ended);
+    const known = new Set<unknown>(ATTEMPT_ENDS);
+    if (ends.some((e) => e !== undefined && !known.has(e))) {
+      throw new Error(`an "ended" that is not one of ${ATTEMPT_ENDS.join(', ')}`);
     }
     const reasons = Object.values(doc.slots).map((s) => (s as { reason?: unknown }).reason);
     const attemptReasons = new Set<unknown>(ATTEMPT_REASONS);
@@ -211,11 +224,43 @@ export interface RolloutChange {
 }
 
 /**
- * decide()'s actions that change the ledger: the slots a pass takes, frees, promises and records, and
- * its pool's rollout record.
+ * A pool's remediation records to forget: out of the rate limit's hour as the deciding leader saw them
+ * (policy-need.ts remediationRate), or all of a pool whose policy is gone. Never pruned by comparing the
+ * times recorded with the writer's clock: another leader's clock wrote them.
+ */
+export interface ForgetRemediations {
+  type: 'remediations';
+  forget: readonly RemediationRecord[] | 'all';
+}
+
+/** The end of a slot holder's attempt, recorded before the node write that ends it (Slot.ended). */
+export interface EndChange {
+  type: 'ended';
+  node: string;
+  outcome: AttemptEnd;
+}
+
+/** The end an action writes on a slot holder, as the ledger records it first; undefined for any other. */
+export function endOf(a: Action): EndChange | undefined {
+  const outcome =
+    a.type === 'complete'
+      ? AttemptEnd.completed
+      : a.type === 'abort'
+        ? AttemptEnd.failed
+        : a.type === 'end'
+          ? AttemptEnd.ended
+          : undefined;
+  return outcome && { type: 'ended', node: a.node, outcome };
+}
+
+/**
+ * decide()'s actions that change the ledger: the slots a pass takes, frees, promises and records, the
+ * ends of attempts it decided, and its pool's rollout record.
  */
 export type LedgerChange =
   | Extract<Action, { type: 'admit' | 'release' | 'promise' | 'unpromise' | 'claim' }>
+  | EndChange
+  | ForgetRemediations
   | RolloutChange;
 
 /**
@@ -225,26 +270,41 @@ export type LedgerChange =
 export function withChanges(ledger: Ledger, changes: readonly LedgerChange[], at: string, pool = ''): Ledger {
   const l = structuredClone(ledger);
   const tag = pool === '' ? {} : { pool };
+  // Each admission and promise takes the next attempt number, unique across pools and leaders: the
+  // write is conditional, so two leaders never hand out the same one.
+  const nextAttempt = () => {
+    l.attempts = (l.attempts ?? 0) + 1;
+    return l.attempts;
+  };
   for (const a of changes) {
     if (a.type === 'rollout') setRollout(l, pool, a.record);
+    else if (a.type === 'remediations') forgetRemediations(l, pool, a.forget);
     else if (a.type === 'release') delete l.slots[a.node];
-    else if (a.type === 'promise') l.next = { ...l.next, [a.node]: { after: a.after, since: at, ...tag } };
+    else if (a.type === 'ended') {
+      const slot = l.slots[a.node];
+      if (slot) slot.ended = a.outcome;
+    } else if (a.type === 'promise')
+      l.next = { ...l.next, [a.node]: { after: a.after, since: at, attempt: nextAttempt(), ...tag } };
     else if (a.type === 'unpromise') delete l.next?.[a.node];
     else {
-      // An admission takes its slot now; a claim records a handover made when its promise was.
+      // An admission takes its slot now; a claim records a handover made when its promise was, in the
+      // attempt the promise named.
       const plan = a.type === 'admit' && a.plan ? { plan: a.plan } : {};
       const protocol = a.protocol ? { protocol: a.protocol } : {};
       const reason = a.type === 'admit' ? { reason: a.for } : {};
-      l.slots[a.node] = { since: a.type === 'claim' ? a.since : at, ...tag, ...plan, ...protocol, ...reason };
+      const named =
+        a.type === 'claim'
+          ? { since: a.since, ...(a.attempt === undefined ? {} : { attempt: a.attempt }) }
+          : { since: at, attempt: nextAttempt() };
+      l.slots[a.node] = { ...named, ...tag, ...plan, ...protocol, ...reason };
       delete l.next?.[a.node];
     }
   }
   if (l.next && Object.keys(l.next).length === 0) delete l.next;
-  const remediated = changes.flatMap((a) => {
-    if (a.type === 'admit' && a.remediation) return [{ node: a.node, at }];
-    return a.type === 'claim' && a.remediatedAt ? [{ node: a.node, at: a.remediatedAt }] : [];
-  });
-  if (pool !== '') recordRemediations(l, pool, remediated, at);
+  const remediated = changes.flatMap((a) =>
+    a.type === 'admit' && a.remediation ? [{ node: a.node, at }] : [],
+  );
+  if (pool !== '' && remediated.length > 0) recordRemediations(l, pool, remediated);
   if (changes.some((a) => a.type === 'admit')) {
     if (pool === '') l.lastGrant = at;
     else l.poolGrants = { ...l.poolGrants, [pool]: at };
@@ -257,11 +317,23 @@ function isRemediationRecord(r: unknown): r is RemediationRecord {
   return typeof node === 'string' && typeof at === 'string' && !Number.isNaN(Date.parse(at));
 }
 
-/** Adds `added` to `pool`'s remediations in `l`, which keep only those of the hour before `at`. */
-function recordRemediations(l: Ledger, pool: string, added: readonly RemediationRecord[], at: string): void {
-  const now = Date.parse(at);
-  const kept = (l.remediations?.[pool] ?? []).filter((r) => now - Date.parse(r.at) < RATE_WINDOW_MS);
-  const list = [...kept, ...added];
+/** Adds `added` to `pool`'s remediations in `l`. */
+function recordRemediations(l: Ledger, pool: string, added: readonly RemediationRecord[]): void {
+  setRemediations(l, pool, [...(l.remediations?.[pool] ?? []), ...added]);
+}
+
+/** Forgets `forget` (or all) of `pool`'s remediations in `l`. */
+function forgetRemediations(l: Ledger, pool: string, forget: readonly RemediationRecord[] | 'all'): void {
+  const gone = (r: RemediationRecord) =>
+    forget === 'all' || forget.some((f) => f.node === r.node && f.at === r.at);
+  setRemediations(
+    l,
+    pool,
+    (l.remediations?.[pool] ?? []).filter((r) => !gone(r)),
+  );
+}
+
+function setRemediations(l: Ledger, pool: string, list: RemediationRecord[]): void {
   const { [pool]: _, ...others } = l.remediations ?? {};
   l.remediations = list.length > 0 ? { ...others, [pool]: list } : others;
   if (Object.keys(l.remediations).length === 0) delete l.remediations;
@@ -287,6 +359,9 @@ export function withPoolChanges(ledger: Ledger, changes: PoolChanges, at: string
   for (const [pool, list] of changes) l = withChanges(l, list, at, pool);
   return l;
 }
+
+/** Conditional writes recordEnd tries before it gives up (the step then fails and a pass decides again). */
+const END_RECORD_TRIES = 5;
 
 /**
  * The ledger as this leader last read or wrote it, read again when older than `ttlMs`. While it leads,
@@ -326,6 +401,26 @@ export class LedgerCache {
     } catch (err) {
       this.#copy = undefined;
       throw err;
+    }
+  }
+
+  /**
+   * Records the end of `node`'s attempt in its slot before the node write that ends it (Slot.ended): a
+   * conditional write, read again and retried on a conflict. Nothing to do when the node holds no slot
+   * (an attempt without one) or the end is recorded already (the pass that decided it wrote it).
+   */
+  async recordEnd(node: string, outcome: AttemptEnd): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const from = await this.read();
+      const slot = from.ledger.slots[node];
+      if (!slot || slot.ended === outcome) return;
+      const change: LedgerChange = { type: 'ended', node, outcome };
+      try {
+        await this.write(from, new Map([[slot.pool ?? '', [change]]]), new Date().toISOString());
+        return;
+      } catch (err) {
+        if (!(err instanceof LedgerConflict) || attempt >= END_RECORD_TRIES) throw err;
+      }
     }
   }
 

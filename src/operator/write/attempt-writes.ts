@@ -4,6 +4,7 @@
  * outcome; and the handover of an ended attempt's slot to the node promised it.
  */
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import { attemptId } from '../../api/attempt.ts';
 import { Annotations } from '../../api/keys.ts';
 import { Phase } from '../../api/phases.ts';
 import type { NotifyOn } from '../../api/update-policy.ts';
@@ -16,6 +17,7 @@ import type { Health } from '../decide/health-gate.ts';
 import type { NodeView } from '../decide/node-view.ts';
 import type { OwnNode } from '../decide/own-node.ts';
 import { UNCORDONED_DURING_DRAIN } from '../decide/phase-steps.ts';
+import { AttemptEnd } from '../decide/slot.ts';
 import type { Decider, NodeStep } from '../decider.ts';
 import type { OperatorMetrics } from '../metrics.ts';
 import { CONFLICT_RETRIES, type NodeSteps } from '../node-steps.ts';
@@ -85,6 +87,7 @@ export class AttemptWrites {
         await this.#abort(view, action.reason, core);
         return true;
       case 'complete':
+        await this.#o.ledger.recordEnd(view.name, AttemptEnd.completed);
         await writer.endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
         this.#o.metrics?.completions.inc();
         this.#o.events.normal(
@@ -120,6 +123,7 @@ export class AttemptWrites {
         return false;
       case 'end':
         this.#o.drains.abort(view.name);
+        await this.#o.ledger.recordEnd(view.name, AttemptEnd.ended);
         await writer.endAttempt(view, core, (fresh) => this.#write(action, fresh, now));
         log('warn', 'attempt without a slot ended; cordon undone', {
           node: view.name,
@@ -242,6 +246,7 @@ export class AttemptWrites {
     const reason = `drain ${message}: nothing evicted, attempt ended`;
     const end = { type: 'end', node: fresh.name, to: Phase.pending, reason } as const;
     this.#o.optOuts.forget(fresh.name);
+    await this.#o.ledger.recordEnd(fresh.name, AttemptEnd.ended);
     await this.#o.writer.endAttempt(fresh, this.#o.core, (n) => this.#write(end, n, new Date()));
     this.#o.steps().freed();
     this.#o.events.normal(fresh.name, 'DrainHeld', reason);
@@ -335,18 +340,26 @@ export class AttemptWrites {
    * this is where the node is admitted, so it is logged, counted and reported here, once per attempt:
    * the write is conditional, so only one of the two lands.
    */
-  async #enterAttempt(view: NodeView, action: WriteAction & { reason: string }, now: Date, core: CoreV1Api) {
-    const write = this.#write(action, view, now);
+  async #enterAttempt(
+    view: NodeView,
+    action: Extract<WriteAction, { type: 'admit' | 'transition' }>,
+    now: Date,
+    core: CoreV1Api,
+  ) {
+    // The write names the attempt the ledger handed out (the pass's slot, or a handover's promise).
+    const entry = this.#o.ledger.last?.slots[view.name] ?? this.#o.ledger.last?.next?.[view.name];
+    if (!entry) throw new Error(`node ${view.name}: no slot or promise in the ledger copy for its admission`);
+    const write = this.#write({ ...action, attempt: attemptId(entry) }, view, now);
     const written = await this.#o.writer.patch(view, write, core);
     // Without before-reboot hooks the attempt starts in Draining, cordoned in the same write: drain now.
     if (write.annotations[Annotations.state] === Phase.draining && this.#o.acting())
       await this.#drain(written, core);
     this.#o.metrics?.admissions.inc();
-    const plan = (action.type === 'admit' || action.type === 'transition') && action.plan;
+    const plan = action.plan;
     const what = plan ? `Plan ${plan.ref}` : 'reboot';
     this.#o.events.normal(view.name, 'Admitted', `admitted for ${what}: ${action.reason}`);
     // A reboot nobody asked for by hand: the node's own Event says which condition asked for it.
-    if ((action.type === 'admit' || action.type === 'transition') && action.remediation)
+    if (action.remediation)
       this.#o.events.warning(view.name, 'Remediation', `rebooting to remediate: ${action.reason}`);
     this.#notify(view.name, 'Admitted', action.reason, plan ? plan.ref : undefined);
     this.#o.log('info', 'admitted', { node: view.name, reason: action.reason });
@@ -367,6 +380,7 @@ export class AttemptWrites {
       ...(drainFailed ? { drainFailed } : {}),
       ...(skip ? { skip } : {}),
     } as const;
+    await this.#o.ledger.recordEnd(name, AttemptEnd.failed);
     await this.#o.writer.endAttempt(decidedOn, core, (fresh) => this.#write(abort, fresh, new Date()));
     this.#o.metrics?.failures.inc();
     this.#o.events.warning(name, skip ? 'Skipped' : 'AttemptAborted', reason);
@@ -400,7 +414,8 @@ export class AttemptWrites {
     const { decider } = this.#o;
     const { actions } = decider.decide(decider.nodes(now), ledger, this.#o.health(), now);
     const admit = actions.find((a) => a.type === 'admit' && a.node === successor);
-    if (admit?.type !== 'admit') return;
+    // A remediation is left to the pass: its rate limit counts in the ledger write that admits it.
+    if (admit?.type !== 'admit' || admit.remediation) return;
     this.#o.log('info', 'slot handed over', { from: ended, to: successor });
     steps.start(admit, decider.view(node), now, steps.handoverLane);
   }

@@ -5,6 +5,7 @@
  * with the key agents already hold.
  */
 import type { CoreV1Api, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import { attemptId } from '../../api/attempt.ts';
 import {
   fromPrivatePem,
   GRANT_KEY_NAME,
@@ -120,8 +121,9 @@ export class GrantSigner {
    * in `ledger`: the agent checks that attempt against the ledger it reads. No slot, no grant.
    */
   async grant(view: NodeView, ledger: Ledger): Promise<string> {
-    const attempt = ledger.slots[view.name]?.since ?? ledger.next?.[view.name]?.since;
-    if (!attempt) throw new Error(`node ${view.name} holds no slot in the ledger: no grant`);
+    const entry = ledger.slots[view.name] ?? ledger.next?.[view.name];
+    if (!entry) throw new Error(`node ${view.name} holds no slot in the ledger: no grant`);
+    const attempt = attemptId(entry);
     const key = await this.#signingKey();
     return signGrant(key.privateKey, { node: view.name, bootId: view.bootId, attempt });
   }

@@ -29,10 +29,19 @@ export class NodeWriter {
   /** A node as the decisions read it (through the protocol its agent speaks). */
   readonly #view: (node: V1Node) => NodeView;
 
-  constructor(cache: NodeCache, acting: () => boolean, view: (node: V1Node) => NodeView) {
+  /** Told each node this writer wrote, as written: a phase it wrote is seen from that moment. */
+  readonly #wrote: (node: V1Node) => void;
+
+  constructor(
+    cache: NodeCache,
+    acting: () => boolean,
+    view: (node: V1Node) => NodeView,
+    wrote: (node: V1Node) => void = () => {},
+  ) {
     this.#cache = cache;
     this.#acting = acting;
     this.#view = view;
+    this.#wrote = wrote;
   }
 
   /**
@@ -64,6 +73,7 @@ export class NodeWriter {
         mergePatch,
       );
       this.#cache.upsertFromWrite(node);
+      this.#wrote(node);
       return node;
     } catch (err) {
       if (statusCode(err) === 409 || statusCode(err) === 404)
@@ -97,6 +107,7 @@ export class NodeWriter {
         const known = attempt === 1 ? this.#cache.get(name) : undefined;
         const { node } = await uncordonWith(core, name, check, known);
         this.#cache.upsertFromWrite(node);
+        this.#wrote(node);
         return;
       } catch (err) {
         if (err instanceof Conflict || attempt >= END_ATTEMPTS || !this.#acting()) throw err;

@@ -154,10 +154,19 @@ function unprotectedStart(k: OperatorKeys, c: HookConfig, now: Date, plan?: Plan
   };
 }
 
-/** An attempt's start for a remediation records when, for the pool's rate limit (policy-need.ts). */
-function remediated(w: NodeWrite, remediation: true | undefined, now: Date): NodeWrite {
-  if (!remediation) return w;
-  return { ...w, annotations: { ...w.annotations, [Annotations.remediatedAt]: now.toISOString() } };
+/**
+ * An attempt's start names the attempt (the ledger's number for it), and for a remediation records when
+ * (for people; the pool's rate limit counts the ledger's record).
+ */
+function started(w: NodeWrite, a: { remediation?: true; attempt?: string }, now: Date): NodeWrite {
+  return {
+    ...w,
+    annotations: {
+      ...w.annotations,
+      ...(a.attempt === undefined ? {} : { [Annotations.attempt]: a.attempt }),
+      ...(a.remediation ? { [Annotations.remediatedAt]: now.toISOString() } : {}),
+    },
+  };
 }
 
 function transition(
@@ -167,7 +176,7 @@ function transition(
   now: Date,
 ): NodeWrite {
   const k = keysOf(n);
-  if (a.to === Phase.beforeReboot) return remediated(attemptStart(n, c, now, a.plan), a.remediation, now);
+  if (a.to === Phase.beforeReboot) return started(attemptStart(n, c, now, a.plan), a, now);
   const annotations: Record<string, string | null> = phase(a.to, a.reason, now);
   const labels: Record<string, string | null> = {};
   if (a.clearGrant) Object.assign(annotations, noGrant(k));
@@ -226,7 +235,7 @@ export function patchFor(a: WriteAction, n: NodeView, c: HookConfig, now: Date):
     case 'revoke':
       return { annotations: noGrant(k) };
     case 'admit':
-      return remediated(attemptStart(n, c, now, a.plan), a.remediation, now);
+      return started(attemptStart(n, c, now, a.plan), a, now);
     case 'transition':
       return transition(a, n, c, now);
     case 'grant':

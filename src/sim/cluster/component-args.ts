@@ -42,6 +42,8 @@ const CONTROLLERS = [
   'pod-garbage-collector',
   // Binds PersistentVolumeClaims to their volumes: drains wait for evicted pods' volumes to detach.
   'persistentvolume-binder',
+  // Makes the claims of pods' generic ephemeral volumes, which drains wait on as on any other.
+  'ephemeral-volume',
 ].map((name) => `${name}-controller`);
 
 export interface ArgsInput {
