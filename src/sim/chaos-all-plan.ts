@@ -60,7 +60,7 @@ export interface AllPlan {
   upgrade: ChaosUpgrade;
   /** Spells of the PromQL check's metric reading bad. */
   metric: Spell[];
-  /** A gates node a cluster autoscaler taints ToBeDeletedByClusterAutoscaler:NoSchedule for a while. */
+  /** A gates node (one updated, not the late one) a cluster autoscaler taints ToBeDeletedByClusterAutoscaler:NoSchedule for a while. */
   autoscaler: Spell & { node: string };
   /** Pods matching the gates pool's pod blockers, running for a while: on their node, and pool-wide. */
   blockers: (Spell & { scope: 'Node' | 'Pool'; node: string })[];
@@ -121,7 +121,12 @@ export function planAll(drawn: RunPlan): { plan: RunPlan; all: AllPlan } {
     (a, b) => a.atMs - b.atMs,
   );
   const gatedUpdates = updates.filter((u) => inGates(u.node)).map((u) => u.node);
-  const autoscaler = { ...spell(2000, 40_000, 3000, 15_000), node: rnd.pick(pools.gates) };
+  // On a node with a reboot ahead, so the taint can meet it waiting (a node in an attempt is not tainted).
+  const tainted = gatedUpdates.filter((n) => n !== gates.late?.node);
+  const autoscaler = {
+    ...spell(2000, 40_000, 3000, 15_000),
+    node: rnd.pick(tainted.length > 0 ? tainted : pools.gates),
+  };
   const blockers = [
     { ...spell(1000, 30_000, 3000, 12_000), scope: 'Node' as const, node: rnd.pick(pools.gates) },
     { ...spell(1000, 30_000, 3000, 12_000), scope: 'Pool' as const, node: rnd.pick(pools.gates) },

@@ -83,4 +83,15 @@ describe('chaos with everything on: the plan', () => {
     }
     assert.ok(onUpdated > 80, `mostly on an updated node (${onUpdated}/100)`);
   });
+
+  test('the autoscaler taints a gated node with its update ahead, not the late one, when there is such a node', () => {
+    for (let seed = 1; seed <= 100; seed++) {
+      const { plan, all } = planAll(drawn(seed));
+      const candidates = plan.updates
+        .map((u) => u.node)
+        .filter((n) => all.pools.gates.includes(n) && n !== all.gates.late?.node);
+      if (candidates.length > 0) assert.ok(candidates.includes(all.autoscaler.node), `seed ${seed}`);
+      else assert.ok(all.pools.gates.includes(all.autoscaler.node), `seed ${seed}: some gated node`);
+    }
+  });
 });
