@@ -29,12 +29,12 @@ import type { Env } from './chaos-env.ts';
 import { CHAOS_NAMESPACE } from './chaos-faults.ts';
 import {
   BLOCKER_INTERVAL_MS,
-  GATES_POLICY,
   gatesChecking,
   gatesPolicy,
   HEALTHY,
   persist,
   prepareGates,
+  resetGates,
   STALE_MARGIN_MS,
   setHealth,
   WIDGETS,
@@ -49,7 +49,7 @@ import { KURED_ACCOUNT } from './kured-agent.ts';
 import { applyPolicy } from './policies.ts';
 import { MetricTarget, type RunningPrometheus, startPrometheusFor } from './prometheus.ts';
 
-/** The policies of the pools beside the gated one (GATES_POLICY), each named for its pool. */
+/** The policies of the pools beside the gated one (chaos-gates.ts GATES_POLICY), each named for its pool. */
 export const ALL_POLICIES = {
   fluo: 'chaos-fluo',
   fleetlock: 'chaos-fleetlock',
@@ -202,7 +202,10 @@ async function setMetric(cluster: LocalCluster, a: AllEnv, healthy: boolean, sig
   a.metric.gauges.set(METRIC, healthy ? 1 : 0);
 }
 
-/** A clean slate for an `--all` run: the gated policy, the metric good, kured's lock free, no pod of the people's. */
+/**
+ * A clean slate for an `--all` run: the gates run's (the gated policy, its Widget healthy, no node with its
+ * condition), the metric good, kured's lock free, no autoscaler taint, no pod of the people's.
+ */
 export async function resetAll(
   cluster: LocalCluster,
   env: Env,
@@ -210,7 +213,14 @@ export async function resetAll(
   all: AllPlan,
   maxUnavailable: number,
 ) {
-  await applyPolicy(cluster, GATES_POLICY, allGatesPolicy(maxUnavailable, all, a.prometheus.url));
+  // The gates run's slate (its Widget healthy, no node with its condition) under the gated pool's policy.
+  await resetGates(
+    cluster,
+    env,
+    maxUnavailable,
+    all.gates,
+    allGatesPolicy(maxUnavailable, all, a.prometheus.url),
+  );
   await setMetric(cluster, a, true);
   await env.apps
     .patchNamespacedDaemonSet(
