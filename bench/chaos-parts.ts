@@ -20,6 +20,10 @@ export interface ChaosPart {
   gates?: boolean;
   /** Gates runs: what the run did to the gates and what the checker saw of them, by kind. */
   gatesSeen?: Record<string, number>;
+  /** Run with everything on (src/sim/chaos-all.ts). */
+  all?: boolean;
+  /** `--all` runs: the gates exercised, the people's acts, the reboots by pool (RunResult.exercised). */
+  exercised?: Record<string, number>;
   finished: number;
   expectedStalls: number;
   /** Faults injected by kind, and those that could not strike. */
@@ -33,7 +37,7 @@ export interface ChaosPart {
 }
 
 const setting = (p: ChaosPart) =>
-  `${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ', --policies' : ''}${p.plans ? ', --plans' : ''}${p.fluo ? ', --fluo' : ''}${p.gates ? ', --gates' : ''}`;
+  `${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ', --policies' : ''}${p.plans ? ', --plans' : ''}${p.fluo ? ', --fluo' : ''}${p.gates ? ', --gates' : ''}${p.all ? ', --all' : ''}`;
 
 /** The parts added up, in seed order; throws on an overlap, a gap or a different setting. */
 export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
@@ -54,7 +58,8 @@ export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
       !p.policies !== !first.policies ||
       !p.plans !== !first.plans ||
       !p.fluo !== !first.fluo ||
-      !p.gates !== !first.gates
+      !p.gates !== !first.gates ||
+      !p.all !== !first.all
     )
       throw new Error(`part from seed ${p.seed} ran ${setting(p)}; the first ran ${setting(first)}`);
     if (p.seed < next) throw new Error(`part from seed ${p.seed} overlaps seeds up to ${next - 1}`);
@@ -70,6 +75,9 @@ export function mergeParts(parts: readonly ChaosPart[]): ChaosPart {
       runaways: merged.runaways + p.runaways,
       ...(merged.gatesSeen || p.gatesSeen
         ? { gatesSeen: sum(merged.gatesSeen ?? {}, p.gatesSeen ?? {}) }
+        : {}),
+      ...(merged.exercised || p.exercised
+        ? { exercised: sum(merged.exercised ?? {}, p.exercised ?? {}) }
         : {}),
       elapsedMs: merged.elapsedMs + p.elapsedMs,
     };

@@ -1,5 +1,5 @@
 /**
- * npm run chaos -- --runs N --seed S [--nodes M] [--max-unavailable K] [--policies] [--plans] [--fluo] [--gates]
+ * npm run chaos -- --runs N --seed S [--nodes M] [--max-unavailable K] [--policies] [--plans] [--fluo] [--gates] [--all]
  *   [--keep-logs DIR] [--part DIR]
  * npm run chaos -- --merge DIR/*.json
  *
@@ -9,7 +9,9 @@
  * the nodes on FLUO's real update-agent under a FLUO-protocol UpdatePolicy, the rest under nuo's, with
  * --gates under one UpdatePolicy with every gate (a health check on a custom resource the run flips,
  * waves with a failure budget the run's late node spends and a person resumes, a remediation, refreshes
- * and a budget for those: src/sim/chaos-gates.ts). Prints each run's plan and outcome, then a table of the
+ * and a budget for those: src/sim/chaos-gates.ts), with --all everything side by side (pools of FLUO's
+ * agents, FleetLock clients, kured beside an upgrade Plan, one with every gate; 12 nodes by default:
+ * src/sim/chaos-all.ts) and three more kinds of fault. Prints each run's plan and outcome, then a table of the
  * faults injected by kind and the violations by rule, and the command that replays the runs; publishes
  * the table in docs/benchmarks.md. Exits 1 on any violation.
  *
@@ -32,7 +34,7 @@ const { values, positionals } = parseArgs({
   options: {
     runs: { type: 'string', default: '10' },
     seed: { type: 'string', default: '1' },
-    nodes: { type: 'string', default: '6' },
+    nodes: { type: 'string' },
     'max-unavailable': { type: 'string', default: '2' },
     'keep-logs': { type: 'string' },
     part: { type: 'string' },
@@ -41,6 +43,7 @@ const { values, positionals } = parseArgs({
     plans: { type: 'boolean', default: false },
     fluo: { type: 'boolean', default: false },
     gates: { type: 'boolean', default: false },
+    all: { type: 'boolean', default: false },
   },
   allowPositionals: true,
   strict: true,
@@ -56,7 +59,10 @@ function int(name: string, value: string | undefined, min: number, max = Number.
 
 function tally(
   result: ChaosResult,
-  o: Pick<ChaosPart, 'seed' | 'runs' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans' | 'fluo' | 'gates'>,
+  o: Pick<
+    ChaosPart,
+    'seed' | 'runs' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans' | 'fluo' | 'gates' | 'all'
+  >,
   elapsedMs: number,
 ): ChaosPart {
   return {
@@ -70,6 +76,7 @@ function tally(
     elapsedMs,
     versions: result.versions,
     ...(result.gates ? { gatesSeen: result.gates } : {}),
+    ...(result.exercised ? { exercised: result.exercised } : {}),
   };
 }
 
@@ -83,11 +90,37 @@ const GATES_ROWS = [
   ['remediations', 'remediation admissions (the checker read)'],
   ['refreshes', 'refresh admissions (the checker read)'],
 ] as const;
+/** What an `--all` campaign exercised (RunResult.exercised's keys), in the order the report gives them. */
+const EXERCISED_ROWS = [
+  ['holds.healthCheck', 'pool held by a health check (object or PromQL)'],
+  ['checker.unhealthy', 'health resources seen unhealthy by the checker'],
+  ['people.metricBad', 'PromQL metric turned bad'],
+  ['holds.halted', 'pool Halted by its failure budget'],
+  ['people.resumes', 'nuo policy resume run by the person'],
+  ['checker.remediations', 'remediation admissions'],
+  ['checker.refreshes', 'refresh admissions'],
+  ['holds.reasonBudget', 'nodes waiting on a reason budget (spec.budgets)'],
+  ['holds.podBlockerPool', 'pool held by a Pool-scoped blocking pod'],
+  ['holds.podBlockerNode', 'node held by a Node-scoped blocking pod'],
+  ['people.blockingPods', 'blocking pods run'],
+  ['holds.circuitOpen', 'circuit breaker open (pool held)'],
+  ['checker.circuitTrips', 'circuit breaker tripped (the checker saw)'],
+  ['people.autoscalerTaints', 'autoscaler deletion taints'],
+  ['holds.autoscaler', 'nodes held by an autoscaler taint'],
+  ['people.doNotDisruptPods', 'do-not-disrupt pods run'],
+  ['holds.doNotDisrupt', 'nodes held by a do-not-disrupt pod'],
+  ['holds.planAttempts', 'Plan attempts (Upgrading)'],
+  ['reboots.planJobs', "reboots by a Plan's Job"],
+  ['reboots.fluo', "reboots by FLUO's agent"],
+  ['reboots.fleetlock', 'reboots by a FleetLock client'],
+  ['reboots.kured', 'reboots by kured'],
+  ['reboots.gates', "reboots by nuo's agent in the gated pool"],
+] as const;
 const totalOf = (p: ChaosPart) => RULES.reduce((s, r) => s + (p.violations[r] ?? 0), 0);
 
 function summary(p: ChaosPart): string[] {
   return [
-    `Chaos: ${p.runs} run(s), seeds ${p.seed}…${p.seed + p.runs - 1}, ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' per pool (two UpdatePolicies, zone cap 1)' : ''}${p.plans ? ', an upgrade Plan over every node' : ''}${p.fluo ? " per pool (one of FLUO's real update-agents, one of nuo's)" : ''}${p.gates ? ', every gate of one UpdatePolicy' : ''}, ${(p.elapsedMs / 1000).toFixed(0)}s`,
+    `Chaos: ${p.runs} run(s), seeds ${p.seed}…${p.seed + p.runs - 1}, ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' per pool (two UpdatePolicies, zone cap 1)' : ''}${p.plans ? ', an upgrade Plan over every node' : ''}${p.fluo ? " per pool (one of FLUO's real update-agents, one of nuo's)" : ''}${p.gates ? ', every gate of one UpdatePolicy' : ''}${p.all ? ', everything on (pools of FLUO, FleetLock, kured and a Plan, one with every gate)' : ''}, ${(p.elapsedMs / 1000).toFixed(0)}s`,
     row('runs finished', `${p.finished}/${p.runs}`),
     row('expected stalls (never returns)', p.expectedStalls),
     'faults injected',
@@ -96,6 +129,9 @@ function summary(p: ChaosPart): string[] {
     ...(p.gates
       ? ['gates', ...GATES_ROWS.map(([k, label]) => row(`  ${label}`, p.gatesSeen?.[k] ?? 0))]
       : []),
+    ...(p.all
+      ? ['exercised', ...EXERCISED_ROWS.map(([k, label]) => row(`  ${label}`, p.exercised?.[k] ?? 0))]
+      : []),
     'violations',
     ...RULES.map((r) => row(`  ${r}`, p.violations[r] ?? 0)),
     row('  total', totalOf(p)),
@@ -103,15 +139,19 @@ function summary(p: ChaosPart): string[] {
   ];
 }
 
+/** What an `--all` campaign runs, for its published section. */
+const ALL_TEXT =
+  " on one cluster, side by side: two nodes on FLUO's real update-agent under a FLUO-protocol policy (budget 1); two FleetLock clients (Zincati's loop) asking the two operator replicas' FleetLock servers (budget 1); a mixed pool (budget as given) of kured 1.23.0 on one node beside two of nuo's agents, which an upgrade Plan updates (a prepare Job, then a Job that reboots its node; concurrency drawn from the seed); and the rest under one UpdatePolicy with every gate: the gates run's (a CEL health check on a custom resource turned unhealthy, waves with a failure budget a late node spends and a person resumes, a remediation, refreshes, a budget for those reasons) with a PromQL health check against a real Prometheus (Debian's) scraping a metric the run turns bad, pod blockers of both scopes whose pods the run starts, a circuit breaker (maxNotReady 1), a cluster autoscaler's deletion taint on a node for a while, and a pod annotated do-not-disrupt. Beyond the base faults: a running leader's wall clock stepped back 2 to 10 minutes (libfaketime reading its offset from a file), a kubelet posting a rebooted node's boot ID 3 to 12 s after its agent or FleetLock client started, and Prometheus stopped (SIGSTOP) for 12 to 25 s. The checker holds every pool to its budget (with its protocol), the Plan to its concurrency, kured's lock, the gates to their rules (health checks, halts, reason budgets, remediation rate, blockers, the breaker, do-not-disrupt) and the node gates (backoff, loop limit, skip, autoscaler taint; a slot freed only on the new boot; refreshes counted)";
+
 function publishCampaign(p: ChaosPart, command: string): void {
   const cell = (label: string, value: string | number) => `| ${label} | ${value} |`;
   publish({
-    id: `chaos${p.policies ? '-policies' : ''}${p.plans ? '-plans' : ''}${p.fluo ? '-fluo' : ''}${p.gates ? '-gates' : ''}`,
-    title: `Fault injection${p.policies ? ' with UpdatePolicies: two pools, zone caps' : p.fluo ? " with FLUO's real update-agent in a pool of its own" : p.gates ? ' through the gates: health check, waves and halts, remediation, refresh, reason budgets' : ' against the safety rules'}${p.plans ? ', an upgrade Plan beside the reboots' : ''}`,
+    id: `chaos${p.policies ? '-policies' : ''}${p.plans ? '-plans' : ''}${p.fluo ? '-fluo' : ''}${p.gates ? '-gates' : ''}${p.all ? '-all' : ''}`,
+    title: `Fault injection${p.policies ? ' with UpdatePolicies: two pools, zone caps' : p.fluo ? " with FLUO's real update-agent in a pool of its own" : p.gates ? ' through the gates: health check, waves and halts, remediation, refresh, reason budgets' : p.all ? ' with everything on: every gate, Plans, FLUO, FleetLock and kured side by side' : ' against the safety rules'}${p.plans ? ', an upgrade Plan beside the reboots' : ''}`,
     versions: p.versions,
     command,
     body: [
-      `${p.runs} seeded run(s) (seeds ${p.seed}…${p.seed + p.runs - 1}), ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' in each of two pools (UpdatePolicies) with a zone cap of 1, every pool budget and zone cap checked' : ''}${p.plans ? '; in each run an upgrade Plan over every node (its concurrency, drain and reboot drawn from the seed) shares the budget with the reboots, its concurrency checked too' : ''}${p.fluo ? " in each of two pools: a third of the nodes run FLUO's update-agent (built from its pinned source, one runc container per node) under `agentProtocol: flatcar-update-operator`, the others nuo's agents; every fault strikes both (an agent restart kills FLUO's container), and both pool budgets are checked" : ''}${p.gates ? " under one UpdatePolicy with every gate: a health check (CEL) on a custom resource the run turns unhealthy 1 to 3 times for 3 to 15 s; waves (1 or 2 nodes, ×2) with a failure budget of 1, spent by a node that comes back after its returnTimeout (the plan's never-returning node, else in 60 % of the runs one of the updated nodes; faults spend it too) and resumed with `nuo policy resume` 1 to 8 s after the person reads `Halted`; a node condition (`KernelDeadlock`) remediated, set as node-problem-detector would and cleared after the reboot (maxPerHour 1); nodes booted 3 h ago refreshed (maxUptime 1h); a budget of 1 for Remediation and Refresh. The checker reads the custom resource and the policy itself and holds nuo to: no admission while the check had failed longer than a reading may be old (--blocker-interval 1 s + 4 s), none while Halted until resumed (ordered by resourceVersion), each wave's allowance, the remediation rate, the reason budget" : ''}, ${(p.elapsedMs / 3_600_000).toFixed(1)} h of runs; faults of ${FAULT_KINDS.length} kinds at`,
+      `${p.runs} seeded run(s) (seeds ${p.seed}…${p.seed + p.runs - 1}), ${p.nodes} nodes, maxUnavailable ${p.maxUnavailable}${p.policies ? ' in each of two pools (UpdatePolicies) with a zone cap of 1, every pool budget and zone cap checked' : ''}${p.plans ? '; in each run an upgrade Plan over every node (its concurrency, drain and reboot drawn from the seed) shares the budget with the reboots, its concurrency checked too' : ''}${p.fluo ? " in each of two pools: a third of the nodes run FLUO's update-agent (built from its pinned source, one runc container per node) under `agentProtocol: flatcar-update-operator`, the others nuo's agents; every fault strikes both (an agent restart kills FLUO's container), and both pool budgets are checked" : ''}${p.gates ? " under one UpdatePolicy with every gate: a health check (CEL) on a custom resource the run turns unhealthy 1 to 3 times for 3 to 15 s; waves (1 or 2 nodes, ×2) with a failure budget of 1, spent by a node that comes back after its returnTimeout (the plan's never-returning node, else in 60 % of the runs one of the updated nodes; faults spend it too) and resumed with `nuo policy resume` 1 to 8 s after the person reads `Halted`; a node condition (`KernelDeadlock`) remediated, set as node-problem-detector would and cleared after the reboot (maxPerHour 1); nodes booted 3 h ago refreshed (maxUptime 1h); a budget of 1 for Remediation and Refresh. The checker reads the custom resource and the policy itself and holds nuo to: no admission while the check had failed longer than a reading may be old (--blocker-interval 1 s + 4 s), none while Halted until resumed (ordered by resourceVersion), each wave's allowance, the remediation rate, the reason budget" : ''}${p.all ? ALL_TEXT : ''}, ${(p.elapsedMs / 3_600_000).toFixed(1)} h of runs; faults of ${FAULT_KINDS.length} kinds at`,
       'seeded moments of rollouts on one local control plane, an independent checker watching every node.',
       '',
       '| | count |',
@@ -121,6 +161,9 @@ function publishCampaign(p: ChaosPart, command: string): void {
       ...FAULT_KINDS.map((k) => cell(`fault: ${k}`, p.injected[k] ?? 0)),
       cell('faults that could not strike (skipped)', p.skipped),
       ...(p.gates ? GATES_ROWS.map(([k, label]) => cell(label, p.gatesSeen?.[k] ?? 0)) : []),
+      ...(p.all
+        ? EXERCISED_ROWS.map(([k, label]) => cell(`exercised: ${label}`, p.exercised?.[k] ?? 0))
+        : []),
       ...RULES.map((r) => cell(`**violations: ${r}**`, `**${p.violations[r] ?? 0}**`)),
       cell('operators killed: memory runaway, or hung after SIGTERM', p.runaways),
     ].join('\n'),
@@ -145,6 +188,7 @@ if (values.merge) {
         plans: p.plans === true,
         fluo: p.fluo === true,
         gates: p.gates === true,
+        all: p.all === true,
       }),
     );
   publishCampaign(campaign, commands.join('`, then `'));
@@ -153,7 +197,7 @@ if (values.merge) {
 
 const runs = int('runs', values.runs, 1);
 const seed = int('seed', values.seed, 0, 2 ** 32 - 1);
-const nodes = int('nodes', values.nodes, 2, 64);
+const nodes = int('nodes', values.nodes ?? (values.all ? '12' : '6'), 2, 64);
 const maxUnavailable = int('max-unavailable', values['max-unavailable'], 1, nodes);
 // Logs are kept when a run has a violation, or always when --keep-logs names a directory.
 const keepLogsDir = values['keep-logs'] ?? `.tmp/chaos-logs-seed-${seed}`;
@@ -170,12 +214,13 @@ const result = await runChaos({
   plans: values.plans,
   fluo: values.fluo,
   gates: values.gates,
+  all: values.all,
   log: (line) => process.stdout.write(`${line}\n`),
 });
-const { policies, plans, fluo, gates } = values;
+const { policies, plans, fluo, gates, all } = values;
 const part = tally(
   result,
-  { seed, runs, nodes, maxUnavailable, policies, plans, fluo, gates },
+  { seed, runs, nodes, maxUnavailable, policies, plans, fluo, gates, all },
   Date.now() - started,
 );
 const lines = ['', ...summary(part)];
@@ -183,8 +228,8 @@ for (const r of result.runs.flatMap((r) => r.runaways)) lines.push(`  ${r}`);
 lines.push('', `reproduce: ${result.reproduce}`);
 for (const r of result.runs.filter((r) => r.violations.length > 0 || r.runaways.length > 0)) {
   lines.push(
-    `  run ${r.index + 1}'s plan alone (the pods placed afresh): ${reproduceCommand({ runs: 1, seed: r.plan.seed, nodes, maxUnavailable, policies, plans, fluo, gates })}`,
-    `  run ${r.index + 1} after the runs before it (the pods where they left them): ${reproduceCommand({ runs: r.index + 1, seed, nodes, maxUnavailable, policies, plans, fluo, gates })}`,
+    `  run ${r.index + 1}'s plan alone (the pods placed afresh): ${reproduceCommand({ runs: 1, seed: r.plan.seed, nodes, maxUnavailable, policies, plans, fluo, gates, all })}`,
+    `  run ${r.index + 1} after the runs before it (the pods where they left them): ${reproduceCommand({ runs: r.index + 1, seed, nodes, maxUnavailable, policies, plans, fluo, gates, all })}`,
   );
 }
 if (result.logsKeptIn) lines.push(`logs (operators, agents, control plane): ${result.logsKeptIn}`);

@@ -11,11 +11,13 @@ import { Annotations, LEDGER } from '../api/keys.ts';
 import { Phase } from '../api/phases.ts';
 import { sleep } from '../kube/backoff.ts';
 import { statusCode } from '../kube/errors.ts';
-import { mergePatch } from '../kube/patch.ts';
+import { mergePatch, strategicMergePatch } from '../kube/patch.ts';
 import { pollUntil } from '../util/poll.ts';
 import { type Fault, FaultKind, Forgery } from './chaos-plan.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
+import type { Component } from './cluster/process.ts';
 import type { Fleet } from './fleet.ts';
+import type { SimHost } from './host.ts';
 
 export const CHAOS_NAMESPACE = 'chaos';
 export const OPERATOR_NAMESPACE = 'nuo-system';
@@ -35,6 +37,11 @@ export interface Replicas {
    */
   claimLeader(): Promise<string | undefined>;
   release(identity: string): void;
+  /**
+   * Steps a running replica's wall clock by `stepS` seconds from where it is (its clock file); absent
+   * when the replicas read no clock file.
+   */
+  stepClock?(identity: string, stepS: number): void;
 }
 
 export interface FaultContext {
@@ -48,6 +55,8 @@ export interface FaultContext {
   signal: AbortSignal;
   /** One line about what was done, stamped by the runner. */
   note: (line: string) => void;
+  /** The Prometheus a health check asks, and how old the operator's reading may be when it hangs. */
+  healthRead?: { prometheus: Component; staleMs: number };
 }
 
 /** How long a third client keeps retrying a write through an API outage (a restart, a paused etcd). */
@@ -101,6 +110,12 @@ export async function strike(f: Fault, ctx: FaultContext): Promise<void> {
       return forgeGrant(ctx, f.node, f.forgery);
     case FaultKind.changePdb:
       return changePdb(ctx, f.downMs);
+    case FaultKind.stepClock:
+      return stepClock(ctx, f.stepS);
+    case FaultKind.kubeletLate:
+      return kubeletLate(ctx, f.node, f.lateMs);
+    case FaultKind.hangHealth:
+      return hangHealth(ctx, f.pauseMs);
   }
 }
 
@@ -168,6 +183,69 @@ async function skewClock(ctx: FaultContext, skewS: number): Promise<void> {
   await ctx.fleet.killOperator(leader, 'SIGKILL');
   const replacement = ctx.replicas.start({ clockSkewS: skewS });
   ctx.note(`SIGKILLed ${leader}; started ${replacement} with its clock ${skewS > 0 ? '+' : ''}${skewS}s off`);
+}
+
+/** The leader's wall clock steps back while it leads (its monotonic clock runs on): NTP, a resumed VM. */
+async function stepClock(ctx: FaultContext, stepS: number): Promise<void> {
+  const step = ctx.replicas.stepClock;
+  if (!step) throw new Error('the replicas read no clock file');
+  const leader = await leaderOrSkip(ctx);
+  try {
+    step(leader, stepS);
+  } finally {
+    ctx.replicas.release(leader);
+  }
+  ctx.note(`${leader}'s wall clock stepped ${stepS}s while it leads`);
+}
+
+/** How long a late kubelet's host is waited for to reboot and post its new boot ID. */
+const LATE_BOOT_MS = 300_000;
+
+/**
+ * The kubelet of a node's next boot posts the new boot ID `lateMs` after the host's agent or FleetLock
+ * client started: `node`'s if its reboot is still ahead, else the first (by name) of those whose staged
+ * reboot is. Resolves once that boot is posted, so the run is judged after it.
+ */
+async function kubeletLate(ctx: FaultContext, node: string, lateMs: number): Promise<void> {
+  const ahead = (h: SimHost | undefined) => h?.up === true && h.needsReboot && h.reboots === 0;
+  const planned = ctx.fleet.hosts.get(node);
+  const host = ahead(planned)
+    ? planned
+    : [...ctx.fleet.hosts.values()].sort((a, b) => a.nodeName.localeCompare(b.nodeName)).find(ahead);
+  if (!host) throw new Error(`no node with its reboot ahead (${node} rebooted already)`);
+  const before = host.reboots;
+  host.kubeletLate(lateMs);
+  const posted = await pollUntil(
+    `${host.nodeName} to reboot and post its new boot ID`,
+    async () => {
+      if (host.reboots === before) return undefined;
+      const n = await ctx.core.readNode({ name: host.nodeName }).catch(() => undefined);
+      return n?.status?.nodeInfo?.bootID === host.bootIdValue ? true : undefined;
+    },
+    { timeoutMs: LATE_BOOT_MS, intervalMs: 250, signal: ctx.signal },
+  ).catch(() => false);
+  ctx.note(
+    `${host.nodeName}${host === planned ? '' : ` (in the place of ${node}, rebooted already)`}: its kubelet posts its next boot ID ${lateMs} ms late; ${posted ? 'posted' : 'no such boot before the run ended'}`,
+  );
+}
+
+/**
+ * The Prometheus the health check asks is stopped (SIGSTOP): its queries hang until they time out. The
+ * checker holds the pool from then (past how old a reading may be) until just before it answers again.
+ */
+async function hangHealth(ctx: FaultContext, pauseMs: number): Promise<void> {
+  const read = ctx.healthRead;
+  const gates = ctx.fleet.checker.gates;
+  if (!read || !gates) throw new Error('no Prometheus health check in this run');
+  read.prometheus.setPaused(true);
+  const end = gates.hold('health-check', `Prometheus stopped (SIGSTOP) for ${pauseMs} ms`, read.staleMs);
+  try {
+    await sleep(pauseMs, ctx.signal);
+    await end();
+  } finally {
+    read.prometheus.setPaused(false);
+  }
+  ctx.note(`Prometheus stopped (SIGSTOP) for ${pauseMs} ms, then resumed`);
 }
 
 /**
@@ -267,6 +345,15 @@ async function deleteNode(ctx: FaultContext, node: string, downMs: number): Prom
     },
     { timeoutMs: 30_000, intervalMs: 200, signal: ctx.signal },
   );
+  // Its kubelet posts the machine ID it reads from /etc/machine-id (a FleetLock client is known by it).
+  const machineID = target.status?.nodeInfo?.machineID;
+  if (machineID)
+    await persist(ctx, `machine ID of ${node}`, () =>
+      ctx.core.patchNodeStatus(
+        { name: node, body: { status: { nodeInfo: { machineID } } } },
+        strategicMergePatch,
+      ),
+    );
   ctx.note(`${node} deleted in phase ${phaseOf(target) || '(none)'}, registered again after ${downMs} ms`);
 }
 

@@ -29,15 +29,15 @@ import { applyPolicy, deletePolicies, installPolicyCrd } from './policies.ts';
 import { installWidgetCrd } from './widgets.ts';
 
 export const GATES_POLICY = 'chaos-gates';
-const WIDGETS = { group: 'chaos.nuo.dev', version: 'v1', plural: 'widgets' } as const;
+export const WIDGETS = { group: 'chaos.nuo.dev', version: 'v1', plural: 'widgets' } as const;
 const WIDGET = { ...WIDGETS, namespace: CHAOS_NAMESPACE, name: 'health' };
-const HEALTHY = 'HEALTH_OK';
+export const HEALTHY = 'HEALTH_OK';
 const CONDITION = 'KernelDeadlock';
 const HOUR_MS = 3_600_000;
 /** The operators' --blocker-interval in a gates run: how often the leader reads the health check. */
 export const BLOCKER_INTERVAL_MS = 1000;
 /** Beyond one interval, how old a reading may be when it admits (a pass's own time, a slow machine). */
-const STALE_MARGIN_MS = 4000;
+export const STALE_MARGIN_MS = 4000;
 
 const bin = fileURLToPath(new URL('../../bin/nuo.js', import.meta.url));
 
@@ -117,7 +117,7 @@ export async function prepareGates(cluster: LocalCluster): Promise<void> {
 }
 
 /** Sends `call` until it is answered, through an API server restart or pause (as a person retries). */
-async function persist<T>(what: string, call: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+export async function persist<T>(what: string, call: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     try {
@@ -131,21 +131,29 @@ async function persist<T>(what: string, call: () => Promise<T>, signal?: AbortSi
   }
 }
 
-/** Sets the Widget's health (creating it the first time). */
-async function setHealth(cluster: LocalCluster, health: string, signal?: AbortSignal): Promise<void> {
+/** Sets a Widget's health (creating it the first time): the health check's own by default. */
+export async function setHealth(
+  cluster: LocalCluster,
+  health: string,
+  signal?: AbortSignal,
+  name: string = WIDGET.name,
+): Promise<void> {
   const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
   const body = {
     apiVersion: `${WIDGETS.group}/${WIDGETS.version}`,
     kind: 'Widget',
-    metadata: { name: WIDGET.name },
+    metadata: { name },
     status: { health },
   };
   await persist(
-    `set the Widget's health to ${health}`,
+    `set Widget ${name}'s health to ${health}`,
     () =>
       custom.createNamespacedCustomObject({ ...WIDGETS, namespace: WIDGET.namespace, body }).catch((err) => {
         if (statusCode(err) !== 409) throw err;
-        return custom.patchNamespacedCustomObject({ ...WIDGET, body: { status: { health } } }, mergePatch);
+        return custom.patchNamespacedCustomObject(
+          { ...WIDGET, name, body: { status: { health } } },
+          mergePatch,
+        );
       }),
     signal,
   );
@@ -168,8 +176,9 @@ export async function resetGates(
   env: Env,
   maxUnavailable: number,
   g: GatesPlan,
+  spec: UpdatePolicySpec = gatesPolicy(maxUnavailable, g),
 ): Promise<void> {
-  await applyPolicy(cluster, GATES_POLICY, gatesPolicy(maxUnavailable, g));
+  await applyPolicy(cluster, GATES_POLICY, spec);
   await setHealth(cluster, HEALTHY);
   for (const n of (await env.core.listNode()).items)
     if (n.status?.conditions?.some((c) => c.type === CONDITION))

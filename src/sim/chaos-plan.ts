@@ -37,9 +37,28 @@ export const FaultKind = {
   forgeGrant: 'forge-grant',
   /** The workload's PodDisruptionBudget allows no disruption for `downMs` (evictions refused), then 1 again. */
   changePdb: 'change-pdb',
+  /**
+   * The leader's wall clock jumps back `stepS` seconds while it leads (NTP stepping, a resumed VM); its
+   * monotonic clock runs on. Only where every replica reads its offset from a file (`--all`).
+   */
+  stepClock: 'step-clock',
+  /** The kubelet of `node`'s next boot posts the new boot ID `lateMs` after its agent or client started. */
+  kubeletLate: 'kubelet-late',
+  /** The Prometheus server a health check asks is stopped (SIGSTOP) for `pauseMs`: its queries hang. */
+  hangHealth: 'hang-health',
 } as const;
 export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
 export const FAULT_KINDS: readonly FaultKind[] = Object.values(FaultKind);
+/** The kinds drawn only for a run with everything on (PlanOptions.everything): a clock file, a Prometheus. */
+export const EVERYTHING_KINDS: readonly FaultKind[] = [
+  FaultKind.stepClock,
+  FaultKind.kubeletLate,
+  FaultKind.hangHealth,
+];
+/** The kinds every run draws. */
+export const BASE_FAULT_KINDS: readonly FaultKind[] = FAULT_KINDS.filter(
+  (k) => !EVERYTHING_KINDS.includes(k),
+);
 
 /** What a forged grant looks like: the old boolean, a well-formed grant signed with another key, or junk. */
 export const Forgery = {
@@ -66,7 +85,10 @@ export type Fault =
   | { kind: typeof FaultKind.deleteNode; atMs: number; node: string; downMs: number }
   | { kind: typeof FaultKind.hostileAnnotations; atMs: number; node: string; downMs: number }
   | { kind: typeof FaultKind.forgeGrant; atMs: number; node: string; forgery: Forgery }
-  | { kind: typeof FaultKind.changePdb; atMs: number; downMs: number };
+  | { kind: typeof FaultKind.changePdb; atMs: number; downMs: number }
+  | { kind: typeof FaultKind.stepClock; atMs: number; stepS: number }
+  | { kind: typeof FaultKind.kubeletLate; atMs: number; node: string; lateMs: number }
+  | { kind: typeof FaultKind.hangHealth; atMs: number; pauseMs: number };
 
 export interface PlannedUpdate {
   node: string;
@@ -120,6 +142,12 @@ export const DEFAULT_TIMINGS: PlanTimings = {
   evictionLimboMs: 120_000,
 };
 
+/** What a run has beyond the base campaign, which decides the kinds of fault drawn for it. */
+export interface PlanOptions {
+  /** Every replica reads its clock from a file and a health check asks a Prometheus: EVERYTHING_KINDS too. */
+  everything?: boolean;
+}
+
 /** Rounds to 100 ms, so plans print and compare cleanly. */
 const tenth = (ms: number) => Math.round(ms / 100) * 100;
 
@@ -132,6 +160,7 @@ export function planRun(
   nodes: readonly string[],
   maxUnavailable: number,
   timings: PlanTimings = DEFAULT_TIMINGS,
+  options: PlanOptions = {},
 ): RunPlan {
   if (nodes.length < 2) throw new Error(`a chaos run needs at least 2 nodes, got ${nodes.length}`);
   if (!(Number.isInteger(maxUnavailable) && maxUnavailable >= 1)) {
@@ -213,6 +242,25 @@ export function planRun(
     faults.push({ kind: FaultKind.forgeGrant, atMs: at(), node, forgery: rnd.pick(FORGERIES) });
   }
   if (rnd.chance(0.4)) faults.push({ kind: FaultKind.changePdb, atMs: at(), downMs: within(2000, 15_000) });
+  // Drawn after every base kind, so a seed's base faults are the same with everything on or not.
+  if (options.everything) {
+    if (rnd.chance(0.5))
+      faults.push({ kind: FaultKind.stepClock, atMs: at(), stepS: -Math.round(rnd.between(120, 600)) });
+    // Early in the run, so the node still has its reboot ahead of it.
+    const lates = rnd.int(0, 2);
+    for (let i = 0; i < lates; i++) {
+      const atMs = tenth(rnd.between(1000, Math.max(2000, windowMs / 2)));
+      faults.push({
+        kind: FaultKind.kubeletLate,
+        atMs,
+        node: rnd.pick(returning),
+        lateMs: within(3000, 12_000),
+      });
+    }
+    // Longer than a reading may be old (a query's timeout and the interval), so the hold must show.
+    if (rnd.chance(0.5))
+      faults.push({ kind: FaultKind.hangHealth, atMs: at(), pauseMs: within(12_000, 25_000) });
+  }
   faults.sort((a, b) => a.atMs - b.atMs); // stable: ties keep their draw order
 
   const maxReboot = Math.max(...updates.map((u) => u.rebootMs));
@@ -255,6 +303,12 @@ export function describeFault(f: Fault): string {
       return `${at} ${f.kind} ${f.node} (${f.forgery})`;
     case FaultKind.changePdb:
       return `${at} ${f.kind} (no disruption allowed for ${secs(f.downMs)})`;
+    case FaultKind.stepClock:
+      return `${at} ${f.kind} ${f.stepS}s`;
+    case FaultKind.kubeletLate:
+      return `${at} ${f.kind} ${f.node} (its next boot ID posted ${secs(f.lateMs)} late)`;
+    case FaultKind.hangHealth:
+      return `${at} ${f.kind} (Prometheus stopped for ${secs(f.pauseMs)})`;
   }
 }
 

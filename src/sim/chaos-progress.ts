@@ -15,6 +15,8 @@ const ZONE = 'topology.kubernetes.io/zone';
 export interface UpgradeState {
   hash: string | undefined;
   concurrency: number;
+  /** The nodes the Plan selects; every node when absent. */
+  nodes?: readonly string[];
 }
 
 /**
@@ -111,6 +113,7 @@ function upgradeProgress(
 ): { done: boolean; states: string } {
   const left: string[] = [];
   for (const [name, n] of byName) {
+    if (upgrade.nodes && !upgrade.nodes.includes(name)) continue;
     if (name === plan.neverReturns || expectedStall(name, byName, plan, pools, upgrade)) continue;
     const a = n.metadata?.annotations ?? {};
     const idle = (a[Annotations.state] ?? Phase.idle) === Phase.idle;
@@ -134,8 +137,10 @@ export async function awaitRollout(
   faults: Promise<unknown>,
   deadline: number,
   pools: ChaosPools | undefined,
-  upgrade?: { concurrency: number; hash: () => Promise<string | undefined> },
+  upgrade?: { concurrency: number; hash: () => Promise<string | undefined>; nodes?: readonly string[] },
   gates?: GatesState,
+  /** What else is left (undefined: nothing), read with the nodes. */
+  left?: (nodes: readonly V1Node[]) => Promise<string | undefined>,
 ): Promise<{ finished: boolean; last: string }> {
   let last = '';
   let overdue: ReturnType<typeof setTimeout> | undefined;
@@ -144,11 +149,16 @@ export async function awaitRollout(
       pollUntil(
         'the rollout to finish',
         async () => {
-          const state = upgrade && { hash: await upgrade.hash(), concurrency: upgrade.concurrency };
+          const state = upgrade && {
+            hash: await upgrade.hash(),
+            concurrency: upgrade.concurrency,
+            ...(upgrade.nodes ? { nodes: upgrade.nodes } : {}),
+          };
           const nodes = (await env.core.listNode()).items;
           const p = progress(nodes, plan, (n) => fleet.checker.rebootsOf(n), pools, state, gates);
-          last = p.states;
-          return p.done ? true : undefined;
+          const more = await left?.(nodes);
+          last = more ? `${p.states}, ${more}` : p.states;
+          return p.done && !more ? true : undefined;
         },
         { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 250 },
       ),

@@ -7,7 +7,7 @@
  */
 import type { PlanSpec } from '../api/plan.ts';
 import type { PlanPrepare } from '../operator/decide/plan-work.ts';
-import { SimJobAnnotations } from './job-keys.ts';
+import { SimJobAnnotations, SimJobLabels } from './job-keys.ts';
 import type { PlanObject } from './plans.ts';
 import { Random } from './random.ts';
 
@@ -28,6 +28,12 @@ export interface ChaosUpgrade {
   reboot: boolean;
   /** How long each Job's pod runs before it completes. */
   jobMs: number;
+  /** The Job's pod reboots its node's host itself, as SUC's kernel Job runs `reboot` (job-reboots.ts). */
+  hostReboot?: boolean;
+  /** A `prepare` container, run as a Job of its own before the attempt (SUC's prepare). */
+  prepareJob?: boolean;
+  /** The nodes the Plan selects (by hostname); every node when absent. */
+  nodes?: string[];
 }
 
 /** The run's upgrade Plan, from its seed. */
@@ -54,20 +60,30 @@ export function upgradePlan(u: ChaosUpgrade): PlanObject {
     ...(u.prepare === 'drain' ? { drain: { force: true } } : {}),
     ...(u.prepare === 'cordon' ? { cordon: true } : {}),
     ...(u.reboot ? { reboot: true } : {}),
+    ...(u.prepareJob ? { prepare: { image: 'registry.example/os-prepare', command: ['/prepare'] } } : {}),
+    ...(u.nodes
+      ? {
+          nodeSelector: {
+            matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: u.nodes }],
+          },
+        }
+      : {}),
   } as PlanSpec;
   const delay = `${u.jobMs}ms`;
   return {
     namespace: UPGRADE_NAMESPACE,
     name: UPGRADE_NAME,
     annotations: { [SimJobAnnotations.completeDelay]: delay },
+    // A Plan's Jobs carry its labels: this one makes the upgrade's pod reboot its host.
+    ...(u.hostReboot ? { labels: { [SimJobLabels.rebootsHost]: 'true' } } : {}),
     spec,
   };
 }
 
 /**
- * How much longer the run may take with the upgrade: every node applies it once, `min(concurrency,
- * budget)` at a time, each attempt a drain, a Job, a reboot if asked and a soak, with the rollout's
- * slack per wave.
+ * How much longer the run may take with the upgrade: every node it selects applies it once,
+ * `min(concurrency, budget)` at a time, each attempt a drain, a Job (and its prepare), a reboot if one is
+ * asked or the Job makes one, and a soak, with the rollout's slack per wave.
  */
 export function upgradeBoundMs(
   u: ChaosUpgrade,
@@ -75,11 +91,13 @@ export function upgradeBoundMs(
   maxUnavailable: number,
   per: { rebootMs: number; soakMs: number; slackPerWaveMs: number },
 ): number {
-  const waves = Math.ceil(nodes / Math.max(1, Math.min(u.concurrency, maxUnavailable)));
-  return waves * (u.jobMs + (u.reboot ? per.rebootMs : 0) + per.soakMs + per.slackPerWaveMs);
+  const waves = Math.ceil((u.nodes?.length ?? nodes) / Math.max(1, Math.min(u.concurrency, maxUnavailable)));
+  const jobs = u.prepareJob ? 2 : 1;
+  const reboots = u.reboot || u.hostReboot ? per.rebootMs : 0;
+  return waves * (jobs * u.jobMs + reboots + per.soakMs + per.slackPerWaveMs);
 }
 
 export function describeUpgrade(u: ChaosUpgrade): string {
   const prepare = { drain: 'drains', cordon: 'cordons', none: 'neither drains nor cordons' }[u.prepare];
-  return `  upgrade Plan ${UPGRADE_REF} ${u.version}: concurrency ${u.concurrency}, ${prepare}${u.reboot ? ', reboots after its Job' : ''}, Jobs of ${(u.jobMs / 1000).toFixed(1)}s`;
+  return `  upgrade Plan ${UPGRADE_REF} ${u.version}${u.nodes ? ` on ${u.nodes.join(', ')}` : ''}: concurrency ${u.concurrency}, ${prepare}${u.prepareJob ? ', a prepare Job first' : ''}${u.reboot ? ', reboots after its Job' : ''}${u.hostReboot ? ', its Job reboots the node' : ''}, Jobs of ${(u.jobMs / 1000).toFixed(1)}s`;
 }

@@ -16,6 +16,19 @@ import { appendFileSync, cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { sleep } from '../kube/backoff.ts';
 import { pollUntil } from '../util/poll.ts';
+import { type AllEnv, prepareAll, resetAll } from './chaos-all.ts';
+import { allPools, describeAll, planAll } from './chaos-all-plan.ts';
+import {
+  AllReplicas,
+  type AllRun,
+  allExpected,
+  allFaultContext,
+  allFleetOptions,
+  allLeft,
+  kuredLockOf,
+  type ReplicaExtras,
+  startAll,
+} from './chaos-all-run.ts';
 import { type Env, prepare, resetNodes } from './chaos-env.ts';
 import {
   CHAOS_NAMESPACE,
@@ -106,6 +119,11 @@ export interface ChaosOptions {
    * budget for those (chaos-gates.ts).
    */
   gates?: boolean;
+  /**
+   * Everything on, side by side (chaos-all.ts): pools of FLUO's agents, FleetLock clients, kured beside
+   * an upgrade Plan, and one with every gate; the faults a clock file and a Prometheus allow as well.
+   */
+  all?: boolean;
 }
 
 export type Rule = Violation['rule'];
@@ -127,6 +145,9 @@ export const RULES: readonly Rule[] = [
   'gate-bypassed',
   'ended-before-boot',
   'refresh-not-counted',
+  'pod-blocker',
+  'circuit-breaker',
+  'do-not-disrupt',
   'not-finished',
 ];
 
@@ -148,6 +169,8 @@ export interface RunResult {
   drains: DrainSummary;
   /** A gates run: what its people did, and what the checker saw of the gates. */
   gates?: GatesActs & { halts: number; remediations: number; refreshes: number };
+  /** An `--all` run: each gate's holds, the people's acts, the checker's sightings, reboots by pool. */
+  exercised?: Record<string, number>;
 }
 
 export interface ChaosResult {
@@ -163,6 +186,8 @@ export interface ChaosResult {
   logsKeptIn?: string;
   /** Gates runs: the health check's unhealthy spells, halts and resumes, remediations and refreshes. */
   gates?: Record<keyof NonNullable<RunResult['gates']>, number>;
+  /** `--all` runs: RunResult.exercised added up. */
+  exercised?: Record<string, number>;
 }
 
 /** Leader election fast enough for seconds-long runs (as the fault tests use). */
@@ -176,10 +201,10 @@ export function nodeNames(count: number): string[] {
 export function reproduceCommand(
   o: Pick<
     ChaosOptions,
-    'runs' | 'seed' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans' | 'fluo' | 'gates'
+    'runs' | 'seed' | 'nodes' | 'maxUnavailable' | 'policies' | 'plans' | 'fluo' | 'gates' | 'all'
   >,
 ) {
-  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}${o.policies ? ' --policies' : ''}${o.plans ? ' --plans' : ''}${o.fluo ? ' --fluo' : ''}${o.gates ? ' --gates' : ''}`;
+  return `npm run chaos -- --runs ${o.runs} --seed ${o.seed} --nodes ${o.nodes} --max-unavailable ${o.maxUnavailable}${o.policies ? ' --policies' : ''}${o.plans ? ' --plans' : ''}${o.fluo ? ' --fluo' : ''}${o.gates ? ' --gates' : ''}${o.all ? ' --all' : ''}`;
 }
 
 const emptyKinds = (): Record<FaultKind, number> =>
@@ -192,6 +217,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     throw new Error('--fluo makes pools of its own: run it without --policies or --plans');
   if (o.gates && (o.policies || o.plans || o.fluo))
     throw new Error('--gates makes a policy of its own: run it without --policies, --plans or --fluo');
+  if (o.all && (o.policies || o.plans || o.fluo || o.gates))
+    throw new Error('--all has every pool, Plan and gate of its own: run it alone');
+  if (o.all) allPools(nodeNames(o.nodes)); // too few nodes: refused before a cluster starts
   const timings: PlanTimings = { ...DEFAULT_TIMINGS, ...o.timings };
   const names = nodeNames(o.nodes);
   const own = o.cluster === undefined;
@@ -203,6 +231,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   let env: Env | undefined;
   const leasesStop = new AbortController();
   let leases: LeaseSupervision | undefined;
+  let allEnv: AllEnv | undefined;
   try {
     env = await prepare(cluster, names);
     // For the whole campaign: a Lease KWOK dropped must not lapse between two runs either.
@@ -215,25 +244,36 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         ? { pools: await preparePools(cluster, env, names, o.maxUnavailable) }
         : o.gates
           ? await prepareGates(cluster).then(() => ({}))
-          : await prepareOnePool(cluster, o.maxUnavailable).then(() => ({}));
+          : o.all
+            ? {}
+            : await prepareOnePool(cluster, o.maxUnavailable).then(() => ({}));
+    if (o.all) allEnv = await prepareAll(cluster, env, allPools(names), o.maxUnavailable);
     if (o.plans) await prepareUpgrades(cluster);
     for (let i = 0; i < o.runs; i++) {
-      const drawn = planRun(o.seed + i, names, o.maxUnavailable, timings);
-      const gatesPlan = o.gates ? planGates(drawn) : undefined;
-      const plan = gatesPlan ? gatedRun(drawn, gatesPlan) : drawn;
-      const upgrade = o.plans ? planUpgrade(plan.seed, o.maxUnavailable) : undefined;
+      const drawn = planRun(o.seed + i, names, o.maxUnavailable, timings, { everything: o.all === true });
+      const everything = o.all ? planAll(drawn) : undefined;
+      const gatesPlan = o.gates ? planGates(drawn) : everything?.all.gates;
+      const plan = everything?.plan ?? (gatesPlan ? gatedRun(drawn, gatesPlan) : drawn);
+      const upgrade = o.plans ? planUpgrade(plan.seed, o.maxUnavailable) : everything?.all.upgrade;
       const described =
         describePlan(plan) +
         (upgrade ? `\n${describeUpgrade(upgrade)}` : '') +
-        (gatesPlan ? `\n${describeGates(gatesPlan)}` : '');
+        (gatesPlan ? `\n${describeGates(gatesPlan)}` : '') +
+        (everything ? `\n${describeAll(everything.all)}` : '');
       o.log(`run ${i + 1}/${o.runs} (seed ${plan.seed}):\n${described}`);
       const repairsBefore = readinessRepairs(cluster);
       const takenBefore = leases.takeovers.length;
-      if (gatesPlan && env) await resetGates(cluster, env, o.maxUnavailable, gatesPlan);
+      const all = everything &&
+        allEnv && { all: everything.all, env: allEnv, maxUnavailable: o.maxUnavailable };
+      if (all) await resetAll(cluster, env, all.env, all.all, o.maxUnavailable);
+      else if (gatesPlan && env) await resetGates(cluster, env, o.maxUnavailable, gatesPlan);
       const result = await runOne(cluster, env, i, plan, o.log, {
         ...setting,
         ...(upgrade ? { upgrade } : {}),
-        ...(gatesPlan ? { gates: { plan: gatesPlan, ...gatesChecking(o.maxUnavailable, gatesPlan) } } : {}),
+        ...(gatesPlan && !all
+          ? { gates: { plan: gatesPlan, ...gatesChecking(o.maxUnavailable, gatesPlan) } }
+          : {}),
+        ...(all ? { all } : {}),
       });
       const repairs = readinessRepairs(cluster) - repairsBefore;
       const taken = leases.takeovers.slice(takenBefore);
@@ -245,7 +285,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         result.runaways.map((r) => `; RUNAWAY: ${r}`).join('');
       const d = result.drains;
       o.log(
-        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s;${result.gates ? ` gates: ${JSON.stringify(result.gates)};` : ''} slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}${taken.length ? `; Leases KWOK dropped, renewed by the runner: ${taken.join(', ')}` : ''}`,
+        `  → ${outcome}; ${(result.elapsedMs / 1000).toFixed(1)}s;${result.gates ? ` gates: ${JSON.stringify(result.gates)};` : ''}${result.exercised ? ` exercised: ${JSON.stringify(result.exercised)};` : ''} slowest drain ${(d.slowestMs / 1000).toFixed(1)}s${d.aborted.length ? `; aborted: ${d.aborted.join('; ')}` : ''}${result.expectedStall ? `; ${result.expectedStall} Failed as planned` : ''}${result.skipped.length ? `; skipped: ${result.skipped.join('; ')}` : ''}${repairs ? `; ${repairs} pod(s) marked NotReady made Ready again, as a kubelet would` : ''}${taken.length ? `; Leases KWOK dropped, renewed by the runner: ${taken.join(', ')}` : ''}`,
       );
     }
   } catch (err) {
@@ -256,6 +296,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   } finally {
     leasesStop.abort();
     await leases?.done;
+    await allEnv?.stop();
     // Evidence first: the cluster's directory goes with it.
     if (
       o.keepLogsDir &&
@@ -280,11 +321,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         ),
       )
     : undefined;
+  const exercised: Record<string, number> = {};
+  for (const r of results)
+    for (const [k, v] of Object.entries(r.exercised ?? {})) exercised[k] = (exercised[k] ?? 0) + v;
   return {
     runs: results,
     injected,
     violations,
     ...(gatesTally ? { gates: gatesTally as NonNullable<ChaosResult['gates']> } : {}),
+    ...(o.all ? { exercised } : {}),
     expectedStalls: results.filter((r) => r.expectedStall).length,
     reproduce: reproduceCommand(o),
     versions: cluster.binaries.versions,
@@ -302,6 +347,7 @@ function runReplicas(
   seed: number,
   args: string[],
   signal: AbortSignal,
+  extras?: ReplicaExtras,
 ): { replicas: Replicas; replicaIds: string[] } {
   let started = 0;
   const replicaIds: string[] = [];
@@ -314,7 +360,16 @@ function runReplicas(
   const replicas: Replicas = {
     start: ({ clockSkewS } = {}) => {
       const id = `chaos-s${seed}-${++started}`;
-      fleet.startOperator(id, args, clockSkewS === undefined ? {} : { clockSkewS });
+      const extra = extras?.start(id, clockSkewS);
+      fleet.startOperator(
+        id,
+        [...args, ...(extra?.args ?? [])],
+        extra?.clockFile !== undefined
+          ? { clockFile: extra.clockFile }
+          : clockSkewS === undefined
+            ? {}
+            : { clockSkewS },
+      );
       replicaIds.push(id);
       return id;
     },
@@ -338,6 +393,7 @@ function runReplicas(
         { timeoutMs: 30_000, intervalMs: 100, signal },
       ).catch(() => undefined),
     release: (id) => claimed.delete(id),
+    ...(extras?.stepClock ? { stepClock: (id: string, stepS: number) => extras.stepClock?.(id, stepS) } : {}),
   };
   return { replicas, replicaIds };
 }
@@ -348,10 +404,15 @@ async function runOne(
   index: number,
   plan: RunPlan,
   log: (line: string) => void,
-  setting: { pools?: ChaosPools; upgrade?: ChaosUpgrade; gates?: ChaosGates & { plan: GatesPlan } },
+  setting: {
+    pools?: ChaosPools;
+    upgrade?: ChaosUpgrade;
+    gates?: ChaosGates & { plan: GatesPlan };
+    all?: AllRun;
+  },
 ): Promise<RunResult> {
-  const { upgrade, gates } = setting;
-  const expected = gates && expectedReboots(plan, gates.plan);
+  const { upgrade, gates, all } = setting;
+  const expected = gates ? expectedReboots(plan, gates.plan) : all && allExpected(plan, all.all);
   await resetNodes(env);
   // Earlier runs of a campaign leave the pods where their drains put them; this run starts from there.
   const web = await env.core.listNamespacedPod({ namespace: CHAOS_NAMESPACE, labelSelector: 'app=web' });
@@ -361,7 +422,12 @@ async function runOne(
     agentsLog,
     `${new Date().toISOString()} info === chaos run ${index + 1} seed ${plan.seed} ===\n`,
   );
-  const fleet = new Fleet(cluster, {
+  const alive = (id: string) => {
+    const c = fleet.operator(id);
+    return c !== undefined && c.exitCode === null && c.signalCode === null;
+  };
+  const allReplicas = all && (await AllReplicas.create(join(cluster.dir, 'logs'), alive));
+  const fleet: Fleet = new Fleet(cluster, {
     rebootMs: DEFAULT_TIMINGS.rebootMinMs,
     rebootMsByNode: Object.fromEntries(plan.updates.map((u) => [u.node, u.rebootMs])),
     budget: setting.pools?.budgets ?? gates?.budgets ?? plan.maxUnavailable,
@@ -371,12 +437,14 @@ async function runOne(
     agentCheckIntervalMs: 2000,
     ...(setting.pools?.fluoNodes ? { fluoNodes: setting.pools.fluoNodes } : {}),
     ...(plan.neverReturns ? { behaviours: { [plan.neverReturns]: RebootBehaviour.neverReturns } } : {}),
+    ...(all && allReplicas ? allFleetOptions(all, allReplicas) : {}),
   });
   const injected = emptyKinds();
   const skipped: string[] = [];
-  const args = gates ? [...OPERATOR_ARGS, `--blocker-interval=${BLOCKER_INTERVAL_MS}ms`] : OPERATOR_ARGS;
+  const args =
+    gates || all ? [...OPERATOR_ARGS, `--blocker-interval=${BLOCKER_INTERVAL_MS}ms`] : OPERATOR_ARGS;
   const cancelled = new AbortController();
-  const { replicas, replicaIds } = runReplicas(env, fleet, plan.seed, args, cancelled.signal);
+  const { replicas, replicaIds } = runReplicas(env, fleet, plan.seed, args, cancelled.signal, allReplicas);
   let t0 = Date.now();
   // Offset from staging, and the wall clock (UTC) to match against the components' logs.
   const stamp = () => `+${((Date.now() - t0) / 1000).toFixed(1)}s ${new Date().toISOString().slice(11, 23)}`;
@@ -389,6 +457,7 @@ async function runOne(
     replicas,
     signal: cancelled.signal,
     note: () => {},
+    ...(all ? allFaultContext(all) : {}),
   };
   const inject = async (f: Fault): Promise<void> => {
     try {
@@ -418,6 +487,11 @@ async function runOne(
       playGates(cluster, env, fleet, gates.plan, expected, updated, cancelled.signal, (line) =>
         log(`  ${stamp()} gates: ${line}`),
       );
+    const around =
+      all &&
+      (await startAll(cluster, env, fleet, all, plan, cancelled.signal, (line) =>
+        log(`  ${stamp()} all: ${line}`),
+      ));
     const boundMs =
       plan.boundMs +
       (upgrade
@@ -443,8 +517,13 @@ async function runOne(
       faults,
       deadline,
       setting.pools,
-      upgrade && { concurrency: upgrade.concurrency, hash },
-      expected && gates && { expected, remediation: gates.plan.remediation.node },
+      upgrade && {
+        concurrency: upgrade.concurrency,
+        hash,
+        ...(upgrade.nodes ? { nodes: upgrade.nodes } : {}),
+      },
+      expected && { expected, remediation: (gates?.plan ?? all?.all.gates)?.remediation.node ?? '' },
+      all && (async (nodes) => allLeft(nodes, await kuredLockOf(env), all.all)),
     );
     const elapsedMs = Date.now() - t0;
     if (!finished) {
@@ -460,6 +539,7 @@ async function runOne(
     await faults;
     cancelled.abort();
     await played?.done;
+    await around?.done;
     const seen = fleet.checker.gates?.seen;
     return {
       index,
@@ -473,6 +553,7 @@ async function runOne(
       elapsedMs,
       drains: drainSummary(cluster, replicaIds),
       ...(plan.neverReturns && finished ? { expectedStall: plan.neverReturns } : {}),
+      ...(around ? { exercised: around.exercised() } : {}),
       ...(played && seen
         ? {
             gates: {

@@ -18,6 +18,8 @@ export interface Span {
   to?: string;
   /** What it was, for the violation's detail. */
   what: string;
+  /** The one node it holds (a node-scoped pod blocker's); every node of the pool when absent. */
+  node?: string;
 }
 
 /** An admission (or a finished node's slot freed) the checker saw, at the write that showed it. */
@@ -28,12 +30,15 @@ export interface Seen {
 
 const after = (a: string, b: string) => (compareResourceVersions(a, b) ?? 0) > 0;
 
-/** Each of `seen` written inside one of `spans`: the spans' rule broken, once per event. */
+/** Each of `seen` written inside one of `spans` that holds its node: the spans' rule broken, once per event. */
 export function inSpans(seen: readonly Seen[], spans: readonly Span[]): { seen: Seen; span: Span }[] {
   const out: { seen: Seen; span: Span }[] = [];
   for (const s of seen) {
     const span = spans.find(
-      (p) => after(s.resourceVersion, p.from) && (p.to === undefined || after(p.to, s.resourceVersion)),
+      (p) =>
+        (p.node === undefined || p.node === s.node) &&
+        after(s.resourceVersion, p.from) &&
+        (p.to === undefined || after(p.to, s.resourceVersion)),
     );
     if (span) out.push({ seen: s, span });
   }

@@ -10,7 +10,11 @@
  *   margin): the span starts at a revision read that long after the checker saw it turn unhealthy;
  * - `reason-budget`: an attempt for a reason a budget limits starts only with room in it, and no more
  *   attempts for those reasons run at once than it allows;
- * - `remediation-rate`: no more remediations admitted in an hour than the policy's maxPerHour.
+ * - `remediation-rate`: no more remediations admitted in an hour than the policy's maxPerHour;
+ * - `health-check` too while a health read hangs, and `pod-blocker` while a blocking pod runs (in the
+ *   pool, or on the admitted node), each from when the runner says it began (hold());
+ * - `circuit-breaker`: no admission while more of the pool's nodes had been NotReady than maxNotReady;
+ * - `do-not-disrupt`: no pod is deleted while annotated nuo.dev/do-not-disrupt (checker-do-not-disrupt.ts).
  */
 import {
   CustomObjectsApi,
@@ -23,6 +27,7 @@ import { PolicyAnnotations } from '../api/keys.ts';
 import type { AttemptReason, UpdatePolicy } from '../api/update-policy.ts';
 import { ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
+import { DoNotDisruptGuard, type DoNotDisruptPods } from './checker-do-not-disrupt.ts';
 import {
   inSpans,
   type PolicyAsks,
@@ -45,17 +50,27 @@ export interface CheckedObject {
   name: string;
   /** The checker's own reading of the check's expression. */
   healthy: (object: KubernetesObject) => boolean;
+  /** How old the operator's reading of it may be, when more than GateSettings.staleMs (a scrape's delay). */
+  staleMs?: number;
 }
 
 /** The gates of one policy (over the nodes `selects` picks) the checker holds nuo to. */
 export interface GateSettings {
   policy: string;
+  /** The nodes of the policy's pool, by their labels (every node when absent). */
+  selects?: (labels: Record<string, string>) => boolean;
   object: CheckedObject;
+  /** The resources of its further health checks (a PromQL check's metric, as its exporter's source has it). */
+  objects?: CheckedObject[];
   /** How old the operator's health reading may be when it admits: its --blocker-interval and a margin. */
   staleMs: number;
   asks: PolicyAsks;
   reasonBudgets: ReasonBudget[];
   remediationsPerHour: number;
+  /** spec.circuitBreaker: no admission while more of the pool had been NotReady for staleMs. */
+  circuitBreaker?: { maxNotReady: number };
+  /** Pods (by label, in a namespace) that carry nuo.dev/do-not-disrupt, none of which nuo may delete. */
+  doNotDisrupt?: DoNotDisruptPods;
 }
 
 export interface GateBreach {
@@ -69,22 +84,29 @@ export class GateChecker {
   readonly #s: GateSettings;
   readonly #custom: CustomObjectsApi;
   readonly #policy: ResilientInformer<UpdatePolicy>;
-  readonly #object: ResilientInformer<Obj>;
+  readonly #objects: ResilientInformer<Obj>[];
   readonly #haltSpans: Span[] = [];
   readonly #healthSpans: Span[] = [];
+  readonly #blockerSpans: Span[] = [];
+  /** Gated nodes seen NotReady, since when (performance.now()). */
+  readonly #notReadySince = new Map<string, number>();
+  #tripped = false;
+  readonly #doNotDisrupt: DoNotDisruptGuard | undefined;
   readonly #admitted: Seen[] = [];
   readonly #freed: Seen[] = [];
   readonly #remediations: { node: string; at: number }[] = [];
   /** Attempts in progress → the reason the checker read at their admission. */
   readonly #attempts = new Map<string, AttemptReason>();
-  /** The unhealthy reading waiting out staleMs before its span opens. */
-  #unhealthy: { timer: ReturnType<typeof setTimeout>; since: string } | undefined;
+  /** Each object's unhealthy reading waiting out its staleMs before its span opens. */
+  readonly #unhealthy = new Map<CheckedObject, { timer: ReturnType<typeof setTimeout>; since: string }>();
+  /** Holds the runner began whose span is still to open. */
+  readonly #holdTimers = new Set<ReturnType<typeof setTimeout>>();
   readonly #pending: Promise<void>[] = [];
   /** Whether the policy showed Halted True in its last event. */
   #halted = false;
   #stopped = false;
   /** Counts for the run's report. */
-  readonly seen = { halts: 0, unhealthy: 0, remediations: 0, refreshes: 0 };
+  readonly seen = { halts: 0, unhealthy: 0, remediations: 0, refreshes: 0, trips: 0 };
 
   constructor(kubeconfig: KubeConfig, settings: GateSettings) {
     this.#s = settings;
@@ -98,18 +120,30 @@ export class GateChecker {
       name: 'checker-policy',
     });
     this.#policy.onEvent((type, policy, old) => this.#observePolicy(type, policy, old));
-    const o = settings.object;
-    this.#object = new ResilientInformer<Obj>({
-      kubeconfig,
-      path: `/apis/${o.group}/${o.version}/namespaces/${o.namespace}/${o.plural}`,
-      list: (opts) => custom.listNamespacedCustomObject({ ...o, ...opts }),
-      name: 'checker-health-object',
+    this.#objects = [settings.object, ...(settings.objects ?? [])].map((o) => {
+      const informer = new ResilientInformer<Obj>({
+        kubeconfig,
+        path: `/apis/${o.group}/${o.version}/namespaces/${o.namespace}/${o.plural}`,
+        list: (opts) => custom.listNamespacedCustomObject({ ...o, ...opts }),
+        name: 'checker-health-object',
+      });
+      informer.onEvent((type, obj) => this.#observeObject(o, type, obj));
+      return informer;
     });
-    this.#object.onEvent((type, obj) => this.#observeObject(type, obj));
+    this.#doNotDisrupt = settings.doNotDisrupt && new DoNotDisruptGuard(kubeconfig, settings.doNotDisrupt);
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.#policy.start(), this.#object.start()]);
+    await Promise.all([
+      this.#policy.start(),
+      ...this.#objects.map((i) => i.start()),
+      this.#doNotDisrupt?.start(),
+    ]);
+  }
+
+  /** Whether `node` is in the policy's pool. */
+  selects(node: V1Node): boolean {
+    return this.#s.selects?.(node.metadata?.labels ?? {}) ?? true;
   }
 
   #observePolicy(type: string, policy: UpdatePolicy, old: UpdatePolicy | undefined): void {
@@ -130,32 +164,48 @@ export class GateChecker {
     this.#halted = halted;
   }
 
-  #observeObject(type: string, obj: Obj): void {
-    const o = this.#s.object;
+  #observeObject(o: CheckedObject, type: string, obj: Obj): void {
     if (obj.metadata?.name !== o.name) return;
     const rv = obj.metadata?.resourceVersion ?? '';
     const healthy = type !== 'delete' && o.healthy(obj);
-    const open = this.#healthSpans.find((s) => s.to === undefined);
+    const what = `${o.plural} ${o.namespace}/${o.name}`;
+    const open = this.#healthSpans.find((s) => s.to === undefined && s.what.startsWith(what));
+    const waiting = this.#unhealthy.get(o);
     if (healthy) {
-      clearTimeout(this.#unhealthy?.timer);
-      this.#unhealthy = undefined;
+      clearTimeout(waiting?.timer);
+      this.#unhealthy.delete(o);
       if (open) open.to = rv;
       return;
     }
-    if (this.#unhealthy || open) return;
+    if (waiting || open) return;
     this.seen.unhealthy++;
     const since = rv;
-    const timer = setTimeout(() => this.#pending.push(this.#openHealthSpan(since)), this.#s.staleMs);
-    this.#unhealthy = { timer, since };
+    const staleMs = o.staleMs ?? this.#s.staleMs;
+    const timer = setTimeout(
+      () =>
+        this.#pending.push(
+          this.#openHealthSpan(o, since, `${what} unhealthy since revision ${since}`, staleMs),
+        ),
+      staleMs,
+    );
+    this.#unhealthy.set(o, { timer, since });
   }
 
   /**
    * Still unhealthy staleMs after it was seen so: from the revision now (a list's), every admission is
    * the operator's act on a failing check. An API outage delays the read: the span starts later.
    */
-  async #openHealthSpan(since: string): Promise<void> {
+  async #openHealthSpan(o: CheckedObject, since: string, what: string, staleMs: number): Promise<void> {
+    const revision = await this.#revision();
+    if (!revision || this.#unhealthy.get(o)?.since !== since) return;
+    this.#unhealthy.delete(o);
+    this.#healthSpans.push({ from: revision, what: `${what} (span from ${revision}, ${staleMs} ms later)` });
+  }
+
+  /** The current revision (a list's); '' once stopped or when the API server did not answer in 2 min. */
+  #revision(): Promise<string> {
     const o = this.#s.object;
-    const revision = await pollUntil(
+    return pollUntil(
       'the current revision',
       async () => {
         if (this.#stopped) return '';
@@ -166,12 +216,65 @@ export class GateChecker {
       },
       { timeoutMs: 120_000, intervalMs: 250 },
     ).catch(() => '');
-    if (!revision || this.#unhealthy?.since !== since) return;
-    this.#unhealthy = undefined;
-    this.#healthSpans.push({
-      from: revision,
-      what: `${o.plural} ${o.namespace}/${o.name} unhealthy since revision ${since} (span from ${revision}, ${this.#s.staleMs} ms later)`,
-    });
+  }
+
+  /**
+   * Something that holds the pool (or only `node`) began now, as the runner made it: a health read that
+   * hangs (`health-check`: fail closed), a blocking pod running (`pod-blocker`). From a revision read
+   * `staleMs` later (the operator's reading may be that old) until the one read when the returned `end`
+   * is called (before the hold is lifted), an admission there breaks the rule.
+   */
+  hold(
+    rule: 'health-check' | 'pod-blocker',
+    what: string,
+    staleMs: number,
+    node?: string,
+  ): () => Promise<void> {
+    const spans = rule === 'health-check' ? this.#healthSpans : this.#blockerSpans;
+    let span: Span | undefined;
+    let ended = false;
+    const timer = setTimeout(async () => {
+      this.#holdTimers.delete(timer);
+      const from = await this.#revision();
+      if (!from || ended) return;
+      span = { from, what: `${what} (span from ${from}, ${staleMs} ms later)`, ...(node ? { node } : {}) };
+      spans.push(span);
+    }, staleMs);
+    this.#holdTimers.add(timer);
+    return async () => {
+      ended = true;
+      clearTimeout(timer);
+      this.#holdTimers.delete(timer);
+      if (!span) return;
+      span.to = (await this.#revision()) || span.from;
+    };
+  }
+
+  /**
+   * A gated node as the node watch delivered it (undefined: deleted): its readiness, for the circuit
+   * breaker's rule, and each trip (more of the pool NotReady than maxNotReady) counted.
+   */
+  nodeSeen(name: string, node: V1Node | undefined): void {
+    const ready = node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? true;
+    if (ready || !node) this.#notReadySince.delete(name);
+    else if (!this.#notReadySince.has(name)) this.#notReadySince.set(name, performance.now());
+    const max = this.#s.circuitBreaker?.maxNotReady;
+    if (max === undefined) return;
+    const tripped = this.#notReadySince.size > max;
+    if (tripped && !this.#tripped) this.seen.trips++;
+    this.#tripped = tripped;
+  }
+
+  /** More gated nodes than maxNotReady NotReady for staleMs or longer, `name` aside: the breach, if so. */
+  #circuitBreach(name: string, now: number): string | undefined {
+    const max = this.#s.circuitBreaker?.maxNotReady;
+    if (max === undefined) return undefined;
+    const settled = [...this.#notReadySince]
+      .filter(([n, since]) => n !== name && now - since >= this.#s.staleMs)
+      .map(([n]) => n)
+      .sort();
+    if (settled.length <= max) return undefined;
+    return `${name} admitted while ${settled.length} nodes of the pool had been NotReady ${this.#s.staleMs} ms or longer (circuitBreaker.maxNotReady ${max}): ${settled.join(', ')}`;
   }
 
   /**
@@ -189,10 +292,14 @@ export class GateChecker {
       this.#remediations.push({ node: name, at: now });
     }
     if (reason === 'Refresh') this.seen.refreshes++;
+    const circuit = this.#circuitBreach(name, performance.now());
     return [
-      ...reasonBudgetBreaches(name, reason, disrupted, this.#s.reasonBudgets),
-      ...reasonCountBreaches(this.#attempts, this.#s.reasonBudgets),
-    ].map((detail) => ({ rule: 'reason-budget', detail }));
+      ...[
+        ...reasonBudgetBreaches(name, reason, disrupted, this.#s.reasonBudgets),
+        ...reasonCountBreaches(this.#attempts, this.#s.reasonBudgets),
+      ].map((detail): GateBreach => ({ rule: 'reason-budget', detail })),
+      ...(circuit ? [{ rule: 'circuit-breaker' as const, detail: circuit }] : []),
+    ];
   }
 
   /** Why an attempt of `node` starting now would be, as the checker reads the node (reasonOf). */
@@ -226,6 +333,12 @@ export class GateChecker {
         rule: 'health-check',
         detail: `${seen.node}'s slot freed from its health gate at revision ${seen.resourceVersion}: ${span.what}`,
       });
+    for (const { seen, span } of inSpans(this.#admitted, this.#blockerSpans))
+      out.push({
+        rule: 'pod-blocker',
+        detail: `${seen.node} admitted at revision ${seen.resourceVersion}: ${span.what}`,
+      });
+    for (const detail of this.#doNotDisrupt?.breaches ?? []) out.push({ rule: 'do-not-disrupt', detail });
     for (const detail of remediationRateBreaches(this.#remediations, this.#s.remediationsPerHour))
       out.push({ rule: 'remediation-rate', detail });
     return out;
@@ -233,8 +346,13 @@ export class GateChecker {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#unhealthy?.timer);
+    for (const { timer } of this.#unhealthy.values()) clearTimeout(timer);
+    for (const timer of this.#holdTimers) clearTimeout(timer);
     await Promise.all(this.#pending);
-    await Promise.all([this.#policy.stop(), this.#object.stop()]);
+    await Promise.all([
+      this.#policy.stop(),
+      ...this.#objects.map((i) => i.stop()),
+      this.#doNotDisrupt?.stop(),
+    ]);
   }
 }

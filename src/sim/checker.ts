@@ -529,7 +529,10 @@ export class SafetyChecker {
       this.#markedCordoned.delete(name);
       this.#disruptedSince.delete(name);
       this.#protectionBefore.delete(name);
-      this.gates?.ended(node, false);
+      if (this.#gated(node)) {
+        this.gates?.ended(node, false);
+        this.gates?.nodeSeen(name, undefined);
+      }
       this.#count();
       return;
     }
@@ -564,12 +567,19 @@ export class SafetyChecker {
       this.#checkAdmission(name);
     }
     if (type === 'update' && !inAttempt(node, planPodNodes) && inAttempt(old, planPodNodes)) {
-      this.gates?.ended(node, old?.metadata?.annotations?.[Annotations.state] === Phase.afterReboot);
+      if (this.#gated(node))
+        this.gates?.ended(node, old?.metadata?.annotations?.[Annotations.state] === Phase.afterReboot);
       const early = endedBeforeNewBoot(node, this.#rebootedFrom.get(name)?.bootId);
       if (early) this.#violate('ended-before-boot', early);
     }
+    if (this.#gated(node)) this.gates?.nodeSeen(name, node);
     this.#remember(node);
     this.#count();
+  }
+
+  /** Whether the gates' rules apply to `node`: it is in their policy's pool. */
+  #gated(node: V1Node): boolean {
+    return this.gates?.selects(node) === true;
   }
 
   /** What the node shows of its own gates, as of the write that made this version (its API server time). */
@@ -593,7 +603,7 @@ export class SafetyChecker {
         RACE_MS,
       ))
         this.#violate('gate-bypassed', detail);
-    if (this.gates?.reasonOf(started) !== 'Refresh') return;
+    if (!this.#gated(started) || this.gates?.reasonOf(started) !== 'Refresh') return;
     const stuck = refreshNotCounted(started, this.#bootTimeAtReboot.get(name));
     if (stuck) this.#violate('refresh-not-counted', stuck);
   }
@@ -657,7 +667,7 @@ export class SafetyChecker {
     this.#judge((nodes, pods) => this.#admissionBreaches(node, nodes, pods, now));
     const started = this.#informer.get(node);
     if (started) this.#checkNodeGates(started);
-    if (!this.gates || !started) return;
+    if (!this.gates || !started || !this.#gated(started)) return;
     const inPool = (name: string) => {
       const n = this.#informer.get(name);
       return n && this.#budgets.some((b) => b.selects(labelsOf(n)) && b.selects(labelsOf(started)));

@@ -4,7 +4,7 @@
  * pods that reboot their node's host (job-reboots.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { appendFileSync, existsSync, openSync } from 'node:fs';
+import { appendFileSync, existsSync, openSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -48,7 +48,12 @@ const TERM_GRACE_MS = 15_000;
 /** Debian's libfaketime: the library that shifts the wall clock of the process it is preloaded into. */
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
-function skewedEnv(skewS: number): NodeJS.ProcessEnv {
+/**
+ * The environment of a process whose wall clock is off by `skewS` seconds, or by the offset `clockFile`
+ * holds (read again at most every second, so a write steps the running process's clock); its monotonic
+ * clock is left alone, as NTP would leave it.
+ */
+function skewedEnv(clock: { skewS: number } | { clockFile: string }): NodeJS.ProcessEnv {
   if (!existsSync(LIBFAKETIME)) {
     throw new Error(
       `${LIBFAKETIME} is missing: install Debian's faketime package (apt-get install faketime)`,
@@ -58,9 +63,23 @@ function skewedEnv(skewS: number): NodeJS.ProcessEnv {
     ...process.env,
     LD_PRELOAD: LIBFAKETIME,
     // An offset in seconds: "+300" or "-300".
-    FAKETIME: `${skewS >= 0 ? '+' : ''}${skewS}`,
+    ...('skewS' in clock
+      ? { FAKETIME: clockOffset(clock.skewS) }
+      : { FAKETIME_TIMESTAMP_FILE: clock.clockFile, FAKETIME_CACHE_DURATION: '1' }),
     FAKETIME_DONT_FAKE_MONOTONIC: '1',
   };
+}
+
+/** An offset as libfaketime reads it: "+300" or "-300" seconds. */
+export const clockOffset = (skewS: number) => `${skewS >= 0 ? '+' : ''}${skewS}`;
+
+/**
+ * Sets the offset a clock file holds (FleetOptions' startOperator `clockFile`): written whole, then
+ * renamed into place, so a process never reads half of it.
+ */
+export function writeClockFile(path: string, skewS: number): void {
+  writeFileSync(`${path}.tmp`, `${clockOffset(skewS)}\n`);
+  renameSync(`${path}.tmp`, path);
 }
 
 export interface FleetOptions {
@@ -244,17 +263,19 @@ export class Fleet {
   /**
    * Starts `nuo operator` as a child process; its log goes to the cluster's log directory. `clockSkewS`
    * runs it with its wall clock that many seconds off (Debian's libfaketime; the monotonic clock is left
-   * alone, as NTP would leave it). `env` is added to the operator's environment. `nodeName`: the node of
-   * the fleet it runs on, given as the downward API gives it (NODE_NAME); its drain evicts nothing of it.
+   * alone, as NTP would leave it); `clockFile`, by the offset that file holds (writeClockFile), which may
+   * change while it runs. `env` is added to the operator's environment. `nodeName`: the node of the fleet
+   * it runs on, given as the downward API gives it (NODE_NAME); its drain evicts nothing of it.
    */
   startOperator(
     identity: string,
     args: string[],
     {
       clockSkewS,
+      clockFile,
       env,
       nodeName,
-    }: { clockSkewS?: number; env?: Record<string, string>; nodeName?: string } = {},
+    }: { clockSkewS?: number; clockFile?: string; env?: Record<string, string>; nodeName?: string } = {},
   ): ChildProcess {
     if (nodeName !== undefined && this.hosts.size > 0 && !this.hosts.has(nodeName)) {
       throw new Error(`startOperator ${identity}: the fleet has no node ${nodeName}`);
@@ -265,7 +286,11 @@ export class Fleet {
     const report = `operator-${identity}-report.json`;
     // A NODE_NAME the test runner has (a CI pod's own) names no node of the fleet.
     const { NODE_NAME: _runnerNode, ...inherited } =
-      clockSkewS === undefined ? process.env : skewedEnv(clockSkewS);
+      clockFile !== undefined
+        ? skewedEnv({ clockFile })
+        : clockSkewS === undefined
+          ? process.env
+          : skewedEnv({ skewS: clockSkewS });
     const child = spawn(
       process.execPath,
       [

@@ -10,8 +10,11 @@ import { FleetLockOp, PROTOCOL_HEADER } from '../fleetlock/request.ts';
 import type { HostAgent, SimHost } from './host.ts';
 
 export interface FleetLockClientOptions {
-  /** The server's base URL, e.g. http://127.0.0.1:9090. */
-  url: string;
+  /**
+   * The server's base URL, e.g. http://127.0.0.1:9090; or one asked again at each try, as a Service
+   * hands each request to one of its endpoints (only the leading replica answers; a follower says 503).
+   */
+  url: string | (() => string);
   machineId: string;
   group: string;
   /** How long the client waits between tries (Zincati: minutes; tests: a fraction of a second). */
@@ -20,6 +23,9 @@ export interface FleetLockClientOptions {
   onAnswer?: (answer: { node: string; op: FleetLockOp; status: number; kind?: string }) => void;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
 }
+
+/** How long one request may go unanswered before it is tried again. */
+const REQUEST_TIMEOUT_MS = 5000;
 
 const wait = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -53,11 +59,13 @@ export class FleetLockClient implements HostAgent {
   async #until200(host: SimHost, op: FleetLockOp, signal: AbortSignal): Promise<boolean> {
     while (!signal.aborted) {
       try {
-        const res = await fetch(`${this.#o.url}/v1/${op}`, {
+        const url = typeof this.#o.url === 'string' ? this.#o.url : this.#o.url();
+        const res = await fetch(`${url}/v1/${op}`, {
           method: 'POST',
           headers: { [PROTOCOL_HEADER]: 'true', 'content-type': 'application/json' },
           body: JSON.stringify({ client_params: { id: this.#id, group: this.#o.group } }),
-          signal,
+          // A server that hangs (a stopped replica) is asked again, as Zincati's client times out.
+          signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
         });
         const text = await res.text();
         const kind = res.ok ? undefined : (JSON.parse(text) as { kind?: string }).kind;

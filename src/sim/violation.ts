@@ -18,6 +18,9 @@ export interface Violation {
     | 'gate-bypassed'
     | 'ended-before-boot'
     | 'refresh-not-counted'
+    | 'pod-blocker'
+    | 'circuit-breaker'
+    | 'do-not-disrupt'
     | 'not-finished';
   at: Date;
   detail: string;

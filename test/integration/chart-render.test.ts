@@ -182,6 +182,17 @@ describe('deploy/chart is deploy/ (kustomize)', () => {
       undefined,
       'off by default',
     );
+    // For Zincati on hosts without cluster DNS: a NodePort at a port every node answers.
+    const nodePort = objects({
+      fleetlock: { enabled: true, service: { type: 'NodePort', nodePort: 30909 } },
+    }).find((o) => o.kind === 'Service' && o.metadata?.name === 'nuo-fleetlock') as
+      | { spec?: { type?: string; ports?: Array<{ nodePort?: number }> } }
+      | undefined;
+    assert.equal(nodePort?.spec?.type, 'NodePort');
+    assert.equal(nodePort?.spec?.ports?.[0]?.nodePort, 30909);
+    const refused = render({ fleetlock: { enabled: true, service: { nodePort: 80 } } });
+    assert.notEqual(refused.status, 0, 'a nodePort outside 30000-32767 is refused by the schema');
+    assert.match(refused.stderr, /nodePort/);
   });
 
   test('sucPlans.namespace renders the objects of deploy with the component deploy/components/suc-plans', () => {

@@ -332,6 +332,12 @@ describe('deploy/', () => {
       "another namespace's SUC Plans",
     );
     assert.equal(can('list', 'plans.upgrade.cattle.io', '--all-namespaces'), 'no');
+    assert.equal(
+      can('get', 'configmap/default-controller-env', '-n', 'system-upgrade'),
+      'yes',
+      "SUC's Job settings",
+    );
+    assert.equal(can('get', 'configmap/another', '-n', 'system-upgrade'), 'no', 'no other ConfigMap');
   });
 
   test("only the operator may write a Node's status (nuo's lifecycle conditions), not the agent", () => {

@@ -290,6 +290,25 @@ test("SUC's own Plan applied unchanged in SUC's group: left alone while SUC's co
     /Deployment system-upgrade\/system-upgrade-controller wants 1 replica/,
     'the log line says why',
   );
+  // SUC's controller-wide Job settings as its manifest (manifests/system-upgrade-controller.yaml) ships
+  // them: its Plans' Jobs keep them when nuo runs the Plans in place.
+  await core.createNamespacedConfigMap({
+    namespace: SUC,
+    body: {
+      metadata: { name: 'default-controller-env' },
+      data: {
+        SYSTEM_UPGRADE_CONTROLLER_DEBUG: 'false',
+        SYSTEM_UPGRADE_CONTROLLER_THREADS: '2',
+        SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS: '900',
+        SYSTEM_UPGRADE_JOB_BACKOFF_LIMIT: '99',
+        SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY: 'Always',
+        SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE: 'rancher/kubectl:v1.30.3',
+        SYSTEM_UPGRADE_JOB_PRIVILEGED: 'true',
+        SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH: '900',
+        SYSTEM_UPGRADE_PLAN_POLLING_INTERVAL: '15m',
+      },
+    },
+  });
   const applied = kubectl(['apply', '-f', '-'], text);
   assert.equal(applied.status, 0, applied.stderr);
 
@@ -359,7 +378,23 @@ test("SUC's own Plan applied unchanged in SUC's group: left alone while SUC's co
     );
     assert.equal(j.metadata?.ownerReferences?.[0]?.uid, done.metadata.uid);
     assert.equal(j.metadata?.labels?.[sucPlanLabel('microos')], hash, "SUC's label on the Job at SUC's hash");
+    // SUC's default-controller-env, not SUC's code defaults (600 s, 2, IfNotPresent).
+    assert.equal(j.spec?.activeDeadlineSeconds, 900, 'SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS');
+    assert.equal(j.spec?.backoffLimit, 99, 'SYSTEM_UPGRADE_JOB_BACKOFF_LIMIT');
+    assert.deepEqual(
+      [...new Set(j.spec?.template.spec?.containers.map((c) => c.imagePullPolicy))],
+      ['Always'],
+      'SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY',
+    );
   }
+  // As SUC writes its Plans: no message on a True Validated or LatestResolved, so SUC's MESSAGE column
+  // (the first condition with one) shows nuo's progress.
+  const byType = Object.fromEntries((done.status?.conditions ?? []).map((c) => [c.type, c]));
+  assert.deepEqual([byType.Validated?.reason, byType.Validated?.message], ['PlanIsValid', '']);
+  assert.deepEqual([byType.LatestResolved?.reason, byType.LatestResolved?.message], ['Version', '']);
+  const table = kubectl(['get', 'plans.upgrade.cattle.io', 'microos', '-n', SUC]);
+  assert.equal(table.status, 0, table.stderr);
+  assert.match(table.stdout, /applied on all 2 selected node\(s\) at version microos/, 'the MESSAGE column');
   const all = (await core.listNode()).items;
   for (const w of workers)
     assert.equal(labelsOf(all, w)[planLabel('microos')], undefined, `${w}: no label of nuo's`);
@@ -377,6 +412,14 @@ test("SUC's own Plan applied unchanged in SUC's group: left alone while SUC's co
     unread.stderr,
     /Plan "microos" not found/,
     "without the setting the CLI reads nuo's group only",
+  );
+  // SUC's Events, each waited for: the Plan valid, its version resolved, its Jobs synced on the workers.
+  const told = await eventsAbout(core, 'Plan', 'microos', ['Validated', 'Resolved', 'SyncJob'], '0', SUC);
+  assert.ok(
+    told.some(
+      (e) => e.reason === 'Resolved' && e.message === 'Resolved latest version from Spec.Version: microos',
+    ),
+    told.map((e) => `${e.reason}: ${e.message}`).join(' | '),
   );
   const [event] = await eventsAbout(core, 'Plan', 'microos', ['Complete'], '0', SUC);
   assert.equal(event?.involvedObject.apiVersion, 'upgrade.cattle.io/v1', 'the Event is about the SUC Plan');

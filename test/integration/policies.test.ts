@@ -553,14 +553,22 @@ describe('UpdatePolicies', () => {
     assert.equal(n0.metadata?.annotations?.[Annotations.state], Phase.pending, 'it waits again');
     assert.equal(n0.spec?.unschedulable, undefined, 'never cordoned');
     assert.equal(f.checker.rebootsOf('node-0'), 0);
-    assert.ok(
-      operatorLog(cluster, 'op-a').some((l) =>
+    // The withdrawal names the hold (its log line may reach the file a moment after the ledger write).
+    const withdrawals = () =>
+      operatorLog(cluster, 'op-a')
+        .map((l) => String(l.reason ?? ''))
+        .filter((r) => r.startsWith('admission withdrawn'));
+    await pollUntil('the withdrawal to name the hold', async () =>
+      withdrawals().some((r) =>
         /admission withdrawn before it started: the pool admits nothing now \(health check ceph fails\)/.test(
-          String(l.reason),
+          r,
         ),
-      ),
-      'the withdrawal names the hold',
-    );
+      )
+        ? true
+        : undefined,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; withdrawals logged: ${withdrawals().join(' | ') || 'none'}`);
+    });
     await setWidgetHealth('HEALTH_OK');
     await rebooted(f, ['node-0']);
     await assertSafe(f);

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  BASE_FAULT_KINDS,
   DEFAULT_TIMINGS,
   describePlan,
+  EVERYTHING_KINDS,
   FAULT_KINDS,
   FaultKind,
   Forgery,
@@ -34,7 +36,7 @@ describe('chaos plan', () => {
     let stalls = 0;
     for (let seed = 0; seed < 500; seed++) {
       for (const k of [1, 2, 3]) {
-        const p = planRun(seed, NODES, k);
+        const p = planRun(seed, NODES, k, DEFAULT_TIMINGS, { everything: seed % 2 === 0 });
         assert.equal(p.seed, seed);
         assert.ok(p.updates.length >= 3 && p.updates.length <= NODES.length, 'at least half the nodes');
         const names = p.updates.map((u) => u.node);
@@ -77,6 +79,14 @@ describe('chaos plan', () => {
             assert.ok(f.downMs >= 1000 && f.downMs <= 5000);
           }
           if (f.kind === FaultKind.forgeGrant) assert.ok(Object.values(Forgery).includes(f.forgery));
+          if (f.kind === FaultKind.stepClock) assert.ok(f.stepS <= -120 && f.stepS >= -600, 'back minutes');
+          if (f.kind === FaultKind.kubeletLate) {
+            assert.ok(names.includes(f.node) && f.node !== p.neverReturns, 'a node that reboots and returns');
+            assert.ok(f.lateMs >= 3000 && f.lateMs <= 12_000);
+          }
+          if (f.kind === FaultKind.hangHealth)
+            assert.ok(f.pauseMs >= 12_000 && f.pauseMs <= 25_000, 'past a query timeout and the interval');
+          if (EVERYTHING_KINDS.includes(f.kind)) assert.equal(seed % 2, 0, 'only with everything on');
           kinds.add(f.kind);
         }
         assert.ok(p.boundMs >= DEFAULT_TIMINGS.slackMs + DEFAULT_TIMINGS.slackPerWaveMs);
@@ -96,11 +106,27 @@ describe('chaos plan', () => {
     }
   });
 
-  test("the chaos test's seeds (12 and 13 of 6 nodes, budget 2) strike every kind of fault and plan a node that never returns", () => {
+  test("the chaos test's seeds (12 and 13 of 6 nodes, budget 2) strike every base kind of fault and plan a node that never returns", () => {
     const plans = [12, 13].map((seed) => planRun(seed, NODES, 2));
     const kinds = new Set(plans.flatMap((p) => p.faults.map((f) => f.kind)));
-    assert.deepEqual([...kinds].sort(), [...FAULT_KINDS].sort());
+    assert.deepEqual([...kinds].sort(), [...BASE_FAULT_KINDS].sort());
     assert.ok(plans.some((p) => p.neverReturns));
+  });
+
+  test('with everything on, a seed draws its base faults as without, then the kinds a clock file and a Prometheus allow', () => {
+    for (let seed = 0; seed < 100; seed++) {
+      const base = planRun(seed, NODES, 2);
+      const all = planRun(seed, NODES, 2, DEFAULT_TIMINGS, { everything: true });
+      const { faults: baseFaults, ...baseRest } = base;
+      const { faults: allFaults, ...allRest } = all;
+      assert.deepEqual(allRest, baseRest, `seed ${seed}: the same updates, reboots and bound`);
+      assert.deepEqual(
+        allFaults.filter((f) => BASE_FAULT_KINDS.includes(f.kind)),
+        baseFaults,
+        `seed ${seed}: the same base faults`,
+      );
+      assert.ok(baseFaults.every((f) => !EVERYTHING_KINDS.includes(f.kind)));
+    }
   });
 
   test('at least 8 kinds of fault', () => {

@@ -8,7 +8,7 @@ import {
   upgradeBoundMs,
   upgradePlan,
 } from '../../src/sim/chaos-upgrade.ts';
-import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
+import { SimJobAnnotations, SimJobLabels } from '../../src/sim/job-keys.ts';
 
 const seeds = Array.from({ length: 200 }, (_, i) => i + 1);
 
@@ -68,12 +68,51 @@ test('upgradePlan: the Plan object the run applies', () => {
   assert.equal(none.spec.drain, undefined);
 });
 
+test('upgradePlan with everything on: a prepare Job, a Job that reboots its node, over some nodes only', () => {
+  const p = upgradePlan({
+    version: 'v1.6.0',
+    concurrency: 1,
+    prepare: 'cordon',
+    reboot: false,
+    jobMs: 2000,
+    hostReboot: true,
+    prepareJob: true,
+    nodes: ['node-05', 'node-06'],
+  });
+  assert.equal(
+    p.labels?.[SimJobLabels.rebootsHost],
+    'true',
+    "the Plan's Jobs carry it: their pods reboot the host",
+  );
+  assert.deepEqual(p.spec.prepare, { image: 'registry.example/os-prepare', command: ['/prepare'] });
+  assert.deepEqual(p.spec.nodeSelector, {
+    matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['node-05', 'node-06'] }],
+  });
+  assert.equal(p.spec.reboot, undefined, 'nuo reboots nothing after the Job: the Job did');
+  const plain = upgradePlan({
+    version: 'v1.7.0',
+    concurrency: 1,
+    prepare: 'none',
+    reboot: false,
+    jobMs: 500,
+  });
+  assert.equal(plain.labels, undefined);
+  assert.equal(plain.spec.prepare, undefined);
+  assert.equal(plain.spec.nodeSelector, undefined);
+});
+
 test('upgradeBoundMs: waves of min(concurrency, budget), each a Job, a reboot if asked, a soak and slack', () => {
   const per = { rebootMs: 3000, soakMs: 1000, slackPerWaveMs: 15_000 };
   const u = { version: 'v1', concurrency: 2, prepare: 'drain' as const, reboot: false, jobMs: 2000 };
   assert.equal(upgradeBoundMs(u, 6, 2, per), 3 * (2000 + 1000 + 15_000));
   assert.equal(upgradeBoundMs(u, 6, 1, per), 6 * (2000 + 1000 + 15_000), 'the budget caps the waves');
   assert.equal(upgradeBoundMs({ ...u, reboot: true }, 5, 2, per), 3 * (2000 + 3000 + 1000 + 15_000));
+  const some = { ...u, concurrency: 1, nodes: ['a', 'b'], prepareJob: true, hostReboot: true };
+  assert.equal(
+    upgradeBoundMs(some, 12, 2, per),
+    2 * (2 * 2000 + 3000 + 1000 + 15_000),
+    'only its nodes; two Jobs each (prepare, upgrade), the reboot its Job makes',
+  );
 });
 
 test('describeUpgrade says how it runs', () => {

@@ -40,6 +40,26 @@ test('an admission written inside a halt or a failing health check is caught, by
   );
 });
 
+test("a node-scoped hold (a blocking pod on one node) catches that node's admission only; a pool-wide one every node's", () => {
+  const spans = [
+    { from: '100', to: '200', what: 'blocking pod on b', node: 'b' },
+    { from: '300', to: '400', what: 'pool-wide blocking pod' },
+  ];
+  const table: [string, string, string | undefined][] = [
+    ['a', '150', undefined], // another node, inside b's hold
+    ['b', '150', 'blocking pod on b'],
+    ['b', '250', undefined],
+    ['a', '350', 'pool-wide blocking pod'],
+    ['b', '350', 'pool-wide blocking pod'],
+  ];
+  for (const [node, rv, what] of table)
+    assert.deepEqual(
+      inSpans([{ node, resourceVersion: rv }], spans).map((b) => b.span.what),
+      what ? [what] : [],
+      `${node} at ${rv}`,
+    );
+});
+
 test("the checker's own reason for an attempt: a Plan's, the node's need or a request, then a held condition, then an old boot", () => {
   const t = Date.parse('2026-11-27T12:00:00Z');
   const asks = { remediation: { types: ['KernelDeadlock'], forMs: 300_000 }, maxUptimeMs: HOUR_MS };

@@ -47,16 +47,30 @@ test('a policy tells each change of its block once: blocked, blocked for another
       { type: 'Warning', reason: 'AlertFiring', message: 'alert DiskFull firing' },
     ],
     [
-      'still firing, only a number changed: nothing',
-      status('AlertFiring', 'alert DiskFull firing (value 91.5)'),
-      status('AlertFiring', 'alert DiskFull firing (value 93)'),
+      'the same wave pause, its start computed again (a new leader): nothing',
+      status('WavePause', 'waiting: wave 2 starts at 2026-11-25T09:00:03.000Z (rollout.waves.pauseBetween)'),
+      status('WavePause', 'waiting: wave 2 starts at 2026-11-25T09:00:07.250Z (rollout.waves.pauseBetween)'),
       undefined,
     ],
     [
-      'the circuit still open, one node more NotReady: nothing',
+      'the next wave paused straight after the last one: told',
+      status('WavePause', 'waiting: wave 2 starts at 2026-11-25T09:00:03.000Z (rollout.waves.pauseBetween)'),
+      status('WavePause', 'waiting: wave 3 starts at 2026-11-25T09:05:00.000Z (rollout.waves.pauseBetween)'),
+      {
+        type: 'Normal',
+        reason: 'WavePause',
+        message: 'waiting: wave 3 starts at 2026-11-25T09:05:00.000Z (rollout.waves.pauseBetween)',
+      },
+    ],
+    [
+      'the circuit still open, one node more NotReady: told',
       status('CircuitOpen', 'waiting: circuit open: 3 of 10 nodes NotReady (more than 2)'),
       status('CircuitOpen', 'waiting: circuit open: 4 of 10 nodes NotReady (more than 2)'),
-      undefined,
+      {
+        type: 'Warning',
+        reason: 'CircuitOpen',
+        message: 'waiting: circuit open: 4 of 10 nodes NotReady (more than 2)',
+      },
     ],
     [
       "the foreign operator's sighting changes (not looked yet, then its Lease found): told",

@@ -12,7 +12,7 @@ import { planDoneLabel, planName } from '../../src/operator/decide/plan-work.ts'
 import { foreignJob, jobView } from '../../src/operator/plans/plan-jobs.ts';
 import { appliedBy } from '../../src/operator/plans/plan-pass.ts';
 import { passPlan, planEntries } from '../../src/operator/plans/plan-resolve.ts';
-import { planStatus } from '../../src/operator/plans/plan-status.ts';
+import { asSuc, planStatus } from '../../src/operator/plans/plan-status.ts';
 import { type FoundLock, LockObserver, leaseLock } from '../../src/operator/protocols/foreign-locks.ts';
 import { controllerSighting } from '../../src/operator/protocols/protocol-operators.ts';
 import { SUC_CONTROLLER } from '../../src/operator/protocols/suc-controller.ts';
@@ -121,6 +121,25 @@ test("while SUC's controller runs, its group's Plans start nothing and say why; 
   const complete = status.conditions?.find((c) => c.type === 'Complete');
   assert.equal(complete?.status, 'False');
   assert.equal(complete?.reason, 'ControllerRunning');
+  // As SUC writes its Plans: a True Validated and LatestResolved without a message, so the MESSAGE column
+  // (the first condition with one) shows Complete's; SUC's reasons.
+  const byType = Object.fromEntries((status.conditions ?? []).map((c) => [c.type, [c.reason, c.message]]));
+  assert.deepEqual(byType.Validated, ['PlanIsValid', '']);
+  assert.deepEqual(byType.LatestResolved, ['Version', '']);
+  const own = planStatus({
+    entry: nuo,
+    plan: passPlan(nuo, t),
+    nodes: [viewNode(node('n1'))],
+    managed: () => true,
+    ledger: { slots: {} },
+    jobs: new Map(),
+    now: new Date(t),
+  });
+  assert.deepEqual(
+    (own.conditions ?? []).find((c) => c.type === 'Validated')?.reason,
+    'Valid',
+    "nuo's own Plans keep nuo's reasons and messages",
+  );
   assert.match(
     complete?.message ?? '',
     /while system-upgrade-controller runs \(.*wants 1 replica.*\): scale it to zero/,
@@ -194,4 +213,23 @@ test("a Job under the attempt's Job name that is not nuo's (SUC's, made before S
     hash: 'h',
   });
   assert.equal(foreignJob(ours), undefined, "nuo's own");
+});
+
+test("SUC's own Plans' conditions read as SUC writes them: its reasons, no message on a True Validated or LatestResolved", () => {
+  const d = (type: string, status: 'True' | 'False', reason: string, message = 'm') => ({
+    type,
+    status,
+    reason,
+    message,
+  });
+  const table: Array<[ReturnType<typeof d>, ReturnType<typeof d>]> = [
+    [d('Validated', 'True', 'Valid'), d('Validated', 'True', 'PlanIsValid', '')],
+    [d('Validated', 'False', 'InvalidSpec'), d('Validated', 'False', 'Error')],
+    [d('LatestResolved', 'True', 'Channel'), d('LatestResolved', 'True', 'Channel', '')],
+    [d('LatestResolved', 'False', 'ResolveError'), d('LatestResolved', 'False', 'Error')],
+    [d('Complete', 'False', 'Applying'), d('Complete', 'False', 'SyncJob')],
+    [d('Complete', 'False', 'Waiting'), d('Complete', 'False', 'Waiting')],
+    [d('Complete', 'True', 'Complete'), d('Complete', 'True', 'Complete')],
+  ];
+  for (const [ours, suc] of table) assert.deepEqual(asSuc(ours), suc, `${ours.type} ${ours.reason}`);
 });

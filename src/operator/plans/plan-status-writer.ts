@@ -1,11 +1,11 @@
 /**
  * Writes each Plan's status after a pass, only when it changed (plan-status.ts builds it), one write per
- * Plan at a time, through the status subresource; and tells in Events on the Plan what changed that a
- * person wants to know: a node's Job failed, the Plan completed on every selected node.
+ * Plan at a time, through the status subresource; and tells in Events on the Plan what changed, as SUC
+ * does (plan-events.ts).
  */
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { PLAN } from '../../api/crd.ts';
-import { PlanConditions, type PlanStatus } from '../../api/plan.ts';
+import type { PlanStatus } from '../../api/plan.ts';
 import { apiVersionOf } from '../../api/plan-groups.ts';
 import type { KubeLog } from '../../kube/backoff.ts';
 import { describeError, statusCode } from '../../kube/errors.ts';
@@ -13,6 +13,7 @@ import { mergePatch } from '../../kube/patch.ts';
 import type { PooledKubeConfig } from '../../kube/pooled-kubeconfig.ts';
 import { statusChanged } from '../policies/policy-status.ts';
 import type { EventRecorder } from '../write/events.ts';
+import { planEvents } from './plan-events.ts';
 import type { PlanEntry } from './plan-resolve.ts';
 import { type PlanStatusInput, planStatus } from './plan-status.ts';
 
@@ -76,15 +77,8 @@ export class PlanStatusWriter {
       uid: entry.uid,
       apiVersion: apiVersionOf(entry.group),
     };
-    const before = new Set((previous?.failed ?? []).map((f) => `${f.node} ${f.at}`));
-    for (const f of status.failed ?? [])
-      if (!before.has(`${f.node} ${f.at}`))
-        this.#events.plan(plan, 'Warning', 'JobFailed', `on node ${f.node}: ${f.error}`);
-    const done = (s: PlanStatus | undefined) =>
-      s?.conditions?.find((c) => c.type === PlanConditions.complete)?.status === 'True';
-    if (done(status) && !done(previous)) {
-      const message = status.conditions?.find((c) => c.type === PlanConditions.complete)?.message ?? '';
-      this.#events.plan(plan, 'Normal', 'Complete', message);
-    }
+    const source = entry.plan.spec.version === undefined ? 'Spec.Channel' : 'Spec.Version';
+    for (const e of planEvents(previous, status, source))
+      this.#events.plan(plan, e.type, e.reason, e.message);
   }
 }

@@ -2,11 +2,13 @@
  * A Plan's status from a pass, with SUC's conditions (LatestResolved, Validated, Complete) shaped as the
  * Kubernetes API conventions say, and SUC's fields: the latest version and hash, the nodes applying it
  * now, how many selected nodes carry the hash, and the nodes whose last Job failed, with its error. Pure;
- * a condition's lastTransitionTime moves only when its status does.
+ * a condition's lastTransitionTime moves only when its status does. SUC's own Plans, run in place, read
+ * as SUC writes them (asSuc).
  */
 import { planLabel, sucPlanLabel } from '../../api/keys.ts';
 import { Phase } from '../../api/phases.ts';
 import { PlanConditions, type PlanFailure, type PlanStatus } from '../../api/plan.ts';
+import { SUC_PLANS } from '../../api/plan-groups.ts';
 import type { Condition } from '../../api/update-policy.ts';
 import type { Ledger } from '../decide/ledger-view.ts';
 import type { NodeView } from '../decide/node-view.ts';
@@ -181,6 +183,26 @@ function failures(input: PlanStatusInput, selected: readonly NodeView[], before:
     .slice(-MAX_NODES);
 }
 
+/** nuo's reasons SUC names otherwise (its handle_upgrade.go). */
+const SUC_REASONS: Readonly<Record<string, string>> = {
+  Valid: 'PlanIsValid',
+  InvalidSpec: 'Error',
+  ResolveError: 'Error',
+  Applying: 'SyncJob',
+};
+
+/**
+ * A condition of SUC's own Plan as SUC writes it: its reasons, and no message on a True Validated or
+ * LatestResolved, so that `kubectl get plans`' MESSAGE column (SUC's CRD: the first condition with a
+ * message) shows the Complete condition's, nuo's progress or why the Plan waits.
+ */
+export function asSuc(d: Draft): Draft {
+  const reason = SUC_REASONS[d.reason] ?? d.reason;
+  const quiet =
+    d.status === 'True' && (d.type === PlanConditions.validated || d.type === PlanConditions.latestResolved);
+  return { ...d, reason, ...(quiet ? { message: '' } : {}) };
+}
+
 export function planStatus(input: PlanStatusInput): PlanStatus {
   const { entry, plan: p, now } = input;
   const previous = entry.plan.status ?? {};
@@ -194,7 +216,7 @@ export function planStatus(input: PlanStatusInput): PlanStatus {
   // SUC's: the nodes the Plan is started on, their prepare included (plan-prepare.ts).
   const applying = [...(startingNodes([p], input.ledger, input.jobs).get(entry.ref) ?? [])].sort();
   const failed = failures(input, selected, previous.failed ?? []);
-  const drafts = [
+  const ours = [
     resolved(entry),
     validated(entry),
     complete(
@@ -210,6 +232,7 @@ export function planStatus(input: PlanStatusInput): PlanStatus {
       failed,
     ),
   ];
+  const drafts = entry.group === SUC_PLANS ? ours.map(asSuc) : ours;
   return {
     observedGeneration: entry.generation,
     conditions: drafts.map((d) => {

@@ -5,7 +5,7 @@
  * controller runs (suc-controller.ts), which keeps nuo off them.
  */
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, type V1Job } from '@kubernetes/client-node';
-import { apiVersionOf } from '../../api/plan-groups.ts';
+import { apiVersionOf, SUC_PLANS } from '../../api/plan-groups.ts';
 import type { KubeLog } from '../../kube/backoff.ts';
 import type { PooledKubeConfig } from '../../kube/pooled-kubeconfig.ts';
 import { buildJob, buildPrepareJob, type JobSettings, type JobStage } from '../../plan/job.ts';
@@ -22,6 +22,7 @@ import type { PassPlan } from './plan-pass.ts';
 import { type PlanEntry, passPlan, planDrainSettings } from './plan-resolve.ts';
 import { PlanStatusWriter } from './plan-status-writer.ts';
 import { PlanSource } from './plans.ts';
+import { SucEnvWatch } from './suc-env-watch.ts';
 
 export class PlanWatch {
   readonly source: PlanSource;
@@ -29,6 +30,8 @@ export class PlanWatch {
   readonly #statuses: PlanStatusWriter;
   readonly #job: JobSettings;
   readonly #suc: SucControllerWatch | undefined;
+  /** SUC's own Job settings, for its Plans run in place. */
+  readonly #sucEnv: SucEnvWatch | undefined;
   /** The clock Plans' windows are read on. */
   readonly #clock: CalendarClock;
   /** Called when a Plan, its Jobs, or whether SUC's controller runs changes. */
@@ -71,6 +74,14 @@ export class PlanWatch {
         onChange: () => this.#sucChanged(),
         log: o.log,
       });
+    if (o.sucNamespace !== undefined)
+      this.#sucEnv = new SucEnvWatch({
+        core: o.kubeconfig.makeApiClient(CoreV1Api),
+        namespace: o.sucNamespace,
+        base: o.job,
+        intervalMs: o.lookIntervalMs,
+        log: o.log,
+      });
   }
 
   #sucChanged(): void {
@@ -88,10 +99,12 @@ export class PlanWatch {
     this.source.start();
     this.jobs.start();
     this.#suc?.start();
+    this.#sucEnv?.start();
   }
 
   async stop(): Promise<void> {
     this.#suc?.stop();
+    this.#sucEnv?.stop();
     await Promise.all([this.source.stop(), this.jobs.stop()]);
   }
 
@@ -133,7 +146,11 @@ export class PlanWatch {
   }
 
   #build(p: PlanSlot, view: NodeView, stage: JobStage) {
-    return planJob(this.#entry(p.ref), p, view, stage, this.#job);
+    const entry = this.#entry(p.ref);
+    if (entry?.group !== SUC_PLANS || !this.#sucEnv) return planJob(entry, p, view, stage, this.#job);
+    const settings = this.#sucEnv.settings();
+    if (settings instanceof Error) return new Error(`Plan ${p.ref}: ${settings.message}`);
+    return planJob(entry, p, view, stage, settings);
   }
 }
 

@@ -21,11 +21,11 @@ const blocked = (s: UpdatePolicyStatus | undefined) =>
   s?.conditions?.find((c) => c.type === 'Blocked' && c.status === 'True');
 
 /**
- * What a block's message says causes it: the message without its numbers, so that a count or a time
- * moving on (circuit open: 3 of 10 NotReady, then 4) is the same cause and a new holder, pod or check is
- * another.
+ * What a block's message says causes it: the message without its times (a window's opening or a wave's
+ * start computed again is the same cause), so that a new holder, pod, check, wave or count is another.
  */
-const cause = (message: string) => message.replace(/\d+(\.\d+)?/g, '#');
+const cause = (message: string) =>
+  message.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?/g, '#');
 
 export function blockedEvent(
   previous: UpdatePolicyStatus | undefined,
