@@ -213,6 +213,38 @@ export async function ensureBuilt(
   return path;
 }
 
+/**
+ * Builds, once across processes (under `dir`'s lock), each target whose binary (`pathOf`) is missing, one
+ * after another with progress; `what` names them in the log ("Kubernetes v1.37.1, etcd …"). Throws if a
+ * build fails.
+ */
+export async function buildMissing<T extends GoTarget>(
+  dir: string,
+  targets: readonly T[],
+  pathOf: (t: T) => string,
+  what: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const missing = () => targets.filter((t) => !existsSync(pathOf(t)));
+  if (missing().length === 0) return;
+  await mkdir(join(dir, 'bin'), { recursive: true });
+  await withLock(
+    dir,
+    async () => {
+      const todo = missing();
+      if (todo.length === 0) return;
+      const started = Date.now();
+      log(`building ${todo.map((t) => t.name).join(', ')} (${what}) into ${dir}`);
+      for (const [i, target] of todo.entries()) {
+        log(`[${i + 1}/${todo.length}] go build ${target.pkg}`);
+        await goBuild(target, pathOf(target), log);
+      }
+      log(`${todo.map((t) => t.name).join(', ')} ready in ${formatDuration(Date.now() - started)}`);
+    },
+    log,
+  );
+}
+
 /** A pinned command's path, built first if missing (once, across processes). Throws if the build fails. */
 export async function ensureCommand(
   c: PinnedCommand,

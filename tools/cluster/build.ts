@@ -6,19 +6,10 @@
  *   node tools/cluster/build.ts --print  print the cache directory and exit (no build)
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  buildCommand,
-  cacheRoot,
-  formatDuration,
-  type GoTarget,
-  goBuild,
-  requiredVersion,
-  withLock,
-} from '../go-build.ts';
+import { buildCommand, buildMissing, cacheRoot, type GoTarget, requiredVersion } from '../go-build.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -103,24 +94,11 @@ export async function ensureClusterBinaries(
   log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<ClusterBinaries> {
   const { binaries, targets } = await plan();
-  const missing = () => targets.filter((t) => !existsSync(binaries.path[t.name]));
-  if (missing().length === 0) return binaries;
-  await mkdir(join(binaries.dir, 'bin'), { recursive: true });
-  await withLock(
+  await buildMissing(
     binaries.dir,
-    async () => {
-      const todo = missing();
-      if (todo.length === 0) return;
-      const started = Date.now();
-      log(
-        `building ${todo.map((t) => t.name).join(', ')} (Kubernetes ${binaries.versions.kubernetes}, etcd ${binaries.versions.etcd}, KWOK ${binaries.versions.kwok}) into ${binaries.dir}`,
-      );
-      for (const [i, target] of todo.entries()) {
-        log(`[${i + 1}/${todo.length}] go build ${target.pkg}`);
-        await goBuild(target, binaries.path[target.name], log);
-      }
-      log(`all binaries ready in ${formatDuration(Date.now() - started)}`);
-    },
+    targets,
+    (t) => binaries.path[t.name],
+    `Kubernetes ${binaries.versions.kubernetes}, etcd ${binaries.versions.etcd}, KWOK ${binaries.versions.kwok}`,
     log,
   );
   return binaries;

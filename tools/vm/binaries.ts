@@ -4,11 +4,10 @@
  * k8s.io/kubernetes release), containerd 2 with its runc shim and ctr, and the sandbox ("pause") program.
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, formatDuration, type GoTarget, goBuild, requiredVersion, withLock } from '../go-build.ts';
+import { buildMissing, cacheRoot, type GoTarget, requiredVersion } from '../go-build.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -106,24 +105,11 @@ export async function ensureVmBinaries(
   log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<VmBinaries> {
   const { binaries, targets } = await plan();
-  const missing = () => targets.filter((t) => !existsSync(binaries.path[t.name]));
-  if (missing().length === 0) return binaries;
-  await mkdir(join(binaries.dir, 'bin'), { recursive: true });
-  await withLock(
+  await buildMissing(
     binaries.dir,
-    async () => {
-      const todo = missing();
-      if (todo.length === 0) return;
-      const started = Date.now();
-      log(
-        `building ${todo.map((t) => t.name).join(', ')} (Kubernetes ${binaries.versions.kubernetes}, containerd ${binaries.versions.containerd}) into ${binaries.dir}`,
-      );
-      for (const [i, target] of todo.entries()) {
-        log(`[${i + 1}/${todo.length}] go build ${target.pkg}`);
-        await goBuild(target, binaries.path[target.name], log);
-      }
-      log(`VM binaries ready in ${formatDuration(Date.now() - started)}`);
-    },
+    targets,
+    (t) => binaries.path[t.name],
+    `Kubernetes ${binaries.versions.kubernetes}, containerd ${binaries.versions.containerd}`,
     log,
   );
   return binaries;
