@@ -12,7 +12,7 @@ import type { HostAgent, SimHost } from './host.ts';
 export interface FleetLockClientOptions {
   /**
    * The server's base URL, e.g. http://127.0.0.1:9090; or one asked again at each try, as a Service
-   * hands each request to one of its endpoints (only the leading replica answers; a follower says 503).
+   * hands each request to one of its endpoints (the leading replica answers; a follower forwards to it).
    */
   url: string | (() => string);
   machineId: string;
@@ -24,8 +24,13 @@ export interface FleetLockClientOptions {
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
 }
 
-/** How long one request may go unanswered before it is tried again. */
-const REQUEST_TIMEOUT_MS = 5000;
+/**
+ * How long one request may go unanswered before it is tried again: Zincati's, 30 minutes
+ * (DEFAULT_HTTP_COMPLETION_TIMEOUT in its src/fleet_lock/mod.rs), so a server that holds a request (a
+ * follower waiting for the leader, a paused replica) is waited for as Zincati waits. Node's fetch gives up
+ * first, at its own 300 s header timeout, which no run's pause reaches.
+ */
+const REQUEST_TIMEOUT_MS = 30 * 60_000;
 
 const wait = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -64,7 +69,7 @@ export class FleetLockClient implements HostAgent {
           method: 'POST',
           headers: { [PROTOCOL_HEADER]: 'true', 'content-type': 'application/json' },
           body: JSON.stringify({ client_params: { id: this.#id, group: this.#o.group } }),
-          // A server that hangs (a stopped replica) is asked again, as Zincati's client times out.
+          // A server that hangs past Zincati's timeout is asked again, as Zincati's client does.
           signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
         });
         const text = await res.text();
