@@ -32,6 +32,7 @@ import { Fleet } from '../../src/sim/fleet.ts';
 import { SimJobAnnotations } from '../../src/sim/job-keys.ts';
 import { ensureNamespace, readPlan } from '../../src/sim/plans.ts';
 import { pollUntil } from '../../src/util/poll.ts';
+import { SUC_SHIPPED_CONTROLLER_ENV } from '../fixtures/suc-controller-env.ts';
 import { eventsAbout, operatorUnder, runNuo, useCluster } from './support.ts';
 
 const cluster = await useCluster({ nodes: 4 });
@@ -290,23 +291,12 @@ test("SUC's own Plan applied unchanged in SUC's group: left alone while SUC's co
     /Deployment system-upgrade\/system-upgrade-controller wants 1 replica/,
     'the log line says why',
   );
-  // SUC's controller-wide Job settings as its manifest (manifests/system-upgrade-controller.yaml) ships
-  // them: its Plans' Jobs keep them when nuo runs the Plans in place.
+  // SUC's controller-wide Job settings as its manifest ships them: its Plans' Jobs keep them in place.
   await core.createNamespacedConfigMap({
     namespace: SUC,
     body: {
       metadata: { name: 'default-controller-env' },
-      data: {
-        SYSTEM_UPGRADE_CONTROLLER_DEBUG: 'false',
-        SYSTEM_UPGRADE_CONTROLLER_THREADS: '2',
-        SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS: '900',
-        SYSTEM_UPGRADE_JOB_BACKOFF_LIMIT: '99',
-        SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY: 'Always',
-        SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE: 'rancher/kubectl:v1.30.3',
-        SYSTEM_UPGRADE_JOB_PRIVILEGED: 'true',
-        SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH: '900',
-        SYSTEM_UPGRADE_PLAN_POLLING_INTERVAL: '15m',
-      },
+      data: { ...SUC_SHIPPED_CONTROLLER_ENV },
     },
   });
   const applied = kubectl(['apply', '-f', '-'], text);

@@ -2,18 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sucJobSettings } from '../../src/operator/plans/suc-controller-env.ts';
 import { JOB_DEFAULTS } from '../../src/plan/job.ts';
+import { SUC_SHIPPED_CONTROLLER_ENV } from '../fixtures/suc-controller-env.ts';
 
 test("SUC's default-controller-env sets its Plans' Jobs as SUC's job.go reads it; what does not parse keeps the operator's setting and says so", () => {
-  const shipped = {
-    SYSTEM_UPGRADE_CONTROLLER_THREADS: '2',
-    SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS: '900',
-    SYSTEM_UPGRADE_JOB_BACKOFF_LIMIT: '99',
-    SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY: 'Always',
-    SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE: 'rancher/kubectl:v1.30.3',
-    SYSTEM_UPGRADE_JOB_PRIVILEGED: 'true',
-    SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH: '900',
-  };
-  assert.deepEqual(sucJobSettings(JOB_DEFAULTS, shipped), {
+  assert.deepEqual(sucJobSettings(JOB_DEFAULTS, SUC_SHIPPED_CONTROLLER_ENV), {
     settings: {
       ...JOB_DEFAULTS,
       activeDeadlineSeconds: 900,
