@@ -30,24 +30,42 @@ import { FAULT_KINDS } from '../src/sim/chaos-plan.ts';
 import { type ChaosPart, mergeParts } from './chaos-parts.ts';
 import { publish } from './report.ts';
 
-const { values, positionals } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '10' },
-    seed: { type: 'string', default: '1' },
-    nodes: { type: 'string' },
-    'max-unavailable': { type: 'string', default: '2' },
-    'keep-logs': { type: 'string' },
-    part: { type: 'string' },
-    merge: { type: 'boolean', default: false },
-    policies: { type: 'boolean', default: false },
-    plans: { type: 'boolean', default: false },
-    fluo: { type: 'boolean', default: false },
-    gates: { type: 'boolean', default: false },
-    all: { type: 'boolean', default: false },
-  },
-  allowPositionals: true,
-  strict: true,
-});
+const USAGE = `usage: npm run chaos -- --runs N --seed S [--nodes M] [--max-unavailable K]
+         [--policies] [--plans] [--fluo] [--gates] [--all] [--keep-logs DIR] [--part DIR]
+       npm run chaos -- --merge DIR/*.json
+(bench/chaos.ts's opening comment says what each campaign runs)`;
+
+/** The flags, or the usage and exit 2 on --help or a flag this script does not know. */
+function flags() {
+  try {
+    const parsed = parseArgs({ options: OPTIONS, allowPositionals: true, strict: true });
+    if (parsed.values.help) {
+      console.log(USAGE);
+      process.exit(0);
+    }
+    return parsed;
+  } catch (err) {
+    console.error(`${(err as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+const OPTIONS = {
+  runs: { type: 'string', default: '10' },
+  seed: { type: 'string', default: '1' },
+  nodes: { type: 'string' },
+  'max-unavailable': { type: 'string', default: '2' },
+  'keep-logs': { type: 'string' },
+  part: { type: 'string' },
+  merge: { type: 'boolean', default: false },
+  policies: { type: 'boolean', default: false },
+  plans: { type: 'boolean', default: false },
+  fluo: { type: 'boolean', default: false },
+  gates: { type: 'boolean', default: false },
+  all: { type: 'boolean', default: false },
+  help: { type: 'boolean', default: false },
+} as const;
+const { values, positionals } = flags();
 
 function int(name: string, value: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const n = Number(value);
