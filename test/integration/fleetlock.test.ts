@@ -315,6 +315,52 @@ describe('FleetLock', () => {
     assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
   });
 
+  test("a kubelet later than the reboot timeout after the client's steady-state: the attempt fails closed (Failed, cordoned, its slot kept), then the new boot takes it through the health gate", async () => {
+    const f = fleet ?? assert.fail('the rollout test runs first');
+    const host = f.hosts.get('node-2') ?? assert.fail('no host node-2');
+    const rebootTimeout = { ...ref, name: GROUP, body: { spec: { reboot: { rebootTimeout: '3s' } } } };
+    await custom.patchClusterCustomObject(rebootTimeout, mergePatch);
+    try {
+      host.kubeletLate(15_000);
+      const granted = (await core.readNode({ name: 'node-2' })).status?.nodeInfo?.bootID;
+      f.stageUpdates(['node-2']);
+      const failed = await pollUntil(
+        'node-2 Failed while its kubelet still shows the granted boot',
+        async () => {
+          const n = await core.readNode({ name: 'node-2' });
+          return n.metadata?.annotations?.[Annotations.state] === Phase.failed ? n : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+      assert.equal(failed.status?.nodeInfo?.bootID, granted, 'the kubelet has not posted the new boot yet');
+      assert.equal(failed.spec?.unschedulable, true, 'still cordoned');
+      assert.match(failed.metadata?.annotations?.[Annotations.stateReason] ?? '', /it may be booting/);
+      const done = await pollUntil(
+        'node-2 through the health gate on its new boot, Idle',
+        async () => {
+          const n = await core.readNode({ name: 'node-2' });
+          return n.status?.nodeInfo?.bootID !== granted &&
+            n.metadata?.annotations?.[Annotations.state] === Phase.idle
+            ? n
+            : undefined;
+        },
+        { timeoutMs: 120_000, intervalMs: 250 },
+      );
+      assert.equal(done.metadata?.annotations?.[Annotations.stateReason], 'rebooted and healthy');
+      await f.checker.settle();
+      assert.deepEqual(
+        f.checker.violations,
+        [],
+        'the checker saw no violation (no slot freed before the boot)',
+      );
+    } finally {
+      await custom.patchClusterCustomObject(
+        { ...rebootTimeout, body: { spec: { reboot: { rebootTimeout: null } } } },
+        mergePatch,
+      );
+    }
+  });
+
   test('a FleetLock host that reboots without a 200 is recorded by the checker as a reboot nuo did not grant', async () => {
     const f = fleet ?? assert.fail('the rollout test runs first');
     const host = f.hosts.get('node-0') ?? assert.fail('no host node-0');

@@ -240,6 +240,17 @@ test('a slot holder of the protocol steps by what its agent does: phase × keys 
       want: 'explain',
     },
     {
+      what: 'granted, the agent withdrew its need, the kubelet not heard from within the reboot timeout: Failed, the slot kept (it may be booting behind a late kubelet)',
+      phase: Phase.rebootGranted,
+      annotations: {
+        ...granted,
+        [F.rebootNeeded]: 'false',
+        [F.rebootInProgress]: 'false',
+        [A.stateSince]: ago(601),
+      },
+      want: 'transition Failed',
+    },
+    {
       what: 'granted, the agent restarted and withdrew its need, the kubelet posting the granted boot since: the attempt ends',
       phase: Phase.rebootGranted,
       annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },

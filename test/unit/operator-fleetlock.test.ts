@@ -104,10 +104,10 @@ test('a FleetLock slot holder steps by what its client asked: phase × keys → 
       want: 'explain',
     },
     {
-      what: 'and so it does past the reboot timeout measured from the grant: nothing rebooted, the attempt ends',
+      what: 'and past the reboot timeout measured from the grant, still no kubelet post: it may be booting behind a late kubelet; Failed, the slot kept (fail closed)',
       phase: Phase.rebootGranted,
       annotations: { ...granted, [K.steadyState]: ago(1), [A.stateSince]: ago(601) },
-      want: 'end',
+      want: 'transition Failed',
     },
     {
       what: 'Failed (never came back), released by a person: the lock withdrawn, the slot freed; the client reboots only after a fresh 200',
@@ -180,7 +180,7 @@ test('a FleetLock pool has no other operator to stand down from', () => {
   );
 });
 
-test('a withdrawal after a grant ends the attempt once the kubelet posted the granted boot again after it was seen; a new boot ID is a reboot, on to the health gate', () => {
+test('a withdrawal after a grant ends the attempt once the kubelet posted the granted boot again, Ready, after it was seen; a new boot ID is a reboot, on to the health gate', () => {
   const granted = {
     [A.state]: Phase.rebootGranted,
     [A.stateSince]: ago(5),
@@ -205,6 +205,15 @@ test('a withdrawal after a grant ends the attempt once the kubelet posted the gr
   const back = rebooted.view(withdrawn('h2', 'boot-2'));
   assert.equal(back.bootConfirmed, undefined, 'a new boot is no confirmation of the old one');
   assert.equal(holderStep(back, decideConfig), 'transition AfterReboot (grant kept)');
+  const down = new BootWitness();
+  down.view(withdrawn('h1'));
+  const notReady = down.view({ ...withdrawn('h2'), ready: false });
+  assert.equal(
+    notReady.bootConfirmed,
+    undefined,
+    'a NotReady post on the granted boot is a machine going down',
+  );
+  assert.equal(holderStep(notReady, decideConfig), 'explain');
   const renewed = new BootWitness();
   renewed.view(withdrawn('h1'));
   const asking = fl({ annotations: granted, unschedulable: true });

@@ -4,7 +4,7 @@
  * steady-state — before the kubelet there has posted the new boot ID: read then, the need looks withdrawn
  * before any reboot, and ending the attempt would skip the health gate. So a withdrawal after a grant
  * ends the attempt only once the kubelet has posted the node's status again after this leader first saw
- * the withdrawal, with the boot ID the grant was given on (the node did not reboot); a new boot ID is a
+ * the withdrawal, Ready, with the boot ID the grant was given on (the node did not reboot); a new boot ID is a
  * reboot, and the health gate follows. What "again" means is a new Ready heartbeat value: compared only
  * with itself, never with a clock. Until then (or the reboot timeout) the attempt waits.
  */
@@ -44,7 +44,8 @@ export class BootWitness {
       this.#first.set(n.name, { bootId: n.bootId, heartbeat: n.heartbeat });
       return n;
     }
-    return first.heartbeat !== n.heartbeat ? { ...n, bootConfirmed: true } : n;
+    // Only a Ready post confirms the boot: NotReady on it is a machine going down, not staying up.
+    return first.heartbeat !== n.heartbeat && n.ready ? { ...n, bootConfirmed: true } : n;
   }
 
   /** Forgets nodes that no longer exist. */

@@ -54,9 +54,21 @@ const NEED_WITHDRAWN =
 const WITHDRAWAL_UNCONFIRMED =
   "the agent withdrew its need after the grant: waiting for the node's kubelet to post its boot (a new boot ID is a reboot, and the health gate follows)";
 
+/**
+ * Past the reboot timeout with the withdrawal still unconfirmed, the node may be booting behind a late
+ * kubelet as well as not rebooted at all: it fails closed, as a grant the agent never acted on does
+ * (Failed, its slot and cordon kept); a new boot ID then takes it on to the health gate.
+ */
 function needWithdrawn(n: NodeView, ctx: StepContext, age: number): Action[] | undefined {
   if (!needWithdrawnAfterGrant(n)) return undefined;
-  if (n.bootConfirmed || age > ctx.config.rebootTimeoutMs) return [endAttempt(n, ctx, NEED_WITHDRAWN)];
+  if (n.bootConfirmed) return [endAttempt(n, ctx, NEED_WITHDRAWN)];
+  if (age > ctx.config.rebootTimeoutMs)
+    return [
+      failed(
+        n,
+        `the agent withdrew its need after the grant and the kubelet posted no status on the granted boot within ${ctx.config.rebootTimeoutMs / 1000}s: it may be booting; a new boot ID takes it on to the health gate`,
+      ),
+    ];
   ctx.wake(ms(n.stateSince) + ctx.config.rebootTimeoutMs + 1);
   return explain(n, WITHDRAWAL_UNCONFIRMED);
 }
