@@ -128,6 +128,7 @@ describe('deploy/chart is deploy/ (kustomize)', () => {
       'CustomResourceDefinition',
       'DaemonSet',
       'Deployment',
+      'PodDisruptionBudget',
       'Role',
       'RoleBinding',
       'Service',
@@ -250,6 +251,24 @@ describe('deploy/chart values', () => {
       { name: 'NUO_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
       "the operator's Lease and ledger in its own namespace",
     );
+  });
+
+  test("the operator's PodDisruptionBudget: with more than one replica, unless turned off", () => {
+    const pdb = (values: object) => objects(values).filter((o) => o.kind === 'PodDisruptionBudget');
+    const [rendered] = pdb({});
+    assert.deepEqual((rendered as KubeObject & { spec?: unknown })?.spec, {
+      minAvailable: 1,
+      selector: {
+        matchLabels: { 'app.kubernetes.io/name': 'nuo', 'app.kubernetes.io/component': 'operator' },
+      },
+    });
+    assert.equal(pdb({ operator: { replicas: 3 } }).length, 1);
+    assert.deepEqual(
+      pdb({ operator: { replicas: 1 } }),
+      [],
+      'one replica: a PDB would refuse its every eviction',
+    );
+    assert.deepEqual(pdb({ operator: { podDisruptionBudget: { enabled: false } } }), []);
   });
 
   test('image, replicas, resources, placement, pull secrets and extra flags reach both workloads', () => {
