@@ -192,6 +192,11 @@ export interface ChaosResult {
 
 /** Leader election fast enough for seconds-long runs (as the fault tests use). */
 const OPERATOR_ARGS = ['--lease-duration=3s', '--renew-deadline=2s', '--retry-period=500ms'];
+/**
+ * The kubelet's unchanged-status report (5 minutes) shortened as the runs shorten the reboot timeout
+ * (10 minutes to 20 s): a withdrawn need is confirmed inside the timeout, as in a cluster with the defaults.
+ */
+const KUBELET_REPORT_MS = 10_000;
 
 /** Node names as startCluster() makes them: node-0 … node-(n-1), zero-padded to the same width. */
 export function nodeNames(count: number): string[] {
@@ -435,6 +440,7 @@ async function runOne(
     ...(gates ? { gates: gates.checker, bootedAt: bootedAt(gates.plan) } : {}),
     ...(upgrade ? { plans: [{ name: UPGRADE_REF, max: upgrade.concurrency }] } : {}),
     agentCheckIntervalMs: 2000,
+    kubelet: { reportMs: KUBELET_REPORT_MS },
     ...(setting.pools?.fluoNodes ? { fluoNodes: setting.pools.fluoNodes } : {}),
     ...(plan.neverReturns ? { behaviours: { [plan.neverReturns]: RebootBehaviour.neverReturns } } : {}),
     ...(all && allReplicas ? allFleetOptions(all, allReplicas) : {}),

@@ -251,6 +251,26 @@ test('a slot holder of the protocol steps by what its agent does: phase × keys 
       want: 'transition Failed',
     },
     {
+      what: 'Failed so, then the kubelet posts the granted boot, Ready: the agent had only restarted; the attempt ends',
+      phase: Phase.failed,
+      annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      confirmed: true,
+      want: 'end',
+    },
+    {
+      what: 'Failed so, the kubelet not heard from yet: it stays Failed, its slot kept',
+      phase: Phase.failed,
+      annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      want: '',
+    },
+    {
+      what: 'Failed so, then back in a new boot: on to the gate',
+      phase: Phase.failed,
+      annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },
+      bootId: 'boot-2',
+      want: 'transition AfterReboot (grant kept)',
+    },
+    {
       what: 'granted, the agent restarted and withdrew its need, the kubelet posting the granted boot since: the attempt ends',
       phase: Phase.rebootGranted,
       annotations: { ...granted, [F.rebootNeeded]: 'false', [F.rebootInProgress]: 'false' },

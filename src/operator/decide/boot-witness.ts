@@ -12,12 +12,18 @@ import { Phase } from '../../api/phases.ts';
 import type { NodeView } from './node-view.ts';
 import { bootChanged } from './step-context.ts';
 
-const GRANT_PHASES: ReadonlySet<Phase | undefined> = new Set([Phase.rebootGranted, Phase.rebooting]);
+/** The phases that hold a grant: its own two, and Failed, which keeps it (a reboot timeout passed). */
+const GRANT_PHASES: ReadonlySet<Phase | undefined> = new Set([
+  Phase.rebootGranted,
+  Phase.rebooting,
+  Phase.failed,
+]);
 
 /**
  * After a grant, the agent of another project (or a FleetLock client) no longer asks for a reboot and
  * marks none, and no new boot ID is posted: its need withdrawn, or its report on a boot the kubelet has
- * not posted yet.
+ * not posted yet. A Failed node is among them: a kubelet that confirms the granted boot only after the
+ * reboot timeout (its status report comes every five minutes by default) still ends the attempt.
  */
 export function needWithdrawnAfterGrant(n: NodeView): boolean {
   return (

@@ -236,6 +236,8 @@ function completion(n: NodeView, ctx: StepContext): Action[] {
  */
 const failedPhase: PhaseStep = (n, ctx, age) => {
   if (bootChanged(n) && n.ready) return [rebooted(n, 'came back after the timeout: boot ID changed')];
+  // A withdrawal the kubelet confirmed only after the reboot timeout: the agent restarted, no reboot.
+  if (needWithdrawnAfterGrant(n) && n.bootConfirmed) return [endAttempt(n, ctx, NEED_WITHDRAWN)];
   const plan = ctx.slotOf(n.name)?.plan;
   if (plan && !plan.reboot && !n.bootIdBefore && n.ready)
     return [rebooted(n, `Plan ${plan.ref}: the node is Ready again after the timeout; health gate`)];
