@@ -31,6 +31,7 @@ import {
 } from './layout.ts';
 import { imageConfig, LAYERS, ref, umociConfigFlags } from './spec.ts';
 import { hostArchitecture, stage } from './stage.ts';
+import { umoci } from './umoci.ts';
 
 /** Cached images kept, the one just built or used among them (about one per architecture and recent revision). */
 const KEEP = 6;
@@ -52,17 +53,6 @@ export interface ImageBuild {
   layerBytes: number[];
   /** Found in the cache rather than built now. */
   reused: boolean;
-}
-
-function umoci(...args: string[]): string {
-  try {
-    return execFileSync('umoci', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (err) {
-    const e = err as { code?: string; stderr?: string; message: string };
-    if (e.code === 'ENOENT')
-      throw new Error('umoci not found: install the Debian package umoci (.ci/run does)');
-    throw new Error(`umoci ${args.join(' ')} failed: ${e.stderr?.trim() || e.message}`);
-  }
 }
 
 function readLayout(layout: string, tag: string): { manifest: Descriptor; body: Manifest } {
