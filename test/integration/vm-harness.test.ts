@@ -9,16 +9,30 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, describe, test } from 'node:test';
-import { AppsV1Api, CoreV1Api, PolicyV1Api, type V1Node, type V1Pod } from '@kubernetes/client-node';
-import { Annotations, Labels } from '../../src/api/keys.ts';
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PolicyV1Api,
+  type V1Node,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../../src/api/crd.ts';
+import { AgentProtocol, Annotations, Labels } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
 import { SafetyChecker } from '../../src/sim/checker.ts';
 import { KWOK_NODE } from '../../src/sim/cluster/component-args.ts';
 import { isReady } from '../../src/sim/cluster/nodes.ts';
 import { VM_NODE_LABEL } from '../../src/sim/vm/config-disk.ts';
+import { fluoAgentOnVms, offerUpdate, playFlatcar, updateEngineStatus } from '../../src/sim/vm/flatcar.ts';
 import { startVmNodes } from '../../src/sim/vm/vms.ts';
 import { pollUntil } from '../../src/util/poll.ts';
+import { ensureFluoAgentImage } from '../../tools/fluo/image.ts';
+import { fluoAgentManifests } from '../../tools/fluo/manifests.ts';
 import { PAUSE_TAG } from '../../tools/vm/pause-image.ts';
+import { ensureUpdateEngine } from '../../tools/vm/update-engine.ts';
 import { buildDeb, serveRepo, writeFlatRepo } from './apt-repo.ts';
 import { useHelm } from './helm.ts';
 import { startRegistry } from './registry.ts';
@@ -89,7 +103,6 @@ describe(`VM nodes (${fleet.accel.toUpperCase()})`, () => {
     assert.match(answer, /400 Bad Request/);
   });
 
-  let pod: V1Pod | undefined;
   test('a pod of an image pushed to the local registry runs in containerd on a VM', async () => {
     const image = `${registry.host}/nuo/pause:${PAUSE_TAG}`;
     const push = spawnSync(
@@ -109,7 +122,7 @@ describe(`VM nodes (${fleet.accel.toUpperCase()})`, () => {
         },
       },
     });
-    pod = await pollUntil(
+    const pod = await pollUntil(
       'pod on-vm Running and Ready on vm-0',
       async () => {
         const p = await core.readNamespacedPod({ name: 'on-vm', namespace: 'default' });
@@ -126,55 +139,13 @@ describe(`VM nodes (${fleet.accel.toUpperCase()})`, () => {
     assert.equal(tasks.code, 0, tasks.stderr);
     assert.match(tasks.stdout, new RegExp(`${containerId.slice('containerd://'.length)}\\s+\\d+\\s+RUNNING`));
   });
-
-  test('systemctl reboot in a VM: it boots again with a new boot ID, which its kubelet posts, Ready again with its pod restarted', async (t) => {
-    const vm = fleet.node('vm-0');
-    const shutdowns: string[] = [];
-    fleet.onShutdown((node, bootId) => shutdowns.push(`${node} ${bootId}`));
-    const before = await vm.reboot();
-    const started = Date.now();
-    const node = await fleet.waitForNode(
-      vm.name,
-      'a new boot ID in status.nodeInfo and Ready',
-      (n) => bootIdOf(n) !== '' && bootIdOf(n) !== before && isReady(n),
-    );
-    const roundTripMs = Date.now() - started;
-    t.diagnostic(`reboot round trip (systemctl reboot to Ready under a new boot ID): ${roundTripMs} ms`);
-    process.stderr.write(`# ${vm.name}: reboot round trip ${roundTripMs} ms\n`);
-    assert.equal(bootIdOf(node), await vm.bootId(), 'the posted boot ID is the one the VM now reads');
-    assert.notEqual(await vm.bootId(), before);
-    assert.deepEqual(
-      shutdowns,
-      [`vm-0 ${before}`],
-      'the harness saw the boot end on the serial console, once',
-    );
-    const other = await core.readNode({ name: 'vm-1' });
-    assert.ok(isReady(other), 'vm-1 stayed Ready');
-    if (!pod) return assert.fail('the pod test did not start a pod to follow across the reboot');
-    const restarted = await pollUntil(
-      'pod on-vm Running again after the reboot',
-      async () => {
-        const p = await core.readNamespacedPod({ name: 'on-vm', namespace: 'default' });
-        const ready = p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-        const id = p.status?.containerStatuses?.[0]?.containerID;
-        return p.status?.phase === 'Running' &&
-          ready &&
-          id &&
-          id !== pod?.status?.containerStatuses?.[0]?.containerID
-          ? p
-          : undefined;
-      },
-      { timeoutMs: 120_000 * slow, intervalMs: 500 },
-    );
-    assert.equal(restarted.metadata?.uid, pod.metadata?.uid, 'the same pod, its containers started again');
-  });
 });
 
 const onVms = { [VM_NODE_LABEL]: 'true' };
-/** nuo's operators run here; the reboot-required path is taken by the other VM, REBOOTED. */
-const OPERATOR_NODE = 'vm-1';
-const REBOOTED = 'vm-0';
-const PAUSE = () => `${registry.host}/nuo/pause:${PAUSE_TAG}`;
+/** Where the web pods record what their containers lived through (a hostPath on each VM's disk). */
+const MARKS = '/var/lib/nuo-test-marks';
+/** The pushed nuo image, whose Node.js runs the web pods' script. */
+let nuoImage = '';
 
 describe(`nuo installed from its chart on the VM nodes (${fleet.accel.toUpperCase()})`, () => {
   afterEach(async (t) => {
@@ -193,15 +164,15 @@ describe(`nuo installed from its chart on the VM nodes (${fleet.accel.toUpperCas
     await core
       .deleteNamespacedPod({ name: 'on-vm', namespace: 'default', gracePeriodSeconds: 0 })
       .catch(() => {});
-    // The operators on the node the next test leaves alone: under TCG an operator's start, which
-    // an eviction from a drained node costs, takes minutes.
+    // The chart's defaults place the two operator replicas on the VM nodes, on different ones where
+    // it can: the rollout below drains the leader's own node last and hands its Lease over.
     const installed = installFromRegistry({
       registry: registry.host,
       helm,
       kubeconfigPath: cluster.kubeconfigPath,
-      operatorNode: OPERATOR_NODE,
       log,
     });
+    nuoImage = installed.image;
     assert.match(installed.stdout, /STATUS: deployed/);
     const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
     await pollUntil(
@@ -237,86 +208,65 @@ describe(`nuo installed from its chart on the VM nodes (${fleet.accel.toUpperCas
     );
   });
 
-  test("Debian's reboot-required path: a package's postinst leaves the sentinel, nuo drains real pods, the agent reboots the VM through logind, once, and uncordons it; the other VM is left alone", {
-    timeout: 1_800_000,
+  test("Debian's reboot-required path on every VM: each package's postinst leaves the sentinel, nuo drains real pods (preStop, SIGTERM, the grace period, a PDB), the agents reboot the VMs through logind one at a time, the leader's own node last, each once, and uncordon them", {
+    timeout: 2_700_000,
   }, async (t) => {
+    assert.ok(nuoImage, 'the install test pushed the image the web pods run');
     const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
     const policy = cluster.kubeconfig.makeApiClient(PolicyV1Api);
-    const labels = { app: 'web' };
-    await apps.createNamespacedDeployment({
-      namespace: 'default',
-      body: {
-        metadata: { name: 'web' },
-        spec: {
-          replicas: 2,
-          selector: { matchLabels: labels },
-          template: {
-            metadata: { labels },
-            spec: {
-              nodeSelector: onVms,
-              topologySpreadConstraints: [
-                {
-                  maxSkew: 1,
-                  topologyKey: 'kubernetes.io/hostname',
-                  whenUnsatisfiable: 'DoNotSchedule',
-                  labelSelector: { matchLabels: labels },
-                },
-              ],
-              containers: [{ name: 'main', image: PAUSE() }],
-              terminationGracePeriodSeconds: 10,
-            },
-          },
-        },
-      },
-    });
+    await apps.createNamespacedDeployment({ namespace: 'default', body: webDeployment(nuoImage) });
     await policy.createNamespacedPodDisruptionBudget({
       namespace: 'default',
-      body: { metadata: { name: 'web' }, spec: { minAvailable: 1, selector: { matchLabels: labels } } },
+      body: { metadata: { name: 'web' }, spec: { minAvailable: 1, selector: { matchLabels: WEB } } },
     });
     const webPods = async () =>
       (await core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=web' })).items.filter(
         (p) => !p.metadata?.deletionTimestamp,
       );
+    const readyOn = (pods: V1Pod[]) =>
+      new Set(
+        pods
+          .filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+          .map((p) => p.spec?.nodeName),
+      );
     const before = await pollUntil(
-      'web: one Running pod on each VM',
+      'web: one Ready pod on each VM',
       async () => {
         const pods = await webPods();
-        const running = pods.filter((p) => p.status?.phase === 'Running');
-        const nodes = new Set(running.map((p) => p.spec?.nodeName));
-        return running.length === 2 && nodes.size === 2 ? running : undefined;
+        return pods.length === 2 && readyOn(pods).size === 2 ? pods : undefined;
       },
-      { timeoutMs: 120_000 * slow, intervalMs: 1000 },
+      { timeoutMs: 300_000 * slow, intervalMs: 1000 },
     );
     const bootBefore = new Map<string, string>();
     for (const vm of fleet.nodes) bootBefore.set(vm.name, bootIdOf(await core.readNode({ name: vm.name })));
+    const leaderNode = await operatorLeaderNode();
+    t.diagnostic(`the leading operator runs on ${leaderNode}`);
 
     const checker = new SafetyChecker(cluster.kubeconfig, 1, { namespace: NS });
     await checker.start();
-    // The one reboot the package's sentinel asks for; the checker is told of each as it happens.
-    checker.allowReboots(REBOOTED);
-    fleet.onShutdown((node, bootId) => checker.onReboot(node, bootId));
-    const repoDir = join(work, 'apt');
-    const deb = buildDeb(join(work, 'debs'), {
-      name: 'nuo-test-kernel',
-      version: '1.0',
-      postinst: 'touch /var/run/reboot-required\necho nuo-test-kernel >> /var/run/reboot-required.pkgs',
+    // One reboot per VM, the one its package's sentinel asks for; the checker is told of each as the
+    // serial console shows the boot end.
+    const shutdowns: string[] = [];
+    for (const vm of fleet.nodes) checker.allowReboots(vm.name);
+    fleet.onShutdown((node, bootId) => {
+      shutdowns.push(node);
+      checker.onReboot(node, bootId);
     });
-    mkdirSync(repoDir, { recursive: true });
-    copyFileSync(deb, join(repoDir, 'nuo-test-kernel_1.0_all.deb'));
-    writeFlatRepo(repoDir, [join(repoDir, 'nuo-test-kernel_1.0_all.deb')]);
-    const repo = await serveRepo(repoDir);
+    const repo = await serveRepo(kernelPackageRepo());
     t.after(() => repo.close());
     const started = Date.now();
     try {
       // What an unattended upgrade does, from this repository alone (the image's Debian mirrors are not reachable).
       const apt = `-o Dir::Etc::SourceList=/etc/apt/sources.list.d/nuo-test.list -o Dir::Etc::SourceParts=-`;
-      for (const vm of [fleet.node(REBOOTED)]) {
-        const r = await vm.exec(
-          `echo 'deb [trusted=yes] http://10.0.2.2:${repo.port} ./' > /etc/apt/sources.list.d/nuo-test.list && apt-get ${apt} update -q && DEBIAN_FRONTEND=noninteractive apt-get ${apt} install -y -q nuo-test-kernel && test -e /var/run/reboot-required`,
-          300_000 * slow,
-        );
-        assert.equal(r.code, 0, `${vm.name}: apt-get install: ${r.stdout}${r.stderr}`);
-      }
+      await Promise.all(
+        fleet.nodes.map(async (vm) => {
+          const r = await vm.exec(
+            `echo 'deb [trusted=yes] http://10.0.2.2:${repo.port} ./' > /etc/apt/sources.list.d/nuo-test.list && apt-get ${apt} update -q && DEBIAN_FRONTEND=noninteractive apt-get ${apt} install -y -q nuo-test-kernel && test -e /var/run/reboot-required`,
+            300_000 * slow,
+          );
+          assert.equal(r.code, 0, `${vm.name}: apt-get install: ${r.stdout}${r.stderr}`);
+        }),
+      );
       assert.ok(
         repo.requests.includes('/nuo-test-kernel_1.0_all.deb'),
         'the package came from the local repository',
@@ -327,43 +277,304 @@ describe(`nuo installed from its chart on the VM nodes (${fleet.accel.toUpperCas
         !n.spec?.unschedulable &&
         n.metadata?.annotations?.[Annotations.rebootNeeded] !== 'true' &&
         (n.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle;
-      await fleet.waitForNode(REBOOTED, 'rebooted by nuo, Ready, uncordoned and Idle', done, 1_200_000);
+      for (const vm of fleet.nodes) {
+        await fleet.waitForNode(vm.name, 'rebooted by nuo, Ready, uncordoned and Idle', done, 2_400_000);
+        t.diagnostic(
+          `${vm.name} done ${Math.round((Date.now() - started) / 1000)} s after the packages were installed`,
+        );
+      }
+    } finally {
+      await checker.finalCheck();
+      await checker.stop();
+    }
+    assert.deepEqual(checker.violations, [], 'the independent checker saw no violation');
+    assert.ok(
+      checker.maxDisrupted <= 1,
+      `never more than the budget of 1 disrupted (${checker.maxDisrupted})`,
+    );
+    for (const vm of fleet.nodes) {
+      assert.equal(checker.rebootsOf(vm.name), 1, `${vm.name} rebooted exactly once`);
+      const node = await core.readNode({ name: vm.name });
+      assert.equal(bootIdOf(node), await vm.bootId(), `${vm.name}'s kubelet posts the boot ID the VM reads`);
+      assert.ok(!node.spec?.unschedulable, `${vm.name} left uncordoned`);
+      const sentinel = await vm.exec('test -e /var/run/reboot-required');
+      assert.equal(sentinel.code, 1, `${vm.name}: the sentinel went with the reboot`);
+    }
+    assert.deepEqual([...shutdowns].sort(), ['vm-0', 'vm-1'], 'each boot ended once on the serial console');
+    assert.equal(
+      shutdowns.at(-1),
+      leaderNode,
+      `the leader's own node rebooted last (${shutdowns.join(', ')})`,
+    );
+
+    await pollUntil(
+      'web: two Ready pods again',
+      async () => ((await webPods()).length === 2 && readyOn(await webPods()).size === 2 ? true : undefined),
+      { timeoutMs: 300_000 * slow, intervalMs: 1000 },
+    );
+    // Each pod that ran before the rollout was evicted by a drain and ended as the kubelet ends a pod:
+    // its preStop hook, then SIGTERM, then the time its shutdown took (the grace period let it finish).
+    for (const pod of before) {
+      const name = pod.metadata?.name ?? '';
+      const vm = fleet.node(pod.spec?.nodeName ?? '');
+      const marks = await vm.exec(`cat ${MARKS}/${name}`);
+      assert.equal(marks.code, 0, `${vm.name}: ${MARKS}/${name}: ${marks.stderr}`);
+      const lines = marks.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' '));
+      assert.deepEqual(
+        lines.map(([what]) => what),
+        ['start', 'prestop', 'sigterm', 'exit'],
+        `${name} on ${vm.name}: ${marks.stdout}`,
+      );
+      const at = Object.fromEntries(lines.map(([what, ms]) => [what, Number(ms)]));
+      assert.ok(
+        (at.exit ?? 0) - (at.sigterm ?? 0) >= SHUTDOWN_MS - 100,
+        `${name}: its ${SHUTDOWN_MS} ms shutdown ran to its end inside the grace period: ${marks.stdout}`,
+      );
+    }
+    const evicted = (await webPods()).filter((p) => before.some((b) => b.metadata?.uid === p.metadata?.uid));
+    assert.deepEqual(evicted, [], 'every web pod that ran before was evicted by a drain and replaced');
+  });
+});
+
+/** The VM whose pool moves to FLUO's agent: one no operator runs on, so its drain waits for no operator to start elsewhere. */
+async function pickFlatcarVm(): Promise<string> {
+  const operators = (await core.listNamespacedPod({ namespace: NS })).items
+    .filter((p) => p.metadata?.labels?.['app.kubernetes.io/component'] === 'operator')
+    .map((p) => p.spec?.nodeName);
+  return fleet.nodes.find((vm) => !operators.includes(vm.name))?.name ?? 'vm-0';
+}
+/** The version update_engine runs first is 4152.2.0; the one the update server offers: */
+const FLATCAR_POOL = { pool: 'flatcar' };
+const OFFERED = '4152.2.1';
+const FLUO_KEY = (key: string) => `flatcar-linux-update.v1.flatcar-linux.net/${key}`;
+
+describe(`FLUO's real update-agent on a VM node (${fleet.accel.toUpperCase()})`, () => {
+  test("a pool moved to FLUO's agent: update_engine stages an update, nuo grants it under FLUO's protocol, FLUO's agent drains and reboots the VM through logind, once, and the VM boots the new version", {
+    timeout: 2_400_000,
+  }, async (t) => {
+    assert.ok(nuoImage, 'the install test installed nuo');
+    const flatcarVm = await pickFlatcarVm();
+    t.diagnostic(`FLUO's pool: ${flatcarVm}`);
+    const vm = fleet.node(flatcarVm);
+    const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
+    const custom = cluster.kubeconfig.makeApiClient(CustomObjectsApi);
+    await playFlatcar(vm, await ensureUpdateEngine(log), work);
+    assert.match(await updateEngineStatus(vm), /UPDATE_STATUS_IDLE/);
+    const agentImage = pushFluoAgentImage(await ensureFluoAgentImage(log));
+    // The pool's move: nuo's agent leaves its nodes, the default policy lets go of them, and a policy
+    // of FLUO's protocol takes them (docs/migrate.md, "From the Flatcar (FLUO) … update operator").
+    await apps.patchNamespacedDaemonSet(
+      { name: 'nuo-agent', namespace: NS, body: { spec: { template: { spec: { affinity: notInPool } } } } },
+      mergePatch,
+    );
+    await custom.patchClusterCustomObject(
+      { ...POLICIES, name: 'default', body: { spec: { nodeSelector: { matchExpressions: [notFlatcar] } } } },
+      mergePatch,
+    );
+    await custom.createClusterCustomObject({
+      ...POLICIES,
+      body: {
+        apiVersion: `${API_GROUP}/${API_VERSION}`,
+        kind: UPDATE_POLICY.kind,
+        metadata: { name: 'flatcar' },
+        spec: {
+          nodeSelector: { matchLabels: FLATCAR_POOL },
+          agentProtocol: AgentProtocol.flatcar,
+          maxUnavailable: 1,
+        },
+      },
+    });
+    await core.patchNode({ name: flatcarVm, body: { metadata: { labels: FLATCAR_POOL } } }, mergePatch);
+    kubectlApply(
+      fluoAgentOnVms(await fluoAgentManifests(log), { image: agentImage, nodeSelector: FLATCAR_POOL }),
+    );
+    await pollUntil(
+      `FLUO's agent to label ${flatcarVm} with the Flatcar it plays, and nuo's agent gone from it`,
+      async () => {
+        const node = await core.readNode({ name: flatcarVm });
+        const nuoAgents = (
+          await core.listNamespacedPod({ namespace: NS, fieldSelector: `spec.nodeName=${flatcarVm}` })
+        ).items.filter((p) => p.metadata?.labels?.['app.kubernetes.io/component'] === 'agent');
+        const labels = node.metadata?.labels ?? {};
+        return labels[FLUO_KEY('id')] === 'flatcar' &&
+          labels[FLUO_KEY('version')] === '4152.2.0' &&
+          nuoAgents.length === 0
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 300_000 * slow, intervalMs: 1000 },
+    );
+    const bootBefore = bootIdOf(await core.readNode({ name: flatcarVm }));
+    const checker = new SafetyChecker(
+      cluster.kubeconfig,
+      [
+        {
+          name: 'pool flatcar',
+          selects: (l) => l.pool === 'flatcar',
+          max: 1,
+          protocol: AgentProtocol.flatcar,
+        },
+        { name: 'pool default', selects: (l) => l.pool !== 'flatcar', max: 1 },
+      ],
+      { namespace: NS },
+    );
+    await checker.start();
+    checker.allowReboots(flatcarVm);
+    const shutdowns: string[] = [];
+    fleet.onShutdown((node, bootId) => {
+      shutdowns.push(node);
+      checker.onReboot(node, bootId);
+    });
+    const started = Date.now();
+    try {
+      await offerUpdate(vm, OFFERED);
+      const done = (n: V1Node) =>
+        bootIdOf(n) !== bootBefore &&
+        isReady(n) &&
+        !n.spec?.unschedulable &&
+        n.metadata?.labels?.[FLUO_KEY('version')] === OFFERED &&
+        n.metadata?.annotations?.[FLUO_KEY('reboot-needed')] === 'false' &&
+        n.metadata?.annotations?.[FLUO_KEY('reboot-ok')] !== 'true' &&
+        (n.metadata?.annotations?.[Annotations.state] ?? Phase.idle) === Phase.idle;
+      await fleet.waitForNode(
+        flatcarVm,
+        `rebooted into ${OFFERED} by FLUO's agent, Ready, uncordoned, Idle`,
+        done,
+        1_800_000,
+      );
       t.diagnostic(
-        `${REBOOTED} rebooted by nuo ${Math.round((Date.now() - started) / 1000)} s after its package was installed`,
+        `${flatcarVm} booted ${OFFERED} ${Math.round((Date.now() - started) / 1000)} s after update_engine was asked to update`,
       );
     } finally {
       await checker.finalCheck();
       await checker.stop();
     }
     assert.deepEqual(checker.violations, [], 'the independent checker saw no violation');
-    assert.equal(checker.rebootsOf(REBOOTED), 1, `${REBOOTED} rebooted exactly once`);
-    const sentinel = await fleet.node(REBOOTED).exec('test -e /var/run/reboot-required');
-    assert.equal(sentinel.code, 1, `${REBOOTED}: the sentinel went with the reboot`);
-    assert.equal(
-      checker.rebootsOf(OPERATOR_NODE),
-      0,
-      `${OPERATOR_NODE}, which needed no reboot, was not rebooted`,
-    );
-    const other = await core.readNode({ name: OPERATOR_NODE });
-    assert.equal(bootIdOf(other), bootBefore.get(OPERATOR_NODE));
-    assert.ok(!other.spec?.unschedulable, `${OPERATOR_NODE} never left cordoned`);
-    assert.ok(
-      checker.maxDisrupted <= 1,
-      `never more than the budget of 1 disrupted (${checker.maxDisrupted})`,
-    );
-    const after = await pollUntil(
-      'web: two Running pods again',
-      async () => {
-        const running = (await webPods()).filter((p) => p.status?.phase === 'Running');
-        return running.length === 2 ? running : undefined;
-      },
-      { timeoutMs: 120_000 * slow, intervalMs: 1000 },
-    );
-    const evicted = before.find((p) => p.spec?.nodeName === REBOOTED);
-    assert.ok(evicted, `a web pod ran on ${REBOOTED} before`);
-    assert.ok(
-      after.every((p) => p.metadata?.uid !== evicted.metadata?.uid),
-      `the web pod on ${REBOOTED} was evicted by the drain and replaced`,
+    assert.equal(checker.rebootsOf(flatcarVm), 1, `${flatcarVm} rebooted exactly once`);
+    assert.deepEqual(shutdowns, [flatcarVm], "only the Flatcar pool's VM rebooted, once");
+    assert.match(await updateEngineStatus(vm), /UPDATE_STATUS_IDLE/, 'update_engine idle on the new version');
+    assert.equal(bootIdOf(await core.readNode({ name: flatcarVm })), await vm.bootId());
+    const agents = (await core.listNamespacedPod({ namespace: 'reboot-coordinator' })).items;
+    assert.deepEqual(
+      agents.map((p) => [p.spec?.nodeName, p.spec?.serviceAccountName, p.spec?.containers[0]?.image]),
+      [[flatcarVm, 'flatcar-linux-update-agent', agentImage]],
+      "FLUO's agent ran on the pool's VM alone, under its own ServiceAccount, from the image built here",
     );
   });
 });
+
+const POLICIES = { group: API_GROUP, version: API_VERSION, plural: UPDATE_POLICY.plural };
+const notFlatcar = { key: 'pool', operator: 'NotIn', values: [FLATCAR_POOL.pool] };
+const notInPool = {
+  nodeAffinity: {
+    requiredDuringSchedulingIgnoredDuringExecution: {
+      nodeSelectorTerms: [{ matchExpressions: [notFlatcar] }],
+    },
+  },
+};
+
+/** Pushes FLUO's agent image to the local registry; returns its reference there. */
+function pushFluoAgentImage(image: { layout: string; tag: string }): string {
+  const ref = `${registry.host}/flatcar/flatcar-linux-update-operator:${image.tag}`;
+  const push = spawnSync(
+    'skopeo',
+    ['copy', '--dest-tls-verify=false', `oci:${image.layout}:${image.tag}`, `docker://${ref}`],
+    {
+      encoding: 'utf8',
+      timeout: 120_000,
+    },
+  );
+  assert.equal(push.status, 0, `skopeo copy: ${push.stderr}`);
+  return ref;
+}
+
+/** `kubectl apply` of `objects` with the cluster's admin kubeconfig, as a user applies FLUO's manifests. */
+function kubectlApply(objects: object[]): void {
+  const r = spawnSync(
+    cluster.binaries.path.kubectl,
+    [`--kubeconfig=${cluster.kubeconfigPath}`, 'apply', '-f', '-'],
+    {
+      input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
+      encoding: 'utf8',
+    },
+  );
+  assert.equal(r.status, 0, `kubectl apply: ${r.stdout}${r.stderr}`);
+}
+
+/** The node of the operator replica that holds the leader Lease (its holder is the pod's name). */
+async function operatorLeaderNode(): Promise<string> {
+  const coordination = cluster.kubeconfig.makeApiClient(CoordinationV1Api);
+  const lease = await coordination.readNamespacedLease({ name: 'nuo-operator', namespace: NS });
+  const pod = await core.readNamespacedPod({ name: lease.spec?.holderIdentity ?? '', namespace: NS });
+  return pod.spec?.nodeName ?? '';
+}
+
+const WEB = { app: 'web' };
+/** How long a web pod's shutdown takes after SIGTERM: well inside its grace period. */
+const SHUTDOWN_MS = 3000;
+/**
+ * A web server that records in MARKS/<pod> when it started, when its preStop hook was called, when
+ * SIGTERM came and when its shutdown ended: what the kubelet did to it, read after the VM rebooted.
+ */
+const WEB_SCRIPT = `const fs = require('node:fs');
+const file = '${MARKS}/' + process.env.POD;
+const mark = (what) => { const fd = fs.openSync(file, 'a'); fs.writeSync(fd, what + ' ' + Date.now() + '\\n'); fs.fsyncSync(fd); fs.closeSync(fd); };
+mark('start');
+require('node:http').createServer((req, res) => { if (req.url === '/prestop') mark('prestop'); res.end('ok'); }).listen(8080);
+process.on('SIGTERM', () => { mark('sigterm'); setTimeout(() => { mark('exit'); process.exit(0); }, ${SHUTDOWN_MS}); });`;
+
+/** Two web pods, one per VM, that record how they end; a PDB keeps one of them available. */
+function webDeployment(image: string) {
+  return {
+    metadata: { name: 'web' },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: WEB },
+      template: {
+        metadata: { labels: WEB },
+        spec: {
+          nodeSelector: onVms,
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              whenUnsatisfiable: 'DoNotSchedule' as const,
+              labelSelector: { matchLabels: WEB },
+            },
+          ],
+          containers: [
+            {
+              name: 'main',
+              image,
+              command: ['/usr/local/bin/node', '-e', WEB_SCRIPT],
+              env: [{ name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+              securityContext: { runAsUser: 0 },
+              readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 2 },
+              lifecycle: { preStop: { httpGet: { path: '/prestop', port: 8080 } } },
+              volumeMounts: [{ name: 'marks', mountPath: MARKS }],
+            },
+          ],
+          volumes: [{ name: 'marks', hostPath: { path: MARKS, type: 'DirectoryOrCreate' as const } }],
+          terminationGracePeriodSeconds: 30,
+        },
+      },
+    },
+  };
+}
+
+/** A local apt repository with one package whose postinst asks for a reboot, as Debian's kernels do. */
+function kernelPackageRepo(): string {
+  const repoDir = join(work, 'apt');
+  const deb = buildDeb(join(work, 'debs'), {
+    name: 'nuo-test-kernel',
+    version: '1.0',
+    postinst: 'touch /var/run/reboot-required\necho nuo-test-kernel >> /var/run/reboot-required.pkgs',
+  });
+  mkdirSync(repoDir, { recursive: true });
+  copyFileSync(deb, join(repoDir, 'nuo-test-kernel_1.0_all.deb'));
+  writeFlatRepo(repoDir, [join(repoDir, 'nuo-test-kernel_1.0_all.deb')]);
+  return repoDir;
+}

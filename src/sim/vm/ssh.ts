@@ -19,13 +19,11 @@ export interface ExecResult {
 /** ssh's own exit code when the connection fails or drops (sshd gone mid-reboot, not yet up). */
 export const SSH_CONNECTION_LOST = 255;
 
-export function sshArgs(target: SshTarget, command: string, connectTimeoutS = 5): string[] {
+/** The options ssh and scp share: the key, and no host key to check (every VM is new, from one image). */
+function options(target: SshTarget, connectTimeoutS: number): string[] {
   return [
     '-i',
     target.key,
-    '-p',
-    String(target.port),
-    // Every VM is new, from one image: there is no host key to know in advance.
     '-o',
     'StrictHostKeyChecking=no',
     '-o',
@@ -40,15 +38,34 @@ export function sshArgs(target: SshTarget, command: string, connectTimeoutS = 5)
     'ServerAliveInterval=5',
     '-o',
     'ServerAliveCountMax=3',
-    'root@127.0.0.1',
-    command,
   ];
 }
 
+export function sshArgs(target: SshTarget, command: string, connectTimeoutS = 5): string[] {
+  return [...options(target, connectTimeoutS), '-p', String(target.port), 'root@127.0.0.1', command];
+}
+
+/** scp's arguments to copy the host's `local` file to `remote` in the VM. */
+export function scpArgs(target: SshTarget, local: string, remote: string): string[] {
+  return [...options(target, 5), '-P', String(target.port), local, `root@127.0.0.1:${remote}`];
+}
+
 /** Runs `command` (a shell command line in the guest); never throws for a non-zero exit. */
-export function sshExec(target: SshTarget, command: string, timeoutMs = 60_000): Promise<ExecResult> {
+export const sshExec = (target: SshTarget, command: string, timeoutMs = 60_000): Promise<ExecResult> =>
+  spawnSsh('ssh', target, sshArgs(target, command), timeoutMs);
+
+/** Copies the host's file `local` to `remote` in the guest; never throws for a non-zero exit. */
+export const scpTo = (target: SshTarget, local: string, remote: string, timeoutMs = 120_000) =>
+  spawnSsh('scp', target, scpArgs(target, local, remote), timeoutMs);
+
+function spawnSsh(
+  program: 'ssh' | 'scp',
+  target: SshTarget,
+  args: string[],
+  timeoutMs: number,
+): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('ssh', sshArgs(target, command), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));
@@ -59,8 +76,8 @@ export function sshExec(target: SshTarget, command: string, timeoutMs = 60_000):
       reject(
         new Error(
           (e as NodeJS.ErrnoException).code === 'ENOENT'
-            ? 'ssh not found: install openssh-client (.ci/run does)'
-            : `ssh to 127.0.0.1:${target.port}: ${e.message}`,
+            ? `${program} not found: install openssh-client (.ci/run does)`
+            : `${program} to 127.0.0.1:${target.port}: ${e.message}`,
         ),
       );
     });

@@ -21,7 +21,7 @@ import { vmConfigFiles, writeConfigDisk } from './config-disk.ts';
 import { kubeletCert, kubeProxyCert, sshKey } from './credentials.ts';
 import { type Accel, detectAccel, qemuArgs } from './qemu.ts';
 import { watchShutdowns } from './shutdown-watch.ts';
-import { type ExecResult, SSH_CONNECTION_LOST, sshExec } from './ssh.ts';
+import { type ExecResult, SSH_CONNECTION_LOST, scpTo, sshExec } from './ssh.ts';
 
 const run = promisify(execFile);
 
@@ -56,6 +56,8 @@ export interface VmNode {
   qemu: Component;
   /** Runs a shell command line in the VM as root; never throws for a non-zero exit. */
   exec(command: string, timeoutMs?: number): Promise<ExecResult>;
+  /** Copies the host's file `local` to `remote` in the VM (scp); throws if it cannot. */
+  copyTo(local: string, remote: string): Promise<void>;
   /** /proc/sys/kernel/random/boot_id, read in the VM. */
   bootId(): Promise<string>;
   /** `systemctl reboot` in the VM; returns the boot ID it had. The VM boots again on its own. */
@@ -186,6 +188,11 @@ export async function startVmNodes(cluster: LocalCluster, options: VmOptions = {
         serialLog,
         qemu,
         exec: (command, timeoutMs) => sshExec(target, command, timeoutMs),
+        async copyTo(local, remote) {
+          const r = await scpTo(target, local, remote);
+          if (r.code !== 0)
+            throw new Error(`${spec.name}: scp ${local} to ${remote} exited ${r.code}: ${r.stderr}`);
+        },
         async bootId() {
           const r = await sshExec(target, 'cat /proc/sys/kernel/random/boot_id');
           if (r.code !== 0)
