@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it, test } from 'node:test';
 import type { V1Node, V1NodeCondition, V1NodeSystemInfo } from '@kubernetes/client-node';
-import { Annotations, Taints } from '../../src/api/keys.ts';
+import { AgentProtocol, Annotations, protocolKeys, Taints } from '../../src/api/keys.ts';
 import { PHASES, Phase } from '../../src/api/phases.ts';
 import { parseSelector } from '../../src/kube/selector.ts';
 import type { Action } from '../../src/operator/decide/action.ts';
+import { speaking } from '../../src/operator/decide/agent-protocol.ts';
 import { budgetSlots, parseMaxUnavailable } from '../../src/operator/decide/budget.ts';
 import { decide } from '../../src/operator/decide/decide.ts';
 import type { DecideConfig } from '../../src/operator/decide/decide-input.ts';
@@ -18,13 +19,13 @@ import {
 import type { Ledger } from '../../src/operator/decide/ledger-view.ts';
 import {
   isPendingTaint,
-  sameView,
   slimNode,
   viewNode,
   withPendingTaints,
 } from '../../src/operator/decide/node-view.ts';
 import { landingExists, softTaintsMost } from '../../src/operator/decide/taints.ts';
 import { unmanagedReason, unmanagedWrites } from '../../src/operator/decide/unmanaged.ts';
+import { sameView } from '../../src/operator/decide/view-change.ts';
 import {
   ago,
   decideConfig,
@@ -1234,6 +1235,20 @@ describe('node views in the operator cache', () => {
     const beat = node({}, '2');
     (beat.status?.conditions?.[0] as V1NodeCondition).lastHeartbeatTime = new Date(2000);
     assert.ok(sameView(viewNode(node()), viewNode(beat)));
+  });
+  it("a heartbeat is news for a node whose agent withdrew its need after a grant: its kubelet's post may end the attempt", () => {
+    const withdrawn = (rv: string, heartbeat: number) => {
+      const n = node({}, rv);
+      (n.status?.conditions?.[0] as V1NodeCondition).lastHeartbeatTime = new Date(heartbeat);
+      Object.assign(n.metadata?.annotations ?? {}, {
+        [Annotations.state]: Phase.failed,
+        [protocolKeys(AgentProtocol.flatcar).rebootNeeded]: 'false',
+        [protocolKeys(AgentProtocol.flatcar).rebootInProgress]: 'false',
+      });
+      return speaking(viewNode(n), AgentProtocol.flatcar);
+    };
+    assert.ok(!sameView(withdrawn('1', 1000), withdrawn('2', 2000)));
+    assert.ok(sameView(withdrawn('1', 1000), withdrawn('2', 1000)));
   });
   it('a new boot ID, readiness or annotation is a different view', () => {
     assert.ok(

@@ -233,16 +233,6 @@ export function slimNode(node: V1Node): V1Node {
   return node;
 }
 
-/**
- * Whether two views differ in anything a decision reads. A kubelet's status heartbeat changes only the
- * resourceVersion and condition heartbeat times: no reason to reconcile the whole cluster again (the
- * pass that looks next reads the heartbeat where it matters, boot-witness.ts).
- */
-export function sameView(a: NodeView, b: NodeView): boolean {
-  const bare = (v: NodeView) => JSON.stringify({ ...v, resourceVersion: '', heartbeat: '' });
-  return bare(a) === bare(b);
-}
-
 /** One of nuo's reboot-pending taints: `nuo.dev/reboot-pending`, or `nuo.dev/reboot-pending-N` (N ≥ 2). */
 export function isPendingTaint(key: string): boolean {
   if (key === Taints.rebootPending) return true;
