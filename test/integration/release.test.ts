@@ -41,7 +41,9 @@ after(() => {
   runc.close();
   rmSync(work, { recursive: true, force: true });
 });
-const cluster = await useCluster({ nodes: 1 });
+// Two nodes, as the chart's operator PodDisruptionBudget expects: node-0's drain evicts the installed
+// operator's replicas one at a time, each starting on node-1 before the next may go.
+const cluster = await useCluster({ nodes: 2 });
 const helm = await useHelm();
 const registry = await startRegistry();
 after(() => registry.stop());
