@@ -72,10 +72,15 @@ func (e *engine) GetStatus() (int64, float64, string, string, int64, *dbus.Error
 	return e.s.lastChecked, e.s.progress, e.s.operation, e.s.newVersion, e.s.newSize, nil
 }
 
-// AttemptUpdate starts a check unless one is under way or an update waits for its reboot.
+// AttemptUpdate starts a check unless one is under way; with an update waiting for its reboot it only
+// broadcasts that status again (update_engine pings its server then and notifies, Update()).
 func (e *engine) AttemptUpdate() *dbus.Error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.s.operation == needReboot {
+		e.set(func(*status) {})
+		return nil
+	}
 	if e.s.operation != idle {
 		return nil
 	}
@@ -84,7 +89,8 @@ func (e *engine) AttemptUpdate() *dbus.Error {
 	return nil
 }
 
-// ResetStatus undoes an applied update's NEED_REBOOT; any other state but IDLE refuses.
+// ResetStatus undoes an applied update's NEED_REBOOT, without a StatusUpdate (update_engine sets its
+// status there directly, not through SetStatusAndNotify); any other state but IDLE refuses.
 func (e *engine) ResetStatus() *dbus.Error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -92,7 +98,7 @@ func (e *engine) ResetStatus() *dbus.Error {
 	case idle:
 		return nil
 	case needReboot:
-		e.set(func(s *status) { *s = status{lastChecked: s.lastChecked, operation: idle, newVersion: zero} })
+		e.s.operation, e.s.newVersion, e.s.newSize = idle, zero, 0
 		if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return dbus.MakeFailedError(err)
 		}
