@@ -4,8 +4,8 @@
  * steady-state — before the kubelet there has posted the new boot ID: read then, the need looks withdrawn
  * before any reboot, and ending the attempt would skip the health gate. So a withdrawal after a grant
  * ends the attempt only once the kubelet has posted the node's status again after this leader first saw
- * the withdrawal, Ready, with the boot ID the grant was given on (the node did not reboot); a new boot ID is a
- * reboot, and the health gate follows. What "again" means is a new Ready heartbeat value: compared only
+ * the withdrawal, Ready, with the boot ID the grant was given on (the node did not reboot); a new boot ID
+ * is a reboot, and the health gate follows. What "again" means is a new Ready heartbeat value: compared only
  * with itself, never with a clock. Until then (or the reboot timeout) the attempt waits.
  */
 import { Phase } from '../../api/phases.ts';
