@@ -162,8 +162,6 @@ export const operatorCommand: Command = {
       ...(nodeName === undefined ? {} : { nodeName }),
       ...(fleetLockUrl === undefined ? {} : { fleetLockUrl }),
     });
-    const fleetLock =
-      fleetLockPort > 0 ? serveFleetLock(fleetLockPort, operator.fleetLock(), log, identity) : undefined;
     const probe = (problems: string[], res: ServerResponse) =>
       problems.length === 0 ? res.end('ok') : res.writeHead(503).end(`${problems.join('\n')}\n`);
     const server =
@@ -183,15 +181,25 @@ export const operatorCommand: Command = {
     // read by V8 whenever it sets the next limit, so it is set here, at start.
     setFlagsFromString(HEAP_GROWING);
     const stop = new AbortController();
-    const shutdown = () => stop.abort();
+    const shutdown = (signal: NodeJS.Signals) => {
+      log('info', `${signal}: shutting down`);
+      stop.abort();
+    };
     process.once('SIGTERM', shutdown);
     process.once('SIGINT', shutdown);
+    if (fleetLockPort > 0)
+      serveFleetLock({
+        port: fleetLockPort,
+        backend: operator.fleetLock(),
+        log,
+        identity,
+        stopping: stop.signal,
+      });
     log('info', 'starting', { identity, build: buildInfo(), config: { ...config } });
     try {
       await operator.run(stop.signal);
     } finally {
       server?.close();
-      fleetLock?.close();
     }
     return 0;
   },

@@ -126,7 +126,9 @@ async function forward(
   to: string,
   req: { method: string; url: string; header: string | undefined; body: string },
   by: string,
+  stopping: AbortSignal,
 ): Promise<{ status: number; body: string }> {
+  if (stopping.aborted) return SHUTTING_DOWN;
   try {
     const res = await fetch(new URL(req.url, to), {
       method: req.method,
@@ -136,10 +138,11 @@ async function forward(
         ...(req.header === undefined ? {} : { [PROTOCOL_HEADER]: req.header }),
       },
       body: req.body,
-      signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+      signal: AbortSignal.any([AbortSignal.timeout(FORWARD_TIMEOUT_MS), stopping]),
     });
     return { status: res.status, body: await res.text() };
   } catch (err) {
+    if (stopping.aborted) return SHUTTING_DOWN;
     const value = `this replica does not lead and the leader's FleetLock server at ${to} did not answer (${(err as Error).message}): ask again`;
     return { status: 503, body: JSON.stringify({ kind: 'not_leader', value }) };
   }
@@ -157,30 +160,46 @@ async function viaLeader(
   request: { method: string; url: string; header: string | undefined; body: string | undefined },
   identity: string,
   log: FleetLockLog,
+  stopping: AbortSignal,
 ): Promise<{ status: number; body: string } | undefined> {
   const deadline = Date.now() + LEADER_WAIT_MS;
   for (;;) {
     const to = route(backend.refusal(), forwarded, backend.leader());
     if (to.kind === 'answer' || request.body === undefined) return undefined;
     if (to.kind === 'forward') {
-      const relayed = await forward(to.to, { ...request, body: request.body }, identity);
-      if (relayed.status !== 503 || Date.now() >= deadline) {
+      const relayed = await forward(to.to, { ...request, body: request.body }, identity, stopping);
+      if (relayed.status !== 503 || Date.now() >= deadline || stopping.aborted) {
         if (relayed.status === 503) log('warn', 'FleetLock request not forwarded', { to: to.to, ...relayed });
         return relayed;
       }
     } else if (Date.now() >= deadline) return undefined;
-    await sleep(200);
+    await sleep(200, undefined, { signal: stopping }).catch(() => {});
+    if (stopping.aborted) return SHUTTING_DOWN;
   }
 }
 
-/** Serves FleetLock on `port` until closed; `identity` names this replica on the requests it forwards. */
-export function serveFleetLock(
-  port: number,
-  backend: FleetLockBackend,
-  log: FleetLockLog,
-  identity = 'a follower',
-): Server {
-  return createServer((req, res) => {
+/** What a replica that is shutting down answers a request it has not answered yet: ask again. */
+const SHUTTING_DOWN = {
+  status: 503,
+  body: JSON.stringify({ kind: 'not_leader', value: 'this replica is shutting down: ask again' }),
+};
+
+/**
+ * Serves FleetLock on `port` until `stopping` aborts; `identity` names this replica on the requests it
+ * forwards. Then it takes no new connection, answers a relay still waiting on the leader with 503 at once
+ * (a forward may wait FORWARD_TIMEOUT_MS, longer than a pod's grace), and closes each connection after its
+ * answer: nothing it serves keeps the process from exiting.
+ */
+export function serveFleetLock(options: {
+  port: number;
+  backend: FleetLockBackend;
+  log: FleetLockLog;
+  identity?: string;
+  stopping: AbortSignal;
+}): Server {
+  const { backend, log, stopping } = options;
+  const identity = options.identity ?? 'a follower';
+  const server = createServer((req, res) => {
     void (async () => {
       const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h);
       const request = {
@@ -190,7 +209,8 @@ export function serveFleetLock(
         body: await body(req),
       };
       const forwarded = req.headers[FORWARDED_HEADER] !== undefined;
-      const relayed = await viaLeader(backend, forwarded, request, identity, log);
+      const relayed = await viaLeader(backend, forwarded, request, identity, log, stopping);
+      if (stopping.aborted) res.shouldKeepAlive = false;
       if (relayed) {
         res.writeHead(relayed.status, { 'content-type': 'application/json' }).end(relayed.body);
         return;
@@ -200,5 +220,15 @@ export function serveFleetLock(
       log('error', 'FleetLock request failed', { error: (err as Error).message });
       if (!res.headersSent) send(res, { status: 500, kind: 'internal', value: (err as Error).message });
     });
-  }).listen(port);
+  });
+  const close = () => {
+    server.close();
+    server.closeIdleConnections();
+  };
+  if (stopping.aborted) close();
+  else {
+    stopping.addEventListener('abort', close, { once: true });
+    server.listen(options.port);
+  }
+  return server;
 }

@@ -1,11 +1,20 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { test } from 'node:test';
 import type { V1Lease } from '@kubernetes/client-node';
 import { Annotations as A, AgentProtocol, FleetLockKeys as K } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { advertisedUrl } from '../../src/cli/operator.ts';
 import type { FleetLockNode } from '../../src/fleetlock/answer.ts';
-import { type FleetLockBackend, handle, type Route, route } from '../../src/fleetlock/server.ts';
+import {
+  type FleetLockBackend,
+  FORWARD_TIMEOUT_MS,
+  handle,
+  type Route,
+  route,
+  serveFleetLock,
+} from '../../src/fleetlock/server.ts';
 import { advertOf, advertValue } from '../../src/kube/lease-advert.ts';
 import { speaking } from '../../src/operator/decide/agent-protocol.ts';
 import { viewNode } from '../../src/operator/decide/node-view.ts';
@@ -173,4 +182,42 @@ test('where a replica says its FleetLock server answers: the flag, else $POD_IP 
   assert.throws(() => advertisedUrl('op-a:9090', undefined, 9090), /not an http or https URL/);
   assert.throws(() => advertisedUrl('::', undefined, 9090), /is not a URL/);
   assert.throws(() => advertisedUrl('http://a:1', undefined, 0), /needs --fleetlock-port/);
+});
+
+test('a replica that shuts down answers a relay still waiting on a leader that never answers at once, and closes', {
+  timeout: FORWARD_TIMEOUT_MS / 2,
+}, async () => {
+  const asked = Promise.withResolvers<void>();
+  const held: Socket[] = [];
+  const silentLeader = createNetServer((socket) => {
+    held.push(socket);
+    socket.once('data', () => asked.resolve());
+  }).listen(0);
+  await once(silentLeader, 'listening');
+  const leaderPort = (silentLeader.address() as AddressInfo).port;
+  const stopping = new AbortController();
+  const { b } = backend({ refusal: () => 'not leading', leader: () => `http://127.0.0.1:${leaderPort}` });
+  const server = serveFleetLock({ port: 0, backend: b, log: quiet, stopping: stopping.signal });
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  try {
+    const answer = fetch(`http://127.0.0.1:${port}/v1/pre-reboot`, {
+      method: 'POST',
+      headers: { 'fleet-lock-protocol': 'true' },
+      body,
+    });
+    await asked.promise;
+    const closed = once(server, 'close');
+    stopping.abort();
+    const res = await answer;
+    assert.equal(res.status, 503);
+    assert.deepEqual(await res.json(), {
+      kind: 'not_leader',
+      value: 'this replica is shutting down: ask again',
+    });
+    await closed;
+  } finally {
+    for (const s of held) s.destroy();
+    silentLeader.close();
+  }
 });
