@@ -11,8 +11,9 @@ import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import type { V1DaemonSet } from '@kubernetes/client-node';
 import { pollUntil } from '../../src/util/poll.ts';
+import { CHART_DIR } from '../../tools/helm/run.ts';
 import { prometheusOperatorCrds } from '../../tools/prometheus-operator/crds.ts';
-import { CHART_DIR, useHelm } from './helm.ts';
+import { useHelm } from './helm.ts';
 import { type KubeObject, objectKey, parseManifests, valueDifferences } from './manifests.ts';
 import { useCluster } from './support.ts';
 

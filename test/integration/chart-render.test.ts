@@ -33,7 +33,8 @@ import type { UpdatePolicy } from '../../src/api/update-policy.ts';
 import { OperatorMetrics } from '../../src/operator/metrics.ts';
 import { resolvePolicy } from '../../src/policy/resolve.ts';
 import { ensureClusterBinaries } from '../../tools/cluster/build.ts';
-import { CHART_DIR, useHelm } from './helm.ts';
+import { CHART_DIR } from '../../tools/helm/run.ts';
+import { useHelm } from './helm.ts';
 import { type KubeObject, manifestDifferences, objectKey, parseManifests } from './manifests.ts';
 
 const helm = await useHelm();

@@ -15,7 +15,8 @@ import { freePort } from '../../src/sim/cluster/net.ts';
 import { Fleet } from '../../src/sim/fleet.ts';
 import { undrainablePod } from '../../src/sim/workload.ts';
 import { pollUntil } from '../../src/util/poll.ts';
-import { CHART_DIR, useHelm } from './helm.ts';
+import { CHART_DIR } from '../../tools/helm/run.ts';
+import { useHelm } from './helm.ts';
 import { startPrometheusFor } from './prometheus-server.ts';
 import { operatorUnder, useCluster } from './support.ts';
 

@@ -21,6 +21,7 @@ import { Annotations } from '../../src/api/keys.ts';
 import { Phase } from '../../src/api/phases.ts';
 import { SafetyChecker } from '../../src/sim/checker.ts';
 import { KWOK_CUSTOM_STATUS } from '../../src/sim/cluster/cluster.ts';
+import { startRegistry } from '../../src/sim/cluster/registry.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { ensureCosign } from '../../tools/cosign/build.ts';
 import { runcRefusal } from '../../tools/image/container.ts';
@@ -31,7 +32,6 @@ import { IMAGE_NAME } from '../../tools/image/spec.ts';
 import { hostArchitecture } from '../../tools/image/stage.ts';
 import { publish } from '../../tools/release/publish.ts';
 import { useHelm } from './helm.ts';
-import { startRegistry } from './registry.ts';
 import { useCluster } from './support.ts';
 
 const NS = 'nuo-system';

@@ -25,8 +25,10 @@ import { mergePatch } from '../../src/kube/patch.ts';
 import { SafetyChecker } from '../../src/sim/checker.ts';
 import { KWOK_NODE } from '../../src/sim/cluster/component-args.ts';
 import { isReady } from '../../src/sim/cluster/nodes.ts';
+import { startRegistry } from '../../src/sim/cluster/registry.ts';
 import { VM_NODE_LABEL } from '../../src/sim/vm/config-disk.ts';
 import { fluoAgentOnVms, offerUpdate, playFlatcar, updateEngineStatus } from '../../src/sim/vm/flatcar.ts';
+import { installFromRegistry, NS } from '../../src/sim/vm/install-nuo.ts';
 import { startVmNodes } from '../../src/sim/vm/vms.ts';
 import { pollUntil } from '../../src/util/poll.ts';
 import { ensureFluoAgentImage } from '../../tools/fluo/image.ts';
@@ -35,9 +37,7 @@ import { PAUSE_TAG } from '../../tools/vm/pause-image.ts';
 import { ensureUpdateEngine } from '../../tools/vm/update-engine.ts';
 import { buildDeb, serveRepo, writeFlatRepo } from './apt-repo.ts';
 import { useHelm } from './helm.ts';
-import { startRegistry } from './registry.ts';
 import { useCluster } from './support.ts';
-import { installFromRegistry, NS } from './vm-nuo.ts';
 
 const log = (line: string) => process.stderr.write(`# ${line}\n`);
 const cluster = await useCluster({ nodes: 2, zones: 2, log });
@@ -229,10 +229,21 @@ describe(`nuo installed from its chart on the VM nodes (${fleet.accel.toUpperCas
           .filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
           .map((p) => p.spec?.nodeName),
       );
+    await apps.createNamespacedDaemonSet({ namespace: 'default', body: nodeLogDaemonSet(nuoImage) });
     const before = await pollUntil(
       'web: one Ready pod on each VM',
       async () => {
         const pods = await webPods();
+        return pods.length === 2 && readyOn(pods).size === 2 ? pods : undefined;
+      },
+      { timeoutMs: 300_000 * slow, intervalMs: 1000 },
+    );
+    const nodeLogPods = async () =>
+      (await core.listNamespacedPod({ namespace: 'default', labelSelector: 'app=node-log' })).items;
+    const nodeLogBefore = await pollUntil(
+      'node-log: a Ready pod on each VM',
+      async () => {
+        const pods = await nodeLogPods();
         return pods.length === 2 && readyOn(pods).size === 2 ? pods : undefined;
       },
       { timeoutMs: 300_000 * slow, intervalMs: 1000 },
@@ -313,30 +324,55 @@ describe(`nuo installed from its chart on the VM nodes (${fleet.accel.toUpperCas
     );
     // Each pod that ran before the rollout was evicted by a drain and ended as the kubelet ends a pod:
     // its preStop hook, then SIGTERM, then the time its shutdown took (the grace period let it finish).
-    for (const pod of before) {
-      const name = pod.metadata?.name ?? '';
+    for (const pod of before) await endedGracefully(pod);
+    // A drain leaves DaemonSet pods; the kubelet's graceful node shutdown (kubelet-config.yaml) ended
+    // each of them the same way, and before the VM went down: the mark of its end precedes the boot.
+    // (A pod the kubelet restarts after the boot appends to its marks: only those before the boot count.)
+    for (const pod of nodeLogBefore) {
       const vm = fleet.node(pod.spec?.nodeName ?? '');
-      const marks = await vm.exec(`cat ${MARKS}/${name}`);
-      assert.equal(marks.code, 0, `${vm.name}: ${MARKS}/${name}: ${marks.stderr}`);
-      const lines = marks.stdout
-        .trim()
-        .split('\n')
-        .map((l) => l.split(' '));
-      assert.deepEqual(
-        lines.map(([what]) => what),
-        ['start', 'prestop', 'sigterm', 'exit'],
-        `${name} on ${vm.name}: ${marks.stdout}`,
-      );
-      const at = Object.fromEntries(lines.map(([what, ms]) => [what, Number(ms)]));
-      assert.ok(
-        (at.exit ?? 0) - (at.sigterm ?? 0) >= SHUTDOWN_MS - 100,
-        `${name}: its ${SHUTDOWN_MS} ms shutdown ran to its end inside the grace period: ${marks.stdout}`,
+      const btime = await vm.exec(`awk '/^btime/ { print $2 }' /proc/stat`);
+      const bootMs = Number(btime.stdout.trim()) * 1000;
+      assert.ok(bootMs > 0, `${vm.name}: /proc/stat btime: ${btime.stdout}${btime.stderr}`);
+      const at = await endedGracefully(pod, bootMs);
+      t.diagnostic(
+        `${vm.name}: graceful node shutdown ended DaemonSet pod ${pod.metadata?.name} in ${(at.exit ?? 0) - (at.prestop ?? 0)} ms from its preStop hook`,
       );
     }
     const evicted = (await webPods()).filter((p) => before.some((b) => b.metadata?.uid === p.metadata?.uid));
     assert.deepEqual(evicted, [], 'every web pod that ran before was evicted by a drain and replaced');
   });
 });
+
+/**
+ * Asserts that a pod of WEB_SCRIPT ended as the kubelet ends a pod (preStop hook, SIGTERM, its whole
+ * shutdown inside the grace period), from the marks it left on its VM (those made before `beforeMs`, by
+ * the VM's clock, when given); returns when each mark was made.
+ */
+async function endedGracefully(
+  pod: V1Pod,
+  beforeMs = Number.POSITIVE_INFINITY,
+): Promise<Record<string, number>> {
+  const name = pod.metadata?.name ?? '';
+  const vm = fleet.node(pod.spec?.nodeName ?? '');
+  const marks = await vm.exec(`cat ${MARKS}/${name}`);
+  assert.equal(marks.code, 0, `${vm.name}: ${MARKS}/${name}: ${marks.stderr}`);
+  const lines = marks.stdout
+    .trim()
+    .split('\n')
+    .map((l) => l.split(' '))
+    .filter(([, ms]) => Number(ms) < beforeMs);
+  assert.deepEqual(
+    lines.map(([what]) => what),
+    ['start', 'prestop', 'sigterm', 'exit'],
+    `${name} on ${vm.name}: ${marks.stdout}`,
+  );
+  const at = Object.fromEntries(lines.map(([what, ms]) => [what, Number(ms)]));
+  assert.ok(
+    (at.exit ?? 0) - (at.sigterm ?? 0) >= SHUTDOWN_MS - 100,
+    `${name}: its ${SHUTDOWN_MS} ms shutdown ran to its end inside the grace period: ${marks.stdout}`,
+  );
+  return at;
+}
 
 /** The VM whose pool moves to FLUO's agent: one no operator runs on, so its drain waits for no operator to start elsewhere. */
 async function pickFlatcarVm(): Promise<string> {
@@ -525,17 +561,42 @@ mark('start');
 require('node:http').createServer((req, res) => { if (req.url === '/prestop') mark('prestop'); res.end('ok'); }).listen(8080);
 process.on('SIGTERM', () => { mark('sigterm'); setTimeout(() => { mark('exit'); process.exit(0); }, ${SHUTDOWN_MS}); });`;
 
+/** A pod of WEB_SCRIPT on the VMs, labelled `labels`, that may take `graceS` to end. */
+function markingPod(image: string, labels: Record<string, string>, graceS: number) {
+  return {
+    metadata: { labels },
+    spec: {
+      nodeSelector: onVms,
+      containers: [
+        {
+          name: 'main',
+          image,
+          command: ['/usr/local/bin/node', '-e', WEB_SCRIPT],
+          env: [{ name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+          securityContext: { runAsUser: 0 },
+          readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 2 },
+          lifecycle: { preStop: { httpGet: { path: '/prestop', port: 8080 } } },
+          volumeMounts: [{ name: 'marks', mountPath: MARKS }],
+        },
+      ],
+      volumes: [{ name: 'marks', hostPath: { path: MARKS, type: 'DirectoryOrCreate' as const } }],
+      terminationGracePeriodSeconds: graceS,
+    },
+  };
+}
+
 /** Two web pods, one per VM, that record how they end; a PDB keeps one of them available. */
 function webDeployment(image: string) {
+  const pod = markingPod(image, WEB, 30);
   return {
     metadata: { name: 'web' },
     spec: {
       replicas: 2,
       selector: { matchLabels: WEB },
       template: {
-        metadata: { labels: WEB },
+        ...pod,
         spec: {
-          nodeSelector: onVms,
+          ...pod.spec,
           topologySpreadConstraints: [
             {
               maxSkew: 1,
@@ -544,23 +605,22 @@ function webDeployment(image: string) {
               labelSelector: { matchLabels: WEB },
             },
           ],
-          containers: [
-            {
-              name: 'main',
-              image,
-              command: ['/usr/local/bin/node', '-e', WEB_SCRIPT],
-              env: [{ name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
-              securityContext: { runAsUser: 0 },
-              readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 2 },
-              lifecycle: { preStop: { httpGet: { path: '/prestop', port: 8080 } } },
-              volumeMounts: [{ name: 'marks', mountPath: MARKS }],
-            },
-          ],
-          volumes: [{ name: 'marks', hostPath: { path: MARKS, type: 'DirectoryOrCreate' as const } }],
-          terminationGracePeriodSeconds: 30,
         },
       },
     },
+  };
+}
+
+/**
+ * A DaemonSet on the VMs, as a log shipper runs, that records how its pods end: a drain leaves them, so
+ * only the kubelet's graceful node shutdown can give them their preStop hook and grace before a reboot.
+ * Its grace fits the non-critical share of the kubelet's shutdownGracePeriod (30 s − 10 s).
+ */
+function nodeLogDaemonSet(image: string) {
+  const labels = { app: 'node-log' };
+  return {
+    metadata: { name: 'node-log' },
+    spec: { selector: { matchLabels: labels }, template: markingPod(image, labels, 15) },
   };
 }
 

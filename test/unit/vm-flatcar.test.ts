@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FLATCAR_OS_RELEASE, fluoAgentOnVms } from '../../src/sim/vm/flatcar.ts';
-import { agentObjects, fluoAgentManifests, type Manifest } from '../../tools/fluo/manifests.ts';
+import { agentObjects, fluoAgentManifests } from '../../tools/fluo/manifests.ts';
+import type { Manifest } from '../../tools/manifests.ts';
 
 const shipped = await fluoAgentManifests();
 const kinds = (objects: Manifest[]) => objects.map((o) => `${o.kind}/${o.metadata?.name}`);

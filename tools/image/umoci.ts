@@ -19,33 +19,34 @@ export function umoci(...args: string[]): string {
   }
 }
 
-export interface BinaryImage {
-  /** The static binary to put in the image. */
-  binary: string;
-  /** Its path in the image, which is also the entrypoint. */
-  path: string;
+export interface FilesImage {
+  /** Each file's path in the image, and the file of this machine it is copied from. */
+  files: Record<string, string>;
+  /** The command the image runs (its first word a path in `files`). */
+  entrypoint: string[];
   /** The OCI layout directory to write (made here) and the tag to give the image. */
   layout: string;
   tag: string;
   /** The user the image runs as (uid:gid). */
   user: string;
-  /** The images' timestamps (RFC 3339), fixed so a rebuild of the same binary is the same image. */
+  /** The images' timestamps (RFC 3339), fixed so a rebuild of the same files is the same image. */
   created: string;
 }
 
-/** Writes a one-layer amd64 image holding `binary` at `path`; returns the layout's only manifest. */
-export function binaryLayout(i: BinaryImage): Descriptor {
+/** Writes a one-layer amd64 image holding `files`; returns the layout's only manifest. */
+export function filesLayout(i: FilesImage): Descriptor {
   const image = `${i.layout}:${i.tag}`;
   umoci('init', '--layout', i.layout);
   umoci('new', '--image', image);
-  umoci('insert', '--image', image, `--history.created=${i.created}`, i.binary, i.path);
+  for (const [path, from] of Object.entries(i.files).sort(([a], [b]) => a.localeCompare(b)))
+    umoci('insert', '--image', image, `--history.created=${i.created}`, from, path);
   umoci(
     'config',
     '--image',
     image,
     `--created=${i.created}`,
     `--history.created=${i.created}`,
-    `--config.entrypoint=${i.path}`,
+    ...i.entrypoint.map((word) => `--config.entrypoint=${word}`),
     `--config.user=${i.user}`,
     '--architecture=amd64',
     '--os=linux',
@@ -58,4 +59,12 @@ export function binaryLayout(i: BinaryImage): Descriptor {
     throw new Error(`${indexPath}: ${index.manifests.length} manifests, expected one image's`);
   }
   return manifest;
+}
+
+/** Writes a one-layer amd64 image holding the static `binary` at `path`, its entrypoint. */
+export function binaryLayout(
+  i: Omit<FilesImage, 'files' | 'entrypoint'> & { binary: string; path: string },
+): Descriptor {
+  const { binary, path, ...rest } = i;
+  return filesLayout({ ...rest, files: { [path]: binary }, entrypoint: [path] });
 }

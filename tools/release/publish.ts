@@ -19,10 +19,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureCosign } from '../cosign/build.ts';
 import { ensureHelm } from '../helm/build.ts';
+import { CHART_DIR } from '../helm/run.ts';
 import { buildImageIndex } from '../image/multi-arch.ts';
 import { generateSbom } from './sbom.ts';
-
-const CHART_DIR = fileURLToPath(new URL('../../deploy/chart', import.meta.url));
 
 export interface PublishOptions {
   /** Where the image and the chart go: host[:port]/path, e.g. ghcr.io/nuo-dev. */

@@ -6,7 +6,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Manifest } from '../../../tools/fluo/manifests.ts';
+import type { Manifest } from '../../../tools/manifests.ts';
 import type { VmNode } from './vms.ts';
 
 /** Where the stand-in keeps the offered, staged and running versions, and the os-release it writes. */

@@ -1,16 +1,16 @@
 /**
- * A real OCI registry for integration tests: Debian's `docker-registry` (the CNCF distribution registry),
- * its binary run with a config file of the test's (not the package's service), on a free loopback port
- * without TLS, storing in a temporary directory removed when it stops.
+ * A real OCI registry for the VM nodes, the release test and the benchmarks: Debian's `docker-registry`
+ * (the CNCF distribution registry), its binary run with a config file of its own (not the package's
+ * service), on a free loopback port without TLS, storing in a temporary directory removed when it stops.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, get } from '../../src/sim/cluster/net.ts';
-import { Component } from '../../src/sim/cluster/process.ts';
-import { reapAbandonedClusters } from '../../src/sim/cluster/reaper.ts';
-import { pollUntil } from '../../src/util/poll.ts';
+import { pollUntil } from '../../util/poll.ts';
+import { freePort, get } from './net.ts';
+import { Component } from './process.ts';
+import { reapAbandonedClusters } from './reaper.ts';
 
 export const REGISTRY = '/usr/bin/docker-registry';
 const DIR_PREFIX = 'nuo-registry-test-';

@@ -7,9 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { VM_NODE_LABEL } from '../../src/sim/vm/config-disk.ts';
-import { buildImage } from '../../tools/image/build.ts';
-import { CHART_DIR, type Helm } from './helm.ts';
+import { CHART_DIR, type Helm } from '../../../tools/helm/run.ts';
+import { buildImage } from '../../../tools/image/build.ts';
+import { VM_NODE_LABEL } from './config-disk.ts';
 
 export const NS = 'nuo-system';
 
