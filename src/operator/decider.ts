@@ -170,9 +170,14 @@ export class Decider {
     return { now: now.getTime(), mono: (this.#o.monotonic ?? performance.now.bind(performance))() };
   }
 
-  /** A view as this leader decides on it: its times on its own clock, its kubelet's word on its boot. */
+  /**
+   * A view as this leader decides on it: its times on its own clock, its kubelet's word on its boot (a
+   * withdrawal read in its agent's protocol, as the last pass planned the pools: nuo's keys alone never
+   * show another project's agent withdrawing).
+   */
   #local(view: NodeView, clock: PassClock): NodeView {
-    return this.#witness.view(this.#seen.view(view, clock));
+    const seen = this.#seen.view(view, clock);
+    return this.#witness.view(seen, this.spoken(seen));
   }
 
   /**

@@ -117,7 +117,15 @@ before(async () => {
       }),
     ]),
   );
-  fleet = new Fleet(cluster, { rebootMs: 300, budget: budgets, agentCheckIntervalMs: 2000, agents });
+  // The kubelets post their status every 2 s (a kubelet's default is 5 minutes): a withdrawn need waits
+  // for that post.
+  fleet = new Fleet(cluster, {
+    rebootMs: 300,
+    budget: budgets,
+    agentCheckIntervalMs: 2000,
+    agents,
+    kubelet: { reportMs: 2000 },
+  });
   await fleet.start();
   // What the kubelet reports from /etc/machine-id; the hosts' own status writes merge beside it.
   for (const [name, machineID] of machineIds)
@@ -359,6 +367,51 @@ describe('FleetLock', () => {
         mergePatch,
       );
     }
+  });
+
+  test('a client restarted after its grant says steady-state on the granted boot: once the kubelet posts that boot again, the attempt ends as a withdrawn need, uncordoned, with no reboot', async () => {
+    const f = fleet ?? assert.fail('the rollout test runs first');
+    const host = f.hosts.get('node-0') ?? assert.fail('no host node-0');
+    // The test speaks for the client: its pre-reboot, then, as if it restarted before rebooting, the
+    // steady-state Zincati sends first at each start.
+    await host.killAgent();
+    const id = appSpecificId(machineIds.get('node-0') ?? '') ?? '';
+    const asks = JSON.stringify({ client_params: { id, group: GROUP } });
+    const reboots = f.checker.rebootsOf('node-0');
+    try {
+      assert.equal((await post('/v1/pre-reboot', asks)).status, 409, 'the need recorded: wait');
+      const granted = await pollUntil(
+        'node-0 drained and granted',
+        async () => {
+          const n = await core.readNode({ name: 'node-0' });
+          return n.metadata?.annotations?.[Annotations.state] === Phase.rebootGranted ? n : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+      const steady = await post('/v1/steady-state', asks);
+      assert.equal(steady.status, 409, 'the lock stays held until the kubelet confirms the boot');
+      assert.equal(steady.body.kind, 'lock_held');
+      const done = await pollUntil(
+        "node-0's attempt ended once its kubelet posted the granted boot again",
+        async () => {
+          const n = await core.readNode({ name: 'node-0' });
+          return n.metadata?.annotations?.[Annotations.state] === Phase.idle ? n : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+      assert.equal(done.status?.nodeInfo?.bootID, granted.status?.nodeInfo?.bootID, 'the same boot');
+      assert.match(
+        done.metadata?.annotations?.[Annotations.stateReason] ?? '',
+        /withdrew its need before rebooting/,
+      );
+      assert.ok(!done.spec?.unschedulable, "nuo's cordon undone");
+      assert.equal(f.checker.rebootsOf('node-0'), reboots, 'no reboot');
+      assert.equal((await post('/v1/steady-state', asks)).status, 200, 'the lock released');
+    } finally {
+      host.restartAgent();
+    }
+    await f.checker.settle();
+    assert.deepEqual(f.checker.violations, [], 'the checker saw no violation');
   });
 
   test('a FleetLock host that reboots without a 200 is recorded by the checker as a reboot nuo did not grant', async () => {

@@ -220,3 +220,31 @@ test('a withdrawal after a grant ends the attempt once the kubelet posted the gr
   assert.equal(renewed.view(asking).bootConfirmed, undefined, 'the need stands again: forgotten');
   assert.equal(renewed.view(withdrawn('h2')).bootConfirmed, undefined, 'a withdrawal seen afresh');
 });
+
+test("the withdrawal is read in the agent's protocol, the confirmation set on the view by nuo's keys that the pass speaks later", () => {
+  const annotations = {
+    [A.state]: Phase.rebootGranted,
+    [A.stateSince]: ago(5),
+    [K.granted]: 'true',
+    [A.grantedBootId]: 'boot-1',
+    [K.preReboot]: ago(120),
+    [K.steadyState]: ago(1),
+  };
+  const byNuoKeys = (heartbeat: string) => ({
+    ...viewNode(node('n', { annotations, unschedulable: true, bootId: 'boot-1' })),
+    heartbeat,
+  });
+  const witness = new BootWitness();
+  witness.view(byNuoKeys('h1'), speaking(byNuoKeys('h1'), FL));
+  const posted = witness.view(byNuoKeys('h2'), speaking(byNuoKeys('h2'), FL));
+  assert.equal(posted.bootConfirmed, true, 'the kubelet posted the granted boot again');
+  assert.equal(posted.protocol, undefined, "still the view by nuo's keys");
+  assert.equal(holderStep(speaking(posted, FL), decideConfig), 'end', 'spoken, it ends the attempt');
+  const blind = new BootWitness();
+  blind.view(byNuoKeys('h1'));
+  assert.equal(
+    blind.view(byNuoKeys('h2')).bootConfirmed,
+    undefined,
+    "nuo's keys alone never show a FleetLock client's withdrawal",
+  );
+});

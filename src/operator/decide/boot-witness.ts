@@ -39,9 +39,13 @@ export class BootWitness {
   /** Node → its boot and the kubelet's heartbeat when this leader first saw the withdrawal. */
   readonly #first = new Map<string, { bootId: string; heartbeat: string | undefined }>();
 
-  /** The node with `bootConfirmed` once its kubelet posted the same boot after the withdrawal was seen. */
-  view(n: NodeView): NodeView {
-    if (!needWithdrawnAfterGrant(n)) {
+  /**
+   * The node with `bootConfirmed` once its kubelet posted the same boot after the withdrawal was seen.
+   * Whether the need is withdrawn is read in the keys its agent speaks (`spoken`: the view through its
+   * protocol); the flag goes on `n`, the view by nuo's keys, which the pass speaks later.
+   */
+  view(n: NodeView, spoken: NodeView = n): NodeView {
+    if (!needWithdrawnAfterGrant(spoken)) {
       this.#first.delete(n.name);
       return n;
     }
