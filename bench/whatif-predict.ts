@@ -7,8 +7,6 @@
  * rolls the source itself the same way (the same operator, simulated hosts and observations) and compares:
  * total time, each node's finish, the nodes that never finished and the PDBs that held them.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { AppsV1Api, CoreV1Api, PolicyV1Api, type V1PodDisruptionBudgetSpec } from '@kubernetes/client-node';
 import type { UpdatePolicySpec } from '../src/api/update-policy.ts';
@@ -22,6 +20,7 @@ import { pollUntil } from '../src/util/poll.ts';
 import { buildReport, type WhatifReport } from '../src/whatif/report.ts';
 import { formatMs } from '../src/whatif/report-table.ts';
 import { publish } from './report.ts';
+import { whatifRun } from './whatif-cli.ts';
 import { type Comparison, compare } from './whatif-compare.ts';
 
 const { values } = parseArgs({
@@ -35,7 +34,6 @@ const speeds = (values.speeds ?? '').split(',').map(Number);
 if (speeds.some((s) => !(s >= 1 && s <= 100)))
   throw new Error(`--speeds: numbers from 1 to 100, got ${values.speeds}`);
 
-const nuoBin = fileURLToPath(new URL('../bin/nuo.js', import.meta.url));
 /** Each simulated host is down this long per reboot, in the source and (given as --reboot-time) the twin. */
 const REBOOT_MS = 10_000;
 const POLICY = 'bench';
@@ -178,43 +176,22 @@ async function build(cluster: LocalCluster, source: Source): Promise<number> {
 }
 
 /** `nuo whatif run` against the source, as a user runs it; its report and how long it took. */
-function predict(
+async function predict(
   cluster: LocalCluster,
   source: Source,
   speed: number,
 ): Promise<{ report: RunOutput; wallMs: number }> {
-  const args = [
-    nuoBin,
-    'whatif',
-    'run',
-    `--kubeconfig=${cluster.kubeconfigPath}`,
-    `--reboot-time=${REBOOT_MS}ms`,
-    `--speed=${speed}`,
-    `--timeout=${source.timeoutMs}ms`,
-    '-o',
-    'json',
-  ];
   const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-      for (const line of String(d).trimEnd().split('\n')) log(`  [whatif ×${speed}] ${line}`);
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0 && code !== 3)
-        return reject(
-          new Error(`nuo whatif run exited ${code}:\n${stderr.split('\n').slice(-20).join('\n')}`),
-        );
-      resolve({ report: JSON.parse(stdout) as RunOutput, wallMs: performance.now() - started });
-    });
-  });
+  const report = await whatifRun(
+    [
+      `--kubeconfig=${cluster.kubeconfigPath}`,
+      `--reboot-time=${REBOOT_MS}ms`,
+      `--speed=${speed}`,
+      `--timeout=${source.timeoutMs}ms`,
+    ],
+    (line) => log(`  [whatif ×${speed}] ${line}`),
+  );
+  return { report, wallMs: performance.now() - started };
 }
 
 interface Row {
