@@ -11,9 +11,9 @@
  * Goal: nuo's agent ≤ kured.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AppsV1Api, CoreV1Api, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { Annotations } from '../src/api/keys.ts';
@@ -46,12 +46,12 @@ const log = (line: string) => process.stderr.write(`# ${line}\n`);
 const KURED_SENTINEL = 'kured-reboot-required';
 const MEASURED = 'vm-0';
 const SAMPLES = '/var/lib/nuo-bench/memory';
+const SAMPLER_PATH = '/var/lib/nuo-bench/sampler.sh';
 /**
  * Samples each `name=containerID` argument's cgroup every 2 s into SAMPLES: milliseconds, name,
  * memory.current, inactive_file, memory.peak (bytes) and its processes' summed VmRSS (KiB).
  */
-const SAMPLER = `mkdir -p /var/lib/nuo-bench
-declare -A dir
+const SAMPLER = `declare -A dir
 for pair in "$@"; do
   dir[\${pair%%=*}]=$(find /sys/fs/cgroup/kubepods.slice -type d -name "cri-containerd-\${pair#*=}.scope" -print -quit)
 done
@@ -70,7 +70,9 @@ const cluster = await startCluster({ nodes: 1 });
 const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
 const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
 const registry = await startRegistry();
-const helmHome = mkdtempSync(join(tmpdir(), 'nuo-bench-helm-'));
+const work = mkdtempSync(join(tmpdir(), 'nuo-bench-vm-memory-'));
+const samplerFile = join(work, 'sampler.sh');
+writeFileSync(samplerFile, SAMPLER);
 const phases: { name: string; samples: Sample[] }[] = [];
 let accel = '';
 try {
@@ -80,7 +82,7 @@ try {
   const vm = fleet.node(MEASURED);
   installFromRegistry({
     registry: registry.host,
-    helm: await helmIn(helmHome),
+    helm: await helmIn(join(work, 'helm')),
     kubeconfigPath: cluster.kubeconfigPath,
     operatorNode: 'vm-1',
     log,
@@ -138,7 +140,7 @@ try {
 } finally {
   await cluster.stop();
   await registry.stop();
-  rmSync(helmHome, { recursive: true, force: true });
+  rmSync(work, { recursive: true, force: true });
 }
 
 publish({
@@ -164,9 +166,11 @@ publish({
 async function sample(node: VmNode, during: () => Promise<void>, name: string): Promise<void> {
   const ids = await containerIds();
   const args = Object.entries(ids).map(([n, id]) => `${n}=${id}`);
-  await node.exec(`rm -f ${SAMPLES}`);
+  await node.exec(`rm -f ${SAMPLES} && mkdir -p ${dirname(SAMPLER_PATH)}`);
+  // A file, not `bash -c`: systemd-run expands $VAR and ${VAR} in the command line it is given.
+  await node.copyTo(samplerFile, SAMPLER_PATH);
   const started = await node.exec(
-    `systemd-run --unit nuo-bench-sampler --collect bash -c '${SAMPLER.replaceAll("'", "'\\''")}' sampler ${args.join(' ')}`,
+    `systemd-run --unit nuo-bench-sampler --collect /bin/bash ${SAMPLER_PATH} ${args.join(' ')}`,
   );
   if (started.code !== 0) throw new Error(`starting the sampler in ${node.name}: ${started.stderr}`);
   log(`sampling ${Object.keys(ids).join(', ')} on ${node.name}: ${name}`);
@@ -190,7 +194,7 @@ async function containerIds(): Promise<Record<string, string>> {
     return raw.slice('containerd://'.length);
   };
   return {
-    'nuo agent': id(
+    'nuo-agent': id(
       await onNode(NS),
       (p) => p.metadata?.labels?.['app.kubernetes.io/component'] === 'agent',
       "nuo's agent",
