@@ -148,15 +148,7 @@ const MARKS = '/var/lib/nuo-test-marks';
 let nuoImage = '';
 
 describe(`nuo installed from its chart on the VM nodes (${fleet.accel.toUpperCase()})`, () => {
-  afterEach(async (t) => {
-    // TestContext.passed exists since Node 21.7 but is missing from @types/node.
-    if ((t as { passed?: boolean }).passed !== false) return;
-    // The API server cannot reach a VM's kubelet (no `kubectl logs`): the logs are read in the VM.
-    for (const vm of fleet.nodes) {
-      const r = await vm.exec('tail -n 60 /var/log/pods/nuo-system_*/*/*.log', 60_000).catch(() => undefined);
-      process.stderr.write(`--- nuo's pods' logs on ${vm.name} ---\n${r?.stdout ?? '(unreachable)'}\n`);
-    }
-  });
+  afterEach(dumpOnFailure);
   // Under TCG the image's pull and the operator's first start take minutes each.
   test("helm install oci://… from the local registry: nuo's operator and agents run on the VM nodes under the chart's ServiceAccounts and report the real OS", {
     timeout: 1_800_000,
@@ -374,6 +366,33 @@ async function endedGracefully(
   return at;
 }
 
+/**
+ * After a failed test: each VM node's phase, reason and agents' keys, and the last lines of nuo's and
+ * FLUO's pods' logs, read in the VM (the API server cannot reach a VM's kubelet: no `kubectl logs`).
+ */
+async function dumpOnFailure(t: { passed?: boolean } | object): Promise<void> {
+  // TestContext.passed exists since Node 21.7 but is missing from @types/node.
+  if ((t as { passed?: boolean }).passed !== false) return;
+  for (const vm of fleet.nodes) {
+    const node = await core.readNode({ name: vm.name }).catch(() => undefined);
+    const keys = Object.entries(node?.metadata?.annotations ?? {}).filter(([k]) =>
+      /nuo\.dev|flatcar/.test(k),
+    );
+    process.stderr.write(
+      `--- ${vm.name}: boot ${bootIdOf(node ?? {})}, unschedulable ${node?.spec?.unschedulable ?? false}, ${JSON.stringify(Object.fromEntries(keys))}\n`,
+    );
+    const r = await vm
+      .exec(
+        'tail -n 60 /var/log/pods/nuo-system_*/*/*.log /var/log/pods/reboot-coordinator_*/*/*.log',
+        60_000,
+      )
+      .catch(() => undefined);
+    process.stderr.write(
+      `--- nuo's and FLUO's pods' logs on ${vm.name} ---\n${r?.stdout ?? '(unreachable)'}\n`,
+    );
+  }
+}
+
 /** The VM whose pool moves to FLUO's agent: one no operator runs on, so its drain waits for no operator to start elsewhere. */
 async function pickFlatcarVm(): Promise<string> {
   const operators = (await core.listNamespacedPod({ namespace: NS })).items
@@ -387,6 +406,7 @@ const OFFERED = '4152.2.1';
 const FLUO_KEY = (key: string) => `flatcar-linux-update.v1.flatcar-linux.net/${key}`;
 
 describe(`FLUO's real update-agent on a VM node (${fleet.accel.toUpperCase()})`, () => {
+  afterEach(dumpOnFailure);
   test("a pool moved to FLUO's agent: update_engine stages an update, nuo grants it under FLUO's protocol, FLUO's agent drains and reboots the VM through logind, once, and the VM boots the new version", {
     timeout: 2_400_000,
   }, async (t) => {
@@ -574,7 +594,8 @@ function markingPod(image: string, labels: Record<string, string>, graceS: numbe
           command: ['/usr/local/bin/node', '-e', WEB_SCRIPT],
           env: [{ name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
           securityContext: { runAsUser: 0 },
-          readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 2 },
+          // Every 5 s, not more: each probe costs the emulated VM's one CPU (the operators start beside them).
+          readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 5 },
           lifecycle: { preStop: { httpGet: { path: '/prestop', port: 8080 } } },
           volumeMounts: [{ name: 'marks', mountPath: MARKS }],
         },
