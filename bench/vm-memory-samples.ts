@@ -45,3 +45,23 @@ export function memoryRows(phase: string, samples: Sample[]): string[] {
     return `| ${phase} (${of.length} samples) | ${c} | ${mib(median(ws))} | ${mib(Math.max(...ws))} | ${mib(peak)} | ${mib(median(rss))} | ${mib(Math.max(...rss))} |`;
   });
 }
+
+/**
+ * The goal's verdict: `ours` at most `theirs` by the median working set of every phase where both were
+ * sampled, or the phases where it is not, with both figures.
+ */
+export function goalVerdict(
+  phases: readonly { name: string; samples: Sample[] }[],
+  ours: string,
+  theirs: string,
+): string {
+  const missed = phases.flatMap((p) => {
+    const ws = (c: string) => p.samples.filter((s) => s.container === c).map((s) => s.workingSetBytes);
+    const [a, b] = [ws(ours), ws(theirs)];
+    if (a.length === 0 || b.length === 0) return [];
+    return median(a) <= median(b) ? [] : [`${p.name}: ${mib(median(a))} against ${mib(median(b))}`];
+  });
+  return missed.length === 0
+    ? `Goal met: ${ours}'s median working set is at most ${theirs}'s in every phase.`
+    : `Goal missed (${ours}'s median working set above ${theirs}'s): ${missed.join('; ')}.`;
+}

@@ -31,7 +31,7 @@ import { ensureKuredImage } from '../tools/kured/image.ts';
 import { kuredManifests } from '../tools/kured/manifests.ts';
 import type { Manifest } from '../tools/manifests.ts';
 import { publish } from './report.ts';
-import { memoryRows, parseSamples, type Sample } from './vm-memory-samples.ts';
+import { goalVerdict, memoryRows, parseSamples, type Sample } from './vm-memory-samples.ts';
 
 const { values } = parseArgs({
   options: { 'idle-seconds': { type: 'string', default: '300' } },
@@ -159,6 +159,8 @@ publish({
     "another VM). Working set: memory.current − inactive_file of the container's cgroup, as the kubelet",
     'reports it; cgroup peak: memory.peak at the end of the phase (since the container started). Goal:',
     "nuo's agent ≤ kured.",
+    '',
+    goalVerdict(phases, 'nuo-agent', 'kured'),
   ].join('\n'),
 });
 

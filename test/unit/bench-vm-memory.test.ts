@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { memoryRows, parseSamples } from '../../bench/vm-memory-samples.ts';
+import { goalVerdict, memoryRows, parseSamples } from '../../bench/vm-memory-samples.ts';
 
 const MiB = 2 ** 20;
 
@@ -37,4 +37,27 @@ test('a row per container: median and max of the working set and RSS, the highes
     '| idle (3 samples) | a | 20.0 MiB | 30.0 MiB | 31.0 MiB | 21.0 MiB | 22.0 MiB |',
     '| idle (1 samples) | b | 5.0 MiB | 5.0 MiB | 5.0 MiB | 5.0 MiB | 5.0 MiB |',
   ]);
+});
+
+test('the goal is judged by the median working set of every phase where both were sampled, and a miss names each phase', () => {
+  const s = (container: string, ws: number) => ({
+    ms: 0,
+    container,
+    workingSetBytes: ws * MiB,
+    peakBytes: 0,
+    rssBytes: 0,
+  });
+  const phases = [
+    { name: 'idle', samples: [s('ours', 10), s('theirs', 12)] },
+    { name: 'reboot', samples: [s('ours', 21), s('ours', 22), s('ours', 23), s('theirs', 10)] },
+    { name: 'only one', samples: [s('ours', 99)] },
+  ];
+  assert.equal(
+    goalVerdict(phases.slice(0, 1), 'ours', 'theirs'),
+    "Goal met: ours's median working set is at most theirs's in every phase.",
+  );
+  assert.equal(
+    goalVerdict(phases, 'ours', 'theirs'),
+    "Goal missed (ours's median working set above theirs's): reboot: 22.0 MiB against 10.0 MiB.",
+  );
 });
