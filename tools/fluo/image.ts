@@ -9,9 +9,9 @@
  *   node tools/fluo/image.ts --print  print the layout's directory and exit (no build)
  */
 import { existsSync } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { buildCommand, cacheRoot, withLock } from '../go-build.ts';
+import { buildCommand, cacheRoot } from '../go-build.ts';
+import { cachedLayout } from '../image/cached-layout.ts';
 import { binaryLayout } from '../image/umoci.ts';
 import { ensureFluoAgent, FLUO } from './build.ts';
 
@@ -34,22 +34,20 @@ export async function ensureFluoAgentImage(
   if (existsSync(join(layout, 'index.json'))) return image;
   const agent = await ensureFluoAgent(log);
   // The agent's build is done by now: its cache directory's lock is free to take.
-  await withLock(
-    join(cacheRoot(), 'fluo', FLUO.commit),
-    async () => {
-      if (existsSync(join(layout, 'index.json'))) return;
-      const tmp = `${layout}.tmp-${process.pid}`;
-      await rm(tmp, { recursive: true, force: true });
-      log(`packing FLUO's update-agent into an image at ${layout}`);
-      binaryLayout({
-        binary: agent.path,
-        path: '/bin/update-agent',
-        layout: tmp,
-        tag: TAG,
-        user: '65534:65534',
-        created: '2020-01-01T00:00:00Z',
-      });
-      await rename(tmp, layout);
+  await cachedLayout(
+    {
+      layout,
+      lockDir: join(cacheRoot(), 'fluo', FLUO.commit),
+      what: "FLUO's update-agent",
+      write: (tmp) =>
+        binaryLayout({
+          binary: agent.path,
+          path: '/bin/update-agent',
+          layout: tmp,
+          tag: TAG,
+          user: '65534:65534',
+          created: '2020-01-01T00:00:00Z',
+        }),
     },
     log,
   );

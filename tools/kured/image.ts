@@ -11,9 +11,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { buildCommand, cacheRoot, withLock } from '../go-build.ts';
+import { buildCommand, cacheRoot } from '../go-build.ts';
+import { cachedLayout } from '../image/cached-layout.ts';
 import { parseLdd } from '../image/files.ts';
 import { filesLayout } from '../image/umoci.ts';
 import { ensureKured, KURED } from './build.ts';
@@ -45,22 +45,20 @@ export async function ensureKuredImage(
   const image = { layout, tag: TAG };
   if (existsSync(join(layout, 'index.json'))) return image;
   const { kured } = await ensureKured(log);
-  await withLock(
-    join(cacheRoot(), 'kured', KURED.version),
-    async () => {
-      if (existsSync(join(layout, 'index.json'))) return;
-      const tmp = `${layout}.tmp-${process.pid}`;
-      await rm(tmp, { recursive: true, force: true });
-      log(`packing kured ${KURED.version} and nsenter into an image at ${layout}`);
-      filesLayout({
-        files: { '/usr/bin/kured': kured, ...nsenterFiles() },
-        entrypoint: ['/usr/bin/kured'],
-        layout: tmp,
-        tag: TAG,
-        user: '0:0',
-        created: '2020-01-01T00:00:00Z',
-      });
-      await rename(tmp, layout);
+  await cachedLayout(
+    {
+      layout,
+      lockDir: join(cacheRoot(), 'kured', KURED.version),
+      what: `kured ${KURED.version} and nsenter`,
+      write: (tmp) =>
+        filesLayout({
+          files: { '/usr/bin/kured': kured, ...nsenterFiles() },
+          entrypoint: ['/usr/bin/kured'],
+          layout: tmp,
+          tag: TAG,
+          user: '0:0',
+          created: '2020-01-01T00:00:00Z',
+        }),
     },
     log,
   );
