@@ -149,6 +149,8 @@ async function realRollout(
       rebootMs,
       timeoutMs: TIMEOUT_MS,
       log,
+      // The operator runs in a VM, on the VM's clock: its phases are timed when this process sees them.
+      stamp: 'seen',
     },
     {
       start: async () => {

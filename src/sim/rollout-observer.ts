@@ -47,6 +47,13 @@ export interface RolloutDriver {
   stop(): Promise<void>;
 }
 
+/**
+ * When a phase began: `written`, the operator's `nuo.dev/state-since`, for an operator on this machine's
+ * clock; `seen`, when this process first saw it, for an operator on another machine's clock (a VM's),
+ * whose written times are not comparable with this process's.
+ */
+export type PhaseStamp = 'written' | 'seen';
+
 export interface ObserveOptions {
   policies: readonly ResolvedPolicy[];
   /** Nodes down from the start. */
@@ -58,6 +65,8 @@ export interface ObserveOptions {
   log: (line: string) => void;
   /** The nodes whose finishing ends the run (default: every node). */
   until?: readonly string[];
+  /** How a phase's start is timed (default `written`). */
+  stamp?: PhaseStamp;
 }
 
 /** How often a run logs its progress. */
@@ -80,19 +89,29 @@ function progressLine(nodes: readonly V1Node[], finished: number, elapsedMs: num
  */
 class PhaseLog {
   readonly phases = new Map<string, ObservedNode['phases']>();
+  /** Each node's last state-since as written, so a phase seen again is not taken for a new one. */
+  readonly #since = new Map<string, string>();
+  readonly #stamp: PhaseStamp;
   t0 = Date.now();
 
+  constructor(stamp: PhaseStamp) {
+    this.#stamp = stamp;
+  }
+
   observe(node: V1Node): void {
+    const name = node.metadata?.name ?? '';
     const a = node.metadata?.annotations ?? {};
     const phase = a[Annotations.state] ?? Phase.idle;
-    const since = Date.parse(a[Annotations.stateSince] ?? '');
-    const list = this.phases.get(node.metadata?.name ?? '') ?? [];
+    const sinceText = a[Annotations.stateSince] ?? '';
+    const list = this.phases.get(name) ?? [];
     const last = list.at(-1);
-    const atMs = (Number.isNaN(since) ? Date.now() : since) - this.t0;
     const reason = a[Annotations.stateReason];
-    if (last && last.phase === phase && last.atMs === atMs && last.reason === reason) return;
+    if (last && last.phase === phase && this.#since.get(name) === sinceText && last.reason === reason) return;
+    this.#since.set(name, sinceText);
+    const since = Date.parse(sinceText);
+    const atMs = (this.#stamp === 'written' && !Number.isNaN(since) ? since : Date.now()) - this.t0;
     list.push({ phase, atMs, ...(reason ? { reason } : {}) });
-    this.phases.set(node.metadata?.name ?? '', list);
+    this.phases.set(name, list);
   }
 }
 
@@ -108,7 +127,7 @@ export async function observeRollout(
   const { kubeconfig } = cluster;
   const core = kubeconfig.makeApiClient(CoreV1Api);
   const { policies: resolved, notReady } = options;
-  const phases = new PhaseLog();
+  const phases = new PhaseLog(options.stamp ?? 'written');
   const nodes = new ResilientInformer<V1Node>({
     kubeconfig,
     path: '/api/v1/nodes',
