@@ -28,6 +28,7 @@ for (let i = 1; i <= runs; i++) {
     soakMs: 2000,
     plan: false,
     keep: false,
+    vms: 0,
     out: (text) => process.stdout.write(text),
     tty: false,
     onMoves: (m, v) => {

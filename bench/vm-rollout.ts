@@ -21,9 +21,9 @@ import { SafetyChecker } from '../src/sim/checker.ts';
 import { startCluster } from '../src/sim/cluster/cluster.ts';
 import { startRegistry } from '../src/sim/cluster/registry.ts';
 import { observeRollout } from '../src/sim/rollout-observer.ts';
-import { VM_NODE_LABEL } from '../src/sim/vm/config-disk.ts';
 import { installFromRegistry, NS } from '../src/sim/vm/install-nuo.ts';
 import { startVmNodes, type VmNode } from '../src/sim/vm/vms.ts';
+import { vmWebDeployment } from '../src/sim/vm/web.ts';
 import { resolvedPolicies } from '../src/sim/whatif-run.ts';
 import { pollUntil } from '../src/util/poll.ts';
 import type { UpdatePolicyObject } from '../src/whatif/objects.ts';
@@ -54,9 +54,6 @@ const OPERATOR_USER = `system:serviceaccount:${OPERATOR.namespace}:${OPERATOR.na
 const SHUTDOWN_MS = 3000;
 const TIMEOUT_MS = 3_600_000;
 const WEB = { app: 'web' };
-/** A web server that takes SHUTDOWN_MS to end after SIGTERM, ready once it listens. */
-const WEB_SCRIPT = `require('node:http').createServer((req, res) => res.end('ok')).listen(8080);
-process.on('SIGTERM', () => setTimeout(() => process.exit(0), ${SHUTDOWN_MS}));`;
 
 const cluster = await startCluster({ nodes: 0, audit: { users: [OPERATOR_USER] }, log });
 const registry = await startRegistry();
@@ -73,7 +70,10 @@ try {
     log,
   });
   const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
-  await apps.createNamespacedDeployment({ namespace: 'default', body: web(installed.image) });
+  await apps.createNamespacedDeployment({
+    namespace: 'default',
+    body: vmWebDeployment({ name: 'web', image: installed.image, replicas, shutdownMs: SHUTDOWN_MS }),
+  });
   await cluster.kubeconfig.makeApiClient(PolicyV1Api).createNamespacedPodDisruptionBudget({
     namespace: 'default',
     body: { metadata: { name: 'web' }, spec: { maxUnavailable: 1, selector: { matchLabels: WEB } } },
@@ -216,38 +216,4 @@ function figures(
     "The twin's nodes are KWOK's: its pods end at once on eviction, where the real ones run their preStop",
     'hook and shutdown, and its reboot time is one figure for every node.',
   ].join('\n');
-}
-
-function web(image: string) {
-  return {
-    metadata: { name: 'web' },
-    spec: {
-      replicas,
-      selector: { matchLabels: WEB },
-      template: {
-        metadata: { labels: WEB },
-        spec: {
-          nodeSelector: { [VM_NODE_LABEL]: 'true' },
-          topologySpreadConstraints: [
-            {
-              maxSkew: 1,
-              topologyKey: 'kubernetes.io/hostname',
-              whenUnsatisfiable: 'ScheduleAnyway' as const,
-              labelSelector: { matchLabels: WEB },
-            },
-          ],
-          containers: [
-            {
-              name: 'main',
-              image,
-              command: ['/usr/local/bin/node', '-e', WEB_SCRIPT],
-              readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 2 },
-              resources: { requests: { cpu: '10m', memory: '32Mi' } },
-            },
-          ],
-          terminationGracePeriodSeconds: 30,
-        },
-      },
-    },
-  };
 }

@@ -3,6 +3,8 @@ import { durationFlag, positiveInt } from './args.ts';
 import { type Command, UsageError } from './command.ts';
 import { type DemoHarness, loadHarness } from './harness.ts';
 
+const MAX_VMS = 5;
+
 export const demoCommand: Command = {
   name: 'demo',
   summary: 'roll a reboot through a local cluster of simulated nodes, under the budget, with live progress',
@@ -25,6 +27,10 @@ export const demoCommand: Command = {
     '  --soak D              Ready time required after a reboot (default 2s)',
     '  --plan                add an upgrade Plan with `reboot: true`: each node is drained, runs',
     "                        the Plan's Job, then reboots through nuo, all in one slot of the budget",
+    '  --vms N               also boot N real VM nodes (KVM, or emulation without it; at most 5),',
+    '                        install nuo on them from its chart as a user would (its operator then',
+    "                        leads the rollout) and reboot them for real; needs root, Debian's qemu",
+    '                        and mmdebstrap; the first run builds their image (~15 minutes on 2 cores)',
     '  --keep                keep the cluster up after the rollout until Ctrl-C',
     '',
     'Runs from a source checkout only (npm install && npm run demo): the build leaves out the harness.',
@@ -43,6 +49,7 @@ export const demoCommand: Command = {
         soak: { type: 'string' },
         plan: { type: 'boolean', default: false },
         keep: { type: 'boolean', default: false },
+        vms: { type: 'string' },
       },
     });
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
@@ -57,6 +64,11 @@ export const demoCommand: Command = {
     );
     const rebootMs = durationFlag('reboot-time', values['reboot-time'], '5s');
     const soakMs = durationFlag('soak', values.soak, '2s');
+    const vms = positiveInt('vms', values.vms, 0, 0);
+    if (vms > MAX_VMS) throw new UsageError(`--vms: at most ${MAX_VMS} (each VM takes 1.5 GiB), got ${vms}`);
+    if (vms > 0 && values.plan) {
+      throw new UsageError("--plan and --vms: the demo Plan's Jobs run only on KWOK's nodes; choose one");
+    }
     const harness = await loadHarness<DemoHarness>('demo.ts', 'demo', 'demo');
     if (!harness) return 2;
     return harness.runDemo({
@@ -68,6 +80,7 @@ export const demoCommand: Command = {
       soakMs,
       plan: values.plan,
       keep: values.keep,
+      vms,
       out: (text) => process.stdout.write(text),
       tty: process.stdout.isTTY === true,
     });

@@ -16,6 +16,7 @@ export interface DemoHarness {
     soakMs: number;
     plan: boolean;
     keep: boolean;
+    vms: number;
     out: (text: string) => void;
     tty: boolean;
   }) => Promise<number>;

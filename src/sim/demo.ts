@@ -20,10 +20,12 @@ import { ResilientInformer } from '../kube/informer.ts';
 import { pollUntil } from '../util/poll.ts';
 import { type LocalCluster, startCluster } from './cluster/cluster.ts';
 import { DEMO_PLAN, DEMO_PLAN_REF, demoPlan, demoPlanConcurrency, upgraded } from './demo-plan.ts';
+import { type DemoVms, startDemoVms } from './demo-vms.ts';
 import { Fleet } from './fleet.ts';
 import { type Moves, movesLine } from './moves.ts';
 import { MovesObserver } from './moves-observe.ts';
 import { readPlan } from './plans.ts';
+import { NS } from './vm/install-nuo.ts';
 import { daemonSet, deployDemoWorkload } from './workload.ts';
 
 export interface DemoOptions {
@@ -37,6 +39,8 @@ export interface DemoOptions {
   plan: boolean;
   /** Keep the cluster up after the rollout until Ctrl-C. */
   keep: boolean;
+  /** VM nodes beside the KWOK ones, nuo installed on them from its chart (demo-vms.ts); 0 for none. */
+  vms: number;
   out: (text: string) => void;
   tty: boolean;
   /** Given the rollout's evictions per pod and the cluster's versions once it is done (bench/demo-moves.ts). */
@@ -176,9 +180,11 @@ function bar(done: number, total: number, width = 30): string {
 export async function runDemo(o: DemoOptions): Promise<number> {
   const log = (line: string) => o.out(`${line}\n`);
   const started = Date.now();
-  log(`Starting a local Kubernetes control plane with ${o.nodes} KWOK nodes in ${o.zones} zone(s)…`);
+  const vmPart = o.vms > 0 ? ` and ${o.vms} VM nodes` : '';
+  log(`Starting a local Kubernetes control plane with ${o.nodes} KWOK nodes${vmPart} in ${o.zones} zone(s)…`);
   const cluster = await startCluster({ nodes: o.nodes, zones: o.zones, log: (l) => log(`  ${l}`) });
   let fleet: Fleet | undefined;
+  let vms: DemoVms | undefined;
   let watch: Awaited<ReturnType<typeof observeWorkload>> | undefined;
   try {
     const core = cluster.kubeconfig.makeApiClient(CoreV1Api);
@@ -187,6 +193,16 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     log(await deployDemoWorkload(cluster.kubeconfig, { replicasPerApp: o.nodes }));
     await apps.createNamespacedDaemonSet({ namespace: 'demo', body: daemonSet('demo', 'log-shipper') });
     log('  daemonset demo/log-shipper: one pod per node (the health gate waits for it after each reboot)');
+    const kwokNodes = (await core.listNode()).items.map((n) => n.metadata?.name ?? '');
+    if (o.vms > 0) {
+      log(`Booting ${o.vms} VM nodes (systemd, containerd, a real kubelet) and joining them…`);
+      vms = await startDemoVms(cluster, {
+        count: o.vms,
+        zones: o.zones,
+        namespace: 'demo',
+        log: (l) => log(`  ${l}`),
+      });
+    }
     watch = await observeWorkload(cluster, 'demo');
     const budget = {
       name: 'demo',
@@ -196,7 +212,12 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     };
     const timing = { ...o, jobMs: o.plan ? JOB_MS : 0 };
     const plans = o.plan ? [{ name: DEMO_PLAN_REF, max: demoPlanConcurrency(o) }] : [];
-    fleet = new Fleet(cluster, { rebootMs: o.rebootMs, budget: [budget], plans });
+    fleet = new Fleet(cluster, {
+      rebootMs: o.rebootMs,
+      budget: [budget],
+      plans,
+      ...(vms ? { nodes: kwokNodes } : {}),
+    });
     await fleet.start();
     const spec = demoPolicy(o, new Date());
     await fleet.applyPolicy(spec, 'demo');
@@ -219,11 +240,19 @@ export async function runDemo(o: DemoOptions): Promise<number> {
         `  each node in one slot: drained, the Job (${JOB_MS / 1000}s: KWOK completes its pod), nuo's reboot, the health gate`,
       );
     }
-    fleet.startOperator('demo', []);
-    log(`Operator: nuo operator (log: ${cluster.dir}/logs/operator-demo.log)`);
-    log(`Marking every node as needing a reboot (simulated reboot: ${o.rebootMs / 1000}s)…\n`);
+    if (vms) {
+      log(`Operator: the chart's, on the VM nodes (kubectl -n ${NS} logs deploy/nuo-operator)`);
+      log(
+        `Marking every node as needing a reboot (simulated reboot: ${o.rebootMs / 1000}s; the VMs reboot for real)…\n`,
+      );
+    } else {
+      fleet.startOperator('demo', []);
+      log(`Operator: nuo operator (log: ${cluster.dir}/logs/operator-demo.log)`);
+      log(`Marking every node as needing a reboot (simulated reboot: ${o.rebootMs / 1000}s)…\n`);
+    }
     const rolloutStart = Date.now();
     fleet.stageUpdates();
+    await vms?.stage(fleet.checker);
     const f = fleet;
 
     let lastLine = '';
@@ -255,10 +284,11 @@ export async function runDemo(o: DemoOptions): Promise<number> {
       lastLine = line;
       return done === nodes.length && applied === nodes.length ? true : undefined;
     };
-    const timeoutMs = Math.max(
-      300_000,
-      Math.ceil(o.nodes / o.maxUnavailable) * (timing.jobMs + o.rebootMs + o.soakMs + 30_000),
-    );
+    const timeoutMs =
+      Math.max(
+        300_000,
+        Math.ceil(o.nodes / o.maxUnavailable) * (timing.jobMs + o.rebootMs + o.soakMs + 30_000),
+      ) + (vms ? o.vms * (3 * vms.fleet.bootToReadyMs + 120_000) : 0);
     await pollUntil('the rollout to finish', render, { timeoutMs, intervalMs: 250 });
     if (o.tty) o.out('\n');
     else log(lastLine);
@@ -268,6 +298,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
     o.onMoves?.(moved, cluster.binaries.versions);
     await f.checker.finalCheck();
     log((await statusReport(cluster, o.plan)).join('\n'));
+    const nodeCount = nodeNames.length;
     const ideal = idealSeconds(timing);
     const job = o.plan ? `Job ${JOB_MS / 1000}s + ` : '';
     const idealHow = `ceil(${o.nodes}/${o.maxUnavailable}) × (${job}reboot ${o.rebootMs / 1000}s + soak ${o.soakMs / 1000}s)`;
@@ -277,9 +308,11 @@ export async function runDemo(o: DemoOptions): Promise<number> {
       [
         '',
         'Summary',
-        `  nodes rebooted            ${o.nodes} (each exactly once: ${[...f.hosts.values()].every((h) => f.checker.rebootsOf(h.nodeName) === 1) ? 'yes' : 'NO'})`,
+        `  nodes rebooted            ${nodeCount} (each exactly once: ${nodeNames.every((n) => f.checker.rebootsOf(n) === 1) ? 'yes' : 'NO'})`,
         `  elapsed                   ${elapsed.toFixed(1)}s`,
-        `  ideal lower bound         ${ideal.toFixed(1)}s = ${idealHow}; efficiency ${((ideal / elapsed) * 100).toFixed(0)}%`,
+        vms
+          ? `  VM nodes                  ${vms.names.join(', ')}: rebooted for real under ${vms.fleet.accel.toUpperCase()} (serial consoles in ${cluster.dir}/logs)`
+          : `  ideal lower bound         ${ideal.toFixed(1)}s = ${idealHow}; efficiency ${((ideal / elapsed) * 100).toFixed(0)}%`,
         `  most nodes disrupted      ${f.checker.maxDisrupted} (maxUnavailable ${o.maxUnavailable}, at most ${o.maxUnavailablePerZone} per zone)`,
         ...(o.plan
           ? [
@@ -308,6 +341,7 @@ export async function runDemo(o: DemoOptions): Promise<number> {
   } finally {
     await watch?.stop();
     await fleet?.stop();
+    await vms?.stop();
     await cluster.stop();
   }
 }

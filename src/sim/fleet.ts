@@ -116,6 +116,12 @@ export interface FleetOptions {
    */
   kuredNodes?: string[];
   kured?: Omit<KuredAgentsOptions, 'log'>;
+  /**
+   * The nodes the fleet plays (default: every node the cluster has as it starts). Others, such as VM
+   * nodes, are real machines with a kubelet and an agent of their own; the fleet's checker watches them
+   * all the same.
+   */
+  nodes?: string[];
   /** Nodes whose agent is another given one (e.g. protocol-agent.ts playing CLUO's), in the place of nuo's. */
   agents?: Record<string, HostAgent>;
   /**
@@ -174,12 +180,17 @@ export class Fleet {
     this.#unregister = this.#cluster.beforeStop(() => this.stop());
     await this.checker.start();
     const core = this.#cluster.kubeconfig.makeApiClient(CoreV1Api);
-    const nodes = (await core.listNode()).items.map((n) => n.metadata?.name ?? '');
+    const all = (await core.listNode()).items.map((n) => n.metadata?.name ?? '');
+    const nodes = this.options.nodes ?? all;
     const fluoNodes = this.options.fluoNodes ?? [];
     const kuredNodes = this.options.kuredNodes ?? [];
-    const unknown = [...fluoNodes, ...kuredNodes].filter((n) => !nodes.includes(n));
+    const unknown = nodes
+      .filter((n) => !all.includes(n))
+      .concat([...fluoNodes, ...kuredNodes].filter((n) => !nodes.includes(n)));
     if (unknown.length > 0) {
-      throw new Error(`fluoNodes or kuredNodes name nodes the cluster lacks: ${unknown.join(', ')}`);
+      throw new Error(
+        `the fleet's nodes, fluoNodes or kuredNodes name nodes it lacks: ${unknown.join(', ')}`,
+      );
     }
     const fluo =
       fluoNodes.length > 0

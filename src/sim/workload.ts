@@ -9,6 +9,16 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { pollUntil } from '../util/poll.ts';
+import { VM_NODE_LABEL } from './vm/config-disk.ts';
+
+/** These workloads' images exist in no registry: their pods go to KWOK's nodes, never to a VM node. */
+const offVmNodes = {
+  nodeAffinity: {
+    requiredDuringSchedulingIgnoredDuringExecution: {
+      nodeSelectorTerms: [{ matchExpressions: [{ key: VM_NODE_LABEL, operator: 'DoesNotExist' }] }],
+    },
+  },
+};
 
 export function deployment(namespace: string, name: string, replicas: number): V1Deployment {
   const labels = { app: name };
@@ -20,6 +30,7 @@ export function deployment(namespace: string, name: string, replicas: number): V
       template: {
         metadata: { labels },
         spec: {
+          affinity: offVmNodes,
           containers: [
             { name, image: 'registry.example/nuo-demo:1', resources: { requests: { cpu: '10m' } } },
           ],
@@ -48,6 +59,7 @@ export function daemonSet(namespace: string, name: string): V1DaemonSet {
       template: {
         metadata: { labels },
         spec: {
+          affinity: offVmNodes,
           tolerations: [{ operator: 'Exists' }],
           containers: [{ name, image: 'registry.example/nuo-demo-daemon:1' }],
         },

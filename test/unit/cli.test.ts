@@ -24,6 +24,12 @@ test('bad input exits 2 with a message that names the problem', () => {
     { args: ['demo', '--nodes', 'many'], message: /--nodes must be an integer ≥ 1, got "many"/ },
     { args: ['demo', '--zones', '0'], message: /--zones must be an integer ≥ 1, got "0"/ },
     { args: ['demo', '--bogus'], message: /Unknown option '--bogus'/ },
+    { args: ['demo', '--vms', 'two'], message: /--vms must be an integer ≥ 0, got "two"/ },
+    { args: ['demo', '--vms', '9'], message: /--vms: at most 5 \(each VM takes 1\.5 GiB\), got 9/ },
+    {
+      args: ['demo', '--vms', '1', '--plan'],
+      message: /--plan and --vms: the demo Plan's Jobs run only on KWOK's nodes/,
+    },
     { args: ['cluster', 'down'], message: /expected the subcommand "up"/ },
     { args: ['reboot'], message: /nuo reboot: expected exactly one NODE, got 0/ },
     { args: ['uncordon', 'a', 'b'], message: /nuo uncordon: expected exactly one NODE, got 2/ },

@@ -37,6 +37,8 @@ export function installFromRegistry(o: {
   kubeconfigPath: string;
   /** The one node the operator's replicas run on (default: any VM node). */
   operatorNode?: string;
+  /** Further `helm install` arguments, e.g. `--set defaultPolicy.enabled=false`. */
+  values?: string[];
   log: (line: string) => void;
 }): Installed {
   const built = buildImage(o.log);
@@ -83,6 +85,7 @@ export function installFromRegistry(o: {
         `agent.nodeSelector=${onVms}`,
         '--set-json',
         `operator.nodeSelector=${operatorOn}`,
+        ...(o.values ?? []),
         `--kubeconfig=${o.kubeconfigPath}`,
       ),
     );
