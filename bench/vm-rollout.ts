@@ -53,6 +53,8 @@ const OPERATOR = { namespace: NS, name: 'nuo-operator' };
 const OPERATOR_USER = `system:serviceaccount:${OPERATOR.namespace}:${OPERATOR.name}`;
 const SHUTDOWN_MS = 3000;
 const TIMEOUT_MS = 3_600_000;
+/** The prediction's: `nuo whatif run` allows at most 50 minutes at --speed 1 (its twin's token lasts an hour). */
+const PREDICT_TIMEOUT_MS = 2_700_000;
 const WEB = { app: 'web' };
 
 const cluster = await startCluster({ nodes: 0, audit: { users: [OPERATOR_USER] }, log });
@@ -78,14 +80,16 @@ try {
     namespace: 'default',
     body: { metadata: { name: 'web' }, spec: { maxUnavailable: 1, selector: { matchLabels: WEB } } },
   });
+  // Every replica, the operator's standby too: the twin plays a pod unready at the snapshot as unready
+  // for the whole rollout, and the operator's PDB then holds its node's drain for ever.
   await pollUntil(
-    "nuo's agents on every VM, an operator and every web replica available",
+    "nuo's agents on every VM, both operator replicas and every web replica available",
     async () => {
       const agent = await apps.readNamespacedDaemonSet({ name: 'nuo-agent', namespace: NS });
       const op = await apps.readNamespacedDeployment({ name: 'nuo-operator', namespace: NS });
       const w = await apps.readNamespacedDeployment({ name: 'web', namespace: 'default' });
       return agent.status?.numberReady === vmCount &&
-        (op.status?.availableReplicas ?? 0) >= 1 &&
+        op.status?.availableReplicas === op.spec?.replicas &&
         w.status?.availableReplicas === replicas
         ? true
         : undefined;
@@ -100,7 +104,7 @@ try {
     [
       `--kubeconfig=${cluster.kubeconfigPath}`,
       `--reboot-time=${Math.round(rebootMs)}ms`,
-      `--timeout=${TIMEOUT_MS}ms`,
+      `--timeout=${PREDICT_TIMEOUT_MS}ms`,
     ],
     (line) => log(`  [whatif] ${line}`),
   );
