@@ -14,16 +14,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AppsV1Api, CustomObjectsApi, PolicyV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, UPDATE_POLICY } from '../src/api/crd.ts';
 import { REAL_CLOCK } from '../src/policy/calendar-clock.ts';
 import { SafetyChecker } from '../src/sim/checker.ts';
 import { startCluster } from '../src/sim/cluster/cluster.ts';
 import { startRegistry } from '../src/sim/cluster/registry.ts';
 import { observeRollout } from '../src/sim/rollout-observer.ts';
-import { installFromRegistry, NS } from '../src/sim/vm/install-nuo.ts';
-import { startVmNodes, type VmNode } from '../src/sim/vm/vms.ts';
-import { vmWebDeployment } from '../src/sim/vm/web.ts';
+import { installFromRegistry, NS, nuoAvailable } from '../src/sim/vm/install-nuo.ts';
+import { startVmNodes, type VmNode, vmNodeSpecs } from '../src/sim/vm/vms.ts';
+import { deployVmWeb, webAvailable } from '../src/sim/vm/web.ts';
 import { resolvedPolicies } from '../src/sim/whatif-run.ts';
 import { pollUntil } from '../src/util/poll.ts';
 import type { UpdatePolicyObject } from '../src/whatif/objects.ts';
@@ -55,15 +55,17 @@ const SHUTDOWN_MS = 3000;
 const TIMEOUT_MS = 3_600_000;
 /** The prediction's: `nuo whatif run` allows at most 50 minutes at --speed 1 (its twin's token lasts an hour). */
 const PREDICT_TIMEOUT_MS = 2_700_000;
-const WEB = { app: 'web' };
 
 const cluster = await startCluster({ nodes: 0, audit: { users: [OPERATOR_USER] }, log });
 const registry = await startRegistry();
 const helmHome = mkdtempSync(join(tmpdir(), 'nuo-bench-helm-'));
 let body = '';
 try {
-  const specs = Array.from({ length: vmCount }, (_, i) => ({ name: `vm-${i}`, zone: `zone-${'abcde'[i]}` }));
-  const fleet = await startVmNodes(cluster, { nodes: specs, registry: registry.host, log });
+  const fleet = await startVmNodes(cluster, {
+    nodes: vmNodeSpecs(vmCount, vmCount),
+    registry: registry.host,
+    log,
+  });
   const accel = fleet.accel.toUpperCase();
   const installed = installFromRegistry({
     registry: registry.host,
@@ -72,28 +74,18 @@ try {
     log,
   });
   const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
-  await apps.createNamespacedDeployment({
-    namespace: 'default',
-    body: vmWebDeployment({ name: 'web', image: installed.image, replicas, shutdownMs: SHUTDOWN_MS }),
+  await deployVmWeb(cluster.kubeconfig, 'default', {
+    name: 'web',
+    image: installed.image,
+    replicas,
+    shutdownMs: SHUTDOWN_MS,
   });
-  await cluster.kubeconfig.makeApiClient(PolicyV1Api).createNamespacedPodDisruptionBudget({
-    namespace: 'default',
-    body: { metadata: { name: 'web' }, spec: { maxUnavailable: 1, selector: { matchLabels: WEB } } },
-  });
-  // Every replica, the operator's standby too: the twin plays a pod unready at the snapshot as unready
-  // for the whole rollout, and the operator's PDB then holds its node's drain for ever.
+  // Every replica, the operator's standby too (nuoAvailable): the twin plays a pod unready at the
+  // snapshot as unready for the whole rollout, and the operator's PDB then holds its node's drain for ever.
   await pollUntil(
-    "nuo's agents on every VM, both operator replicas and every web replica available",
-    async () => {
-      const agent = await apps.readNamespacedDaemonSet({ name: 'nuo-agent', namespace: NS });
-      const op = await apps.readNamespacedDeployment({ name: 'nuo-operator', namespace: NS });
-      const w = await apps.readNamespacedDeployment({ name: 'web', namespace: 'default' });
-      return agent.status?.numberReady === vmCount &&
-        op.status?.availableReplicas === op.spec?.replicas &&
-        w.status?.availableReplicas === replicas
-        ? true
-        : undefined;
-    },
+    "nuo's agents on every VM, every operator replica and every web replica available",
+    async () =>
+      (await nuoAvailable(apps, vmCount)) && (await webAvailable(apps, 'default', 'web')) ? true : undefined,
     { timeoutMs: 2_400_000, intervalMs: 2000 },
   );
 

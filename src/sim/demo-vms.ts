@@ -8,15 +8,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AppsV1Api, PolicyV1Api } from '@kubernetes/client-node';
+import { AppsV1Api } from '@kubernetes/client-node';
 import { helmIn } from '../../tools/helm/run.ts';
 import { pollUntil } from '../util/poll.ts';
 import type { SafetyChecker } from './checker.ts';
 import type { LocalCluster } from './cluster/cluster.ts';
 import { startRegistry } from './cluster/registry.ts';
-import { installFromRegistry, NS } from './vm/install-nuo.ts';
-import { startVmNodes, type VmFleet } from './vm/vms.ts';
-import { vmWebDeployment } from './vm/web.ts';
+import { installFromRegistry, nuoAvailable } from './vm/install-nuo.ts';
+import { startVmNodes, type VmFleet, vmNodeSpecs } from './vm/vms.ts';
+import { deployVmWeb, webAvailable } from './vm/web.ts';
 
 export interface DemoVms {
   fleet: VmFleet;
@@ -28,13 +28,6 @@ export interface DemoVms {
 
 const WEB = 'vm-web';
 const SHUTDOWN_MS = 3000;
-
-/** VM names and zones: vm-0, vm-1… round-robin over the demo's zones, as its KWOK nodes are. */
-export const vmSpecs = (count: number, zones: number) =>
-  Array.from({ length: count }, (_, i) => ({
-    name: `vm-${i}`,
-    zone: `zone-${String.fromCharCode(97 + (i % zones))}`,
-  }));
 
 export async function startDemoVms(
   cluster: LocalCluster,
@@ -48,7 +41,7 @@ export async function startDemoVms(
   };
   try {
     const fleet = await startVmNodes(cluster, {
-      nodes: vmSpecs(o.count, o.zones),
+      nodes: vmNodeSpecs(o.count, o.zones),
       registry: registry.host,
       log: o.log,
     });
@@ -64,29 +57,21 @@ export async function startDemoVms(
     });
     const apps = cluster.kubeconfig.makeApiClient(AppsV1Api);
     // One pod per VM: with more, two VMs draining at once leave the pods they evict nowhere to run
-    // (they run only on VMs) while the PDB holds the rest, until a drain times out.
+    // (they run only on VMs) while the PDB holds both drains.
     const replicas = o.count;
-    await apps.createNamespacedDeployment({
-      namespace: o.namespace,
-      body: vmWebDeployment({ name: WEB, image, replicas, shutdownMs: SHUTDOWN_MS }),
-    });
-    await cluster.kubeconfig.makeApiClient(PolicyV1Api).createNamespacedPodDisruptionBudget({
-      namespace: o.namespace,
-      body: { metadata: { name: WEB }, spec: { maxUnavailable: 1, selector: { matchLabels: { app: WEB } } } },
+    await deployVmWeb(cluster.kubeconfig, o.namespace, {
+      name: WEB,
+      image,
+      replicas,
+      shutdownMs: SHUTDOWN_MS,
     });
     const slow = fleet.accel === 'tcg' ? 5 : 1;
     await pollUntil(
-      "nuo's agent Ready on every VM, an operator available and the web pods Ready",
-      async () => {
-        const ds = await apps.readNamespacedDaemonSet({ name: 'nuo-agent', namespace: NS });
-        const op = await apps.readNamespacedDeployment({ name: 'nuo-operator', namespace: NS });
-        const web = await apps.readNamespacedDeployment({ name: WEB, namespace: o.namespace });
-        return ds.status?.numberReady === o.count &&
-          (op.status?.availableReplicas ?? 0) >= 1 &&
-          web.status?.readyReplicas === replicas
+      "nuo's agent Ready on every VM, every operator replica and every web pod available",
+      async () =>
+        (await nuoAvailable(apps, o.count)) && (await webAvailable(apps, o.namespace, WEB))
           ? true
-          : undefined;
-      },
+          : undefined,
       { timeoutMs: 300_000 * slow, intervalMs: 1000 },
     );
     o.log(

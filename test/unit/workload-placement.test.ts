@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
-import { vmSpecs } from '../../src/sim/demo-vms.ts';
 import { VM_NODE_LABEL } from '../../src/sim/vm/config-disk.ts';
+import { vmNodeSpecs } from '../../src/sim/vm/vms.ts';
 import { daemonSet, deployment, placementSummary } from '../../src/sim/workload.ts';
 
 const on = (nodeName?: string): V1Pod => ({ spec: { containers: [], ...(nodeName ? { nodeName } : {}) } });
@@ -30,12 +30,12 @@ test("the sample workloads' pods are required off VM nodes, whose containerd can
   }
 });
 
-test('vmSpecs: the demo VMs named vm-N and spread over the zones round-robin, as the KWOK nodes are', () => {
-  assert.deepEqual(vmSpecs(4, 3), [
+test('vmNodeSpecs: VMs named vm-N and spread over the zones round-robin, as the KWOK nodes are', () => {
+  assert.deepEqual(vmNodeSpecs(4, 3), [
     { name: 'vm-0', zone: 'zone-a' },
     { name: 'vm-1', zone: 'zone-b' },
     { name: 'vm-2', zone: 'zone-c' },
     { name: 'vm-3', zone: 'zone-a' },
   ]);
-  assert.deepEqual(vmSpecs(0, 3), []);
+  assert.deepEqual(vmNodeSpecs(0, 3), []);
 });

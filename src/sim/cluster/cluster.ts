@@ -16,7 +16,7 @@ import { pollUntil } from '../../util/poll.ts';
 import type { ComponentName } from './component-args.ts';
 import { ControlPlane, StartupExit } from './control-plane.ts';
 import { tokenKubeconfig } from './kubeconfig.ts';
-import { createNodes, type NodeSpec } from './nodes.ts';
+import { createNodes, type NodeSpec, zoneName } from './nodes.ts';
 import type { Pki } from './pki.ts';
 import { PodReadinessKeeper } from './pod-readiness.ts';
 import type { Component } from './process.ts';
@@ -117,7 +117,7 @@ function initialNodes(options: ClusterOptions): NodeSpec[] {
   const prefix = options.nodePrefix ?? 'node';
   return Array.from({ length: count }, (_, i) => ({
     name: `${prefix}-${String(i).padStart(String(count - 1).length, '0')}`,
-    zone: `zone-${String.fromCharCode(97 + (i % zones))}`,
+    zone: zoneName(i, zones),
   }));
 }
 

@@ -4,6 +4,9 @@ import { inParallel } from '../../util/parallel.ts';
 import { KWOK_NODE } from './component-args.ts';
 import { type RawApi, Tally } from './raw-api.ts';
 
+/** The zone of the i-th node of a cluster spread round-robin over `zones` zones: zone-a, zone-b… */
+export const zoneName = (i: number, zones: number) => `zone-${String.fromCharCode(97 + (i % zones))}`;
+
 export interface NodeSpec {
   name: string;
   /** Labelled topology.kubernetes.io/zone; no zone label when undefined. */

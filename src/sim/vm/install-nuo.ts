@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import type { AppsV1Api } from '@kubernetes/client-node';
 import { CHART_DIR, type Helm } from '../../../tools/helm/run.ts';
 import { buildImage } from '../../../tools/image/build.ts';
 import { VM_NODE_LABEL } from './config-disk.ts';
@@ -93,4 +94,14 @@ export function installFromRegistry(o: {
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * nuo's agent Ready on each of `vms` VM nodes and every operator replica available, the standby too: a
+ * snapshot taken before (nuo whatif) plays the starting standby as unready for the whole rollout.
+ */
+export async function nuoAvailable(apps: AppsV1Api, vms: number): Promise<boolean> {
+  const agent = await apps.readNamespacedDaemonSet({ name: 'nuo-agent', namespace: NS });
+  const operator = await apps.readNamespacedDeployment({ name: 'nuo-operator', namespace: NS });
+  return agent.status?.numberReady === vms && operator.status?.availableReplicas === operator.spec?.replicas;
 }

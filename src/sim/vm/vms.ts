@@ -14,7 +14,7 @@ import { ensureVmImage, type VmImage } from '../../../tools/vm/image.ts';
 import { pollUntil } from '../../util/poll.ts';
 import type { LocalCluster } from '../cluster/cluster.ts';
 import { freePort } from '../cluster/net.ts';
-import { isReady } from '../cluster/nodes.ts';
+import { isReady, zoneName } from '../cluster/nodes.ts';
 import { Component } from '../cluster/process.ts';
 import { publishApiEndpoint } from './api-endpoint.ts';
 import { vmConfigFiles, writeConfigDisk } from './config-disk.ts';
@@ -89,10 +89,11 @@ export interface VmFleet {
   stop(): Promise<void>;
 }
 
-const DEFAULT_NODES: VmNodeSpec[] = [
-  { name: 'vm-0', zone: 'zone-a' },
-  { name: 'vm-1', zone: 'zone-b' },
-];
+/** `count` VMs named vm-0, vm-1…, spread over `zones` zones round-robin as a cluster's KWOK nodes are. */
+export const vmNodeSpecs = (count: number, zones: number): VmNodeSpec[] =>
+  Array.from({ length: count }, (_, i) => ({ name: `vm-${i}`, zone: zoneName(i, zones) }));
+
+const DEFAULT_NODES = vmNodeSpecs(2, 2);
 
 /** Fails loudly (never a silent skip) when qemu is missing. */
 async function checkQemu(): Promise<void> {

@@ -3,7 +3,7 @@
  * a tiny HTTP server that takes `shutdownMs` to end after SIGTERM, Ready once it listens, spread over the
  * VM nodes and kept off KWOK's (whose nodes run no containers).
  */
-import type { V1Deployment } from '@kubernetes/client-node';
+import { AppsV1Api, type KubeConfig, PolicyV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { VM_NODE_LABEL } from './config-disk.ts';
 
 export interface WebOptions {
@@ -50,4 +50,24 @@ export function vmWebDeployment(o: WebOptions): V1Deployment {
       },
     },
   };
+}
+
+/** Creates the web Deployment in `namespace` and a PDB over it that lets one pod go at a time. */
+export async function deployVmWeb(kubeconfig: KubeConfig, namespace: string, o: WebOptions): Promise<void> {
+  await kubeconfig
+    .makeApiClient(AppsV1Api)
+    .createNamespacedDeployment({ namespace, body: vmWebDeployment(o) });
+  await kubeconfig.makeApiClient(PolicyV1Api).createNamespacedPodDisruptionBudget({
+    namespace,
+    body: {
+      metadata: { name: o.name },
+      spec: { maxUnavailable: 1, selector: { matchLabels: { app: o.name } } },
+    },
+  });
+}
+
+/** Every replica of the web Deployment `name` available. */
+export async function webAvailable(apps: AppsV1Api, namespace: string, name: string): Promise<boolean> {
+  const d = await apps.readNamespacedDeployment({ name, namespace });
+  return d.status?.availableReplicas === d.spec?.replicas;
 }
